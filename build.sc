@@ -1,0 +1,20 @@
+// NanoBPF hardware build (mill 0.11.13). `make hw` drives it; see docs/build.md.
+import mill._, scalalib._
+
+object hw extends SbtModule {
+  def scalaVersion = "2.13.16"
+  val chiselVersion = "7.14.0"
+  def ivyDeps = Agg(ivy"org.chipsalliance::chisel:$chiselVersion")
+  def scalacPluginIvyDeps = Agg(ivy"org.chipsalliance:::chisel-plugin:$chiselVersion")
+  def scalacOptions = Seq("-deprecation", "-feature", "-language:reflectiveCalls", "-Ymacro-annotations")
+
+  /** The SoC definition file: single source of the address map and register layouts. */
+  def socDefs = T.source(millSourcePath / "defs" / "soc.toml")
+  def gendefs = T.source(millSourcePath / os.up / "sw" / "tools" / "nanobpf-gendefs")
+
+  /** Scala view of the SoC definitions, generated from `socDefs` (never edited by hand). */
+  def generatedSources = T {
+    os.proc("python3", gendefs().path, "--defs", socDefs().path, "--scala", T.dest / "SocMap.scala").call()
+    Seq(PathRef(T.dest))
+  }
+}

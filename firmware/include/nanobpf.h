@@ -1,0 +1,54 @@
+/* NanoBPF bare-metal runtime: the few calls every firmware program uses.
+ * Console output goes through stdio (printf, puts): each hart writes to its own console register. */
+#ifndef NANOBPF_H
+#define NANOBPF_H
+
+#include <stdint.h>
+#include "nanobpf_soc.h"
+
+#define NB_REG32(addr) (*(volatile uint32_t *)(uintptr_t)(addr))
+#define NB_REG64(addr) (*(volatile uint64_t *)(uintptr_t)(addr))
+
+/* Entry point of a firmware program, called on every hart that is started (hart 0 at reset, the
+ * others after nb_wake). When hart 0 returns, its value ends the simulation (0 = pass); when
+ * another hart returns, it sleeps. */
+int hart_main(unsigned hart);
+
+static inline unsigned nb_hart_id(void) {
+    unsigned long h;
+    __asm__ volatile("csrr %0, mhartid" : "=r"(h));
+    return (unsigned)h;
+}
+
+/* Cycles since this hart left reset (mcycle). */
+static inline uint64_t nb_cycles(void) {
+    uint64_t c;
+    __asm__ volatile("csrr %0, mcycle" : "=r"(c));
+    return c;
+}
+
+/* Number of cores in this build. */
+static inline unsigned nb_num_cores(void) {
+    return NB_REG32(NANOBPF_DPU_BASE + NANOBPF_DPU_NUM_CORES_OFFSET);
+}
+
+/* Start a sleeping hart (raises its CLINT software interrupt). */
+static inline void nb_wake(unsigned hart) {
+    NB_REG32(NANOBPF_CLINT_BASE + NANOBPF_CLINT_MSIP_OFFSET(hart)) = 1;
+}
+
+/* Per-core uncached mailbox words: the way harts share state (L1 caches are not coherent). */
+static inline void nb_mailbox_write(unsigned hart, uint64_t value) {
+    NB_REG64(NANOBPF_DPU_BASE + NANOBPF_DPU_MAILBOX_OFFSET(hart)) = value;
+}
+static inline uint64_t nb_mailbox_read(unsigned hart) {
+    return NB_REG64(NANOBPF_DPU_BASE + NANOBPF_DPU_MAILBOX_OFFSET(hart));
+}
+
+/* One character to this hart's console. */
+void nb_putc(char c);
+
+/* End the simulation with `code` (0 = pass). Does not return. */
+__attribute__((noreturn)) void nb_sim_end(unsigned code);
+
+#endif

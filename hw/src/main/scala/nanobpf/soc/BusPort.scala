@@ -1,0 +1,33 @@
+package nanobpf.soc
+
+import chisel3._
+import chisel3.util._
+
+/** One 64-bit word access on the SoC's internal slave bus. `addr` is the byte address. */
+class BusReq extends Bundle {
+  val addr = UInt(32.W)
+  val write = Bool()
+  val wdata = UInt(64.W)
+  val wstrb = UInt(8.W)
+}
+
+/** Answer to one [[BusReq]]: read data (writes: ignored) and whether the access was refused. */
+class BusResp extends Bundle {
+  val rdata = UInt(64.W)
+  val err = Bool()
+}
+
+/** Slave port of the interconnect. Protocol: the interconnect keeps at most one request outstanding;
+  * the slave answers each accepted request with exactly one `resp` pulse, one or more cycles later.
+  */
+class BusPort extends Bundle {
+  val req = Decoupled(new BusReq)
+  val resp = Flipped(Valid(new BusResp))
+}
+
+/** A bus access the interconnect refused (unmapped address, slave error, unsupported atomic). */
+class BusError(nMasters: Int) extends Bundle {
+  val master = UInt(log2Ceil(nMasters max 2).W)
+  val addr = UInt(64.W)
+  val write = Bool()
+}

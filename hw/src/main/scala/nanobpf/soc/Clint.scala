@@ -1,0 +1,50 @@
+package nanobpf.soc
+
+import chisel3._
+import chisel3.util._
+
+/** Core-local interruptor (SiFive CLINT layout): per-hart msip and mtimecmp, one mtime that counts
+  * core clock cycles. Outputs are level interrupts: `ipi(h)` while msip[h] bit 0 is set, `timerIrq(h)`
+  * while mtime >= mtimecmp[h]. One-cycle access latency. Offsets with no register answer an error.
+  */
+class Clint(nCores: Int) extends Module with RegSlave {
+  val io = IO(new Bundle {
+    val bus = Flipped(new BusPort)
+    val ipi = Output(Vec(nCores, Bool()))
+    val timerIrq = Output(Vec(nCores, Bool()))
+  })
+  def busPort = io.bus
+  import SocMap.ClintRegs._
+
+  val msip = RegInit(VecInit(Seq.fill(nCores)(false.B)))
+  val mtimecmp = RegInit(VecInit(Seq.fill(nCores)(MtimecmpReset.U(64.W))))
+  val mtime = RegInit(0.U(64.W))
+  mtime := mtime + 1.U
+
+  val off = offset(SocMap.Clint)
+  val rdata = WireDefault(0.U(64.W))
+  val hit = WireDefault(false.B)
+  // msip registers are 4 bytes apart: one 64-bit word holds harts 2k (low half) and 2k+1 (high half).
+  for (h <- 0 until nCores) {
+    val word = (Msip + MsipStride * h) & ~7
+    val lane = ((Msip + MsipStride * h) & 7) * 8
+    when(off === word.U) {
+      hit := true.B
+      rdata := rdata | (msip(h).asUInt << lane)
+      when(fire && isWrite && wstrb(lane / 8)) { msip(h) := wdata(lane) }
+    }
+    when(off === (Mtimecmp + MtimecmpStride * h).U) {
+      hit := true.B
+      rdata := mtimecmp(h)
+      when(fire && isWrite) { mtimecmp(h) := merge(mtimecmp(h)) }
+    }
+  }
+  when(off === Mtime.U) {
+    hit := true.B
+    rdata := mtime
+    when(fire && isWrite) { mtime := merge(mtime) }
+  }
+  respond(rdata, !hit)
+  io.ipi := msip
+  for (h <- 0 until nCores) io.timerIrq(h) := mtime >= mtimecmp(h)
+}

@@ -1,0 +1,35 @@
+package nanobpf.soc
+
+import chisel3._
+import chisel3.util._
+
+/** The SystemVerilog RAM in hw/vsrc/nanobpf_main_mem.sv (plusarg-loadable in simulation). */
+class nanobpf_main_mem(words: Int, initFile: String)
+    extends ExtModule(Map("WORDS" -> IntParam(words), "INIT_FILE" -> StringParam(initFile))) {
+  val io = FlatIO(new Bundle {
+    val clock = Input(Clock())
+    val en = Input(Bool())
+    val we = Input(Bool())
+    val addr = Input(UInt(log2Ceil(words).W))
+    val wdata = Input(UInt(64.W))
+    val wstrb = Input(UInt(8.W))
+    val rdata = Output(UInt(64.W))
+  })
+}
+
+/** Main memory on the bus: one access per cycle, read data one cycle later, never an error. */
+class MainMemory(region: SocMap.Region, initFile: String) extends Module {
+  val io = IO(Flipped(new BusPort))
+  val words = (region.size / 8).toInt
+  val ram = Module(new nanobpf_main_mem(words, initFile))
+  ram.io.clock := clock
+  ram.io.en := io.req.fire
+  ram.io.we := io.req.bits.write
+  ram.io.addr := (io.req.bits.addr - region.base.U) >> 3
+  ram.io.wdata := io.req.bits.wdata
+  ram.io.wstrb := io.req.bits.wstrb
+  io.req.ready := true.B
+  io.resp.valid := RegNext(io.req.fire, false.B)
+  io.resp.bits.rdata := ram.io.rdata
+  io.resp.bits.err := false.B
+}
