@@ -2,7 +2,7 @@
 // instantiate it as a BlackBox (`nanobpf.soc.Cva6Tile`). It has no parameters: Verilator builds it once
 // as a hierarchical block and reuses it for every core, which is why the hart id is a port.
 // Physical memory attributes and the reset vector come from the generated `nanobpf_soc_pkg`.
-module nanobpf_cva6_tile /*verilator hier_block*/ (
+module nanobpf_cva6_tile (
   input  logic        clk_i,
   input  logic        rst_ni,
   input  logic [63:0] hart_id_i,
@@ -46,6 +46,7 @@ module nanobpf_cva6_tile /*verilator hier_block*/ (
   input  logic [1:0]  axi_r_bits_resp,
   input  logic        axi_r_bits_last
 );
+  /*verilator hier_block*/
   ariane_axi::req_t  req;
   ariane_axi::resp_t resp;
 

@@ -12,7 +12,7 @@ MILL_VERSION=$(cat "$ROOT/.mill-version")
 
 APT_PACKAGES=(
   gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf binutils-riscv64-unknown-elf
-  clang llvm libbpf-dev bpftool yosys make g++ perl python3-venv zlib1g-dev
+  clang llvm libbpf-dev bpftool yosys make g++ perl python3-venv zlib1g-dev liblz4-dev
   qemu-user qemu-system-x86 openfpgaloader iperf3 iproute2 busybox-static cpio
   linux-headers-amd64 linux-image-amd64 curl ca-certificates
 )

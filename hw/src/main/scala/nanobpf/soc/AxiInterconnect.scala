@@ -58,62 +58,81 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
   val mapped = hits.asUInt.orR
   val sel = OHToUInt(hits)
 
-  // --- defaults
-  for (m <- io.masters) {
-    m.aw.ready := false.B; m.w.ready := false.B; m.ar.ready := false.B
-    m.b.valid := false.B; m.b.bits.id := id; m.b.bits.resp := resp
-    m.r.valid := false.B; m.r.bits.id := id; m.r.bits.data := rdata; m.r.bits.resp := resp
-    m.r.bits.last := beat === len
+  // --- per-port control wires; ports are driven by index compares (no dynamic-index writes)
+  val grant = WireDefault(mIdx) // manager this cycle talks to
+  val awReady, wReady, arReady, bValid, rValid = WireDefault(false.B)
+  val rLast = WireDefault(beat === len)
+  val bResp = WireDefault(resp)
+  for ((port, i) <- io.masters.zipWithIndex) {
+    val me = grant === i.U
+    port.aw.ready := awReady && me; port.w.ready := wReady && me; port.ar.ready := arReady && me
+    port.b.valid := bValid && me; port.b.bits.id := id; port.b.bits.resp := bResp
+    port.r.valid := rValid && me; port.r.bits.id := id; port.r.bits.data := rdata; port.r.bits.resp := resp
+    port.r.bits.last := rLast
   }
-  for (s <- io.slaves) {
-    s.req.valid := false.B
-    s.req.bits.addr := addr(31, 0)
-    s.req.bits.write := false.B
-    s.req.bits.wdata := io.masters(mIdx).w.bits.data
-    s.req.bits.wstrb := io.masters(mIdx).w.bits.strb
+  /** valid and bits of the granted manager's channel (ready is driven per port above). */
+  def granted[T <: Data](ch: Axi4 => DecoupledIO[T]) = new {
+    val valid = VecInit(io.masters.map(ch(_).valid))(grant)
+    val bits = VecInit(io.masters.map(ch(_).bits))(grant)
   }
+  val aw = granted(_.aw)
+  val ar = granted(_.ar)
+  val w = granted(_.w)
+  val bReady = VecInit(io.masters.map(_.b.ready))(grant)
+  val rReady = VecInit(io.masters.map(_.r.ready))(grant)
+
+  val reqValid, reqWrite = WireDefault(false.B)
+  val reqWdata = WireDefault(w.bits.data)
+  val reqWstrb = WireDefault(w.bits.strb)
+  for ((port, i) <- io.slaves.zipWithIndex) {
+    port.req.valid := reqValid && sel === i.U
+    port.req.bits.addr := addr(31, 0)
+    port.req.bits.write := reqWrite
+    port.req.bits.wdata := reqWdata
+    port.req.bits.wstrb := reqWstrb
+  }
+  val reqReady = VecInit(io.slaves.map(_.req.ready))(sel)
+  val reqFire = reqValid && reqReady
+  val slaveResp = VecInit(io.slaves.map(_.resp))(sel)
   io.error.valid := false.B
   io.error.bits.master := mIdx
   io.error.bits.addr := addr
   io.error.bits.write := isWrite
 
-  val m = io.masters(mIdx)
-  val slave = io.slaves(sel)
-  val slaveResp = VecInit(io.slaves.map(_.resp)).apply(sel)
   def fail(code: UInt): Unit = { resp := code; io.error.valid := true.B }
+  def granule(a: UInt): UInt = a(axi.addrBits - 1, 3)
   def clearReservations(a: UInt): Unit =
-    for (r <- reservation) when(r.bits === a(axi.addrBits - 1, 3)) { r.valid := false.B }
+    for (r <- reservation) when(r.bits === granule(a)) { r.valid := false.B }
   val nextAddr = Axi4.nextAddr(addr, size, len, burst)
 
   // --- arbitration: round robin over managers with a pending AW or AR
   val wants = VecInit(io.masters.map(x => x.aw.valid || x.ar.valid))
-  val last = RegInit(0.U(log2Ceil(nMasters max 2).W))
-  val order = (1 to nMasters).map(k => (last +& k.U) % nMasters.U)
+  val idxBits = log2Ceil(nMasters max 2)
+  val last = RegInit(0.U(idxBits.W))
+  val order = (1 to nMasters).map(k => ((last +& k.U) % nMasters.U)(idxBits - 1, 0))
   val pick = PriorityMux(order.map(i => wants(i)), order)
 
   switch(state) {
     is(S.idle) {
+      grant := pick
       when(wants.asUInt.orR) {
-        val c = io.masters(pick)
         mIdx := pick; last := pick; beat := 0.U; resp := Axi4.OKAY
-        isWrite := c.aw.valid
-        when(c.aw.valid) {
-          c.aw.ready := true.B
-          id := c.aw.bits.id; addr := c.aw.bits.addr; len := c.aw.bits.len; size := c.aw.bits.size
-          burst := c.aw.bits.burst; lock := c.aw.bits.lock; atop := c.aw.bits.atop
-          val r = reservation(pick)
-          exclOk := r.valid && r.bits === c.aw.bits.addr(axi.addrBits - 1, 3)
-          when(c.aw.bits.lock) { r.valid := false.B } // an exclusive write consumes the reservation
-          state := Mux(c.aw.bits.atop =/= 0.U, S.aData, S.wData)
+        isWrite := aw.valid
+        when(aw.valid) {
+          awReady := true.B
+          id := aw.bits.id; addr := aw.bits.addr; len := aw.bits.len; size := aw.bits.size
+          burst := aw.bits.burst; lock := aw.bits.lock; atop := aw.bits.atop
+          exclOk := VecInit(reservation.map(r => r.valid && r.bits === granule(aw.bits.addr)))(pick)
+          state := Mux(aw.bits.atop =/= 0.U, S.aData, S.wData)
         }.otherwise {
-          c.ar.ready := true.B
-          id := c.ar.bits.id; addr := c.ar.bits.addr; len := c.ar.bits.len; size := c.ar.bits.size
-          burst := c.ar.bits.burst; lock := c.ar.bits.lock; atop := 0.U
-          when(c.ar.bits.lock) {
-            reservation(pick).valid := true.B
-            reservation(pick).bits := c.ar.bits.addr(axi.addrBits - 1, 3)
-          }
+          arReady := true.B
+          id := ar.bits.id; addr := ar.bits.addr; len := ar.bits.len; size := ar.bits.size
+          burst := ar.bits.burst; lock := ar.bits.lock; atop := 0.U
           state := S.rReq
+        }
+        for ((r, i) <- reservation.zipWithIndex) when(pick === i.U) {
+          when(aw.valid && aw.bits.lock) { r.valid := false.B } // an exclusive write consumes it
+          when(!aw.valid && ar.bits.lock) { r.valid := true.B; r.bits := granule(ar.bits.addr) }
         }
       }
     }
@@ -121,18 +140,18 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
     is(S.wData) {
       val skip = !mapped || (lock && !exclOk) // unmapped, or a failed exclusive: drop the beat
       when(skip) {
-        m.w.ready := true.B
-        when(m.w.valid) {
+        wReady := true.B
+        when(w.valid) {
           when(!mapped) { fail(Axi4.DECERR) }
-          when(m.w.bits.last) { state := S.bResp }.otherwise { addr := nextAddr }
+          when(w.bits.last) { state := S.bResp }.otherwise { addr := nextAddr }
         }
       }.otherwise {
-        slave.req.valid := m.w.valid
-        slave.req.bits.write := true.B
-        m.w.ready := slave.req.ready
-        when(slave.req.fire) {
+        reqValid := w.valid
+        reqWrite := true.B
+        wReady := reqReady
+        when(reqFire) {
           clearReservations(addr)
-          wLast := m.w.bits.last
+          wLast := w.bits.last
           state := S.wResp
         }
       }
@@ -144,17 +163,17 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
       }
     }
     is(S.bResp) {
-      m.b.valid := true.B
-      when(lock && exclOk && resp === Axi4.OKAY) { m.b.bits.resp := Axi4.EXOKAY }
-      when(m.b.ready) { state := S.idle }
+      bValid := true.B
+      when(lock && exclOk && resp === Axi4.OKAY) { bResp := Axi4.EXOKAY }
+      when(bReady) { state := S.idle }
     }
     // ---- reads: one slave request per R beat
     is(S.rReq) {
       when(!mapped) {
         fail(Axi4.DECERR); rdata := 0.U; state := S.rBeat
       }.otherwise {
-        slave.req.valid := true.B
-        when(slave.req.fire) { state := S.rResp }
+        reqValid := true.B
+        when(reqFire) { state := S.rResp }
       }
     }
     is(S.rResp) {
@@ -165,8 +184,8 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
       }
     }
     is(S.rBeat) {
-      m.r.valid := true.B
-      when(m.r.ready) {
+      rValid := true.B
+      when(rReady) {
         when(beat === len) { state := S.idle }.otherwise {
           beat := beat + 1.U; addr := nextAddr; state := S.rReq
         }
@@ -174,9 +193,9 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
     }
     // ---- atomics: take the single W beat, read, modify, write, answer B (and R for loads)
     is(S.aData) {
-      m.w.ready := true.B
-      when(m.w.valid) {
-        wdata := m.w.bits.data; wstrb := m.w.bits.strb
+      wReady := true.B
+      when(w.valid) {
+        wdata := w.bits.data; wstrb := w.bits.strb
         val supported = len === 0.U && (size === 2.U || size === 3.U) && mapped &&
           (atop(5, 4) =/= 3.U || atop(3, 0) === 0.U) // AtomicCompare is not supported
         when(!supported) { fail(Mux(mapped, Axi4.SLVERR, Axi4.DECERR)); rdata := 0.U; state := S.aResp }
@@ -185,8 +204,8 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
       }
     }
     is(S.aRead) {
-      slave.req.valid := true.B
-      when(slave.req.fire) { state := S.aReadResp }
+      reqValid := true.B
+      when(reqFire) { state := S.aReadResp }
     }
     is(S.aReadResp) {
       when(slaveResp.valid) {
@@ -195,11 +214,11 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
       }
     }
     is(S.aWrite) {
-      slave.req.valid := true.B
-      slave.req.bits.write := true.B
-      slave.req.bits.wdata := AtomicAlu(atop, size, addr(2), rdata, wdata)
-      slave.req.bits.wstrb := wstrb
-      when(slave.req.fire) { clearReservations(addr); state := S.aWriteResp }
+      reqValid := true.B
+      reqWrite := true.B
+      reqWdata := AtomicAlu(atop, size, addr(2), rdata, wdata)
+      reqWstrb := wstrb
+      when(reqFire) { clearReservations(addr); state := S.aWriteResp }
     }
     is(S.aWriteResp) {
       when(slaveResp.valid) {
@@ -208,11 +227,11 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
       }
     }
     is(S.aResp) {
-      m.b.valid := !bDone
-      m.r.valid := !rDone
-      m.r.bits.last := true.B
-      val b = bDone || m.b.ready
-      val r = rDone || m.r.ready
+      bValid := !bDone
+      rValid := !rDone
+      rLast := true.B
+      val b = bDone || bReady
+      val r = rDone || rReady
       bDone := b; rDone := r
       when(b && r) { state := S.idle }
     }

@@ -22,16 +22,15 @@ class Clint(nCores: Int) extends Module with RegSlave {
   mtime := mtime + 1.U
 
   val off = offset(SocMap.Clint)
-  val rdata = WireDefault(0.U(64.W))
-  val hit = WireDefault(false.B)
   // msip registers are 4 bytes apart: one 64-bit word holds harts 2k (low half) and 2k+1 (high half).
+  def msipWord(h: Int) = (Msip + MsipStride * h) & ~7
+  def msipLane(h: Int) = ((Msip + MsipStride * h) & 7) * 8
+  val rdata = WireDefault((0 until nCores).map(h => Mux(off === msipWord(h).U, msip(h).asUInt << msipLane(h), 0.U(64.W))).reduce(_ | _))
+  val hit = WireDefault(false.B)
   for (h <- 0 until nCores) {
-    val word = (Msip + MsipStride * h) & ~7
-    val lane = ((Msip + MsipStride * h) & 7) * 8
-    when(off === word.U) {
+    when(off === msipWord(h).U) {
       hit := true.B
-      rdata := rdata | (msip(h).asUInt << lane)
-      when(fire && isWrite && wstrb(lane / 8)) { msip(h) := wdata(lane) }
+      when(fire && isWrite && wstrb(msipLane(h) / 8)) { msip(h) := wdata(msipLane(h)) }
     }
     when(off === (Mtimecmp + MtimecmpStride * h).U) {
       hit := true.B

@@ -25,7 +25,7 @@ class MainMemory(region: SocMap.Region, initFile: String) extends Module {
   ram.io.clock := clock
   ram.io.en := io.req.fire
   ram.io.we := io.req.bits.write
-  ram.io.addr := (io.req.bits.addr - region.base.U) >> 3
+  ram.io.addr := (io.req.bits.addr - region.base.U)(log2Ceil(words) + 2, 3)
   ram.io.wdata := io.req.bits.wdata
   ram.io.wstrb := io.req.bits.wstrb
   io.req.ready := true.B

@@ -1,0 +1,180 @@
+// nanobpf-sim: Verilator harness for the NanoBPF SoC.
+//
+// Loads a firmware image into main memory, runs the SoC until the firmware writes dpu.sim_end, prints
+// each core's console line by line ("[core N] ..."), reports bus errors and the cycle count, and
+// exits with the firmware's code. See docs/simulation.md for options and exit codes.
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "VNanobpfSoc.h"
+#include "verilated.h"
+#include "verilated_fst_c.h"
+
+namespace {
+
+constexpr int kExitTimeout = 124;   // --max-cycles reached before sim_end
+constexpr int kExitBusError = 125;  // firmware passed, but the bus refused accesses
+constexpr int kExitUsage = 126;     // bad command line or unreadable firmware
+constexpr uint64_t kResetCycles = 16;
+
+const char kUsage[] =
+    "usage: nanobpf-sim --firmware FILE.hex [--max-cycles N] [--wave FILE.fst] [--quiet]\n"
+    "  --firmware FILE   main-memory image ($readmemh of 64-bit words, from nanobpf-elf2hex)\n"
+    "  --max-cycles N    give up after N core cycles (default 20000000): exit 124\n"
+    "  --wave FILE.fst   write an FST waveform of the whole run\n"
+    "  --quiet           do not echo the console, print only the summary\n"
+    "exit code: the firmware's sim_end code (0 = pass); 124 timeout; 125 bus errors; 126 usage\n";
+
+struct Options {
+    std::string firmware;
+    std::string wave;
+    uint64_t max_cycles = 20000000;
+    bool quiet = false;
+};
+
+[[noreturn]] void usage_error(const std::string &msg) {
+    std::fprintf(stderr, "nanobpf-sim: error: %s\n%s", msg.c_str(), kUsage);
+    std::exit(kExitUsage);
+}
+
+Options parse(int argc, char **argv) {
+    Options o;
+    for (int i = 1; i < argc; i++) {
+        std::string a = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) usage_error(a + " needs a value");
+            return argv[++i];
+        };
+        if (a == "--help" || a == "-h") {
+            std::fputs(kUsage, stdout);
+            std::exit(0);
+        } else if (a == "--firmware") {
+            o.firmware = value();
+        } else if (a == "--wave") {
+            o.wave = value();
+        } else if (a == "--max-cycles") {
+            std::string v = value();
+            char *end = nullptr;
+            o.max_cycles = std::strtoull(v.c_str(), &end, 0);
+            if (v.empty() || *end || o.max_cycles == 0) usage_error("--max-cycles: not a positive number: " + v);
+        } else if (a == "--quiet") {
+            o.quiet = true;
+        } else {
+            usage_error("unknown argument: " + a);
+        }
+    }
+    if (o.firmware.empty()) usage_error("--firmware is required");
+    if (!std::ifstream(o.firmware)) usage_error("cannot read firmware image " + o.firmware);
+    return o;
+}
+
+// Collects console characters per core and prints whole lines, so output of cores that print at
+// the same time does not interleave mid-line.
+class Console {
+  public:
+    explicit Console(bool quiet) : quiet_(quiet) {}
+    void put(unsigned core, char c) {
+        if (core >= lines_.size()) lines_.resize(core + 1);
+        if (c == '\n') {
+            flush(core);
+        } else if (c != '\r') {
+            lines_[core] += c;
+        }
+    }
+    void flush_all() {
+        for (unsigned c = 0; c < lines_.size(); c++)
+            if (!lines_[c].empty()) flush(c);
+    }
+
+  private:
+    void flush(unsigned core) {
+        if (!quiet_) std::printf("[core %u] %s\n", core, lines_[core].c_str());
+        std::fflush(stdout);
+        lines_[core].clear();
+    }
+    bool quiet_;
+    std::vector<std::string> lines_;
+};
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    Options opt = parse(argc, argv);
+    auto ctx = std::make_unique<VerilatedContext>();
+    std::string plusarg = "+nanobpf_mem=" + opt.firmware;
+    const char *vargs[] = {argv[0], plusarg.c_str()};
+    ctx->commandArgs(2, vargs);
+    ctx->traceEverOn(!opt.wave.empty());
+    auto top = std::make_unique<VNanobpfSoc>(ctx.get());
+
+    std::unique_ptr<VerilatedFstC> fst;
+    if (!opt.wave.empty()) {
+        fst = std::make_unique<VerilatedFstC>();
+        top->trace(fst.get(), 99);
+        fst->open(opt.wave.c_str());
+        if (!fst->isOpen()) usage_error("cannot open wave file " + opt.wave);
+    }
+
+    Console console(opt.quiet);
+    uint64_t cycle = 0, bus_errors = 0;
+    bool ended = false;
+    int code = 0;
+    auto t0 = std::chrono::steady_clock::now();
+    auto tick = [&]() {
+        top->clock = 0;
+        top->eval();
+        if (fst) fst->dump(ctx->time());
+        ctx->timeInc(1);
+        top->clock = 1;
+        top->eval();
+        if (fst) fst->dump(ctx->time());
+        ctx->timeInc(1);
+    };
+
+    top->reset = 1;
+    for (uint64_t i = 0; i < kResetCycles; i++) tick();
+    top->reset = 0;
+    while (!ended && cycle < opt.max_cycles && !ctx->gotFinish()) {
+        // Outputs are sampled with the clock low: these are the values the next edge will commit.
+        top->clock = 0;
+        top->eval();
+        if (top->io_console_valid) console.put(top->io_console_bits_core, (char)top->io_console_bits_char);
+        if (top->io_busError_valid) {
+            bus_errors++;
+            std::printf("[bus] error: core %u %s at 0x%016" PRIx64 " (cycle %" PRIu64 ")\n",
+                        (unsigned)top->io_busError_bits_master, top->io_busError_bits_write ? "write" : "read",
+                        (uint64_t)top->io_busError_bits_addr, cycle);
+        }
+        if (top->io_simEnd_valid) {
+            ended = true;
+            code = top->io_simEnd_bits;
+        }
+        tick();
+        cycle++;
+    }
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    console.flush_all();
+    top->final();
+    if (fst) fst->close();
+
+    int rc = code;
+    const char *how = code == 0 ? "PASS" : "FAIL";
+    if (!ended) {
+        rc = kExitTimeout;
+        how = "TIMEOUT (no sim_end before --max-cycles)";
+    } else if (code == 0 && bus_errors) {
+        rc = kExitBusError;
+        how = "FAIL (bus errors)";
+    }
+    std::printf("nanobpf-sim: %s: exit code %d after %" PRIu64 " cycles, %" PRIu64
+                " bus error(s); %.2f s wall, %.0f cycles/s\n",
+                how, rc, cycle, bus_errors, secs, secs > 0 ? cycle / secs : 0.0);
+    return rc;
+}
