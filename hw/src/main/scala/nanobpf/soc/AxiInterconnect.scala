@@ -58,6 +58,9 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
   val mapped = hits.asUInt.orR
   val sel = OHToUInt(hits)
 
+  /** Element `i` of `v`; a one-element Seq needs no index (and Chisel warns about a 1-bit one). */
+  def at[T <: Data](v: Seq[T], i: UInt): T = if (v.size == 1) v.head else VecInit(v)(i)
+
   // --- per-port control wires; ports are driven by index compares (no dynamic-index writes)
   val grant = WireDefault(mIdx) // manager this cycle talks to
   val awReady, wReady, arReady, bValid, rValid = WireDefault(false.B)
@@ -72,14 +75,14 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
   }
   /** valid and bits of the granted manager's channel (ready is driven per port above). */
   def granted[T <: Data](ch: Axi4 => DecoupledIO[T]) = new {
-    val valid = VecInit(io.masters.map(ch(_).valid))(grant)
-    val bits = VecInit(io.masters.map(ch(_).bits))(grant)
+    val valid = at(io.masters.map(ch(_).valid), grant)
+    val bits = at(io.masters.map(ch(_).bits), grant)
   }
   val aw = granted(_.aw)
   val ar = granted(_.ar)
   val w = granted(_.w)
-  val bReady = VecInit(io.masters.map(_.b.ready))(grant)
-  val rReady = VecInit(io.masters.map(_.r.ready))(grant)
+  val bReady = at(io.masters.map(_.b.ready), grant)
+  val rReady = at(io.masters.map(_.r.ready), grant)
 
   val reqValid, reqWrite = WireDefault(false.B)
   val reqWdata = WireDefault(w.bits.data)
@@ -110,7 +113,7 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
   val idxBits = log2Ceil(nMasters max 2)
   val last = RegInit(0.U(idxBits.W))
   val order = (1 to nMasters).map(k => ((last +& k.U) % nMasters.U)(idxBits - 1, 0))
-  val pick = PriorityMux(order.map(i => wants(i)), order)
+  val pick = PriorityMux(order.map(i => at(wants, i)), order)
 
   switch(state) {
     is(S.idle) {
@@ -122,7 +125,7 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
           awReady := true.B
           id := aw.bits.id; addr := aw.bits.addr; len := aw.bits.len; size := aw.bits.size
           burst := aw.bits.burst; lock := aw.bits.lock; atop := aw.bits.atop
-          exclOk := VecInit(reservation.map(r => r.valid && r.bits === granule(aw.bits.addr)))(pick)
+          exclOk := at(reservation.map(r => r.valid && r.bits === granule(aw.bits.addr)), pick)
           state := Mux(aw.bits.atop =/= 0.U, S.aData, S.wData)
         }.otherwise {
           arReady := true.B

@@ -24,13 +24,5 @@ object Elaborate extends App {
   val params =
     try SocParams(nCores = cores, bootRom = Files.readAllBytes(romPath).toSeq, memInitFile = opts.getOrElse("mem-init", ""))
     catch { case e: IllegalArgumentException => fail(e.getMessage) }
-  _root_.circt.stage.ChiselStage.emitSystemVerilogFile(
-    new NanobpfSoc(params),
-    args = Array("--target-dir", out),
-    firtoolOpts = Array(
-      "-disable-all-randomization",
-      "-strip-debug-info",
-      "-lowering-options=disallowLocalVariables,disallowPackedArrays"
-    )
-  )
+  Emit(new NanobpfSoc(params), out)
 }

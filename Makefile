@@ -1,0 +1,123 @@
+# NanoBPF top-level build. `make help` lists the targets; docs/build.md explains them.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+CORES ?= 4
+BOARD ?= genesys2
+BLOCK ?=
+MAX_CYCLES ?= 20000000
+FIRMWARE ?= hello
+
+ROOT := $(abspath .)
+BUILD := $(ROOT)/build
+VENV := $(BUILD)/venv
+PY := $(VENV)/bin/python
+GEN := $(BUILD)/generated
+FW := $(BUILD)/firmware
+MILL := $(BUILD)/tools/mill
+SIM_DIR := $(BUILD)/sim/soc-$(CORES)
+SIM := $(SIM_DIR)/nanobpf-sim
+HW_DIR := $(BUILD)/hw/soc-$(CORES)
+BLOCKS_DIR := $(BUILD)/hw/blocks
+export PATH := $(VENV)/bin:$(PATH)
+
+SCALA_SRCS := build.sc $(shell find hw/src -name '*.scala' 2>/dev/null)
+VSRCS := $(wildcard hw/vsrc/*.sv)
+
+# ---------------------------------------------------------------- set-up (idempotent, registries only)
+APT_STAMP := $(BUILD)/.setup-apt
+VENV_STAMP := $(VENV)/.nanobpf-stamp
+SETUP := sw/tools/setup.sh
+
+$(APT_STAMP): $(SETUP)
+	@bash $(SETUP) apt && mkdir -p $(BUILD) && touch $@
+$(VENV_STAMP): $(SETUP) sw/python/pyproject.toml sw/tools/verilator-wrapper.sh | $(APT_STAMP)
+	@bash $(SETUP) venv
+$(MILL): .mill-version | $(APT_STAMP)
+	@bash $(SETUP) mill
+
+setup: ## install everything (apt packages, Python venv, mill); safe to re-run
+	@bash $(SETUP) all && touch $(APT_STAMP)
+
+# ---------------------------------------------------------------- generated definitions
+DEFS_STAMP := $(GEN)/.stamp
+$(DEFS_STAMP): hw/defs/soc.toml sw/tools/nanobpf-gendefs
+	@echo "[defs] hw/defs/soc.toml -> C header, Python, SV package, docs/memory-map.md"
+	@python3 sw/tools/nanobpf-gendefs --all $(GEN) && touch $@
+defs: $(DEFS_STAMP) ## regenerate every view of hw/defs/soc.toml (commit docs/memory-map.md)
+
+# ---------------------------------------------------------------- firmware
+firmware: $(DEFS_STAMP) | $(APT_STAMP) ## build the boot ROM and firmware programs into build/firmware
+	@$(MAKE) -s -C firmware O=$(FW) GEN=$(GEN)
+$(FW)/bootrom.bin: firmware/bootrom/bootrom.S $(DEFS_STAMP) | $(APT_STAMP)
+	@$(MAKE) -s -C firmware O=$(FW) GEN=$(GEN) $@
+
+# ---------------------------------------------------------------- hardware (Chisel -> SystemVerilog)
+$(HW_DIR)/filelist.f: $(SCALA_SRCS) $(FW)/bootrom.bin $(DEFS_STAMP) | $(MILL)
+	@echo "[hw] elaborating the SoC with $(CORES) core(s) -> $(HW_DIR)"
+	@$(MILL) --no-server -j 1 hw.runMain nanobpf.soc.Elaborate --cores $(CORES) --bootrom $(FW)/bootrom.bin --out $(HW_DIR)
+hw: $(HW_DIR)/filelist.f ## elaborate the SoC (CORES=N, default 4)
+
+$(BLOCKS_DIR)/.stamp: $(SCALA_SRCS) $(DEFS_STAMP) | $(MILL)
+	@echo "[hw] emitting the blocks tested by cocotb -> $(BLOCKS_DIR)"
+	@$(MILL) --no-server -j 1 hw.runMain nanobpf.soc.EmitBlocks --out $(BLOCKS_DIR) && touch $@
+hw-blocks: $(BLOCKS_DIR)/.stamp ## emit the stand-alone blocks that cocotb tests
+
+# ---------------------------------------------------------------- Verilator model of the SoC
+VERILATOR_FLAGS := --cc --exe --build -j 2 --hierarchical --no-timing -O3 --x-assign fast --x-initial fast \
+  --trace-fst -Wno-fatal -Wno-lint -Wno-style -Wno-UNOPTFLAT -Wno-MULTIDRIVEN +define+WT_DCACHE
+$(SIM): $(HW_DIR)/filelist.f $(VSRCS) sim/verilator/main.cpp sw/tools/nanobpf-rtl-files | $(VENV_STAMP)
+	@echo "[sim] verilating the $(CORES)-core SoC (CVA6 built once as a hierarchical block; a few minutes cold)"
+	@mkdir -p $(SIM_DIR)
+	@$(PY) sw/tools/nanobpf-rtl-files --chisel $(HW_DIR) > $(SIM_DIR)/files.f
+	@cva6=$$($(PY) -c 'import pythondata_cpu_cva6 as p; print(p.data_location)') && \
+	  verilator $(VERILATOR_FLAGS) +incdir+$$cva6/common/submodules/common_cells/include \
+	    +incdir+$$cva6/common/submodules/common_cells/src +incdir+$$cva6/common/local/util \
+	    --top-module NanobpfSoc -Mdir $(SIM_DIR)/obj -o ../nanobpf-sim -f $(SIM_DIR)/files.f \
+	    $(ROOT)/sim/verilator/main.cpp > $(SIM_DIR)/build.log 2>&1 || \
+	  { tail -40 $(SIM_DIR)/build.log; echo "[sim] Verilator build failed: full log in $(SIM_DIR)/build.log"; exit 1; }
+	@echo "[sim] built $(SIM)"
+sim: $(SIM) ## build the Verilator model of the SoC (CORES=N)
+
+run: $(SIM) firmware ## run FIRMWARE=<app> (default hello) on the SoC model (CORES=N, MAX_CYCLES=N, WAVE=f.fst)
+	$(SIM) --firmware $(FW)/$(FIRMWARE).hex --max-cycles $(MAX_CYCLES) $(if $(WAVE),--wave $(WAVE))
+
+demo: ## build everything and boot the default firmware on the CORES-core SoC (default 4)
+	@$(MAKE) -s sim firmware CORES=$(CORES)
+	@echo "[demo] booting firmware/apps/hello on the $(CORES)-core SoC"
+	@$(SIM) --firmware $(FW)/hello.hex --max-cycles $(MAX_CYCLES)
+
+# ---------------------------------------------------------------- tests and benchmarks
+TEST_CORES := 1 4
+test-prereqs: $(VENV_STAMP) firmware hw-blocks
+	@for n in $(TEST_CORES); do $(MAKE) -s sim CORES=$$n || exit 1; done
+
+test: ## run the whole test suite (unit, cocotb blocks, firmware on the SoC)
+	@$(MAKE) -s test-prereqs
+	@echo "[test] pytest (parallel)"
+	@cd $(ROOT) && $(PY) -m pytest -n 2 -q
+
+test-block: $(VENV_STAMP) hw-blocks ## run one block's cocotb folder: BLOCK=<name> (see sim/cocotb/)
+	@test -n "$(BLOCK)" -a -d sim/cocotb/$(BLOCK) || { echo "usage: make test-block BLOCK=<$$(ls sim/cocotb | grep -v '\.' | tr '\n' ' ')>"; exit 2; }
+	@$(PY) -m pytest -q sim/cocotb/$(BLOCK)
+
+bench: $(VENV_STAMP) ## run the benchmarks (table + PNG under build/bench)
+	@$(MAKE) -s firmware
+	@for n in 1 2 4; do $(MAKE) -s sim CORES=$$n || exit 1; done
+	@$(PY) sw/tools/nanobpf-bench --out $(BUILD)/bench
+
+synth-estimate: $(VENV_STAMP) ## yosys synth_xilinx utilisation of the SoC against the XC7K325T (CORES=N)
+	@$(MAKE) -s hw CORES=$(CORES)
+	@$(PY) sw/tools/nanobpf-synth-estimate --chisel $(HW_DIR) --out $(BUILD)/synth/soc-$(CORES)
+
+bitstream flash: ## board flow: see boards/$(BOARD)/README.md (arrives with the board issue)
+	@echo "make $@: the $(BOARD) board flow is not built yet (boards/$(BOARD)/README.md)"; exit 2
+
+clean: ## remove build outputs (keeps the venv and tools)
+	rm -rf $(BUILD)/firmware $(BUILD)/hw $(BUILD)/sim $(BUILD)/generated $(BUILD)/synth $(BUILD)/bench out
+
+help: ## list targets
+	@grep -E '^[a-z-]+( [a-z-]+)*:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | awk -F'\t' '{printf "  make %-16s %s\n", $$1, $$2}'
+	@echo "  variables: CORES=$(CORES) FIRMWARE=$(FIRMWARE) MAX_CYCLES=$(MAX_CYCLES) BLOCK= WAVE="
+
+.PHONY: setup defs firmware hw hw-blocks sim run demo test test-prereqs test-block bench synth-estimate bitstream flash clean help

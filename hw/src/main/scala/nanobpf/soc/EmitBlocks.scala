@@ -1,0 +1,24 @@
+package nanobpf.soc
+
+import chisel3.RawModule
+
+/** Emits the SoC blocks that have their own cocotb tests, one directory per configuration:
+  * `EmitBlocks --out DIR` writes DIR/<block>-<variant>/ (e.g. dpu_regs-c4). One JVM for all of them,
+  * so test workers never run mill concurrently.
+  */
+object EmitBlocks extends App {
+  val usage = "usage: EmitBlocks --out DIR"
+  val out = args.toSeq match {
+    case Seq("--out", dir) => dir
+    case Seq("--help") | Seq("-h") => println(usage); sys.exit(0)
+    case _ => System.err.println(usage); sys.exit(2)
+  }
+  /** Block name and variant -> generator. Tests name their RTL directory the same way. */
+  val blocks: Seq[(String, () => RawModule)] =
+    Seq(1, 4).map(n => s"dpu_regs-c$n" -> (() => new DpuRegs(n))) ++
+      Seq(2).map(n => s"clint-c$n" -> (() => new Clint(n)))
+  for ((name, gen) <- blocks) {
+    Emit(gen(), s"$out/$name")
+    println(s"EmitBlocks: $out/$name")
+  }
+}

@@ -1,0 +1,67 @@
+"""Firmware on the Verilator SoC model: boot, wake-up, per-core console, rendezvous, exit codes.
+
+Needs the models built by `make test-prereqs` (CORES 1 and 4) and the firmware images.
+"""
+import pytest
+
+from nanobpf import sim
+
+CORES = [1, 4]
+
+
+@pytest.mark.parametrize("cores", CORES)
+def test_every_core_reports_in(cores):
+    r = sim.run(cores, "hello", max_cycles=2_000_000)
+    assert r.returncode == 0, r.output
+    assert r.verdict == "PASS" and r.bus_errors == 0
+    assert r.lines(0)[0] == f"NanoBPF skeleton: {cores} core(s), core 0 waking the others"
+    for h in range(cores):
+        lines = r.lines(h)
+        assert any(line.startswith(f"hello from hart {h} ") for line in lines), (h, lines)
+        assert f"hart {h} passed the rendezvous" in lines, (h, lines)
+    assert r.lines(0)[-1] == f"PASS: all {cores} cores reported in"
+    assert set(r.console) == set(range(cores)), "a core that does not exist printed"
+    assert 0 < r.cycles < 2_000_000
+
+
+def test_missing_hart_fails_the_run():
+    """Core 0 of this variant never wakes hart 1: the rendezvous must time out and the run fail."""
+    r = sim.run(4, "hello-skipwake", max_cycles=2_000_000)
+    assert r.returncode == 1, r.output
+    assert r.verdict == "FAIL"
+    assert "FAIL: hart 1 did not report in" in r.lines(0)
+    assert r.lines(1) == [], "hart 1 was never woken, yet it printed"
+    for h in (2, 3):
+        assert any(line.startswith(f"hello from hart {h} ") for line in r.lines(h))
+
+
+def test_max_cycles_guard_stops_a_run():
+    r = sim.run(1, "hello", max_cycles=2000)
+    assert r.returncode == sim.EXIT_TIMEOUT, r.output
+    assert r.verdict.startswith("TIMEOUT") and r.cycles == 2000
+
+
+def test_wave_file_is_written(tmp_path):
+    wave = tmp_path / "boot.fst"
+    r = sim.run(1, "hello", max_cycles=500, args=["--wave", str(wave)])
+    assert r.returncode == sim.EXIT_TIMEOUT
+    assert wave.stat().st_size > 1000
+
+
+@pytest.mark.parametrize("args, message", [
+    ([], "--firmware is required"),
+    (["--firmware", "/nonexistent.hex"], "cannot read firmware image"),
+    (["--firmware", "x.hex", "--max-cycles", "lots"], "not a positive number"),
+    (["--bogus"], "unknown argument"),
+])
+def test_bad_command_lines_are_refused(args, message):
+    import subprocess
+    p = subprocess.run([str(sim.sim_binary(1)), *args], capture_output=True, text=True)
+    assert p.returncode == sim.EXIT_USAGE
+    assert message in p.stderr
+
+
+def test_help():
+    import subprocess
+    p = subprocess.run([str(sim.sim_binary(1)), "--help"], capture_output=True, text=True)
+    assert p.returncode == 0 and "--max-cycles" in p.stdout
