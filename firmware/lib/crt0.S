@@ -1,9 +1,12 @@
 /* NanoBPF firmware entry, for every hart (see bootrom.S for how harts arrive here).
  * Sets the trap vector, a per-hart stack (__stack_size bytes each, top of main memory downwards),
- * clears .bss on hart 0 only (the others are still asleep then), and calls nb_start(hartid). */
+ * clears .bss on hart 0 only (the others are still asleep then), and calls nb_start(hartid).
+ * No linker relaxation here: it would turn `la` into gp-relative addressing before gp is set. */
+    .option norelax
     .section .text.start
     .globl _start
 _start:
+    la      gp, __global_pointer$
     csrr    a0, mhartid
     la      t0, nb_trap_entry
     csrw    mtvec, t0
@@ -18,11 +21,7 @@ _start:
     sd      zero, 0(t0)
     addi    t0, t0, 8
     j       1b
-2:  .option push
-    .option norelax
-    la      gp, __global_pointer$
-    .option pop
-    call    nb_start
+2:  call    nb_start
 3:  wfi
     j       3b
 

@@ -65,3 +65,15 @@ def test_help():
     import subprocess
     p = subprocess.run([str(sim.sim_binary(1)), "--help"], capture_output=True, text=True)
     assert p.returncode == 0 and "--max-cycles" in p.stdout
+
+
+@pytest.mark.parametrize("cores", [1, 4])
+def test_atomics_through_the_interconnect(cores):
+    """AMOs (AXI atomics) and LR/SC (AXI exclusives) are exact, alone and under contention."""
+    r = sim.run(cores, "atomics", max_cycles=3_000_000)
+    assert r.returncode == 0, r.output
+    assert r.bus_errors == 0
+    assert "single-hart AMO and LR/SC checks: 0 failure(s)" in r.lines(0)
+    assert r.lines(0)[-1] == "PASS: 0 failure(s)"
+    for h in range(cores):
+        assert any(line.startswith(f"hart {h}: 200 increments each") for line in r.lines(h))

@@ -1,0 +1,73 @@
+"""nanobpf-gendefs: every generated view agrees with the definition file; bad definitions are refused."""
+import re
+import subprocess
+import sys
+
+import pytest
+
+from nanobpf import ROOT
+from nanobpf import soc
+
+GENDEFS = ROOT / "sw/tools/nanobpf-gendefs"
+DEFS = ROOT / "hw/defs/soc.toml"
+
+
+def gendefs(*args):
+    return subprocess.run([sys.executable, str(GENDEFS), *map(str, args)], capture_output=True, text=True)
+
+
+def test_committed_memory_map_doc_is_current():
+    p = gendefs("--check-md", ROOT / "docs/memory-map.md")
+    assert p.returncode == 0, p.stderr
+
+
+def test_c_header_agrees_with_python_module(tmp_path):
+    gendefs("--c", tmp_path / "nanobpf_soc.h")
+    names = [(f"NANOBPF_{r.upper()}_BASE", soc.REGIONS[r].base) for r in soc.REGIONS]
+    names += [(f"NANOBPF_{b.upper()}_{n.upper()}_OFFSET" + ("(1)" if g.count > 1 else ""),
+               g.offset + (g.stride if g.count > 1 else 0)) for (b, n), g in soc.REGS.items()]
+    prog = tmp_path / "dump.c"
+    prog.write_text('#include <stdio.h>\n#include "nanobpf_soc.h"\nint main(void) {\n'
+                    + "".join(f'  printf("%llu\\n", (unsigned long long)({c}));\n' for c, _ in names)
+                    + "  return 0;\n}\n")
+    subprocess.run(["cc", "-I", str(tmp_path), str(prog), "-o", str(tmp_path / "dump")], check=True)
+    out = subprocess.run([str(tmp_path / "dump")], capture_output=True, text=True, check=True).stdout.split()
+    assert [int(v) for v in out] == [v for _, v in names]
+
+
+def test_scala_and_sv_views_agree(tmp_path):
+    gendefs("--scala", tmp_path / "SocMap.scala", "--sv", tmp_path / "pkg.sv")
+    scala = (tmp_path / "SocMap.scala").read_text()
+    sv = (tmp_path / "pkg.sv").read_text()
+    for r in soc.REGIONS.values():
+        assert f'"{r.name}", BigInt("{r.base:x}", 16), BigInt("{r.size:x}", 16)' in scala
+        assert f"{r.name.upper()}_BASE = 64'h{r.base:x};" in sv
+    execs = re.search(r"ExecuteRegionAddrBase: \{([^}]*)\}", sv)[1]
+    want = {f"64'h{r.base:x}" for r in soc.REGIONS.values() if "exec" in r.attrs}
+    assert set(x.strip() for x in execs.split(",")) == want
+
+
+BAD = {
+    "overlap": ("[[region]]\nname='a'\nbase=0x1000\nsize=0x1000\ndesc='a'\n"
+                "[[region]]\nname='b'\nbase=0x1800\nsize=0x800\ndesc='b'\n", "overlaps"),
+    "unaligned": ("[[region]]\nname='a'\nbase=0x1800\nsize=0x1000\ndesc='a'\n", "naturally aligned"),
+    "reg past end": ("[[region]]\nname='a'\nbase=0x1000\nsize=0x1000\ndesc='a'\n"
+                     "[[reg]]\nblock='a'\nname='r'\noffset=0xffc\nwidth=64\naccess='rw'\ndesc='r'\n", "past the end"),
+    "unknown block": ("[[region]]\nname='a'\nbase=0x1000\nsize=0x1000\ndesc='a'\n"
+                      "[[reg]]\nblock='b'\nname='r'\noffset=0\nwidth=32\naccess='rw'\ndesc='r'\n", "unknown block"),
+    "reg overlap": ("[[region]]\nname='a'\nbase=0x1000\nsize=0x1000\ndesc='a'\n"
+                    "[[reg]]\nblock='a'\nname='r'\noffset=0\nwidth=64\naccess='rw'\ndesc='r'\n"
+                    "[[reg]]\nblock='a'\nname='s'\noffset=4\nwidth=32\naccess='rw'\ndesc='s'\n", "overlap"),
+    "bad access": ("[[region]]\nname='a'\nbase=0x1000\nsize=0x1000\ndesc='a'\n"
+                   "[[reg]]\nblock='a'\nname='r'\noffset=0\nwidth=32\naccess='rx'\ndesc='r'\n", "access must be"),
+}
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_definitions_are_refused(tmp_path, case):
+    body, message = BAD[case]
+    f = tmp_path / "soc.toml"
+    f.write_text("[soc]\nmax_cores=4\nbus_bytes=8\nreset_vector='a'\n" + body)
+    p = gendefs("--defs", f, "--c", tmp_path / "x.h")
+    assert p.returncode == 2
+    assert message in p.stderr
+    assert not (tmp_path / "x.h").exists()
