@@ -12,7 +12,8 @@ case class Axi4Params(
     /** Data width in bits. */
     dataBits: Int = 64)
 
-class Axi4Aw(p: Axi4Params) extends Bundle {
+/** Fields shared by the AW and AR channels. */
+class Axi4Ax(p: Axi4Params) extends Bundle {
   val id = UInt(p.idBits.W)
   val addr = UInt(p.addrBits.W)
   val len = UInt(8.W)
@@ -21,18 +22,13 @@ class Axi4Aw(p: Axi4Params) extends Bundle {
   val lock = Bool()
   val cache = UInt(4.W)
   val prot = UInt(3.W)
-  val atop = UInt(6.W)
 }
 
-class Axi4Ar(p: Axi4Params) extends Bundle {
-  val id = UInt(p.idBits.W)
-  val addr = UInt(p.addrBits.W)
-  val len = UInt(8.W)
-  val size = UInt(3.W)
-  val burst = UInt(2.W)
-  val lock = Bool()
-  val cache = UInt(4.W)
-  val prot = UInt(3.W)
+class Axi4Ar(p: Axi4Params) extends Axi4Ax(p)
+
+/** AW adds the AXI5 atomic operation (AWATOP). */
+class Axi4Aw(p: Axi4Params) extends Axi4Ax(p) {
+  val atop = UInt(6.W)
 }
 
 class Axi4W(p: Axi4Params) extends Bundle {
