@@ -77,3 +77,16 @@ def test_atomics_through_the_interconnect(cores):
     assert r.lines(0)[-1] == "PASS: 0 failure(s)"
     for h in range(cores):
         assert any(line.startswith(f"hart {h}: 200 increments each") for line in r.lines(h))
+
+
+def test_refused_accesses_fail_the_run():
+    """Writes to a read-only register, to a hole in the DPU block and to no region are reported, and
+    a run with bus errors does not pass even though the firmware returned 0."""
+    from nanobpf.soc import REGIONS
+    dpu = REGIONS["dpu"]
+    r = sim.run(1, "buserror", max_cycles=200_000)
+    assert r.returncode == sim.EXIT_BUS_ERROR, r.output
+    assert r.bus_errors == 3
+    for addr in (dpu.base, dpu.base + 0x800, dpu.base + dpu.size):
+        assert f"[bus] error: core 0 write at 0x{addr:016x}" in r.output
+    assert r.lines(0) == ["made three stores the bus must refuse"]
