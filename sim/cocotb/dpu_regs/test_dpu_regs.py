@@ -5,16 +5,21 @@ import random
 
 import cocotb
 import pytest
-from cocotb.clock import Clock
-from cocotb.triggers import ReadOnly, RisingEdge
-from cocotb.utils import get_sim_time
 
-from nanobpf.soc import REGIONS
+from nanobpf.soc import REGIONS, REGS
 
-from model import DpuRegsModel
+from busport import BusPortDriver, start
+from dpu_regs_model import DpuRegsModel
 
-PERIOD_NS = 10
-BASE = REGIONS["dpu"].base
+
+def events(d):
+    """Console and sim_end pulses while a request is on the bus."""
+    seen = []
+    if d.io_console_valid.value:
+        seen.append(("console", int(d.io_console_bits_core.value), int(d.io_console_bits_char.value)))
+    if d.io_simEnd_valid.value:
+        seen.append(("sim_end", int(d.io_simEnd_bits.value)))
+    return seen
 
 
 class Bench:
@@ -22,45 +27,14 @@ class Bench:
         self.dut = dut
         self.n = int(os.environ["DPU_CORES"])
         self.model = DpuRegsModel(self.n)
-        self.t0 = None
+        self.bus = None
 
     async def reset(self):
-        d = self.dut
-        cocotb.start_soon(Clock(d.clock, PERIOD_NS, unit="ns").start())
-        d.reset.value = 1
-        d.io_bus_req_valid.value = 0
-        for _ in range(4):
-            await RisingEdge(d.clock)
-        d.reset.value = 0
-        await RisingEdge(d.clock)
-        self.t0 = get_sim_time("ns")  # first edge with reset low: cycle counter 0 -> 1
+        self.bus = BusPortDriver(self.dut, REGIONS["dpu"].base, await start(self.dut))
 
     async def access(self, offset, write=False, wdata=0, wstrb=0xFF):
-        """One bus access; returns (rdata, err, events seen on console/sim_end while it fired)."""
-        d = self.dut
-        d.io_bus_req_valid.value = 1
-        d.io_bus_req_bits_addr.value = BASE + offset
-        d.io_bus_req_bits_write.value = int(write)
-        d.io_bus_req_bits_wdata.value = wdata
-        d.io_bus_req_bits_wstrb.value = wstrb
-        await ReadOnly()
-        assert d.io_bus_req_ready.value == 1
-        events = []
-        if d.io_console_valid.value:
-            events.append(("console", int(d.io_console_bits_core.value), int(d.io_console_bits_char.value)))
-        if d.io_simEnd_valid.value:
-            events.append(("sim_end", int(d.io_simEnd_bits.value)))
-        await RisingEdge(d.clock)  # the request fires on this edge
-        cycle = (get_sim_time("ns") - self.t0) // PERIOD_NS
-        d.io_bus_req_valid.value = 0
-        await ReadOnly()
-        assert d.io_bus_resp_valid.value == 1, "no response one cycle after the request"
-        got = int(d.io_bus_resp_bits_rdata.value), bool(d.io_bus_resp_bits_err.value), events
-        await RisingEdge(d.clock)
-        await ReadOnly()
-        assert d.io_bus_resp_valid.value == 0, "response lasted more than one cycle"
-        await RisingEdge(d.clock)
-        return got, self.model.access(offset, write, wdata, wstrb, cycle)
+        rdata, err, fired, seen = await self.bus.access(offset, write, wdata, wstrb, sample=events)
+        return (rdata, err, seen), self.model.access(offset, write, wdata, wstrb, self.bus.cycles_at(fired))
 
     async def check(self, offset, write=False, wdata=0, wstrb=0xFF):
         (rdata, err, events), (m_rdata, m_err, m_events) = await self.access(offset, write, wdata, wstrb)
@@ -73,7 +47,6 @@ class Bench:
 
 
 def offset_of(name, index=0):
-    from nanobpf.soc import REGS
     g = REGS[("dpu", name)]
     return g.offset + index * g.stride
 

@@ -16,7 +16,7 @@ object EmitBlocks extends App {
   /** Block name and variant -> generator. Tests name their RTL directory the same way. */
   val blocks: Seq[(String, () => RawModule)] =
     Seq(1, 4).map(n => s"dpu_regs-c$n" -> (() => new DpuRegs(n))) ++
-      Seq.empty
+      Seq(1, 3).map(n => s"clint-c$n" -> (() => new Clint(n)))
   for ((name, gen) <- blocks) {
     Emit(gen(), s"$out/$name")
     println(s"EmitBlocks: $out/$name")
