@@ -65,14 +65,12 @@ hw-blocks: $(BLOCKS_DIR)/.stamp ## emit the stand-alone blocks that cocotb tests
 
 # ---------------------------------------------------------------- Verilator model of the SoC
 VERILATOR_FLAGS := --cc --exe --build -j 2 --hierarchical --no-timing -O3 --x-assign fast --x-initial fast \
-  --trace-fst -Wno-fatal -Wno-lint -Wno-style -Wno-UNOPTFLAT -Wno-MULTIDRIVEN +define+WT_DCACHE
+  --trace-fst -Wno-fatal -Wno-lint -Wno-style -Wno-UNOPTFLAT -Wno-MULTIDRIVEN
 $(SIM): $(HW_DIR)/filelist.f $(VSRCS) sim/verilator/main.cpp sw/tools/nanobpf-rtl-files | $(VENV_STAMP)
 	@echo "[sim] verilating the $(CORES)-core SoC (CVA6 built once as a hierarchical block; a few minutes cold)"
 	@mkdir -p $(SIM_DIR)
 	@$(PY) sw/tools/nanobpf-rtl-files --chisel $(HW_DIR) > $(SIM_DIR)/files.f
-	@cva6=$$($(PY) -c 'import pythondata_cpu_cva6 as p; print(p.data_location)') && \
-	  verilator $(VERILATOR_FLAGS) +incdir+$$cva6/common/submodules/common_cells/include \
-	    +incdir+$$cva6/common/submodules/common_cells/src +incdir+$$cva6/common/local/util \
+	@verilator $(VERILATOR_FLAGS) \
 	    --top-module NanobpfSoc -Mdir $(SIM_DIR)/obj -o ../nanobpf-sim -f $(SIM_DIR)/files.f \
 	    $(ROOT)/sim/verilator/main.cpp > $(SIM_DIR)/build.log 2>&1 || \
 	  { tail -40 $(SIM_DIR)/build.log; echo "[sim] Verilator build failed: full log in $(SIM_DIR)/build.log"; exit 1; }
