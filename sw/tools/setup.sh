@@ -80,6 +80,6 @@ do_mill() {
 case "${1:-all}" in
   apt) do_apt ;; venv) do_venv ;; mill) do_mill ;;
   all) do_apt; do_venv; do_mill; step "done" ;;
-  -h|--help) sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//' ;;
+  -h|--help) sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//' ;;
   *) fail "unknown step '$1'" "sw/tools/setup.sh --help" ;;
 esac
