@@ -74,6 +74,7 @@ $(SIM): $(HW_DIR)/filelist.f $(VSRCS) sim/verilator/main.cpp sw/tools/nanobpf-rt
 	    --top-module NanobpfSoc -Mdir $(SIM_DIR)/obj -o ../nanobpf-sim -f $(SIM_DIR)/files.f \
 	    $(ROOT)/sim/verilator/main.cpp > $(SIM_DIR)/build.log 2>&1 || \
 	  { tail -40 $(SIM_DIR)/build.log; echo "[sim] Verilator build failed: full log in $(SIM_DIR)/build.log"; exit 1; }
+	@touch $@  # Verilator skips the relink when the RTL did not really change
 	@echo "[sim] built $(SIM)"
 sim: $(SIM) ## build the Verilator model of the SoC (CORES=N)
 
