@@ -7,8 +7,9 @@ import chisel3.util._
   *
   * A round-robin arbiter picks one manager's AW or AR, then the transaction runs to its response
   * before the next one starts. Each burst beat becomes one [[BusReq]] to the slave whose region holds
-  * the beat's address. Latency: about 3 cycles per beat (request, slave answer, R/B handshake);
-  * enough for the skeleton, where the cores mostly run out of their caches.
+  * the beat's address. Timing with one-cycle slaves: 1 cycle to arbitrate, then 3 cycles per read
+  * beat (request, answer, R handshake) or 2 per write beat plus 1 for B; enough for the skeleton,
+  * where the cores mostly run out of their caches.
   *
   * Because transactions never overlap, atomics are simple and exact:
   *  - AXI5 atomics (AWATOP, what CVA6 emits for RISC-V AMOs): AtomicStore, AtomicLoad and AtomicSwap
