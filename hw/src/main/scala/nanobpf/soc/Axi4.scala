@@ -71,7 +71,8 @@ object Axi4 {
   def nextAddr(addr: UInt, size: UInt, len: UInt, burst: UInt): UInt = {
     val bytes = (1.U(addr.getWidth.W) << size)(addr.getWidth - 1, 0)
     val incr = (addr & ~(bytes - 1.U)) + bytes
-    val wrapMask = ((len +& 1.U) << size) - 1.U
+    // At address width: a narrower mask would zero-extend under `~` and clear the upper address bits.
+    val wrapMask = (((len +& 1.U) << size) - 1.U).pad(addr.getWidth)
     val wrapped = (addr & ~wrapMask) | (incr & wrapMask)
     MuxLookup(burst, incr)(Seq(BurstFixed -> addr, BurstWrap -> wrapped))
   }

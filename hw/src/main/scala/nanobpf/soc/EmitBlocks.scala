@@ -16,7 +16,8 @@ object EmitBlocks extends App {
   /** Block name and variant -> generator. Tests name their RTL directory the same way. */
   val blocks: Seq[(String, () => RawModule)] =
     Seq(1, 4).map(n => s"dpu_regs-c$n" -> (() => new DpuRegs(n))) ++
-      Seq(1, 3).map(n => s"clint-c$n" -> (() => new Clint(n)))
+      Seq(1, 3).map(n => s"clint-c$n" -> (() => new Clint(n))) ++
+      Seq(2).map(n => s"interconnect-m$n" -> (() => new AxiInterconnect(n, SocMap.regions)))
   for ((name, gen) <- blocks) {
     Emit(gen(), s"$out/$name")
     println(s"EmitBlocks: $out/$name")
