@@ -47,7 +47,10 @@ do_apt() {
 do_venv() {
   local stamp=$VENV/.nanobpf-stamp want
   want=$(printf '%s\n' "${PY_PACKAGES[@]}" | sha1sum | cut -c1-12)
-  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then step "venv: up to date ($VENV)"; else
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    step "venv: up to date ($VENV)"
+    touch "$stamp"  # newer than its inputs, so make does not ask again
+  else
     step "venv: creating $VENV with ${#PY_PACKAGES[@]} pinned packages"
     [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV" || fail "python venv" "apt-get install python3-venv"
     "$VENV/bin/pip" install -q --disable-pip-version-check "${PY_PACKAGES[@]}" ||
