@@ -65,8 +65,14 @@ hw-blocks: $(BLOCKS_DIR)/.stamp ## emit the stand-alone blocks that cocotb tests
 
 # ---------------------------------------------------------------- Verilator model of the SoC
 VERILATOR_FLAGS := --cc --exe --build -j 2 --hierarchical --no-timing -O3 --x-assign fast --x-initial fast \
-  --trace-fst -Wno-fatal -Wno-lint -Wno-style -Wno-UNOPTFLAT -Wno-MULTIDRIVEN
-$(SIM): $(HW_DIR)/filelist.f $(VSRCS) sim/verilator/main.cpp sw/tools/nanobpf-rtl-files | $(VENV_STAMP)
+  --trace-fst -Wno-fatal -Wno-lint -Wno-style -Wno-UNOPTFLAT -Wno-MULTIDRIVEN -CFLAGS -I$(GEN)/include
+# What the model depends on besides sources: Verilator flags and versions (rewritten only on change).
+$(SIM_DIR)/config.txt: FORCE | $(VENV_STAMP)
+	@mkdir -p $(SIM_DIR)
+	@{ echo '$(VERILATOR_FLAGS)'; verilator --version; \
+	   $(PY) -c 'import importlib.metadata as m; print(m.version("pythondata-cpu-cva6"))'; } > $@.new
+	@cmp -s $@.new $@ && rm $@.new || mv $@.new $@
+$(SIM): $(HW_DIR)/filelist.f $(VSRCS) sim/verilator/main.cpp sw/tools/nanobpf-rtl-files $(SIM_DIR)/config.txt
 	@echo "[sim] verilating the $(CORES)-core SoC (CVA6 built once as a hierarchical block; a few minutes cold)"
 	@mkdir -p $(SIM_DIR)
 	@$(PY) sw/tools/nanobpf-rtl-files --chisel $(HW_DIR) > $(SIM_DIR)/files.f
@@ -113,10 +119,11 @@ bitstream flash: ## board flow: see boards/$(BOARD)/README.md (arrives with the 
 	@echo "make $@: the $(BOARD) board flow is not built yet (boards/$(BOARD)/README.md)"; exit 2
 
 clean: ## remove build outputs (keeps the venv and tools)
-	rm -rf $(BUILD)/firmware $(BUILD)/hw $(BUILD)/sim $(BUILD)/generated $(BUILD)/synth $(BUILD)/bench out
+	rm -rf $(BUILD)/firmware $(BUILD)/hw $(BUILD)/sim $(BUILD)/generated $(BUILD)/synth $(BUILD)/bench $(BUILD)/cocotb out
 
 help: ## list targets
 	@grep -E '^[a-z-]+( [a-z-]+)*:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | awk -F'\t' '{printf "  make %-16s %s\n", $$1, $$2}'
 	@echo "  variables: CORES=$(CORES) FIRMWARE=$(FIRMWARE) MAX_CYCLES=$(MAX_CYCLES) BLOCK= WAVE="
 
-.PHONY: setup defs firmware hw hw-blocks sim run demo test test-prereqs test-block bench synth-estimate bitstream flash clean help
+FORCE:
+.PHONY: FORCE setup defs firmware hw hw-blocks sim run demo test test-prereqs test-block bench synth-estimate bitstream flash clean help

@@ -13,7 +13,7 @@ SECTIONS {
   .text : { *(.text.start) *(.text .text.*) } > ram
   .rodata : ALIGN(8) { *(.rodata .rodata.* .srodata .srodata.*) } > ram
   .tdata : ALIGN(16) { __tdata_start = .; *(.tdata .tdata.*) __tdata_end = .; } > ram
-  .tbss : ALIGN(16) { *(.tbss .tbss.*) } > ram
+  .tbss : ALIGN(16) { __tbss_start = .; *(.tbss .tbss.*) } > ram
   __tbss_size = SIZEOF(.tbss);
   .data : ALIGN(8) {
     *(.data .data.*)

@@ -3,7 +3,7 @@
 #include <string.h>
 #include "nanobpf.h"
 
-extern char __tdata_start[], __tdata_end[], __tbss_size[], __stack_top[], __stack_size[];
+extern char __tdata_start[], __tdata_end[], __tbss_start[], __tbss_size[], __stack_top[], __stack_size[];
 
 void nb_putc(char c) {
     NB_REG32(NANOBPF_DPU_BASE + NANOBPF_DPU_CONSOLE_OFFSET(nb_hart_id())) = (uint8_t)c;
@@ -27,10 +27,10 @@ FILE *const stderr = &console;
 /* Thread-local storage (picolibc keeps errno there): a block at the low end of this hart's stack
  * area, initialised from .tdata/.tbss. RISC-V TLS variant I: tp points at the block itself. */
 static void init_tls(unsigned hart) {
-    size_t tdata = (size_t)(__tdata_end - __tdata_start), tbss = (size_t)__tbss_size;
     char *block = __stack_top - (hart + 1) * (size_t)__stack_size;
-    memcpy(block, __tdata_start, tdata);
-    memset(block + tdata, 0, tbss);
+    memcpy(block, __tdata_start, (size_t)(__tdata_end - __tdata_start));
+    /* TLS offsets count from the start of .tdata, so .tbss sits after its alignment padding. */
+    memset(block + (__tbss_start - __tdata_start), 0, (size_t)__tbss_size);
     __asm__ volatile("mv tp, %0" ::"r"(block));
 }
 
@@ -42,10 +42,8 @@ void nb_start(unsigned hart) {
     if (hart == 0) nb_sim_end((unsigned)rc);
 }
 
-#define NB_TRAP_EXIT 0xEE
-
 void nb_trap(uint64_t mcause, uint64_t mepc, uint64_t mtval) {
     printf("TRAP on hart %u: mcause=0x%llx mepc=0x%llx mtval=0x%llx\n", nb_hart_id(),
            (unsigned long long)mcause, (unsigned long long)mepc, (unsigned long long)mtval);
-    nb_sim_end(NB_TRAP_EXIT);
+    nb_sim_end(NANOBPF_SIM_EXIT_TRAP);
 }

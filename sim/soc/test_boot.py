@@ -82,11 +82,20 @@ def test_atomics_through_the_interconnect(cores):
 def test_refused_accesses_fail_the_run():
     """Writes to a read-only register, to a hole in the DPU block and to no region are reported, and
     a run with bus errors does not pass even though the firmware returned 0."""
-    from nanobpf.soc import REGIONS
-    dpu = REGIONS["dpu"]
+    from nanobpf.soc import REGIONS, REGS
+    dpu, mailbox = REGIONS["dpu"], REGS[("dpu", "mailbox")]
     r = sim.run(1, "buserror", max_cycles=200_000)
     assert r.returncode == sim.EXIT_BUS_ERROR, r.output
     assert r.bus_errors == 3
-    for addr in (dpu.base, dpu.base + 0x800, dpu.base + dpu.size):
+    for addr in (dpu.base, dpu.base + mailbox.offset + mailbox.stride * mailbox.count, dpu.base + dpu.size):
         assert f"[bus] error: core 0 write at 0x{addr:016x}" in r.output
     assert r.lines(0) == ["made three stores the bus must refuse"]
+
+
+def test_no_files_left_in_the_working_directory(tmp_path):
+    """CVA6's Verilator tracer would write trace_hart_00.dasm into the current directory."""
+    import subprocess
+    p = subprocess.run([str(sim.sim_binary(4)), "--firmware", str(sim.firmware_image("hello")), "--quiet"],
+                       cwd=tmp_path, capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -3,8 +3,11 @@
 // Loads a firmware image into main memory, runs the SoC until the firmware writes dpu.sim_end, prints
 // each core's console line by line ("[core N] ..."), reports bus errors and the cycle count, and
 // exits with the firmware's code. See docs/simulation.md for options and exit codes.
+#include <unistd.h>
+
 #include <chrono>
 #include <cinttypes>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -14,15 +17,18 @@
 #include <vector>
 
 #include "VNanobpfSoc.h"
+#include "nanobpf_soc.h"  // generated from hw/defs/soc.toml: exit codes
 #include "verilated.h"
 #include "verilated_fst_c.h"
 
 namespace {
 
-constexpr int kExitTimeout = 124;   // --max-cycles reached before sim_end
-constexpr int kExitBusError = 125;  // firmware passed, but the bus refused accesses
-constexpr int kExitUsage = 126;     // bad command line or unreadable firmware
+constexpr int kExitTimeout = NANOBPF_SIM_EXIT_TIMEOUT;
+constexpr int kExitBusError = NANOBPF_SIM_EXIT_BUS_ERROR;
+constexpr int kExitUsage = NANOBPF_SIM_EXIT_USAGE;
+constexpr int kExitFinish = NANOBPF_SIM_EXIT_FINISH;
 constexpr uint64_t kResetCycles = 16;
+constexpr char kCva6Trace[] = "trace_hart_00.dasm";
 
 const char kUsage[] =
     "usage: nanobpf-sim --firmware FILE.hex [--max-cycles N] [--wave FILE.fst] [--quiet]\n"
@@ -30,7 +36,8 @@ const char kUsage[] =
     "  --max-cycles N    give up after N core cycles (default 20000000): exit 124\n"
     "  --wave FILE.fst   write an FST waveform of the whole run\n"
     "  --quiet           do not echo the console, print only the summary\n"
-    "exit code: the firmware's sim_end code (0 = pass); 124 timeout; 125 bus errors; 126 usage\n";
+    "exit code: the firmware's sim_end code (0 = pass), or the harness's own codes listed in\n"
+    "docs/memory-map.md (timeout, bus_error, usage, finish)\n";
 
 struct Options {
     std::string firmware;
@@ -71,8 +78,33 @@ Options parse(int argc, char **argv) {
         }
     }
     if (o.firmware.empty()) usage_error("--firmware is required");
-    if (!std::ifstream(o.firmware)) usage_error("cannot read firmware image " + o.firmware);
+    char resolved[PATH_MAX];
+    if (!std::ifstream(o.firmware) || !realpath(o.firmware.c_str(), resolved))
+        usage_error("cannot read firmware image " + o.firmware);
+    o.firmware = resolved;  // $readmemh runs in a scratch directory (see first_eval_without_trace)
     return o;
+}
+
+// CVA6's Verilator-only mock tracer opens "trace_hart_00.dasm" in the current directory at the first
+// eval() (where initial blocks run) and logs every instruction of every core into that one shared
+// file. Run that first eval in a scratch directory where the name links to /dev/null: no stray file
+// in the user's directory, no disk filled by long runs.
+void first_eval_without_trace(VNanobpfSoc &top) {
+    char cwd[PATH_MAX];
+    char scratch[] = "/tmp/nanobpf-sim.XXXXXX";
+    if (!getcwd(cwd, sizeof cwd) || !mkdtemp(scratch)) {
+        std::perror("nanobpf-sim: scratch directory");
+        std::exit(kExitUsage);
+    }
+    std::string link = std::string(scratch) + "/" + kCva6Trace;
+    if (symlink("/dev/null", link.c_str()) != 0 || chdir(scratch) != 0) {
+        std::perror("nanobpf-sim: scratch directory");
+        std::exit(kExitUsage);
+    }
+    top.eval();
+    if (chdir(cwd) != 0) std::perror("nanobpf-sim: chdir back");
+    unlink(link.c_str());
+    rmdir(scratch);
 }
 
 // Collects console characters per core and prints whole lines, so output of cores that print at
@@ -113,6 +145,9 @@ int main(int argc, char **argv) {
     ctx->commandArgs(2, vargs);
     ctx->traceEverOn(!opt.wave.empty());
     auto top = std::make_unique<VNanobpfSoc>(ctx.get());
+    top->clock = 0;
+    top->reset = 1;
+    first_eval_without_trace(*top);
 
     std::unique_ptr<VerilatedFstC> fst;
     if (!opt.wave.empty()) {
@@ -166,7 +201,10 @@ int main(int argc, char **argv) {
 
     int rc = code;
     const char *how = code == 0 ? "PASS" : "FAIL";
-    if (!ended) {
+    if (!ended && ctx->gotFinish()) {
+        rc = kExitFinish;
+        how = "FAIL ($finish before sim_end)";
+    } else if (!ended) {
         rc = kExitTimeout;
         how = "TIMEOUT (no sim_end before --max-cycles)";
     } else if (code == 0 && bus_errors) {

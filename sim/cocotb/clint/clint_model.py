@@ -40,6 +40,9 @@ class ClintModel:
                 rdata = self.mtimecmp[h]
                 if write:
                     self.mtimecmp[h] = merge(self.mtimecmp[h], wdata, wstrb)
+        for arr in (msip, cmp_):  # entries of harts that do not exist: read 0, writes ignored
+            if (arr.offset & ~7) <= offset < arr.offset + arr.stride * arr.count:
+                hit = True
         if offset == mt.offset:
             hit = True
             rdata = self.mtime(cycle)

@@ -73,7 +73,7 @@ async def console_and_sim_end(dut):
             await b.check(offset_of("console", core), write=True, wdata=ch)
     await b.check(offset_of("console", 0), write=True, wdata=ord("x"), wstrb=0xFE)  # byte 0 not enabled
     await b.check(offset_of("sim_end"), write=True, wdata=0x1A5)  # code is bits 7:0
-    await b.check(0x800)  # no register here: error
+    await b.check(offset_of("mailbox", REGS[("dpu", "mailbox")].count))  # past the last register: error
 
 
 @cocotb.test()

@@ -5,10 +5,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import BUILD
+from .soc import SIM_EXIT
 
-EXIT_TIMEOUT = 124
-EXIT_BUS_ERROR = 125
-EXIT_USAGE = 126
+EXIT_TIMEOUT = SIM_EXIT["timeout"]
+EXIT_BUS_ERROR = SIM_EXIT["bus_error"]
+EXIT_USAGE = SIM_EXIT["usage"]
 
 _SUMMARY = re.compile(r"nanobpf-sim: (?P<verdict>.+?): exit code (?P<code>\d+) after (?P<cycles>\d+) cycles, "
                       r"(?P<bus>\d+) bus error\(s\); (?P<wall>[\d.]+) s wall, (?P<rate>\d+) cycles/s")

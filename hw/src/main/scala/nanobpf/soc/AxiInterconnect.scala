@@ -13,15 +13,18 @@ import chisel3.util._
   *
   * Because transactions never overlap, atomics are simple and exact:
   *  - AXI5 atomics (AWATOP, what CVA6 emits for RISC-V AMOs): AtomicStore, AtomicLoad and AtomicSwap
-  *    of 4 or 8 bytes are done as read, modify, write; AtomicCompare and bursts get SLVERR.
+  *    of 4 or 8 bytes are done as read, modify, write; AtomicCompare and atomic bursts get SLVERR
+  *    (their W beats are drained and loads get all their R beats, so the protocol stays intact).
   *  - Exclusive accesses (AxLOCK, CVA6's LR/SC): one reservation per manager on an 8-byte granule;
   *    any write to the granule clears it; an exclusive write succeeds (EXOKAY) only with the
-  *    reservation held, otherwise it answers OKAY and writes nothing.
+  *    reservation held, otherwise it answers OKAY and writes nothing. A burst reserves only the
+  *    granule of its first beat (RISC-V LR is a single beat).
   * Invariant: every accepted AW gets exactly one B, every AR (and AtomicLoad/Swap) its R beats, even
   * on errors, so a bad access never hangs a core; errors are also reported on `error`.
   */
 class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Params = Axi4Params())
     extends Module {
+  require(regions.forall(r => r.base + r.size <= (BigInt(1) << 32)), "slave regions must lie below 4 GiB (BusReq.addr is 32 bit)")
   val io = IO(new Bundle {
     val masters = Vec(nMasters, Flipped(new Axi4(axi)))
     val slaves = Vec(regions.size, new BusPort)
@@ -29,7 +32,8 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
   })
 
   object S extends ChiselEnum {
-    val idle, wData, wResp, bResp, rReq, rResp, rBeat, aData, aRead, aReadResp, aWrite, aWriteResp, aResp =
+    val idle, wData, wResp, bResp, rReq, rResp, rBeat, aData, aDrain, aErr, aRead, aReadResp, aWrite, aWriteResp,
+      aResp =
       Value
   }
   val state = RegInit(S.idle)
@@ -191,7 +195,7 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
       rValid := true.B
       when(rReady) {
         when(beat === len) { state := S.idle }.otherwise {
-          beat := beat + 1.U; addr := nextAddr; state := S.rReq
+          beat := beat + 1.U; addr := nextAddr; resp := Axi4.OKAY; state := S.rReq // each beat its own response
         }
       }
     }
@@ -202,10 +206,22 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
         wdata := w.bits.data; wstrb := w.bits.strb
         val supported = len === 0.U && (size === 2.U || size === 3.U) && mapped &&
           (atop(5, 4) =/= 3.U || atop(3, 0) === 0.U) // AtomicCompare is not supported
-        when(!supported) { fail(Mux(mapped, Axi4.SLVERR, Axi4.DECERR)); rdata := 0.U; state := S.aResp }
-          .otherwise { state := S.aRead }
+        when(!supported) {
+          fail(Mux(mapped, Axi4.SLVERR, Axi4.DECERR)); rdata := 0.U
+          state := Mux(w.bits.last, S.aErr, S.aDrain)
+        }.otherwise { state := S.aRead }
         rDone := atop(5) === 0.U; bDone := false.B // AtomicStore has no R
       }
+    }
+    is(S.aDrain) { // an unsupported atomic burst: take the rest of its W beats
+      wReady := true.B
+      when(w.valid && w.bits.last) { state := S.aErr }
+    }
+    is(S.aErr) { // its R beats (AtomicLoad/Swap/Compare), each with the error, then B
+      when(atop(5)) {
+        rValid := true.B
+        when(rReady) { when(beat === len) { state := S.bResp }.otherwise { beat := beat + 1.U } }
+      }.otherwise { state := S.bResp }
     }
     is(S.aRead) {
       reqValid := true.B

@@ -5,7 +5,8 @@ import chisel3.util._
 
 /** Core-local interruptor (SiFive CLINT layout): per-hart msip and mtimecmp, one mtime that counts
   * core clock cycles. Outputs are level interrupts: `ipi(h)` while msip[h] bit 0 is set, `timerIrq(h)`
-  * while mtime >= mtimecmp[h]. One-cycle access latency. Offsets with no register answer an error.
+  * while mtime >= mtimecmp[h]. One-cycle access latency. Offsets with no register answer an error;
+  * entries of harts beyond nCores (up to SocMap.MaxCores) read 0 and ignore writes.
   */
 class Clint(nCores: Int) extends Module with RegSlave {
   val io = IO(new Bundle {
@@ -43,6 +44,9 @@ class Clint(nCores: Int) extends Module with RegSlave {
     rdata := mtime
     when(fire && isWrite) { mtime := merge(mtime) }
   }
+  // Per-hart arrays are sized for SocMap.MaxCores; entries beyond nCores read 0 and ignore writes.
+  val inArray = (base: Int, stride: Int) => off >= (base & ~7).U && off < (base + stride * SocMap.MaxCores).U
+  when(inArray(Msip, MsipStride) || inArray(Mtimecmp, MtimecmpStride)) { hit := true.B }
   respond(rdata, !hit)
   io.ipi := msip
   for (h <- 0 until nCores) io.timerIrq(h) := mtime >= mtimecmp(h)

@@ -28,16 +28,17 @@ class NanobpfSoc(p: SocParams) extends Module {
     val busError = Valid(new BusError(p.nCores))
   })
 
-  val regions = Seq(SocMap.Bootrom, SocMap.Clint, SocMap.Dpu, SocMap.MainMem)
-  val xbar = Module(new AxiInterconnect(p.nCores, regions))
+  require(SocMap.BusBytes == 8, "the SoC bus is 64 bit (CVA6's AXI width)")
+  val xbar = Module(new AxiInterconnect(p.nCores, SocMap.regions))
   val bootRom = Module(new BootRom(p.bootRom, SocMap.Bootrom))
   val clint = Module(new Clint(p.nCores))
   val dpu = Module(new DpuRegs(p.nCores))
   val mem = Module(new MainMemory(SocMap.MainMem, p.memInitFile))
-  xbar.io.slaves(0) <> bootRom.io
-  xbar.io.slaves(1) <> clint.io.bus
-  xbar.io.slaves(2) <> dpu.io.bus
-  xbar.io.slaves(3) <> mem.io
+  /** The slave serving each region of hw/defs/soc.toml; a region without hardware is an error. */
+  val slaveOf: Map[String, BusPort] =
+    Map("bootrom" -> bootRom.io, "clint" -> clint.io.bus, "dpu" -> dpu.io.bus, "main_mem" -> mem.io)
+  for ((region, port) <- SocMap.regions.zip(xbar.io.slaves))
+    port <> slaveOf.getOrElse(region.name, throw new IllegalArgumentException(s"no hardware serves region ${region.name}"))
 
   for (h <- 0 until p.nCores) {
     val tile = Module(new nanobpf_cva6_tile).suggestName(s"core$h")
