@@ -103,7 +103,7 @@ test: ## run the whole test suite (unit, cocotb blocks, firmware on the SoC)
 	@cd $(ROOT) && $(PY) -m pytest -n 2 -q
 
 test-block: $(VENV_STAMP) hw-blocks ## run one block's cocotb folder: BLOCK=<name> (see sim/cocotb/)
-	@test -n "$(BLOCK)" -a -d sim/cocotb/$(BLOCK) || { echo "usage: make test-block BLOCK=<$$(ls sim/cocotb | grep -v '\.' | tr '\n' ' ')>"; exit 2; }
+	@test -n "$(BLOCK)" -a -d sim/cocotb/$(BLOCK) || { echo "usage: make test-block BLOCK=<$$(ls sim/cocotb/*/test_*.py | xargs -n1 dirname | xargs -n1 basename | paste -sd'|')>"; exit 2; }
 	@$(PY) -m pytest -q sim/cocotb/$(BLOCK)
 
 bench: $(VENV_STAMP) ## run the benchmarks (table + PNG under build/bench)
@@ -115,7 +115,7 @@ synth-estimate: $(VENV_STAMP) ## yosys synth_xilinx utilisation of the SoC again
 	@$(MAKE) -s hw CORES=$(CORES)
 	@$(PY) sw/tools/nanobpf-synth-estimate --chisel $(HW_DIR) --out $(BUILD)/synth/soc-$(CORES)
 
-bitstream flash: ## board flow: see boards/$(BOARD)/README.md (arrives with the board issue)
+bitstream flash: ## board flow (BOARD=genesys2): not built yet, see boards/genesys2/README.md
 	@echo "make $@: the $(BOARD) board flow is not built yet (boards/$(BOARD)/README.md)"; exit 2
 
 clean: ## remove build outputs (keeps the venv and tools)
