@@ -82,12 +82,13 @@ def test_atomics_through_the_interconnect(cores):
 def test_refused_accesses_fail_the_run():
     """Writes to a read-only register, to a hole in the DPU block and to no region are reported, and
     a run with bus errors does not pass even though the firmware returned 0."""
-    from nanobpf.soc import REGIONS, REGS
-    dpu, mailbox = REGIONS["dpu"], REGS[("dpu", "mailbox")]
+    from nanobpf.soc import REGIONS, REGS, reg_addr
+    dpu = REGIONS["dpu"]
     r = sim.run(1, "buserror", max_cycles=200_000)
     assert r.returncode == sim.EXIT_BUS_ERROR, r.output
     assert r.bus_errors == 3
-    for addr in (dpu.base, dpu.base + mailbox.offset + mailbox.stride * mailbox.count, dpu.base + dpu.size):
+    past_mailboxes = reg_addr("dpu", "mailbox", REGS[("dpu", "mailbox")].count)
+    for addr in (dpu.base, past_mailboxes, dpu.base + dpu.size):
         assert f"[bus] error: core 0 write at 0x{addr:016x}" in r.output
     assert r.lines(0) == ["made three stores the bus must refuse"]
 

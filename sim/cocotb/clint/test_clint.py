@@ -8,7 +8,7 @@ import pytest
 from cocotb.triggers import ReadOnly, RisingEdge
 from cocotb.utils import get_sim_time
 
-from nanobpf.soc import REGIONS, REGS
+from nanobpf.soc import REGIONS, REGS, reg_offset
 
 from busport import BusPortDriver, start
 from clint_model import ClintModel
@@ -45,8 +45,7 @@ class Bench:
 
 
 def off(name, h=0):
-    g = REGS[("clint", name)]
-    return g.offset + h * g.stride
+    return reg_offset("clint", name, h)
 
 
 @cocotb.test()

@@ -6,7 +6,7 @@ import random
 import cocotb
 import pytest
 
-from nanobpf.soc import REGIONS, REGS
+from nanobpf.soc import REGIONS, REGS, reg_offset
 
 from busport import BusPortDriver, start
 from dpu_regs_model import DpuRegsModel
@@ -47,8 +47,7 @@ class Bench:
 
 
 def offset_of(name, index=0):
-    g = REGS[("dpu", name)]
-    return g.offset + index * g.stride
+    return reg_offset("dpu", name, index)
 
 
 @cocotb.test()
