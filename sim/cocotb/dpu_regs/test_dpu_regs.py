@@ -54,7 +54,7 @@ def offset_of(name, index=0):
 async def identity_and_counters(dut):
     b = Bench(dut)
     await b.reset()
-    assert await b.check(offset_of("id")) == 0x4E425046  # "NBPF"
+    assert await b.check(offset_of("id")) == REGS[("dpu", "id")].reset
     assert await b.check(offset_of("num_cores")) == b.n
     c1 = await b.check(offset_of("cycle"))
     c2 = await b.check(offset_of("cycle"))
