@@ -1,0 +1,275 @@
+/* NanoBPF eBPF runtime: the one public header of the VM (RFC 9669 instruction set, Linux XDP
+ * conventions). The same sources build for the device (bare-metal RV64, firmware/ebpf/Makefile
+ * rules), for the host (x86-64, fast tests and nanobpf-run) and for RV64 Linux user mode (the JIT run
+ * under qemu-riscv64).
+ *
+ * Life of a program: ebpf_image_load() (maps created, program copied) -> ebpf_verify() (proves it safe,
+ * rewrites xdp_md accesses to the runtime context, records per-function stack depths) ->
+ * ebpf_prog_resolve() (map references become addresses) -> ebpf_interp() or ebpf_jit_compile() +
+ * ebpf_jit_run(). */
+#ifndef NANOBPF_EBPF_H
+#define NANOBPF_EBPF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "nanobpf_ebpf_defs.h" /* generated from hw/defs/ebpf.toml: helper ids, map types, image layout */
+
+/* ---- Instruction encoding (RFC 9669 section 3) ---- */
+struct ebpf_insn {
+    uint8_t code;
+    uint8_t dst : 4;
+    uint8_t src : 4;
+    int16_t off;
+    int32_t imm;
+};
+
+/* Classes (low 3 bits of code). */
+#define EBPF_CLS_LD 0x00
+#define EBPF_CLS_LDX 0x01
+#define EBPF_CLS_ST 0x02
+#define EBPF_CLS_STX 0x03
+#define EBPF_CLS_ALU 0x04
+#define EBPF_CLS_JMP 0x05
+#define EBPF_CLS_JMP32 0x06
+#define EBPF_CLS_ALU64 0x07
+#define EBPF_CLASS(code) ((code) & 0x07)
+
+/* ALU/JMP: source (bit 3) and operation (high 4 bits). */
+#define EBPF_SRC_K 0x00
+#define EBPF_SRC_X 0x08
+#define EBPF_OP(code) ((code) & 0xf0)
+
+#define EBPF_ALU_ADD 0x00
+#define EBPF_ALU_SUB 0x10
+#define EBPF_ALU_MUL 0x20
+#define EBPF_ALU_DIV 0x30 /* off = 1: signed (SDIV) */
+#define EBPF_ALU_OR 0x40
+#define EBPF_ALU_AND 0x50
+#define EBPF_ALU_LSH 0x60
+#define EBPF_ALU_RSH 0x70
+#define EBPF_ALU_NEG 0x80
+#define EBPF_ALU_MOD 0x90 /* off = 1: signed (SMOD) */
+#define EBPF_ALU_XOR 0xa0
+#define EBPF_ALU_MOV 0xb0 /* off = 8/16/32: sign-extending move (MOVSX) */
+#define EBPF_ALU_ARSH 0xc0
+#define EBPF_ALU_END 0xd0 /* ALU: TO_LE (src bit 0) / TO_BE (src bit 1); ALU64: unconditional bswap */
+
+#define EBPF_JMP_JA 0x00 /* JMP32 class: 32-bit offset in imm (gotol) */
+#define EBPF_JMP_JEQ 0x10
+#define EBPF_JMP_JGT 0x20
+#define EBPF_JMP_JGE 0x30
+#define EBPF_JMP_JSET 0x40
+#define EBPF_JMP_JNE 0x50
+#define EBPF_JMP_JSGT 0x60
+#define EBPF_JMP_JSGE 0x70
+#define EBPF_JMP_CALL 0x80 /* src 0: helper id in imm; src 1: bpf-to-bpf, imm = insn offset */
+#define EBPF_JMP_EXIT 0x90
+#define EBPF_JMP_JLT 0xa0
+#define EBPF_JMP_JLE 0xb0
+#define EBPF_JMP_JSLT 0xc0
+#define EBPF_JMP_JSLE 0xd0
+
+/* Load/store: size (bits 3-4) and mode (bits 5-7). */
+#define EBPF_SIZE(code) ((code) & 0x18)
+#define EBPF_SIZE_W 0x00
+#define EBPF_SIZE_H 0x08
+#define EBPF_SIZE_B 0x10
+#define EBPF_SIZE_DW 0x18
+#define EBPF_MODE(code) ((code) & 0xe0)
+#define EBPF_MODE_IMM 0x00    /* LD | IMM | DW: 64-bit immediate, two slots */
+#define EBPF_MODE_ABS 0x20    /* legacy packet access: refused */
+#define EBPF_MODE_IND 0x40    /* legacy packet access: refused */
+#define EBPF_MODE_MEM 0x60
+#define EBPF_MODE_MEMSX 0x80  /* sign-extending load */
+#define EBPF_MODE_ATOMIC 0xc0 /* STX only, W or DW; operation in imm */
+
+/* Atomic operations (imm of STX | ATOMIC). */
+#define EBPF_ATOMIC_FETCH 0x01
+#define EBPF_ATOMIC_ADD 0x00
+#define EBPF_ATOMIC_OR 0x40
+#define EBPF_ATOMIC_AND 0x50
+#define EBPF_ATOMIC_XOR 0xa0
+#define EBPF_ATOMIC_XCHG (0xe0 | EBPF_ATOMIC_FETCH)
+#define EBPF_ATOMIC_CMPXCHG (0xf0 | EBPF_ATOMIC_FETCH)
+
+/* ld_imm64 src values (RFC 9669 section 5.4). The device image uses MAP_IDX and MAP_IDX_VALUE; after
+ * ebpf_prog_resolve() every ld_imm64 is a plain 64-bit immediate (src 0). */
+#define EBPF_PSEUDO_IMM64 0
+#define EBPF_PSEUDO_MAP_FD 1
+#define EBPF_PSEUDO_MAP_VALUE 2
+#define EBPF_PSEUDO_MAP_IDX 5
+#define EBPF_PSEUDO_MAP_IDX_VALUE 6
+#define EBPF_PSEUDO_CALL 1 /* src of a bpf-to-bpf call */
+
+/* Registers. */
+#define EBPF_NREGS 11
+#define EBPF_REG_FP 10
+#define EBPF_STACK_SIZE 512   /* per program, all call frames together (Linux MAX_BPF_STACK) */
+#define EBPF_MAX_CALL_DEPTH 8 /* frames, main program included (Linux MAX_CALL_FRAMES) */
+#define EBPF_MAX_INSNS 4096   /* program length limit on the device */
+
+/* ---- Runtime XDP context ----
+ * Programs see the Linux `struct xdp_md` (32-bit data/data_end/data_meta). The verifier rewrites each
+ * xdp_md field access into an access to this structure (64-bit pointers), as Linux's
+ * convert_ctx_access does, so the same program runs wherever buffers live. */
+struct ebpf_xdp_buff {
+    uint64_t data;            /* xdp_md.data (offset 0) */
+    uint64_t data_end;        /* xdp_md.data_end (offset 4) */
+    uint64_t data_meta;       /* xdp_md.data_meta (offset 8): equal to data (no metadata area) */
+    uint64_t data_hard_start; /* lowest address data may move to (xdp_adjust_head) */
+    uint64_t frame_end;       /* highest address data_end may move to (xdp_adjust_tail) */
+    uint32_t ingress_ifindex; /* xdp_md.ingress_ifindex (offset 12) */
+    uint32_t rx_queue_index;  /* xdp_md.rx_queue_index (offset 16) */
+    uint32_t egress_ifindex;  /* xdp_md.egress_ifindex (offset 20) */
+    uint32_t redirect_ifindex; /* set by bpf_redirect */
+};
+
+/* ---- Maps ---- */
+struct ebpf_map {
+    uint32_t type; /* NANOBPF_MAP_TYPE_* (Linux BPF_MAP_TYPE_* numbers) */
+    uint32_t key_size;
+    uint32_t value_size;
+    uint32_t max_entries;
+    uint32_t flags;
+    char name[NANOBPF_MAP_NAME_LEN];
+    /* implementation (maps.c) */
+    uint32_t value_stride; /* value_size rounded up to 8 */
+    uint32_t n_slots;      /* hash: table slots (power of two); array: max_entries */
+    uint32_t count;        /* hash: entries in use */
+    uint32_t n_cpus;       /* per-CPU array: copies */
+    uint8_t *storage;
+    int external;          /* storage not owned by the map (key table) */
+};
+
+/* ---- Helpers ---- */
+/* Argument and return types checked by the verifier (Linux bpf_arg_type / bpf_return_type subset). */
+enum ebpf_arg_type {
+    EBPF_ARG_NONE = 0,       /* unused argument */
+    EBPF_ARG_ANYTHING,       /* any initialised scalar */
+    EBPF_ARG_CONST_MAP_PTR,  /* a map (ld_imm64 of a map) */
+    EBPF_ARG_PTR_TO_MAP_KEY, /* key_size initialised bytes (stack, packet or map value) */
+    EBPF_ARG_PTR_TO_MAP_VALUE, /* value_size initialised bytes */
+    EBPF_ARG_PTR_TO_MEM,     /* initialised memory whose size is the next argument */
+    EBPF_ARG_PTR_TO_UNINIT_MEM, /* writable memory whose size is the next argument */
+    EBPF_ARG_CONST_SIZE,     /* size of the previous memory argument, known bounded > 0 */
+    EBPF_ARG_PTR_TO_CTX,     /* the program's context */
+};
+enum ebpf_ret_type {
+    EBPF_RET_INTEGER = 0,
+    EBPF_RET_VOID,
+    EBPF_RET_PTR_TO_MAP_VALUE_OR_NULL,
+};
+#define EBPF_HELPER_CHANGES_PKT 0x1 /* invalidates every packet pointer (adjust_head/tail) */
+
+typedef uint64_t (*ebpf_helper_fn)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t);
+struct ebpf_helper {
+    uint32_t id;
+    const char *name;
+    ebpf_helper_fn fn;
+    uint8_t ret;    /* enum ebpf_ret_type */
+    uint8_t args[5]; /* enum ebpf_arg_type */
+    uint8_t flags;  /* EBPF_HELPER_* */
+};
+/* The helper with this id, or NULL. */
+const struct ebpf_helper *ebpf_helper_find(uint32_t id);
+
+/* ---- Programs ---- */
+#define EBPF_MAX_SUBPROGS 32
+struct ebpf_subprog {
+    uint32_t start;       /* first instruction */
+    uint32_t stack_depth; /* bytes of stack this function uses (multiple of 16); 0 = unknown */
+};
+
+struct ebpf_prog {
+    struct ebpf_insn *insns;
+    uint32_t n_insns;
+    struct ebpf_map **maps; /* maps referenced by index from ld_imm64 MAP_IDX / MAP_IDX_VALUE */
+    uint32_t n_maps;
+    char name[NANOBPF_PROG_NAME_LEN];
+    /* filled by ebpf_verify(); n_subprogs == 0 means "not verified" (raw programs) */
+    struct ebpf_subprog subprogs[EBPF_MAX_SUBPROGS];
+    uint32_t n_subprogs;
+    uint32_t verified;
+    uint32_t resolved;
+    /* filled by ebpf_jit_compile() */
+    void *jit_code;
+    uint32_t jit_size;
+};
+
+struct ebpf_error {
+    int insn;      /* instruction index, or -1 when not about one instruction */
+    char msg[160];
+};
+
+/* Reports an error: returns -1 after filling err (err may be NULL). */
+int ebpf_fail(struct ebpf_error *err, int insn, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Load a device image (layout: docs/ebpf-abi.md): creates its maps and copies its program. */
+int ebpf_image_load(const void *image, size_t size, struct ebpf_prog *prog, struct ebpf_error *err);
+/* Free everything ebpf_image_load / ebpf_jit_compile allocated. */
+void ebpf_prog_free(struct ebpf_prog *prog);
+
+/* Verifier options; zero fields take defaults. */
+struct ebpf_verify_opts {
+    uint32_t max_processed; /* instructions explored over all paths (default 1,000,000) */
+    uint32_t max_states;    /* verifier states kept for pruning (default 4096) */
+    int log_level;          /* 0 quiet; 1 prints each explored instruction (host tests) */
+};
+/* Prove the program safe as an XDP program; rewrites context accesses and fills prog->subprogs.
+ * Returns 0, or -1 with err->insn / err->msg saying which instruction and why. */
+int ebpf_verify(struct ebpf_prog *prog, const struct ebpf_verify_opts *opts, struct ebpf_error *err);
+
+/* Replace map references (ld_imm64 src 5/6, also 1/2 with imm = map index) by addresses. */
+int ebpf_prog_resolve(struct ebpf_prog *prog, struct ebpf_error *err);
+
+/* Interpreter. r1/r2 are the initial registers (XDP: r1 = struct ebpf_xdp_buff *). On a fault the
+ * interpreter stops, fills err and returns UINT64_MAX (faults are only possible for unverified
+ * programs: bad opcode, call depth, bounds when ebpf_interp_bounds is set). */
+uint64_t ebpf_interp(const struct ebpf_prog *prog, uint64_t r1, uint64_t r2, struct ebpf_error *err);
+/* Raw mode (nanobpf-run): when set, loads/stores must fall inside [base, base+size) or the stack. */
+struct ebpf_bounds {
+    uint64_t base;
+    uint64_t size;
+};
+extern const struct ebpf_bounds *ebpf_interp_bounds;
+
+/* JIT to RV64 (RV64IMAC; the flags add optional extensions). Code is generated into memory from
+ * ebpf_jit_alloc(). Returns 0 or -1 with err. */
+#define EBPF_JIT_RVC 0x1 /* compressed instructions */
+#define EBPF_JIT_ZBA 0x2
+#define EBPF_JIT_ZBB 0x4
+int ebpf_jit_compile(struct ebpf_prog *prog, unsigned flags, struct ebpf_error *err);
+/* Statistics of the last compile: RV64 instructions emitted per eBPF instruction class (index
+ * EBPF_CLASS(code)), and eBPF instructions per class. */
+struct ebpf_jit_stats {
+    uint32_t rv_insns[8];
+    uint32_t bpf_insns[8];
+    uint32_t rv_bytes;
+};
+int ebpf_jit_stats(const struct ebpf_prog *prog, unsigned flags, struct ebpf_jit_stats *stats,
+                   struct ebpf_error *err);
+typedef uint64_t (*ebpf_jit_fn)(uint64_t r1, uint64_t r2);
+static inline uint64_t ebpf_jit_run(const struct ebpf_prog *prog, uint64_t r1, uint64_t r2) {
+    return ((ebpf_jit_fn)prog->jit_code)(r1, r2);
+}
+
+/* ---- Platform hooks (ebpf_platform_*.c: device, host, rv64 Linux user) ---- */
+void *ebpf_alloc(size_t size);           /* zeroed; NULL when out of memory */
+void ebpf_free(void *p);
+void *ebpf_jit_alloc(size_t size);       /* executable memory (NULL when the platform cannot run code) */
+void ebpf_jit_free(void *p, size_t size);
+void ebpf_jit_flush(void *code, size_t size); /* make written code visible to instruction fetch */
+uint64_t ebpf_ktime_ns(void);
+uint32_t ebpf_cpu_id(void);
+uint32_t ebpf_num_cpus(void);
+void ebpf_console_write(const char *s, size_t n); /* trace_printk output */
+
+/* ---- Maps API (used by helpers and the control plane) ---- */
+int ebpf_map_create(struct ebpf_map *map, struct ebpf_error *err); /* fields type..name set */
+void ebpf_map_destroy(struct ebpf_map *map);
+void *ebpf_map_lookup(struct ebpf_map *map, const void *key);
+int ebpf_map_update(struct ebpf_map *map, const void *key, const void *value, uint64_t flags);
+int ebpf_map_delete(struct ebpf_map *map, const void *key);
+
+#endif
