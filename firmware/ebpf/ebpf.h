@@ -261,6 +261,7 @@ void *ebpf_jit_alloc(size_t size);       /* executable memory (NULL when the pla
 void ebpf_jit_free(void *p, size_t size);
 void ebpf_jit_flush(void *code, size_t size); /* make written code visible to instruction fetch */
 uint64_t ebpf_ktime_ns(void);
+uint64_t ebpf_cycles(void);             /* core cycle counter (host: a monotonic counter) */
 uint32_t ebpf_cpu_id(void);
 uint32_t ebpf_num_cpus(void);
 void ebpf_console_write(const char *s, size_t n); /* trace_printk output */
@@ -271,5 +272,15 @@ void ebpf_map_destroy(struct ebpf_map *map);
 void *ebpf_map_lookup(struct ebpf_map *map, const void *key);
 int ebpf_map_update(struct ebpf_map *map, const void *key, const void *value, uint64_t flags);
 int ebpf_map_delete(struct ebpf_map *map, const void *key);
+/* Slot index of key in a hash map (the key table's connection slot), or -1. */
+int64_t ebpf_map_slot_of(struct ebpf_map *map, const void *key);
+
+/* ---- Running XDP programs ---- */
+/* The context of the XDP run in progress on this core (for bpf_redirect). */
+extern __thread struct ebpf_xdp_buff *ebpf_current_xdp;
+/* Run a verified, resolved program on one packet (JIT code when compiled and use_jit is set):
+ * returns the XDP action; a fault of the interpreter gives NANOBPF_XDP_ABORTED with err filled. */
+uint64_t ebpf_xdp_run(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, int use_jit,
+                      struct ebpf_error *err);
 
 #endif

@@ -66,7 +66,7 @@ BAD = {
 def test_bad_definitions_are_refused(tmp_path, case):
     body, message = BAD[case]
     f = tmp_path / "soc.toml"
-    f.write_text("[soc]\nmax_cores=4\nbus_bytes=8\nreset_vector='a'\n" + body)
+    f.write_text("[soc]\nmax_cores=4\nbus_bytes=8\nreset_vector='a'\ncore_clock_hz=1000\n" + body)
     p = gendefs("--defs", f, "--c", tmp_path / "x.h")
     assert p.returncode == 2
     assert message in p.stderr

@@ -1,0 +1,127 @@
+/* Helpers callable from eBPF programs. Ids and argument types come from hw/defs/ebpf.toml through the
+ * NANOBPF_HELPERS X-macro; this file only supplies the functions. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include "ebpf.h"
+
+#define U64 uint64_t
+#define PTR(x) ((void *)(uintptr_t)(x))
+
+static U64 h_map_lookup_elem(U64 map, U64 key, U64 a3, U64 a4, U64 a5) {
+    (void)a3; (void)a4; (void)a5;
+    return (U64)(uintptr_t)ebpf_map_lookup(PTR(map), PTR(key));
+}
+static U64 h_map_update_elem(U64 map, U64 key, U64 value, U64 flags, U64 a5) {
+    (void)a5;
+    return (U64)(int64_t)ebpf_map_update(PTR(map), PTR(key), PTR(value), flags);
+}
+static U64 h_map_delete_elem(U64 map, U64 key, U64 a3, U64 a4, U64 a5) {
+    (void)a3; (void)a4; (void)a5;
+    return (U64)(int64_t)ebpf_map_delete(PTR(map), PTR(key));
+}
+static U64 h_ktime_get_ns(U64 a1, U64 a2, U64 a3, U64 a4, U64 a5) {
+    (void)a1; (void)a2; (void)a3; (void)a4; (void)a5;
+    return ebpf_ktime_ns();
+}
+
+/* trace_printk: the Linux subset (at most three arguments, %d %i %u %x %X %p %c %s %%, l/ll). The
+ * format is checked as it is printed; an unknown conversion prints as-is and ends formatting. */
+static U64 h_trace_printk(U64 fmt_addr, U64 fmt_size, U64 a3, U64 a4, U64 a5) {
+    const char *fmt = PTR(fmt_addr);
+    U64 args[3] = {a3, a4, a5};
+    char out[256];
+    size_t o = 0;
+    unsigned next = 0;
+    for (size_t i = 0; i < fmt_size && fmt[i] && o < sizeof out - 1; i++) {
+        if (fmt[i] != '%') {
+            out[o++] = fmt[i];
+            continue;
+        }
+        size_t j = i + 1;
+        int longs = 0;
+        while (j < fmt_size && fmt[j] == 'l') longs++, j++;
+        char conv = j < fmt_size ? fmt[j] : 0;
+        if (conv == '%') {
+            out[o++] = '%';
+            i = j;
+            continue;
+        }
+        if (!conv || !strchr("diuxXpcs", conv) || next >= 3) {
+            int n = snprintf(out + o, sizeof out - o, "%.*s", (int)(fmt_size - i), fmt + i);
+            o += n > 0 ? (size_t)n : 0;
+            break;
+        }
+        U64 v = args[next++];
+        if (longs == 0 && conv != 'p' && conv != 's') v = conv == 'd' || conv == 'i' ? (U64)(int64_t)(int32_t)v : (uint32_t)v;
+        int n;
+        switch (conv) {
+        case 'd': case 'i': n = snprintf(out + o, sizeof out - o, "%lld", (long long)v); break;
+        case 'u': n = snprintf(out + o, sizeof out - o, "%llu", (unsigned long long)v); break;
+        case 'x': n = snprintf(out + o, sizeof out - o, "%llx", (unsigned long long)v); break;
+        case 'X': n = snprintf(out + o, sizeof out - o, "%llX", (unsigned long long)v); break;
+        case 'p': n = snprintf(out + o, sizeof out - o, "0x%llx", (unsigned long long)v); break;
+        case 'c': n = snprintf(out + o, sizeof out - o, "%c", (int)(char)v); break;
+        default: n = snprintf(out + o, sizeof out - o, "%s", "(string)"); break; /* %s: no unchecked reads */
+        }
+        if (n > 0) o += (size_t)n < sizeof out - o ? (size_t)n : sizeof out - o - 1;
+        i = j;
+    }
+    if (o && out[o - 1] != '\n' && o < sizeof out - 1) out[o++] = '\n';
+    ebpf_console_write(out, o);
+    return o;
+}
+
+static __thread uint32_t prandom_state;
+static U64 h_get_prandom_u32(U64 a1, U64 a2, U64 a3, U64 a4, U64 a5) {
+    (void)a1; (void)a2; (void)a3; (void)a4; (void)a5;
+    uint32_t x = prandom_state ? prandom_state : 0x9e3779b9u ^ (ebpf_cpu_id() * 0x85ebca6bu);
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    prandom_state = x;
+    return x;
+}
+static U64 h_get_smp_processor_id(U64 a1, U64 a2, U64 a3, U64 a4, U64 a5) {
+    (void)a1; (void)a2; (void)a3; (void)a4; (void)a5;
+    return ebpf_cpu_id();
+}
+
+/* The run's context for bpf_redirect: set by ebpf_xdp_run through ebpf_current_xdp. */
+__thread struct ebpf_xdp_buff *ebpf_current_xdp;
+static U64 h_redirect(U64 ifindex, U64 flags, U64 a3, U64 a4, U64 a5) {
+    (void)a3; (void)a4; (void)a5;
+    if (flags || !ebpf_current_xdp) return NANOBPF_XDP_ABORTED;
+    ebpf_current_xdp->redirect_ifindex = (uint32_t)ifindex;
+    return NANOBPF_XDP_REDIRECT;
+}
+static U64 h_xdp_adjust_head(U64 ctx, U64 delta, U64 a3, U64 a4, U64 a5) {
+    (void)a3; (void)a4; (void)a5;
+    struct ebpf_xdp_buff *x = PTR(ctx);
+    uint64_t data = x->data + (uint64_t)(int64_t)(int32_t)delta;
+    if (data < x->data_hard_start || data + 14 > x->data_end) return (U64)(int64_t)-EINVAL; /* keeps an Ethernet header */
+    x->data = x->data_meta = data;
+    return 0;
+}
+static U64 h_xdp_adjust_tail(U64 ctx, U64 delta, U64 a3, U64 a4, U64 a5) {
+    (void)a3; (void)a4; (void)a5;
+    struct ebpf_xdp_buff *x = PTR(ctx);
+    uint64_t end = x->data_end + (uint64_t)(int64_t)(int32_t)delta;
+    if (end > x->frame_end || end < x->data + 14) return (U64)(int64_t)-EINVAL;
+    x->data_end = end;
+    return 0;
+}
+static U64 h_nanobpf_cycles(U64 a1, U64 a2, U64 a3, U64 a4, U64 a5) {
+    (void)a1; (void)a2; (void)a3; (void)a4; (void)a5;
+    return ebpf_cycles();
+}
+
+#define HELPER_ENTRY(id_, name_, ret_, a1, a2, a3, a4, a5, pkt_) \
+    {id_, #name_, h_##name_, ret_, {a1, a2, a3, a4, a5}, (pkt_) ? EBPF_HELPER_CHANGES_PKT : 0},
+static const struct ebpf_helper helpers[] = {NANOBPF_HELPERS(HELPER_ENTRY)};
+
+const struct ebpf_helper *ebpf_helper_find(uint32_t id) {
+    for (size_t i = 0; i < sizeof helpers / sizeof helpers[0]; i++)
+        if (helpers[i].id == id) return &helpers[i];
+    return NULL;
+}

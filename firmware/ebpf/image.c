@@ -1,0 +1,124 @@
+/* Device load images (layout: hw/defs/ebpf.toml, docs/ebpf-abi.md): maps are created from the map
+ * table, the program is copied, and after verification map references become addresses. */
+#include <string.h>
+#include "ebpf.h"
+
+static int in_range(uint32_t off, uint32_t len, size_t size) {
+    return off <= size && len <= size - off;
+}
+
+int ebpf_image_load(const void *image, size_t size, struct ebpf_prog *prog, struct ebpf_error *err) {
+    struct nanobpf_image_header h;
+    memset(prog, 0, sizeof *prog);
+    if (size < sizeof h) return ebpf_fail(err, -1, "image: %lu bytes is shorter than its header", (unsigned long)size);
+    memcpy(&h, image, sizeof h);
+    if (h.magic != NANOBPF_IMAGE_MAGIC) return ebpf_fail(err, -1, "image: bad magic 0x%08x", h.magic);
+    if (h.version != NANOBPF_IMAGE_VERSION)
+        return ebpf_fail(err, -1, "image: version %u, this runtime reads version %u", h.version, NANOBPF_IMAGE_VERSION);
+    if (h.header_size < sizeof h || h.total_size != size)
+        return ebpf_fail(err, -1, "image: header says %u bytes, got %lu", h.total_size, (unsigned long)size);
+    if (h.n_maps > NANOBPF_IMAGE_MAX_MAPS) return ebpf_fail(err, -1, "image: %u maps (at most %u)", h.n_maps, NANOBPF_IMAGE_MAX_MAPS);
+    if (h.n_insns == 0 || h.n_insns > EBPF_MAX_INSNS)
+        return ebpf_fail(err, -1, "image: %u instructions (1..%u)", h.n_insns, EBPF_MAX_INSNS);
+    if (!in_range(h.maps_off, h.n_maps * (uint32_t)sizeof(struct nanobpf_image_map), size) ||
+        !in_range(h.insns_off, h.n_insns * 8u, size) || !in_range(h.data_off, h.data_size, size) ||
+        h.maps_off % 4 || h.insns_off % 8)
+        return ebpf_fail(err, -1, "image: a section lies outside the image or is misaligned");
+    const uint8_t *base = image;
+    memcpy(prog->name, h.prog_name, sizeof prog->name);
+    prog->name[sizeof prog->name - 1] = 0;
+    prog->n_insns = h.n_insns;
+    prog->insns = ebpf_alloc(h.n_insns * sizeof(struct ebpf_insn));
+    prog->maps = h.n_maps ? ebpf_alloc(h.n_maps * sizeof(struct ebpf_map *)) : NULL;
+    if (!prog->insns || (h.n_maps && !prog->maps)) {
+        ebpf_prog_free(prog);
+        return ebpf_fail(err, -1, "image: out of memory");
+    }
+    memcpy(prog->insns, base + h.insns_off, h.n_insns * 8u);
+    for (uint32_t i = 0; i < h.n_maps; i++) {
+        struct nanobpf_image_map im;
+        memcpy(&im, base + h.maps_off + i * sizeof im, sizeof im);
+        struct ebpf_map *m = ebpf_alloc(sizeof *m);
+        if (!m) {
+            ebpf_prog_free(prog);
+            return ebpf_fail(err, -1, "image: out of memory");
+        }
+        m->type = im.type;
+        m->key_size = im.key_size;
+        m->value_size = im.value_size;
+        m->max_entries = im.max_entries;
+        m->flags = im.flags;
+        memcpy(m->name, im.name, sizeof m->name);
+        m->name[sizeof m->name - 1] = 0;
+        if (ebpf_map_create(m, err)) {
+            ebpf_free(m);
+            ebpf_prog_free(prog);
+            return -1;
+        }
+        prog->maps[prog->n_maps++] = m;
+        if (im.init_size) {
+            if (m->type != NANOBPF_MAP_TYPE_ARRAY || im.init_size > m->value_size ||
+                !in_range(im.init_off, im.init_size, h.data_size)) {
+                ebpf_prog_free(prog);
+                return ebpf_fail(err, -1, "image: map %s: bad initial value (%u bytes at %u)", m->name, im.init_size, im.init_off);
+            }
+            memcpy(m->storage, base + h.data_off + im.init_off, im.init_size);
+        }
+    }
+    return 0;
+}
+
+void ebpf_prog_free(struct ebpf_prog *prog) {
+    for (uint32_t i = 0; i < prog->n_maps; i++) {
+        ebpf_map_destroy(prog->maps[i]);
+        ebpf_free(prog->maps[i]);
+    }
+    if (prog->jit_code) ebpf_jit_free(prog->jit_code, prog->jit_size);
+    ebpf_free(prog->maps);
+    ebpf_free(prog->insns);
+    memset(prog, 0, sizeof *prog);
+}
+
+int ebpf_prog_resolve(struct ebpf_prog *prog, struct ebpf_error *err) {
+    if (prog->resolved) return 0;
+    for (uint32_t i = 0; i < prog->n_insns; i++) {
+        struct ebpf_insn *in = &prog->insns[i];
+        if (in->code != (EBPF_CLS_LD | EBPF_MODE_IMM | EBPF_SIZE_DW)) continue;
+        if (i + 1 >= prog->n_insns) return ebpf_fail(err, (int)i, "ld_imm64 without its second slot");
+        if (in->src != 0) {
+            int value = in->src == EBPF_PSEUDO_MAP_VALUE || in->src == EBPF_PSEUDO_MAP_IDX_VALUE;
+            if (!value && in->src != EBPF_PSEUDO_MAP_FD && in->src != EBPF_PSEUDO_MAP_IDX)
+                return ebpf_fail(err, (int)i, "ld_imm64 src %d not supported", in->src);
+            if ((uint32_t)in->imm >= prog->n_maps)
+                return ebpf_fail(err, (int)i, "ld_imm64 names map %d of %u", in->imm, prog->n_maps);
+            struct ebpf_map *m = prog->maps[in->imm];
+            uint64_t addr = (uint64_t)(uintptr_t)m;
+            if (value) {
+                uint32_t off = (uint32_t)in[1].imm;
+                if (m->type != NANOBPF_MAP_TYPE_ARRAY || off >= m->value_size)
+                    return ebpf_fail(err, (int)i, "ld_imm64 map value offset %u outside map %s", off, m->name);
+                addr = (uint64_t)(uintptr_t)m->storage + off;
+            }
+            in->src = 0;
+            in->imm = (int32_t)(uint32_t)addr;
+            in[1].imm = (int32_t)(uint32_t)(addr >> 32);
+        }
+        i++;
+    }
+    prog->resolved = 1;
+    return 0;
+}
+
+uint64_t ebpf_xdp_run(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, int use_jit, struct ebpf_error *err) {
+    uint64_t ctx = (uint64_t)(uintptr_t)xdp, r0;
+    ebpf_current_xdp = xdp;
+    xdp->redirect_ifindex = 0;
+    if (use_jit && prog->jit_code) {
+        r0 = ebpf_jit_run(prog, ctx, 0);
+    } else {
+        r0 = ebpf_interp(prog, ctx, 0, err);
+        if (r0 == UINT64_MAX) r0 = NANOBPF_XDP_ABORTED;
+    }
+    ebpf_current_xdp = NULL;
+    return r0;
+}

@@ -1,0 +1,148 @@
+/* Maps: array, per-CPU array and hash (preallocated, open addressing with linear probing and
+ * tombstones, so an entry never moves while it exists: its slot index is stable, which the key table
+ * relies on to name connection slots). The key table map is an ordinary hash map whose storage is the
+ * device key table (ebpf_keytable_storage) instead of its own allocation. */
+#include <errno.h>
+#include <string.h>
+#include "ebpf.h"
+
+/* Hash slot layout: state byte, then key, then value, each 8-byte aligned. */
+enum { SLOT_FREE = 0, SLOT_USED = 1, SLOT_DELETED = 2 };
+
+static uint32_t round8(uint32_t v) { return (v + 7u) & ~7u; }
+static uint32_t key_stride(const struct ebpf_map *m) { return round8(m->key_size); }
+static uint32_t slot_size(const struct ebpf_map *m) { return 8 + key_stride(m) + m->value_stride; }
+static uint8_t *slot(const struct ebpf_map *m, uint32_t i) { return m->storage + (size_t)i * slot_size(m); }
+
+/* Device key table storage: the backing of the hash map named NANOBPF_KEYTABLE_MAP_NAME. Its slot
+ * index is the connection slot the control plane and the AEAD engine use. */
+#define KEYTABLE_SLOTS (2 * NANOBPF_KEYTABLE_ENTRIES)
+#define KEYTABLE_SLOT_SIZE (8 + ((NANOBPF_QUIC_CID_SIZE + 7) & ~7) + ((NANOBPF_QUIC_KEYS_SIZE + 7) & ~7))
+static uint8_t keytable_storage[KEYTABLE_SLOTS * KEYTABLE_SLOT_SIZE] __attribute__((aligned(8)));
+static int keytable_in_use;
+
+static uint32_t hash_bytes(const uint8_t *p, uint32_t n) {
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (uint32_t i = 0; i < n; i++) h = (h ^ p[i]) * 16777619u;
+    return h;
+}
+
+int ebpf_map_create(struct ebpf_map *m, struct ebpf_error *err) {
+    m->value_stride = round8(m->value_size);
+    m->count = 0;
+    m->n_cpus = 1;
+    m->external = 0;
+    if (m->flags) return ebpf_fail(err, -1, "map %s: flags 0x%x not supported", m->name, m->flags);
+    if (m->value_size == 0 || m->value_size > 65536 || m->max_entries == 0 || m->max_entries > (1u << 20))
+        return ebpf_fail(err, -1, "map %s: value size %u / entries %u out of range", m->name, m->value_size, m->max_entries);
+    size_t bytes;
+    switch (m->type) {
+    case NANOBPF_MAP_TYPE_ARRAY:
+    case NANOBPF_MAP_TYPE_PERCPU_ARRAY:
+        if (m->key_size != 4) return ebpf_fail(err, -1, "map %s: array key size must be 4, not %u", m->name, m->key_size);
+        if (m->type == NANOBPF_MAP_TYPE_PERCPU_ARRAY) m->n_cpus = ebpf_num_cpus();
+        m->n_slots = m->max_entries;
+        bytes = (size_t)m->n_slots * m->value_stride * m->n_cpus;
+        break;
+    case NANOBPF_MAP_TYPE_HASH:
+        if (m->key_size == 0 || m->key_size > 512) return ebpf_fail(err, -1, "map %s: key size %u out of range", m->name, m->key_size);
+        m->n_slots = 1;
+        while (m->n_slots < 2 * m->max_entries) m->n_slots <<= 1;
+        bytes = (size_t)m->n_slots * slot_size(m);
+        if (strcmp(m->name, NANOBPF_KEYTABLE_MAP_NAME) == 0) {
+            if (m->key_size != NANOBPF_QUIC_CID_SIZE || m->value_size != NANOBPF_QUIC_KEYS_SIZE ||
+                m->max_entries > NANOBPF_KEYTABLE_ENTRIES)
+                return ebpf_fail(err, -1, "map %s: the key table needs key %u, value %u bytes, at most %u entries",
+                                 m->name, NANOBPF_QUIC_CID_SIZE, NANOBPF_QUIC_KEYS_SIZE, NANOBPF_KEYTABLE_ENTRIES);
+            if (keytable_in_use) return ebpf_fail(err, -1, "map %s: the key table is already bound", m->name);
+            m->n_slots = KEYTABLE_SLOTS;
+            m->storage = keytable_storage;
+            m->external = 1;
+            keytable_in_use = 1;
+            memset(m->storage, 0, sizeof keytable_storage);
+            return 0;
+        }
+        break;
+    default:
+        return ebpf_fail(err, -1, "map %s: type %u not supported (hash, array, percpu_array)", m->name, m->type);
+    }
+    m->storage = ebpf_alloc(bytes);
+    if (!m->storage) return ebpf_fail(err, -1, "map %s: out of memory for %lu bytes", m->name, (unsigned long)bytes);
+    return 0;
+}
+
+void ebpf_map_destroy(struct ebpf_map *m) {
+    if (m->external) keytable_in_use = 0;
+    else ebpf_free(m->storage);
+    m->storage = NULL;
+}
+
+/* Index of the slot holding key, or of the slot where it would go (-1: table full). */
+static int64_t hash_find(const struct ebpf_map *m, const void *key, int *found) {
+    uint32_t mask = m->n_slots - 1, i = hash_bytes(key, m->key_size) & mask;
+    int64_t first_free = -1;
+    *found = 0;
+    for (uint32_t probe = 0; probe < m->n_slots; probe++, i = (i + 1) & mask) {
+        uint8_t *s = slot(m, i);
+        if (s[0] == SLOT_USED && memcmp(s + 8, key, m->key_size) == 0) {
+            *found = 1;
+            return i;
+        }
+        if (s[0] != SLOT_USED && first_free < 0) first_free = i;
+        if (s[0] == SLOT_FREE) break;
+    }
+    return first_free;
+}
+
+void *ebpf_map_lookup(struct ebpf_map *m, const void *key) {
+    if (m->type == NANOBPF_MAP_TYPE_HASH) {
+        int found;
+        int64_t i = hash_find(m, key, &found);
+        return found ? slot(m, (uint32_t)i) + 8 + key_stride(m) : NULL;
+    }
+    uint32_t idx;
+    memcpy(&idx, key, 4);
+    if (idx >= m->max_entries) return NULL;
+    uint32_t cpu = m->type == NANOBPF_MAP_TYPE_PERCPU_ARRAY ? ebpf_cpu_id() % m->n_cpus : 0;
+    return m->storage + ((size_t)cpu * m->n_slots + idx) * m->value_stride;
+}
+
+int ebpf_map_update(struct ebpf_map *m, const void *key, const void *value, uint64_t flags) {
+    if (flags > NANOBPF_BPF_EXIST) return -EINVAL;
+    if (m->type != NANOBPF_MAP_TYPE_HASH) {
+        if (flags == NANOBPF_BPF_NOEXIST) return -EEXIST; /* array elements always exist */
+        void *v = ebpf_map_lookup(m, key);
+        if (!v) return -E2BIG;
+        memcpy(v, value, m->value_size);
+        return 0;
+    }
+    int found;
+    int64_t i = hash_find(m, key, &found);
+    if (found && flags == NANOBPF_BPF_NOEXIST) return -EEXIST;
+    if (!found && flags == NANOBPF_BPF_EXIST) return -ENOENT;
+    if (!found && (m->count >= m->max_entries || i < 0)) return -E2BIG;
+    uint8_t *s = slot(m, (uint32_t)i);
+    memcpy(s + 8 + key_stride(m), value, m->value_size);
+    if (!found) {
+        memcpy(s + 8, key, m->key_size);
+        __atomic_store_n(&s[0], SLOT_USED, __ATOMIC_RELEASE); /* key and value before the state */
+        m->count++;
+    }
+    return 0;
+}
+
+int ebpf_map_delete(struct ebpf_map *m, const void *key) {
+    if (m->type != NANOBPF_MAP_TYPE_HASH) return -EINVAL;
+    int found;
+    int64_t i = hash_find(m, key, &found);
+    if (!found) return -ENOENT;
+    slot(m, (uint32_t)i)[0] = SLOT_DELETED;
+    m->count--;
+    return 0;
+}
+
+int64_t ebpf_map_slot_of(struct ebpf_map *m, const void *key) {
+    int found;
+    int64_t i = m->type == NANOBPF_MAP_TYPE_HASH ? hash_find(m, key, &found) : -1;
+    return m->type == NANOBPF_MAP_TYPE_HASH && found ? i : -1;
+}

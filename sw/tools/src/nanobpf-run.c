@@ -1,0 +1,239 @@
+/* nanobpf-run: run one eBPF program with the NanoBPF runtime and print r0 in hex.
+ *
+ * The interface follows the conformance plugins of uBPF and PREVAIL, so external suites
+ * (bpf_conformance) can drive it: the program as hex bytes on standard input, the memory contents as
+ * hex in the first argument, r0 printed in hex on exit; r1 points at the memory and r2 holds its size.
+ * --jit runs the RV64 JIT: natively on RISC-V, else by re-executing the RV64 build of this tool under
+ * qemu-riscv64. --image runs a device image (nanobpf-load output) as an XDP program: verified,
+ * resolved, then run with the memory as the packet. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifndef __riscv
+#include <libgen.h>
+#include <limits.h>
+#include <unistd.h>
+#endif
+#include "ebpf.h"
+
+static const char usage[] =
+    "usage: nanobpf-run [options] [MEMORY-HEX]\n"
+    "Run an eBPF program and print r0 in hex (uBPF/PREVAIL conformance plugin convention).\n"
+    "The program is read as hex bytes from standard input unless --program or --image is given.\n"
+    "  --interp          run with the interpreter (default)\n"
+    "  --jit             compile to RV64 and run (under qemu-riscv64 on a non-RISC-V host)\n"
+    "  --rvc --zba --zbb JIT extensions (compressed, Zba, Zbb)\n"
+    "  --program FILE    raw program bytes (8 per instruction) from FILE instead of stdin\n"
+    "  --image FILE      a device image: verify it and run it as XDP over MEMORY (the packet)\n"
+    "  --verify          verify a raw program as XDP first (r1 is then an xdp_md over MEMORY)\n"
+    "  --stats           print the JIT's RV64 instructions per eBPF instruction class, do not run\n"
+    "  -h, --help        this help\n"
+    "Exit status: 0 ran, 1 program rejected or faulted, 2 usage or input error.\n";
+
+static int hexval(int c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* Hex bytes with optional whitespace and 0x prefixes; returns bytes or -1. */
+static long parse_hex(const char *s, uint8_t **out) {
+    size_t cap = strlen(s) / 2 + 1, n = 0;
+    uint8_t *b = malloc(cap);
+    int hi = -1;
+    for (; b && *s; s++) {
+        if (*s == ' ' || *s == '\n' || *s == '\t' || *s == '\r' || *s == ',') continue;
+        if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X') && hi < 0) {
+            s++;
+            continue;
+        }
+        int v = hexval(*s);
+        if (v < 0) {
+            free(b);
+            return -1;
+        }
+        if (hi < 0) hi = v;
+        else b[n++] = (uint8_t)(hi << 4 | v), hi = -1;
+    }
+    if (!b || hi >= 0) {
+        free(b);
+        return -1;
+    }
+    *out = b;
+    return (long)n;
+}
+
+static char *read_all(FILE *f, size_t *len) {
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap + 1);
+    size_t r;
+    while (buf && (r = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += r;
+        if (n == cap) {
+            char *nb = realloc(buf, 2 * cap + 1);
+            if (!nb) break;
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    if (buf) buf[n] = 0;
+    *len = n;
+    return buf;
+}
+
+static int die(int code, const char *what, const struct ebpf_error *err) {
+    if (err && err->insn >= 0) fprintf(stderr, "nanobpf-run: %s: insn %d: %s\n", what, err->insn, err->msg);
+    else fprintf(stderr, "nanobpf-run: %s: %s\n", what, err ? err->msg : "");
+    return code;
+}
+
+#ifndef __riscv
+/* --jit on a non-RISC-V host: run the RV64 build of this tool under qemu-riscv64, same arguments. */
+static int exec_rv64(char **argv) {
+    char self[PATH_MAX], path[PATH_MAX + 32];
+    const char *env = getenv("NANOBPF_RUN_RV64");
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (env) {
+        snprintf(path, sizeof path, "%s", env);
+    } else {
+        if (n < 0) return die(2, "--jit", &(struct ebpf_error){-1, "cannot find this executable"});
+        self[n] = 0;
+        snprintf(path, sizeof path, "%s/../rv64/nanobpf-run", dirname(self));
+    }
+    if (access(path, X_OK)) {
+        fprintf(stderr, "nanobpf-run: --jit: no RV64 build at %s (make ebpf-tools, or set NANOBPF_RUN_RV64)\n", path);
+        return 2;
+    }
+    int argc = 0;
+    while (argv[argc]) argc++;
+    char **args = calloc((size_t)argc + 2, sizeof *args);
+    args[0] = "qemu-riscv64";
+    args[1] = path;
+    for (int i = 1; i < argc; i++) args[i + 1] = argv[i];
+    execvp(args[0], args);
+    fprintf(stderr, "nanobpf-run: --jit: cannot run qemu-riscv64: %s\n", strerror(errno));
+    return 2;
+}
+#endif
+
+int main(int argc, char **argv) {
+    int jit = 0, stats = 0, verify = 0;
+    unsigned flags = 0;
+    const char *program = NULL, *image = NULL, *memhex = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (!strcmp(a, "--interp")) jit = 0;
+        else if (!strcmp(a, "--jit")) jit = 1;
+        else if (!strcmp(a, "--rvc")) flags |= EBPF_JIT_RVC;
+        else if (!strcmp(a, "--zba")) flags |= EBPF_JIT_ZBA;
+        else if (!strcmp(a, "--zbb")) flags |= EBPF_JIT_ZBB;
+        else if (!strcmp(a, "--stats")) stats = 1;
+        else if (!strcmp(a, "--verify")) verify = 1;
+        else if (!strcmp(a, "--program") && i + 1 < argc) program = argv[++i];
+        else if (!strcmp(a, "--image") && i + 1 < argc) image = argv[++i];
+        else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "nanobpf-run: unknown or incomplete option '%s'\n%s", a, usage);
+            return 2;
+        } else if (!memhex) memhex = a;
+        else {
+            fprintf(stderr, "nanobpf-run: more than one memory argument\n%s", usage);
+            return 2;
+        }
+    }
+#ifndef __riscv
+    if (jit) return exec_rv64(argv);
+#endif
+    struct ebpf_error err = {-1, ""};
+    struct ebpf_prog prog;
+    memset(&prog, 0, sizeof prog);
+    uint8_t *mem = NULL;
+    long memlen = 0;
+    if (memhex && (memlen = parse_hex(memhex, &mem)) < 0) {
+        fprintf(stderr, "nanobpf-run: memory argument is not hex bytes\n");
+        return 2;
+    }
+    if (image) {
+        FILE *f = fopen(image, "rb");
+        if (!f) {
+            fprintf(stderr, "nanobpf-run: %s: %s\n", image, strerror(errno));
+            return 2;
+        }
+        size_t len;
+        char *buf = read_all(f, &len);
+        fclose(f);
+        if (!buf || ebpf_image_load(buf, len, &prog, &err)) return die(2, image, &err);
+        free(buf);
+        verify = 1;
+    } else {
+        size_t len;
+        char *text;
+        if (program) {
+            FILE *f = fopen(program, "rb");
+            if (!f) {
+                fprintf(stderr, "nanobpf-run: %s: %s\n", program, strerror(errno));
+                return 2;
+            }
+            text = read_all(f, &len);
+            fclose(f);
+            prog.insns = (struct ebpf_insn *)text;
+        } else {
+            text = read_all(stdin, &len);
+            uint8_t *bytes;
+            long n = text ? parse_hex(text, &bytes) : -1;
+            if (n < 0) {
+                fprintf(stderr, "nanobpf-run: standard input is not hex bytes\n");
+                return 2;
+            }
+            free(text);
+            len = (size_t)n;
+            prog.insns = (struct ebpf_insn *)bytes;
+        }
+        if (len == 0 || len % 8) {
+            fprintf(stderr, "nanobpf-run: program is %lu bytes, not a positive multiple of 8\n", (unsigned long)len);
+            return 2;
+        }
+        prog.n_insns = (uint32_t)(len / 8);
+    }
+    /* XDP runs get a packet buffer with 256 bytes of headroom and tailroom, like a driver's. */
+    struct ebpf_xdp_buff xdp;
+    uint8_t *frame = NULL;
+    if (verify) {
+        frame = calloc(1, (size_t)memlen + 512);
+        memcpy(frame + 256, mem, (size_t)memlen);
+        xdp = (struct ebpf_xdp_buff){.data = (uintptr_t)(frame + 256), .data_end = (uintptr_t)(frame + 256 + memlen),
+                                     .data_meta = (uintptr_t)(frame + 256), .data_hard_start = (uintptr_t)frame,
+                                     .frame_end = (uintptr_t)(frame + 512 + memlen)};
+        if (ebpf_verify(&prog, NULL, &err)) return die(1, "verifier", &err);
+    }
+    if (ebpf_prog_resolve(&prog, &err)) return die(1, "resolve", &err);
+    if (stats) {
+        struct ebpf_jit_stats st;
+        static const char *cls[8] = {"ld", "ldx", "st", "stx", "alu", "jmp", "jmp32", "alu64"};
+        if (ebpf_jit_stats(&prog, flags, &st, &err)) return die(1, "jit", &err);
+        printf("class bpf_insns rv_insns rv_per_bpf\n");
+        for (int c = 0; c < 8; c++)
+            if (st.bpf_insns[c]) printf("%s %u %u %.2f\n", cls[c], st.bpf_insns[c], st.rv_insns[c], (double)st.rv_insns[c] / st.bpf_insns[c]);
+        printf("total_bytes %u\n", st.rv_bytes);
+        return 0;
+    }
+    if (jit && ebpf_jit_compile(&prog, flags, &err)) return die(1, "jit", &err);
+    uint64_t r0;
+    if (verify) {
+        r0 = ebpf_xdp_run(&prog, &xdp, jit, &err);
+        if (err.msg[0]) return die(1, "fault", &err);
+    } else if (jit) {
+        r0 = ebpf_jit_run(&prog, (uintptr_t)mem, (uint64_t)memlen);
+    } else {
+        struct ebpf_bounds bounds = {(uintptr_t)mem, (uint64_t)memlen};
+        ebpf_interp_bounds = &bounds;
+        r0 = ebpf_interp(&prog, (uintptr_t)mem, (uint64_t)memlen, &err);
+        if (err.msg[0]) return die(1, "fault", &err);
+    }
+    printf("%llx\n", (unsigned long long)r0);
+    return 0;
+}
