@@ -41,14 +41,21 @@ setup: ## install everything (apt packages, Python venv, mill); safe to re-run
 
 # ---------------------------------------------------------------- generated definitions
 DEFS_STAMP := $(GEN)/.stamp
-$(DEFS_STAMP): hw/defs/soc.toml sw/tools/nanobpf-gendefs
+$(DEFS_STAMP): hw/defs/soc.toml sw/tools/nanobpf-gendefs hw/defs/ebpf.toml sw/tools/nanobpf-genabi
 	@echo "[defs] hw/defs/soc.toml -> C header, Python, SV package, docs/memory-map.md"
-	@python3 sw/tools/nanobpf-gendefs --all $(GEN) && touch $@
-defs: $(DEFS_STAMP) ## regenerate every view of hw/defs/soc.toml (commit docs/memory-map.md)
+	@python3 sw/tools/nanobpf-gendefs --all $(GEN)
+	@echo "[defs] hw/defs/ebpf.toml -> C header, Python, docs/ebpf-abi.md"
+	@python3 sw/tools/nanobpf-genabi --all $(GEN) && touch $@
+defs: $(DEFS_STAMP) ## regenerate every view of hw/defs/*.toml (commit docs/memory-map.md, docs/ebpf-abi.md)
 
 # ---------------------------------------------------------------- firmware
-firmware: $(DEFS_STAMP) | $(APT_STAMP) ## build the boot ROM and firmware programs into build/firmware
-	@$(MAKE) -s -C firmware O=$(FW) GEN=$(GEN)
+firmware: $(DEFS_STAMP) | $(APT_STAMP) $(VENV_STAMP) ## build the boot ROM and firmware programs into build/firmware
+	@$(MAKE) -s -C firmware O=$(FW) GEN=$(GEN) PYTHON=$(PY)
+
+# ---------------------------------------------------------------- eBPF runtime on the host
+EBPF := $(BUILD)/ebpf
+ebpf-tools: $(DEFS_STAMP) | $(APT_STAMP) ## build nanobpf-run for the host and RV64 (qemu-riscv64) into build/ebpf
+	@$(MAKE) -s -C firmware/ebpf O=$(EBPF) GEN=$(GEN) host rv64
 $(FW)/bootrom.bin: firmware/bootrom/bootrom.S $(DEFS_STAMP) | $(APT_STAMP)
 	@$(MAKE) -s -C firmware O=$(FW) GEN=$(GEN) $@
 
@@ -94,7 +101,7 @@ demo: ## build everything and boot the default firmware on the CORES-core SoC (d
 
 # ---------------------------------------------------------------- tests and benchmarks
 TEST_CORES := 1 4
-test-prereqs: $(VENV_STAMP) firmware hw-blocks
+test-prereqs: $(VENV_STAMP) firmware ebpf-tools hw-blocks
 	@for n in $(TEST_CORES); do $(MAKE) -s sim CORES=$$n || exit 1; done
 
 test: ## run the whole test suite (unit, cocotb blocks, firmware on the SoC)
@@ -107,9 +114,10 @@ test-block: $(VENV_STAMP) hw-blocks ## run one block's cocotb folder: BLOCK=<nam
 	@$(PY) -m pytest -q sim/cocotb/$(BLOCK)
 
 bench: $(VENV_STAMP) ## run the benchmarks (table + PNG under build/bench)
-	@$(MAKE) -s firmware
+	@$(MAKE) -s firmware ebpf-tools
 	@for n in 1 2 4; do $(MAKE) -s sim CORES=$$n || exit 1; done
 	@$(PY) sw/tools/nanobpf-bench --out $(BUILD)/bench
+	@$(PY) sw/tools/nanobpf-bench-ebpf --out $(BUILD)/bench
 
 synth-estimate: $(VENV_STAMP) ## yosys synth_xilinx utilisation of the SoC against the XC7K325T (CORES=N)
 	@$(MAKE) -s hw CORES=$(CORES)
@@ -119,11 +127,11 @@ bitstream flash: ## board flow (BOARD=genesys2): not built yet, see boards/genes
 	@echo "make $@: the $(BOARD) board flow is not built yet (boards/$(BOARD)/README.md)"; exit 2
 
 clean: ## remove build outputs (keeps the venv and tools)
-	rm -rf $(BUILD)/firmware $(BUILD)/hw $(BUILD)/sim $(BUILD)/generated $(BUILD)/synth $(BUILD)/bench $(BUILD)/cocotb out
+	rm -rf $(BUILD)/firmware $(BUILD)/ebpf $(BUILD)/hw $(BUILD)/sim $(BUILD)/generated $(BUILD)/synth $(BUILD)/bench $(BUILD)/cocotb out
 
 help: ## list targets
 	@grep -E '^[a-z-]+( [a-z-]+)*:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | awk -F'\t' '{printf "  make %-16s %s\n", $$1, $$2}'
 	@echo "  variables: CORES=$(CORES) FIRMWARE=$(FIRMWARE) MAX_CYCLES=$(MAX_CYCLES) BLOCK= WAVE="
 
 FORCE:
-.PHONY: FORCE setup defs firmware hw hw-blocks sim run demo test test-prereqs test-block bench synth-estimate bitstream flash clean help
+.PHONY: FORCE setup defs firmware ebpf-tools hw hw-blocks sim run demo test test-prereqs test-block bench synth-estimate bitstream flash clean help

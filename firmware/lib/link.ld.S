@@ -23,6 +23,9 @@ SECTIONS {
   .bss (NOLOAD) : ALIGN(8) { __bss_start = .; *(.sbss .sbss.* .bss .bss.* COMMON) . = ALIGN(8); __bss_end = .; } > ram
   __stack_top = ORIGIN(ram) + LENGTH(ram);
   __stacks_bottom = __stack_top - NANOBPF_MAX_CORES * __stack_size;
+  /* picolibc's malloc heap: everything between .bss and the stacks (eBPF maps, programs, JIT code). */
+  __heap_start = __bss_end;
+  __heap_end = __stacks_bottom;
   ASSERT(__bss_end <= __stacks_bottom, "firmware does not fit below the per-hart stacks")
   /DISCARD/ : { *(.note .note.* .comment .riscv.attributes) }
 }
