@@ -55,9 +55,12 @@ static uint64_t atomic_op(uint64_t addr, int dw, int32_t op, uint64_t src, uint6
         case EBPF_ATOMIC_XOR: case EBPF_ATOMIC_XOR | EBPF_ATOMIC_FETCH: return __atomic_fetch_xor(p, s, __ATOMIC_SEQ_CST);
         case EBPF_ATOMIC_XCHG: return __atomic_exchange_n(p, s, __ATOMIC_SEQ_CST);
         case EBPF_ATOMIC_CMPXCHG: {
-            uint32_t expected = (uint32_t)*r0;
-            __atomic_compare_exchange_n(p, &expected, s, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-            return expected;
+            /* riscv64 gcc 12 compares lr.w's sign-extended word with the untruncated 64-bit R0, so the CAS
+             * fails when bit 31 is set: go through a 32-bit signed value it cannot look through. */
+            volatile int32_t in = (int32_t)*r0; /* volatile: forces a sign-extended 32-bit value */
+            int32_t expected = in;
+            __atomic_compare_exchange_n((int32_t *)p, &expected, (int32_t)s, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+            return (uint32_t)expected;
         }
         }
     }

@@ -124,8 +124,10 @@ static void random_insn(uint32_t body_end, int in_loop) {
  * subprogram now and then); fold every register into r0; exit. Subprogram after the main exit. */
 static void generate(uint32_t length) {
     n = 0;
-    for (uint8_t r = 0; r <= 8; r++)
+    for (uint8_t r = 0; r <= 9; r++)
         if (r != 1) emit_lddw(r, rnd());
+    /* the memory base survives calls in a stack slot below the random code's area */
+    emit(EBPF_CLS_STX | EBPF_MODE_MEM | EBPF_SIZE_DW, 10, 1, -(STACK_USED + 8), 0);
     for (int s = 1; s <= STACK_USED / 8; s++) emit(EBPF_CLS_ST | EBPF_MODE_MEM | EBPF_SIZE_DW, 10, 0, (int16_t)(-8 * s), (int32_t)rnd());
     uint32_t call_at = pick(2) ? n + pick(length) : UINT32_MAX, loop_at = pick(2) ? n + pick(length) : UINT32_MAX;
     uint32_t calls[4], ncalls = 0;
@@ -135,6 +137,9 @@ static void generate(uint32_t length) {
             calls[ncalls++] = n;
             emit(EBPF_CLS_JMP | EBPF_JMP_CALL, 0, EBPF_PSEUDO_CALL, 0, 0); /* target patched below */
             call_at = UINT32_MAX;
+            /* r1..r5 are undefined after a call (RFC 9669 / Linux): reload the base, reset the rest */
+            emit(EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_DW, 1, 10, -(STACK_USED + 8), 0);
+            for (uint8_t r = 2; r <= 5; r++) emit(EBPF_CLS_ALU64 | EBPF_ALU_MOV | EBPF_SRC_K, r, 0, 0, (int32_t)rnd());
             continue;
         }
         if (n >= loop_at) { /* r9 = k; loop: body; r9 -= 1; if r9 != 0 goto loop */
@@ -218,14 +223,18 @@ int main(int argc, char **argv) {
             printf("JIT error at insn %d: %s\n", err.insn, err.msg);
             return 2;
         }
-        memcpy(mem_j, init, MEM);
-        uint64_t rj = ebpf_jit_run(&p, (uintptr_t)mem_j, MEM);
+        /* same buffer for both runs: programs may compute with r1 (the buffer address) */
+        memcpy(mem_j, mem_i, MEM);
+        memcpy(mem_i, init, MEM);
+        uint64_t rj = ebpf_jit_run(&p, (uintptr_t)mem_i, MEM);
         ebpf_jit_free(p.jit_code, p.jit_size);
-        if (ri != rj || memcmp(mem_i, mem_j, MEM)) {
+        if (ri != rj || memcmp(mem_i, mem_j, MEM)) { /* mem_j: interpreter's result, mem_i: JIT's */
             char why[96];
             snprintf(why, sizeof why, "r0 interp=%llx jit=%llx, memory %s", (unsigned long long)ri,
                      (unsigned long long)rj, memcmp(mem_i, mem_j, MEM) ? "differs" : "equal");
             dump(why, seed + k);
+            for (int i = 0; i < MEM; i++)
+                if (mem_i[i] != mem_j[i]) printf("  mem[%d]: interp %02x jit %02x (initial %02x)\n", i, mem_j[i], mem_i[i], init[i]);
             return 1;
         }
         if (verbose) printf("seed %llu: %u insns, r0 %llx\n", (unsigned long long)(seed + k), n, (unsigned long long)ri);
