@@ -27,6 +27,7 @@ static const char usage[] =
     "  --program FILE    raw program bytes (8 per instruction) from FILE instead of stdin\n"
     "  --image FILE      a device image: verify it and run it as XDP over MEMORY (the packet)\n"
     "  --verify          verify a raw program as XDP first (r1 is then an xdp_md over MEMORY)\n"
+    "  --check           only verify (raw program or --image) and print 'accepted' or the error\n"
     "  --stats           print the JIT's RV64 instructions per eBPF instruction class, do not run\n"
     "  -h, --help        this help\n"
     "Exit status: 0 ran, 1 program rejected or faulted, 2 usage or input error.\n";
@@ -119,7 +120,7 @@ static int exec_rv64(char **argv) {
 #endif
 
 int main(int argc, char **argv) {
-    int jit = 0, stats = 0, verify = 0;
+    int jit = 0, stats = 0, verify = 0, check = 0;
     unsigned flags = 0;
     const char *program = NULL, *image = NULL, *memhex = NULL;
     for (int i = 1; i < argc; i++) {
@@ -134,6 +135,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--zbb")) flags |= EBPF_JIT_ZBB;
         else if (!strcmp(a, "--stats")) stats = 1;
         else if (!strcmp(a, "--verify")) verify = 1;
+        else if (!strcmp(a, "--check")) check = verify = 1;
         else if (!strcmp(a, "--program") && i + 1 < argc) program = argv[++i];
         else if (!strcmp(a, "--image") && i + 1 < argc) image = argv[++i];
         else if (a[0] == '-' && a[1]) {
@@ -209,6 +211,10 @@ int main(int argc, char **argv) {
                                      .data_meta = (uintptr_t)(frame + 256), .data_hard_start = (uintptr_t)frame,
                                      .frame_end = (uintptr_t)(frame + 512 + memlen)};
         if (ebpf_verify(&prog, NULL, &err)) return die(1, "verifier", &err);
+        if (check) {
+            printf("accepted: %u insns, %u subprograms\n", prog.n_insns, prog.n_subprogs);
+            return 0;
+        }
     }
     if (ebpf_prog_resolve(&prog, &err)) return die(1, "resolve", &err);
     if (stats) {

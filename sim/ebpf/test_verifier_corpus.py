@@ -1,0 +1,82 @@
+"""The verifier on real clang-compiled programs, through the loader and nanobpf-run --check:
+sw/ebpf/tests/verifier/reject_*.c must be refused and accept_*.c, the examples, the benchmark
+workloads and the device test program accepted. Where the host kernel lets us load XDP programs
+(root, `ip link set dev lo xdpgeneric`), Linux's verifier decides the same objects and must agree,
+apart from the differences listed in LINUX_DIFFERS. Needs `make ebpf-tools`."""
+import os
+import platform
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from nanobpf import BUILD, ROOT
+
+RUN = BUILD / "ebpf/host/nanobpf-run"
+LOAD = ROOT / "sw/tools/nanobpf-load"
+CORPUS = sorted((ROOT / "sw/ebpf/tests/verifier").glob("*.c"))
+REAL = (sorted((ROOT / "sw/ebpf/examples").glob("*.c")) + sorted((ROOT / "sw/ebpf/bench").glob("*.c"))
+        + [ROOT / "sw/ebpf/tests/device/xdp_device_test.c"])
+# Privileged Linux (CAP_PERFMON) lets programs read uninitialised stack; the device never does.
+LINUX_DIFFERS = {"reject_uninitialised_key": "privileged Linux allows uninitialised stack reads"}
+
+
+def build(src, tmp_path):
+    obj, img = tmp_path / (src.stem + ".o"), tmp_path / (src.stem + ".nbpf")
+    subprocess.run(["clang", "-O2", "-g", "-target", "bpf", f"-I/usr/include/{platform.machine()}-linux-gnu",
+                    f"-I{ROOT}/sw/ebpf/include", f"-I{BUILD}/generated/include", "-c", str(src), "-o", str(obj)],
+                   check=True)
+    p = subprocess.run([sys.executable, str(LOAD), str(obj), "-o", str(img)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return obj, img
+
+
+def device_verdict(img):
+    assert RUN.exists(), f"{RUN} is not built: run `make ebpf-tools`"
+    p = subprocess.run([str(RUN), "--image", str(img), "--check", "00" * 64], capture_output=True, text=True)
+    assert p.returncode in (0, 1), p.stderr
+    return p.returncode == 0, (p.stdout + p.stderr).strip()
+
+
+def expected(src):
+    return not src.stem.startswith("reject_")
+
+
+@pytest.mark.parametrize("src", CORPUS + REAL, ids=lambda s: s.stem)
+def test_device_verifier_decision(src, tmp_path):
+    _, img = build(src, tmp_path)
+    ok, msg = device_verdict(img)
+    assert ok == expected(src), msg
+    if not ok:
+        assert "nanobpf-run: verifier: insn " in msg, msg  # the rejection names the instruction
+
+
+def linux_verdict(obj):
+    subprocess.run(["ip", "link", "set", "dev", "lo", "xdpgeneric", "off"], capture_output=True)
+    p = subprocess.run(["ip", "link", "set", "dev", "lo", "xdpgeneric", "obj", str(obj), "sec", "xdp"],
+                       capture_output=True, text=True)
+    subprocess.run(["ip", "link", "set", "dev", "lo", "xdpgeneric", "off"], capture_output=True)
+    return p.returncode == 0, p.stderr
+
+
+def linux_usable(tmp_path):
+    if os.geteuid() != 0 or not shutil.which("ip"):
+        return "needs root and iproute2"
+    obj, _ = build(ROOT / "sw/ebpf/examples/xdp_pass.c", tmp_path)
+    ok, err = linux_verdict(obj)
+    return None if ok else f"the host kernel does not load XDP programs here: {err.strip()[-200:]}"
+
+
+@pytest.mark.parametrize("src", CORPUS + REAL, ids=lambda s: s.stem)
+def test_linux_verifier_agrees(src, tmp_path):
+    why = linux_usable(tmp_path)
+    if why:
+        pytest.skip(why)
+    obj, img = build(src, tmp_path)
+    linux_ok, linux_err = linux_verdict(obj)
+    ours, msg = device_verdict(img)
+    if src.stem in LINUX_DIFFERS:
+        assert not ours and linux_ok, (LINUX_DIFFERS[src.stem], msg)
+    else:
+        assert ours == linux_ok, f"device: {msg}\nlinux: {linux_err[-1500:]}"
