@@ -52,29 +52,37 @@ def test_device_verifier_decision(src, tmp_path):
         assert "nanobpf-run: verifier: insn " in msg, msg  # the rejection names the instruction
 
 
-def linux_verdict(obj):
-    subprocess.run(["ip", "link", "set", "dev", "lo", "xdpgeneric", "off"], capture_output=True)
-    p = subprocess.run(["ip", "link", "set", "dev", "lo", "xdpgeneric", "obj", str(obj), "sec", "xdp"],
+@pytest.fixture(scope="module")
+def dev():
+    """A dummy interface of this test process (pytest-xdist workers must not share one)."""
+    name = f"nbv{os.getpid() % 100000}"
+    subprocess.run(["ip", "link", "add", name, "type", "dummy"], capture_output=True)
+    yield name
+    subprocess.run(["ip", "link", "del", name], capture_output=True)
+
+
+def linux_verdict(obj, dev):
+    p = subprocess.run(["ip", "link", "set", "dev", dev, "xdpgeneric", "obj", str(obj), "sec", "xdp"],
                        capture_output=True, text=True)
-    subprocess.run(["ip", "link", "set", "dev", "lo", "xdpgeneric", "off"], capture_output=True)
+    subprocess.run(["ip", "link", "set", "dev", dev, "xdpgeneric", "off"], capture_output=True)
     return p.returncode == 0, p.stderr
 
 
-def linux_usable(tmp_path):
+def linux_usable(tmp_path, dev):
     if os.geteuid() != 0 or not shutil.which("ip"):
         return "needs root and iproute2"
     obj, _ = build(ROOT / "sw/ebpf/examples/xdp_pass.c", tmp_path)
-    ok, err = linux_verdict(obj)
+    ok, err = linux_verdict(obj, dev)
     return None if ok else f"the host kernel does not load XDP programs here: {err.strip()[-200:]}"
 
 
 @pytest.mark.parametrize("src", CORPUS + REAL, ids=lambda s: s.stem)
-def test_linux_verifier_agrees(src, tmp_path):
-    why = linux_usable(tmp_path)
+def test_linux_verifier_agrees(src, tmp_path, dev):
+    why = linux_usable(tmp_path, dev)
     if why:
         pytest.skip(why)
     obj, img = build(src, tmp_path)
-    linux_ok, linux_err = linux_verdict(obj)
+    linux_ok, linux_err = linux_verdict(obj, dev)
     ours, msg = device_verdict(img)
     if src.stem in LINUX_DIFFERS:
         assert not ours and linux_ok, (LINUX_DIFFERS[src.stem], msg)

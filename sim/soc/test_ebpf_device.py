@@ -28,4 +28,4 @@ def test_bench_workloads_agree_on_cva6():
     assert r.lines(0)[-1] == "ebpf_bench: PASS", r.output
     modes = {(m["w"], m["mode"]) for m in (re.match(r"BENCH workload=(?P<w>\w+) mode=(?P<mode>\w+)", line)
                                            for line in r.lines(0)) if m}
-    assert modes == {(w, m) for w in ("parse", "hash") for m in ("native", "interp", "jit")}
+    assert modes == {(w, m) for w in ("parse", "hash") for m in ("native", "interp", "jit", "jit_rvc")}

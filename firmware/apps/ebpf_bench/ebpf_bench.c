@@ -29,8 +29,8 @@ static const struct workload workloads[] = {
 static uint8_t frames[NB_FRAME_KINDS][256 + 14 + 4 + 40 + 20 + PAYLOAD] __attribute__((aligned(8)));
 static size_t lens[NB_FRAME_KINDS];
 
-enum { NATIVE, INTERP, JIT, MODES };
-static const char *const mode_names[MODES] = {"native", "interp", "jit"};
+enum { NATIVE, INTERP, JIT, JIT_RVC, MODES };
+static const char *const mode_names[MODES] = {"native", "interp", "jit", "jit_rvc"};
 
 static int run_workload(const struct workload *w) {
     struct ebpf_prog prog;
@@ -48,6 +48,12 @@ static int run_workload(const struct workload *w) {
     int actions[MODES][NB_FRAME_KINDS];
     for (int mode = 0; mode < MODES; mode++) {
         uint64_t total = 0;
+        if (mode == JIT_RVC) { /* the same program compiled again with compressed instructions */
+            ebpf_jit_free(prog.jit_code, prog.jit_size);
+            prog.jit_code = NULL;
+            if (ebpf_jit_compile(&prog, EBPF_JIT_RVC, &err)) goto fail;
+            printf("BENCH workload=%s rvc_jit_bytes=%u\n", w->name, prog.jit_size);
+        }
         for (int round = 0; round < ROUNDS; round++) {
             total = 0;
             for (int k = 0; k < NB_FRAME_KINDS; k++) {
@@ -58,7 +64,7 @@ static int run_workload(const struct workload *w) {
                                             .frame_end = (uintptr_t)(frames[k] + sizeof frames[k]), .ingress_ifindex = 1};
                 uint64_t c0 = nb_cycles(), a;
                 if (mode == NATIVE) a = (uint64_t)w->native(&md);
-                else a = ebpf_xdp_run(&prog, &xdp, mode == JIT, &err);
+                else a = ebpf_xdp_run(&prog, &xdp, mode >= JIT, &err);
                 total += nb_cycles() - c0;
                 actions[mode][k] = (int)a;
             }
@@ -68,9 +74,9 @@ static int run_workload(const struct workload *w) {
     }
     int bad = 0;
     for (int k = 0; k < NB_FRAME_KINDS; k++) {
-        printf("  %-18s native=%d interp=%d jit=%d\n", nb_frame_name((enum nb_frame_kind)k), actions[NATIVE][k],
-               actions[INTERP][k], actions[JIT][k]);
-        bad |= actions[INTERP][k] != actions[NATIVE][k] || actions[JIT][k] != actions[NATIVE][k];
+        printf("  %-18s native=%d interp=%d jit=%d jit_rvc=%d\n", nb_frame_name((enum nb_frame_kind)k), actions[NATIVE][k],
+               actions[INTERP][k], actions[JIT][k], actions[JIT_RVC][k]);
+        for (int mode = INTERP; mode < MODES; mode++) bad |= actions[mode][k] != actions[NATIVE][k];
     }
     ebpf_prog_free(&prog);
     if (bad) printf("FAIL %s: interpreter, JIT and native disagree\n", w->name);

@@ -21,10 +21,10 @@ int bench_hash(struct xdp_md *ctx) {
     if (p + 64 > end) return XDP_DROP;
     __u64 v0 = 0x736f6d6570736575ULL, v1 = 0x646f72616e646f6dULL;
     __u64 v2 = 0x6c7967656e657261ULL, v3 = 0x7465646279746573ULL;
-#pragma unroll
+NB_UNROLL
     for (int i = 0; i < 8; i++) {
         __u64 m = 0;
-#pragma unroll
+NB_UNROLL
         for (int b = 0; b < 8; b++) m |= (__u64)p[i * 8 + b] << (8 * b);
         v3 ^= m;
         ROUND(v0, v1, v2, v3);
@@ -32,7 +32,7 @@ int bench_hash(struct xdp_md *ctx) {
         v0 ^= m;
     }
     v2 ^= 0xff;
-#pragma unroll
+NB_UNROLL
     for (int i = 0; i < 4; i++) ROUND(v0, v1, v2, v3);
     __u64 h = v0 ^ v1 ^ v2 ^ v3;
     return (int)(h % 3) + 1; /* DROP, PASS or TX */

@@ -19,7 +19,7 @@ int bench_parse(struct xdp_md *ctx) {
     unsigned char *p = data + 14;
     if (p > end) return XDP_DROP;
     __u16 proto = (__u16)(data[12] << 8 | data[13]);
-#pragma unroll
+NB_UNROLL
     for (int i = 0; i < 2; i++) {
         if (proto != ETH_P_8021Q && proto != ETH_P_8021AD) break;
         if (p + 4 > end) return XDP_DROP;
@@ -55,7 +55,7 @@ int bench_parse(struct xdp_md *ctx) {
     if (q[0] & 0x80) return XDP_PASS;      /* long header: Initial, Handshake, ... */
     if (!(q[0] & 0x40)) return XDP_DROP;   /* short header needs the fixed bit */
     unsigned sum = 0;
-#pragma unroll
+NB_UNROLL
     for (int i = 0; i < CID_LEN; i++) sum = sum * 31 + q[1 + i];
     return (sum & 0xff) == 0x5a ? XDP_TX : XDP_PASS;
 }

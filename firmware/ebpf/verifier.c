@@ -1,0 +1,2139 @@
+/* NanoBPF eBPF verifier: proves an XDP program safe before anything runs it (Linux semantics, own code).
+ *
+ * Phases
+ *   1. Structure: known opcodes, zero reserved fields (RFC 9669), ld_imm64 pairs and map references,
+ *      jump/call targets, functions (bpf-to-bpf call targets), every function ending in exit or ja,
+ *      a depth-first CFG walk (unreachable code, loops that can never reach exit), the call graph
+ *      (recursion, call depth) and static register liveness.
+ *   2. Abstract interpretation of every path, depth first: the current state runs instruction by
+ *      instruction; at a conditional jump whose outcome is not known the other branch is pushed on a
+ *      stack of pending states. At prune points (jump targets, fall-throughs of conditional jumps,
+ *      function entries, call return points) a state is compared with states stored there earlier:
+ *        - a stored state whose exploration finished (all its successors proven safe) and that
+ *          subsumes the current one ends the current path (pruning);
+ *        - a stored state still being explored (an ancestor on the current path) that equals the
+ *          current one means the program loops without progress: "infinite loop detected".
+ *      Loops are thus explored iteration by iteration with precise scalars; opts->max_processed bounds
+ *      the work ("program too complex").
+ *   3. Accepted: combined stack depth over call chains, xdp_md accesses rewritten to struct
+ *      ebpf_xdp_buff, prog->subprogs filled, prog->verified set. A rejected program is left untouched.
+ *
+ * Abstract domain (struct vreg, one per register and per spilled stack slot)
+ *   not_init            never written (reading it is an error)
+ *   scalar              unsigned 64-bit range [umin, umax] (umin == umax: a known constant); an id links
+ *                       copies of the same value so a comparison refines all of them
+ *   ctx                 r1 at entry (struct xdp_md; only 4-byte reads of its six fields)
+ *   pkt                 data + var + off: `off` fixed, `var` in [umin, umax] (id names the var part:
+ *                       pointers with one id have the same var), `range` = bytes proven readable from
+ *                       data + var (set by comparisons with pkt_end, for every pointer with that id)
+ *   pkt_end             data_end
+ *   fp (stack)          frame pointer of frame `frame` + off (constant offsets only)
+ *   map_value           value of map `map` + off + var [umin, umax]
+ *   map_value_or_null   result of map_lookup_elem (id: a null check on one copy decides all copies)
+ *   map_ptr             a map (ld_imm64 src 1/5)
+ * Stack (per frame, 64 slots of 8 bytes): a bit per byte "initialised" and at most one spilled
+ * register per slot (8-byte store of any register, or 4-byte store of a 32-bit scalar) that a fill of
+ * the same bytes restores; other writes leave plain initialised data ("misc").
+ *
+ * Memory: states are stored compactly (varint encoding, dead registers dropped) in ebpf_alloc blocks,
+ * bounded by opts->max_states and byte budgets; everything is freed before returning. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include "ebpf.h"
+
+/* Statistics of the last ebpf_verify() call (host tests and benchmarks read them). */
+struct ebpf_verify_stats {
+    uint32_t processed;    /* instructions explored over all paths */
+    uint32_t states;       /* states stored for pruning (total) */
+    uint32_t peak_states;  /* states stored at the same time, peak */
+    uint32_t pruned;       /* paths cut by a stored state */
+    uint32_t peak_pending; /* pending branches, peak */
+    uint32_t peak_bytes;   /* bytes of stored and pending states, peak */
+};
+extern struct ebpf_verify_stats ebpf_verify_last_stats;
+struct ebpf_verify_stats ebpf_verify_last_stats;
+
+#define U64MAX UINT64_MAX
+#define U32MAX 0xffffffffull
+#define NSLOTS (EBPF_STACK_SIZE / 8)
+#define MAX_VAR_OFF (1 << 29)     /* bound of pointer offsets (fixed and variable parts) */
+#define MAX_PKT_OFF 0xffff        /* packet ranges are only proven for offsets below this */
+#define DEFAULT_MAX_PROCESSED 1000000u
+#define DEFAULT_MAX_STATES 4096u
+#define STATE_BYTES_MAX (256u * 1024) /* stored states (pruning); beyond it states are not stored */
+#define PENDING_BYTES_MAX (192u * 1024) /* pending branches; beyond it "program too complex" */
+#define NO_PRUNE 0xffff
+#define MAX_LIST 128              /* states stored at one instruction */
+#define LIVE_R1_R5 0x003e
+#define LIVE_R6_R9 0x03c0
+
+/* ---- Abstract values and states ---- */
+enum { T_NOT_INIT, T_SCALAR, T_CTX, T_PKT, T_PKT_END, T_STACK, T_MAP_VALUE, T_MAP_VALUE_OR_NULL, T_MAP_PTR };
+static const char *const tname[] = {"not_init", "scalar", "ctx", "pkt", "pkt_end", "fp", "map_value",
+                                    "map_value_or_null", "map_ptr"};
+
+struct vreg {
+    uint8_t type;
+    uint8_t frame;  /* T_STACK: frame number */
+    uint16_t map;   /* map pointers and values: map index */
+    uint32_t id;    /* scalar copies, pkt var part, map_value_or_null; 0 = none */
+    int32_t off;    /* pointers: fixed offset */
+    uint32_t range; /* T_PKT: bytes proven from data + var */
+    uint64_t umin, umax; /* scalar value, or the variable part of a pointer */
+};
+
+enum { SPILL_NONE, SPILL_64, SPILL_LO32, SPILL_HI32 };
+static const uint8_t spill_bytes[4] = {0x00, 0xff, 0x0f, 0xf0};
+
+struct vslot {
+    uint8_t init;  /* bit b: byte b of the slot written (slot k covers fp-8(k+1) .. fp-8k-1) */
+    uint8_t spill; /* SPILL_* */
+    struct vreg reg;
+};
+
+struct vframe {
+    struct vreg r[EBPF_NREGS];
+    uint32_t callsite; /* call insn that created this frame (frame 0: 0) */
+    uint16_t func;     /* function index */
+    uint16_t nslots;   /* slots at or beyond nslots are all clear */
+    struct vslot s[NSLOTS];
+};
+
+struct vstate {
+    uint32_t insn;
+    uint32_t nframes;
+    struct vframe f[EBPF_MAX_CALL_DEPTH];
+};
+
+/* A state stored at a prune point (encoded). */
+struct snode {
+    struct snode *next;   /* list of its instruction */
+    struct snode *parent; /* newest stored state on the path that led here */
+    uint32_t branches;    /* unfinished paths below it (0: exploration finished) */
+    uint32_t size;
+    uint32_t hash;        /* of the state without ids (exact comparison filter) */
+    uint16_t hit, miss;
+    uint64_t types;       /* 4 bits per register r0..r9 of the innermost frame (subsumption filter) */
+    uint8_t data[];
+};
+
+/* A pending branch: the state at a conditional jump whose taken side is still to explore. */
+struct pnode {
+    struct pnode *next;
+    struct snode *parent;
+    uint32_t size;
+    uint8_t data[];
+};
+
+/* Per-instruction flags. */
+#define F_LDIMM2 0x01  /* second slot of ld_imm64 */
+#define F_REACHED 0x02
+#define F_PRUNE 0x04
+#define F_FUNC 0x08    /* first insn of a function */
+#define F_EXITS 0x10   /* some path from here reaches exit */
+#define F_ONSTACK 0x20 /* CFG walk */
+/* Per-instruction aux: memory access kind seen (for the ctx rewrite). */
+#define AUX_OTHER 0xff
+
+struct env {
+    struct ebpf_prog *prog;
+    const struct ebpf_insn *in;
+    uint32_t n;
+    struct ebpf_error *err;
+    int log;
+    uint8_t *flags, *aux, *func;
+    uint16_t *live;  /* registers r0..r9 live before each insn */
+    uint16_t *prune; /* prune point number per insn */
+    struct snode **heads;
+    uint32_t nprune;
+    uint32_t nfuncs;
+    uint32_t fstart[EBPF_MAX_SUBPROGS + 1];
+    uint32_t fdepth[EBPF_MAX_SUBPROGS];
+    struct vstate *cur, *old;
+    uint8_t *buf; /* encoding scratch */
+    struct pnode *pending;
+    uint32_t npending;
+    struct snode root;
+    struct snode *parent;
+    uint32_t id_gen;
+    uint32_t max_processed, max_states, nstates;
+    size_t state_bytes, pending_bytes;
+    struct ebpf_verify_stats stats;
+};
+
+static int fail(struct env *e, int insn, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void vlog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void vlog(const char *fmt, ...) {
+    char buf[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int len = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (len > (int)sizeof buf - 1) len = (int)sizeof buf - 1;
+    if (len > 0) ebpf_console_write(buf, (size_t)len);
+}
+
+static int fail(struct env *e, int insn, const char *fmt, ...) {
+    char msg[sizeof(((struct ebpf_error *)0)->msg)];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (e->log) vlog("verifier: insn %d: %s\n", insn, msg);
+    return ebpf_fail(e->err, insn, "%s", msg);
+}
+
+/* ---- Small helpers ---- */
+static int is_ptr(const struct vreg *r) { return r->type > T_SCALAR; }
+static int is_const(const struct vreg *r) { return r->type == T_SCALAR && r->umin == r->umax; }
+static uint64_t smear(uint64_t x) {
+    x |= x >> 1; x |= x >> 2; x |= x >> 4; x |= x >> 8; x |= x >> 16; x |= x >> 32;
+    return x;
+}
+static uint64_t sext(uint64_t v, unsigned bits) {
+    return bits >= 64 ? v : (uint64_t)((int64_t)(v << (64 - bits)) >> (64 - bits));
+}
+static uint64_t size_mask(unsigned size) { return size >= 8 ? U64MAX : (UINT64_C(1) << (size * 8)) - 1; }
+static uint32_t size_of(uint8_t code) {
+    static const uint8_t sizes[4] = {4, 2, 1, 8};
+    return sizes[EBPF_SIZE(code) >> 3];
+}
+
+static void set_unknown(struct vreg *r) {
+    memset(r, 0, sizeof *r);
+    r->type = T_SCALAR;
+    r->umax = U64MAX;
+}
+static void set_range(struct vreg *r, uint64_t lo, uint64_t hi) {
+    memset(r, 0, sizeof *r);
+    r->type = T_SCALAR;
+    r->umin = lo;
+    r->umax = hi;
+}
+static void set_const(struct vreg *r, uint64_t v) { set_range(r, v, v); }
+static void set_not_init(struct vreg *r) { memset(r, 0, sizeof *r); }
+/* A value loaded from memory: `size` bytes, sign-extended for MEMSX. */
+static void set_loaded(struct vreg *r, uint32_t size, int sx) {
+    if (sx) set_unknown(r);
+    else set_range(r, 0, size_mask(size));
+}
+
+static uint32_t jump_target(const struct ebpf_insn *in, uint32_t i) {
+    if (EBPF_CLASS(in->code) == EBPF_CLS_JMP32 && EBPF_OP(in->code) == EBPF_JMP_JA) return i + 1 + (uint32_t)in->imm;
+    return i + 1 + (uint32_t)(int32_t)in->off;
+}
+static int is_ldimm64(const struct ebpf_insn *in) { return in->code == (EBPF_CLS_LD | EBPF_MODE_IMM | EBPF_SIZE_DW); }
+static int is_jmp_class(const struct ebpf_insn *in) {
+    return EBPF_CLASS(in->code) == EBPF_CLS_JMP || EBPF_CLASS(in->code) == EBPF_CLS_JMP32;
+}
+static int is_ja(const struct ebpf_insn *in) { return is_jmp_class(in) && EBPF_OP(in->code) == EBPF_JMP_JA; }
+static int is_exit(const struct ebpf_insn *in) { return in->code == (EBPF_CLS_JMP | EBPF_JMP_EXIT); }
+static int is_call(const struct ebpf_insn *in) { return in->code == (EBPF_CLS_JMP | EBPF_JMP_CALL); }
+static int is_local_call(const struct ebpf_insn *in) { return is_call(in) && in->src == EBPF_PSEUDO_CALL; }
+static int is_cond_jmp(const struct ebpf_insn *in) {
+    return is_jmp_class(in) && !is_ja(in) && !is_call(in) && !is_exit(in);
+}
+
+static const char *op_name(int op) {
+    static const char *const names[16] = {"add", "sub", "mul", "div", "or", "and", "lsh", "rsh",
+                                          "neg", "mod", "xor", "mov", "arsh", "end", "?", "?"};
+    return names[(op >> 4) & 15];
+}
+
+/* ---- Structure checks ---- */
+static int check_fields(struct env *e, uint32_t i) {
+    const struct ebpf_insn *in = &e->in[i];
+    uint8_t code = in->code, cls = EBPF_CLASS(code);
+    int op = EBPF_OP(code), x = (code & EBPF_SRC_X) != 0;
+    if (in->dst > 10) return fail(e, (int)i, "invalid register R%u", in->dst);
+    if (in->src > 10) return fail(e, (int)i, "invalid register R%u", in->src);
+    switch (cls) {
+    case EBPF_CLS_LD: {
+        if (EBPF_MODE(code) == EBPF_MODE_ABS || EBPF_MODE(code) == EBPF_MODE_IND)
+            return fail(e, (int)i, "legacy packet access (LD_ABS/LD_IND) not supported");
+        if (!is_ldimm64(in)) return fail(e, (int)i, "unknown opcode 0x%02x", code);
+        if (i + 1 >= e->n) return fail(e, (int)i, "incomplete ld_imm64 (no second slot)");
+        const struct ebpf_insn *in2 = &e->in[i + 1];
+        if (in2->code || in2->dst || in2->src || in2->off) return fail(e, (int)i, "invalid second slot of ld_imm64");
+        if (in->off) return fail(e, (int)i, "reserved field off=%d is not zero", in->off);
+        if (in->dst == EBPF_REG_FP) return fail(e, (int)i, "frame pointer is read only");
+        switch (in->src) {
+        case EBPF_PSEUDO_IMM64: break;
+        case EBPF_PSEUDO_MAP_FD:
+        case EBPF_PSEUDO_MAP_IDX:
+        case EBPF_PSEUDO_MAP_VALUE:
+        case EBPF_PSEUDO_MAP_IDX_VALUE: {
+            if ((uint32_t)in->imm >= e->prog->n_maps)
+                return fail(e, (int)i, "ld_imm64 refers to map %d, the program has %u", in->imm, e->prog->n_maps);
+            const struct ebpf_map *m = e->prog->maps[in->imm];
+            if (in->src == EBPF_PSEUDO_MAP_FD || in->src == EBPF_PSEUDO_MAP_IDX) {
+                if (in2->imm) return fail(e, (int)i, "reserved field imm=%d of ld_imm64 second slot is not zero", in2->imm);
+            } else {
+                if (m->type != NANOBPF_MAP_TYPE_ARRAY)
+                    return fail(e, (int)i, "direct value access needs an array map (map %d has type %u)", in->imm, m->type);
+                if ((uint32_t)in2->imm >= m->value_size)
+                    return fail(e, (int)i, "map value offset %u outside value_size %u of map %d", (uint32_t)in2->imm,
+                                m->value_size, in->imm);
+            }
+            break;
+        }
+        default: return fail(e, (int)i, "ld_imm64 src %u not supported", in->src);
+        }
+        return 0;
+    }
+    case EBPF_CLS_LDX:
+        if (EBPF_MODE(code) != EBPF_MODE_MEM && !(EBPF_MODE(code) == EBPF_MODE_MEMSX && EBPF_SIZE(code) != EBPF_SIZE_DW))
+            return fail(e, (int)i, "unknown opcode 0x%02x", code);
+        if (in->imm) return fail(e, (int)i, "reserved field imm=%d is not zero", in->imm);
+        if (in->dst == EBPF_REG_FP) return fail(e, (int)i, "frame pointer is read only");
+        return 0;
+    case EBPF_CLS_ST:
+        if (EBPF_MODE(code) != EBPF_MODE_MEM) return fail(e, (int)i, "unknown opcode 0x%02x", code);
+        if (in->src) return fail(e, (int)i, "reserved field src=%u is not zero", in->src);
+        return 0;
+    case EBPF_CLS_STX:
+        if (EBPF_MODE(code) == EBPF_MODE_MEM) {
+            if (in->imm) return fail(e, (int)i, "reserved field imm=%d is not zero", in->imm);
+            return 0;
+        }
+        if (EBPF_MODE(code) != EBPF_MODE_ATOMIC || (EBPF_SIZE(code) != EBPF_SIZE_W && EBPF_SIZE(code) != EBPF_SIZE_DW))
+            return fail(e, (int)i, "unknown opcode 0x%02x", code);
+        switch (in->imm) {
+        case EBPF_ATOMIC_ADD: case EBPF_ATOMIC_OR: case EBPF_ATOMIC_AND: case EBPF_ATOMIC_XOR:
+            break;
+        case EBPF_ATOMIC_ADD | EBPF_ATOMIC_FETCH: case EBPF_ATOMIC_OR | EBPF_ATOMIC_FETCH:
+        case EBPF_ATOMIC_AND | EBPF_ATOMIC_FETCH: case EBPF_ATOMIC_XOR | EBPF_ATOMIC_FETCH: case EBPF_ATOMIC_XCHG:
+            if (in->src == EBPF_REG_FP) return fail(e, (int)i, "frame pointer is read only");
+            break;
+        case EBPF_ATOMIC_CMPXCHG: break;
+        default: return fail(e, (int)i, "unknown atomic operation 0x%x", (unsigned)in->imm);
+        }
+        return 0;
+    case EBPF_CLS_ALU:
+    case EBPF_CLS_ALU64: {
+        int is64 = cls == EBPF_CLS_ALU64;
+        switch (op) {
+        case EBPF_ALU_ADD: case EBPF_ALU_SUB: case EBPF_ALU_MUL: case EBPF_ALU_OR: case EBPF_ALU_AND:
+        case EBPF_ALU_LSH: case EBPF_ALU_RSH: case EBPF_ALU_XOR: case EBPF_ALU_ARSH:
+            if (in->off) return fail(e, (int)i, "reserved field off=%d is not zero", in->off);
+            break;
+        case EBPF_ALU_DIV: case EBPF_ALU_MOD:
+            if (in->off != 0 && in->off != 1) return fail(e, (int)i, "invalid off=%d of div/mod (0 or 1)", in->off);
+            break;
+        case EBPF_ALU_MOV:
+            if (!x && in->off) return fail(e, (int)i, "reserved field off=%d is not zero", in->off);
+            if (x && in->off != 0 && in->off != 8 && in->off != 16 && !(is64 && in->off == 32))
+                return fail(e, (int)i, "invalid off=%d of movsx", in->off);
+            break;
+        case EBPF_ALU_NEG:
+            if (x) return fail(e, (int)i, "unknown opcode 0x%02x", code);
+            if (in->src || in->off || in->imm) return fail(e, (int)i, "reserved fields of neg are not zero");
+            break;
+        case EBPF_ALU_END:
+            if (is64 && x) return fail(e, (int)i, "unknown opcode 0x%02x", code);
+            if (in->imm != 16 && in->imm != 32 && in->imm != 64) return fail(e, (int)i, "invalid byte swap width %d", in->imm);
+            if (in->src || in->off) return fail(e, (int)i, "reserved fields of byte swap are not zero");
+            break;
+        default: return fail(e, (int)i, "unknown opcode 0x%02x", code);
+        }
+        if (op != EBPF_ALU_NEG && op != EBPF_ALU_END) {
+            if (x && in->imm) return fail(e, (int)i, "reserved field imm=%d is not zero", in->imm);
+            if (!x && in->src) return fail(e, (int)i, "reserved field src=%u is not zero", in->src);
+        }
+        if (in->dst == EBPF_REG_FP) return fail(e, (int)i, "frame pointer is read only");
+        return 0;
+    }
+    case EBPF_CLS_JMP:
+    case EBPF_CLS_JMP32: {
+        int is32 = cls == EBPF_CLS_JMP32;
+        switch (op) {
+        case EBPF_JMP_JA:
+            if (x) return fail(e, (int)i, "unknown opcode 0x%02x", code);
+            if (in->src || in->dst || (is32 ? in->off != 0 : in->imm != 0))
+                return fail(e, (int)i, "reserved fields of ja are not zero");
+            return 0;
+        case EBPF_JMP_CALL:
+            if (is32 || x) return fail(e, (int)i, "unknown opcode 0x%02x", code);
+            if (in->dst || in->off) return fail(e, (int)i, "reserved fields of call are not zero");
+            if (in->src == EBPF_PSEUDO_CALL) return 0;
+            if (in->src == 2) return fail(e, (int)i, "kfunc calls not supported");
+            if (in->src) return fail(e, (int)i, "invalid call src %u", in->src);
+            if (in->imm == 12) return fail(e, (int)i, "tail calls (helper 12) not supported");
+            if (!ebpf_helper_find((uint32_t)in->imm)) return fail(e, (int)i, "unknown helper id %d", in->imm);
+            return 0;
+        case EBPF_JMP_EXIT:
+            if (is32 || x) return fail(e, (int)i, "unknown opcode 0x%02x", code);
+            if (in->src || in->dst || in->off || in->imm) return fail(e, (int)i, "reserved fields of exit are not zero");
+            return 0;
+        case EBPF_JMP_JEQ: case EBPF_JMP_JGT: case EBPF_JMP_JGE: case EBPF_JMP_JSET: case EBPF_JMP_JNE:
+        case EBPF_JMP_JSGT: case EBPF_JMP_JSGE: case EBPF_JMP_JLT: case EBPF_JMP_JLE: case EBPF_JMP_JSLT:
+        case EBPF_JMP_JSLE:
+            if (x && in->imm) return fail(e, (int)i, "reserved field imm=%d is not zero", in->imm);
+            if (!x && in->src) return fail(e, (int)i, "reserved field src=%u is not zero", in->src);
+            return 0;
+        default: return fail(e, (int)i, "unknown opcode 0x%02x", code);
+        }
+    }
+    }
+    return fail(e, (int)i, "unknown opcode 0x%02x", code);
+}
+
+/* Successors of insn i; with_calls adds the callee entry of a bpf-to-bpf call (second). */
+static int succs(const struct env *e, uint32_t i, uint32_t out[2], int with_calls) {
+    const struct ebpf_insn *in = &e->in[i];
+    if (is_exit(in)) return 0;
+    if (is_ja(in)) {
+        out[0] = jump_target(in, i);
+        return 1;
+    }
+    if (is_ldimm64(in)) {
+        out[0] = i + 2;
+        return 1;
+    }
+    out[0] = i + 1;
+    if (is_local_call(in)) {
+        if (!with_calls) return 1;
+        out[1] = i + 1 + (uint32_t)in->imm;
+        return 2;
+    }
+    if (is_cond_jmp(in)) {
+        out[1] = jump_target(in, i);
+        return 2;
+    }
+    return 1;
+}
+
+static int func_of(const struct env *e, uint32_t insn) { return e->func[insn]; }
+
+/* Call graph: recursion (colour 1 = on the walk) and frames along the longest chain. */
+static int call_graph_walk(struct env *e, uint32_t f, uint8_t *colour, uint8_t *frames) {
+    colour[f] = 1;
+    uint8_t best = 0;
+    for (uint32_t i = e->fstart[f]; i < e->fstart[f + 1]; i++) {
+        if (!(e->flags[i] & F_REACHED) || !is_local_call(&e->in[i])) continue;
+        uint32_t t = i + 1 + (uint32_t)e->in[i].imm, g = (uint32_t)func_of(e, t);
+        if (colour[g] == 1) return fail(e, (int)i, "recursive call from insn %u to %u", i, t);
+        if (colour[g] == 0 && call_graph_walk(e, g, colour, frames)) return -1;
+        if (frames[g] > best) best = frames[g];
+    }
+    colour[f] = 2;
+    frames[f] = (uint8_t)(best + 1);
+    return 0;
+}
+
+static int check_structure(struct env *e) {
+    uint32_t n = e->n;
+    /* fields, ld_imm64 pairs */
+    for (uint32_t i = 0; i < n; i++) {
+        if (check_fields(e, i)) return -1;
+        if (is_ldimm64(&e->in[i])) e->flags[++i] |= F_LDIMM2;
+    }
+    /* jump and call targets, function starts */
+    e->flags[0] |= F_FUNC;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct ebpf_insn *in = &e->in[i];
+        if (e->flags[i] & F_LDIMM2) continue;
+        if (is_ja(in) || is_cond_jmp(in) || is_local_call(in)) {
+            int64_t t = is_local_call(in) ? (int64_t)i + 1 + in->imm
+                        : (EBPF_CLASS(in->code) == EBPF_CLS_JMP32 && is_ja(in)) ? (int64_t)i + 1 + in->imm
+                                                                                 : (int64_t)i + 1 + in->off;
+            if (t < 0 || t >= (int64_t)n)
+                return fail(e, (int)i, "%s out of range from insn %u to %lld", is_local_call(in) ? "call" : "jump", i,
+                            (long long)t);
+            if (e->flags[t] & F_LDIMM2) return fail(e, (int)i, "jump into the middle of ld_imm64 at insn %lld", (long long)t);
+            if (is_local_call(in)) e->flags[t] |= F_FUNC;
+        }
+    }
+    e->nfuncs = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (e->flags[i] & F_FUNC) {
+            if (e->nfuncs == EBPF_MAX_SUBPROGS)
+                return fail(e, (int)i, "too many functions (more than %d)", EBPF_MAX_SUBPROGS);
+            e->fstart[e->nfuncs++] = i;
+        }
+        e->func[i] = (uint8_t)(e->nfuncs - 1);
+    }
+    e->fstart[e->nfuncs] = n;
+    for (uint32_t f = 0; f < e->nfuncs; f++) {
+        uint32_t last = e->fstart[f + 1] - 1;
+        if (!is_exit(&e->in[last]) && !is_ja(&e->in[last]))
+            return fail(e, (int)last, "last insn of function %u is not exit or ja", f);
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const struct ebpf_insn *in = &e->in[i];
+        if (e->flags[i] & F_LDIMM2) continue;
+        if (is_ja(in) || is_cond_jmp(in)) {
+            uint32_t t = jump_target(in, i);
+            if (e->func[t] != e->func[i])
+                return fail(e, (int)i, "jump from insn %u to insn %u leaves its function", i, t);
+        }
+    }
+
+    /* depth-first CFG walk: reachability and back-edges */
+    uint32_t *stk = ebpf_alloc(n * sizeof *stk);
+    uint8_t *cursor = ebpf_alloc(n);
+    uint16_t *back = ebpf_alloc(n * sizeof *back);
+    uint16_t *pcount = ebpf_alloc((n + 1) * sizeof *pcount);
+    uint16_t *preds = ebpf_alloc(2 * n * sizeof *preds);
+    int rc = -1;
+    if (!stk || !cursor || !back || !pcount || !preds) {
+        rc = ebpf_fail(e->err, -1, "verifier: out of memory");
+        goto out;
+    }
+    memset(back, 0xff, n * sizeof *back);
+    uint32_t sp = 0;
+    stk[sp++] = 0;
+    e->flags[0] |= F_REACHED | F_ONSTACK;
+    while (sp) {
+        uint32_t u = stk[sp - 1], s[2];
+        int ns = succs(e, u, s, 1);
+        if (cursor[u] < ns) {
+            int idx = cursor[u]++;
+            uint32_t v = s[idx];
+            int call_edge = idx == 1 && is_local_call(&e->in[u]);
+            if (!(e->flags[v] & F_REACHED)) {
+                e->flags[v] |= F_REACHED | F_ONSTACK;
+                stk[sp++] = v;
+            } else if ((e->flags[v] & F_ONSTACK) && !call_edge) {
+                back[u] = (uint16_t)v;
+            }
+        } else {
+            e->flags[u] &= (uint8_t)~F_ONSTACK;
+            sp--;
+        }
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if (!(e->flags[i] & (F_REACHED | F_LDIMM2))) {
+            rc = fail(e, (int)i, "unreachable insn %u", i);
+            goto out;
+        }
+    /* which insns can reach an exit: reverse walk over intra-function edges */
+    memset(pcount, 0, (n + 1) * sizeof *pcount);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t s[2];
+        if (e->flags[i] & F_LDIMM2) continue;
+        int ns = succs(e, i, s, 0);
+        for (int k = 0; k < ns; k++) pcount[s[k] + 1]++;
+    }
+    for (uint32_t i = 0; i < n; i++) pcount[i + 1] = (uint16_t)(pcount[i + 1] + pcount[i]);
+    memset(cursor, 0, n);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t s[2];
+        if (e->flags[i] & F_LDIMM2) continue;
+        int ns = succs(e, i, s, 0);
+        for (int k = 0; k < ns; k++) preds[pcount[s[k]] + cursor[s[k]]++] = (uint16_t)i;
+    }
+    sp = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (!(e->flags[i] & F_LDIMM2) && is_exit(&e->in[i])) {
+            e->flags[i] |= F_EXITS;
+            stk[sp++] = i;
+        }
+    while (sp) {
+        uint32_t v = stk[--sp];
+        for (uint32_t k = pcount[v]; k < pcount[v + 1]; k++) {
+            uint32_t u = preds[k];
+            if (!(e->flags[u] & F_EXITS)) {
+                e->flags[u] |= F_EXITS;
+                stk[sp++] = u;
+            }
+        }
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if (back[i] != 0xffff && !(e->flags[i] & F_EXITS)) {
+            rc = fail(e, (int)i, "back-edge from insn %u to %u: infinite loop that never reaches exit", i, back[i]);
+            goto out;
+        }
+    for (uint32_t i = 0; i < n; i++)
+        if (!(e->flags[i] & (F_EXITS | F_LDIMM2))) {
+            rc = fail(e, (int)i, "infinite loop: insn %u never reaches exit", i);
+            goto out;
+        }
+    /* call graph: recursion and call depth */
+    {
+        uint8_t colour[EBPF_MAX_SUBPROGS] = {0}, frames[EBPF_MAX_SUBPROGS] = {0};
+        if (call_graph_walk(e, 0, colour, frames)) goto out;
+        if (frames[0] > EBPF_MAX_CALL_DEPTH) {
+            /* report the call that goes one frame too deep along the longest chain */
+            uint32_t f = 0, d = 1;
+            for (;;) {
+                uint32_t best_call = 0, best_g = 0;
+                uint8_t best = 0;
+                for (uint32_t i = e->fstart[f]; i < e->fstart[f + 1]; i++) {
+                    if (!is_local_call(&e->in[i]) || (e->flags[i] & F_LDIMM2)) continue;
+                    uint32_t g = e->func[i + 1 + (uint32_t)e->in[i].imm];
+                    if (frames[g] > best) best = frames[g], best_call = i, best_g = g;
+                }
+                if (d + 1 > EBPF_MAX_CALL_DEPTH) {
+                    rc = fail(e, (int)best_call, "the call stack of %u frames is too deep (at most %d)", frames[0],
+                              EBPF_MAX_CALL_DEPTH);
+                    goto out;
+                }
+                f = best_g;
+                d++;
+            }
+        }
+    }
+    /* prune points */
+    for (uint32_t i = 0; i < n; i++) {
+        const struct ebpf_insn *in = &e->in[i];
+        if (e->flags[i] & F_LDIMM2) continue;
+        if (e->flags[i] & F_FUNC) e->flags[i] |= F_PRUNE;
+        if (is_ja(in) || is_cond_jmp(in)) e->flags[jump_target(in, i)] |= F_PRUNE;
+        if (is_cond_jmp(in) || is_local_call(in)) e->flags[i + 1] |= F_PRUNE;
+    }
+    rc = 0;
+out:
+    ebpf_free(stk);
+    ebpf_free(cursor);
+    ebpf_free(back);
+    ebpf_free(pcount);
+    ebpf_free(preds);
+    return rc;
+}
+
+/* ---- Static liveness of r0..r9 ---- */
+static void use_def(const struct env *e, uint32_t i, uint16_t *use, uint16_t *def) {
+    const struct ebpf_insn *in = &e->in[i];
+    uint16_t d = (uint16_t)(1u << in->dst), s = (uint16_t)(1u << in->src);
+    int x = (in->code & EBPF_SRC_X) != 0, op = EBPF_OP(in->code);
+    *use = *def = 0;
+    switch (EBPF_CLASS(in->code)) {
+    case EBPF_CLS_LD: *def = d; break;
+    case EBPF_CLS_LDX: *use = s; *def = d; break;
+    case EBPF_CLS_ST: *use = d; break;
+    case EBPF_CLS_STX:
+        *use = d | s;
+        if (EBPF_MODE(in->code) == EBPF_MODE_ATOMIC) {
+            if (in->imm == EBPF_ATOMIC_CMPXCHG) *use |= 1, *def = 1;
+            else if (in->imm & EBPF_ATOMIC_FETCH) *def = s;
+        }
+        break;
+    case EBPF_CLS_ALU:
+    case EBPF_CLS_ALU64:
+        if (op == EBPF_ALU_MOV) *use = x ? s : 0;
+        else *use = (uint16_t)(d | (x ? s : 0));
+        *def = d;
+        break;
+    default:
+        if (is_exit(in)) *use = 1;
+        else if (is_call(in)) {
+            *def = 0x3f;
+            if (in->src == EBPF_PSEUDO_CALL) {
+                *use = e->live[i + 1 + (uint32_t)in->imm] & LIVE_R1_R5;
+            } else {
+                const struct ebpf_helper *h = ebpf_helper_find((uint32_t)in->imm);
+                for (int a = 0; h && a < 5; a++)
+                    if (h->args[a] != EBPF_ARG_NONE) *use |= (uint16_t)(1u << (a + 1));
+            }
+        } else if (!is_ja(in)) {
+            *use = (uint16_t)(d | (x ? s : 0));
+        }
+    }
+    *use &= 0x3ff;
+    *def &= 0x3ff;
+}
+
+static void compute_liveness(struct env *e) {
+    int changed = 1;
+    while (changed) {
+        changed = 0;
+        for (uint32_t i = e->n; i-- > 0;) {
+            uint32_t s[2];
+            uint16_t use, def, out = 0;
+            if (e->flags[i] & F_LDIMM2) continue;
+            int ns = succs(e, i, s, 0);
+            for (int k = 0; k < ns; k++) out |= e->live[s[k]];
+            use_def(e, i, &use, &def);
+            uint16_t v = (uint16_t)(use | (out & ~def));
+            if (v != e->live[i]) {
+                e->live[i] = v;
+                changed = 1;
+            }
+        }
+    }
+}
+
+/* ---- State encoding (stored and pending states) ---- */
+#define P_OFF 0x01
+#define P_AUX 0x02
+#define P_ID 0x04
+#define P_RANGE 0x08
+#define P_UMIN 0x10
+#define P_DELTA 0x20
+#define P_FULL 0x40
+#define REG_ENC_MAX 40
+#define ENC_MAX (16 + EBPF_MAX_CALL_DEPTH * (16 + EBPF_NREGS * REG_ENC_MAX + NSLOTS * (2 + REG_ENC_MAX)))
+
+static uint8_t *put_varint(uint8_t *p, uint64_t v) {
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+static const uint8_t *get_varint(const uint8_t *p, uint64_t *v) {
+    uint64_t r = 0;
+    unsigned shift = 0;
+    for (;;) {
+        uint8_t b = *p++;
+        r |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) break;
+        shift += 7;
+    }
+    *v = r;
+    return p;
+}
+
+/* Scalar ids seen once in a state carry no information: they are encoded as 0. */
+struct idcount {
+    uint32_t n;
+    uint32_t id[64];
+    uint8_t count[64];
+};
+static void idcount_add(struct idcount *c, uint32_t id) {
+    for (uint32_t k = 0; k < c->n; k++)
+        if (c->id[k] == id) {
+            if (c->count[k] < 2) c->count[k]++;
+            return;
+        }
+    if (c->n < 64) {
+        c->id[c->n] = id;
+        c->count[c->n++] = 1;
+    }
+}
+static int idcount_single(const struct idcount *c, uint32_t id) {
+    for (uint32_t k = 0; k < c->n; k++)
+        if (c->id[k] == id) return c->count[k] == 1;
+    return 0; /* not counted (table full): keep it */
+}
+
+static uint8_t *enc_reg(uint8_t *p, const struct vreg *r, const struct idcount *ids) {
+    *p++ = r->type;
+    if (r->type == T_NOT_INIT) return p;
+    uint32_t id = r->id;
+    if (r->type == T_SCALAR && id && idcount_single(ids, id)) id = 0;
+    uint8_t *pres = p++;
+    uint8_t bits = 0;
+    if (r->off) bits |= P_OFF, p = put_varint(p, (uint32_t)((uint32_t)r->off << 1) ^ (uint32_t)(r->off >> 31));
+    uint32_t aux = r->type == T_STACK ? r->frame : r->map;
+    if (aux) bits |= P_AUX, p = put_varint(p, aux);
+    if (id) bits |= P_ID, p = put_varint(p, id);
+    if (r->range) bits |= P_RANGE, p = put_varint(p, r->range);
+    if (r->umin) bits |= P_UMIN, p = put_varint(p, r->umin);
+    if (r->umax == U64MAX && r->umin != U64MAX) bits |= P_FULL;
+    else if (r->umax != r->umin) bits |= P_DELTA, p = put_varint(p, r->umax - r->umin);
+    *pres = bits;
+    return p;
+}
+static const uint8_t *dec_reg(const uint8_t *p, struct vreg *r) {
+    uint64_t v;
+    memset(r, 0, sizeof *r);
+    r->type = *p++;
+    if (r->type == T_NOT_INIT) return p;
+    uint8_t bits = *p++;
+    if (bits & P_OFF) {
+        p = get_varint(p, &v);
+        uint32_t z = (uint32_t)v;
+        r->off = (int32_t)((z >> 1) ^ (0u - (z & 1)));
+    }
+    if (bits & P_AUX) {
+        p = get_varint(p, &v);
+        if (r->type == T_STACK) r->frame = (uint8_t)v;
+        else r->map = (uint16_t)v;
+    }
+    if (bits & P_ID) p = get_varint(p, &v), r->id = (uint32_t)v;
+    if (bits & P_RANGE) p = get_varint(p, &v), r->range = (uint32_t)v;
+    if (bits & P_UMIN) p = get_varint(p, &r->umin);
+    if (bits & P_FULL) r->umax = U64MAX;
+    else if (bits & P_DELTA) p = get_varint(p, &v), r->umax = r->umin + v;
+    else r->umax = r->umin;
+    return p;
+}
+
+/* Registers that matter in frame j of st at insn: live ones of the innermost frame, r6..r9 of callers. */
+static uint16_t frame_live(const struct env *e, const struct vstate *st, uint32_t j) {
+    if (j == st->nframes - 1) return e->live[st->insn];
+    return e->live[st->f[j + 1].callsite + 1] & LIVE_R6_R9;
+}
+
+static uint32_t used_slots(const struct vframe *f) {
+    uint32_t k = f->nslots;
+    while (k && !f->s[k - 1].init) k--;
+    return k;
+}
+
+static void count_ids(const struct env *e, const struct vstate *st, struct idcount *ids) {
+    ids->n = 0;
+    for (uint32_t j = 0; j < st->nframes; j++) {
+        const struct vframe *f = &st->f[j];
+        uint16_t live = frame_live(e, st, j);
+        for (uint32_t r = 0; r < 10; r++)
+            if ((live >> r & 1) && f->r[r].type == T_SCALAR && f->r[r].id) idcount_add(ids, f->r[r].id);
+        for (uint32_t k = 0; k < f->nslots; k++)
+            if (f->s[k].spill && f->s[k].reg.type == T_SCALAR && f->s[k].reg.id) idcount_add(ids, f->s[k].reg.id);
+    }
+}
+
+static size_t encode(struct env *e, const struct vstate *st) {
+    static const struct vreg dead;
+    struct idcount ids;
+    count_ids(e, st, &ids);
+    uint8_t *p = e->buf;
+    p = put_varint(p, st->insn);
+    *p++ = (uint8_t)st->nframes;
+    for (uint32_t j = 0; j < st->nframes; j++) {
+        const struct vframe *f = &st->f[j];
+        uint16_t live = frame_live(e, st, j);
+        uint32_t ns = used_slots(f);
+        p = put_varint(p, f->callsite);
+        p = put_varint(p, f->func);
+        p = put_varint(p, ns);
+        for (uint32_t r = 0; r < EBPF_NREGS; r++)
+            p = enc_reg(p, (r == EBPF_REG_FP || (live >> r & 1)) ? &f->r[r] : &dead, &ids);
+        for (uint32_t k = 0; k < ns; k++) {
+            *p++ = f->s[k].init;
+            if (!f->s[k].init) continue;
+            *p++ = f->s[k].spill;
+            if (f->s[k].spill) p = enc_reg(p, &f->s[k].reg, &ids);
+        }
+    }
+    return (size_t)(p - e->buf);
+}
+
+/* Decode into st; `clear` zeroes whole frames (the working state relies on clear unused slots). */
+static void decode(const uint8_t *p, struct vstate *st, int clear) {
+    uint64_t v;
+    p = get_varint(p, &v);
+    st->insn = (uint32_t)v;
+    st->nframes = *p++;
+    for (uint32_t j = 0; j < st->nframes; j++) {
+        struct vframe *f = &st->f[j];
+        if (clear) memset(f, 0, sizeof *f);
+        p = get_varint(p, &v), f->callsite = (uint32_t)v;
+        p = get_varint(p, &v), f->func = (uint16_t)v;
+        p = get_varint(p, &v), f->nslots = (uint16_t)v;
+        for (uint32_t r = 0; r < EBPF_NREGS; r++) p = dec_reg(p, &f->r[r]);
+        for (uint32_t k = 0; k < f->nslots; k++) {
+            struct vslot *s = &f->s[k];
+            s->init = *p++;
+            s->spill = SPILL_NONE;
+            if (!s->init) continue;
+            s->spill = *p++;
+            if (s->spill) p = dec_reg(p, &s->reg);
+        }
+    }
+}
+
+/* Hash of a state without ids: equal states (up to id renaming) hash equally. */
+static uint32_t hash_mix(uint32_t h, uint64_t v) {
+    h ^= (uint32_t)v;
+    h *= 0x9e3779b1u;
+    h ^= (uint32_t)(v >> 32);
+    h *= 0x85ebca77u;
+    return h ^ (h >> 15);
+}
+static uint32_t hash_reg(uint32_t h, const struct vreg *r) {
+    h = hash_mix(h, r->type | (uint64_t)r->frame << 8 | (uint64_t)r->map << 16 | (uint64_t)(uint32_t)r->off << 32);
+    if (r->type == T_NOT_INIT) return h;
+    return hash_mix(hash_mix(hash_mix(h, r->range), r->umin), r->umax);
+}
+static uint32_t state_hash(const struct env *e, const struct vstate *st) {
+    uint32_t h = st->nframes;
+    for (uint32_t j = 0; j < st->nframes; j++) {
+        const struct vframe *f = &st->f[j];
+        uint16_t live = frame_live(e, st, j);
+        h = hash_mix(h, f->callsite);
+        for (uint32_t r = 0; r < 10; r++)
+            if (live >> r & 1) h = hash_reg(h, &f->r[r]);
+        uint32_t ns = used_slots(f);
+        for (uint32_t k = 0; k < ns; k++) {
+            h = hash_mix(h, f->s[k].init | (uint32_t)f->s[k].spill << 8);
+            if (f->s[k].init && f->s[k].spill) h = hash_reg(h, &f->s[k].reg);
+        }
+    }
+    return h;
+}
+static uint64_t type_sig(const struct vstate *st) {
+    const struct vframe *f = &st->f[st->nframes - 1];
+    uint64_t t = 0;
+    for (uint32_t r = 0; r < 10; r++) t |= (uint64_t)f->r[r].type << (4 * r);
+    return t;
+}
+
+/* ---- State comparison ---- */
+struct idmap {
+    uint32_t n;
+    uint32_t old[96], cur[96];
+};
+static int idmap_check(struct idmap *m, uint32_t o, uint32_t c) {
+    for (uint32_t k = 0; k < m->n; k++) {
+        if (m->old[k] == o) return m->cur[k] == c;
+        if (m->cur[k] == c) return 0;
+    }
+    if (m->n == 96) return 0;
+    m->old[m->n] = o;
+    m->cur[m->n++] = c;
+    return 1;
+}
+
+/* Does old (explored safely) cover cur? exact: are they equal? */
+static int reg_covers(const struct vreg *o, const struct vreg *c, struct idmap *m, int exact) {
+    if (o->type == T_NOT_INIT) return !exact || c->type == T_NOT_INIT;
+    if (o->type != c->type) return 0;
+    int within = exact ? (o->umin == c->umin && o->umax == c->umax) : (o->umin <= c->umin && c->umax <= o->umax);
+    switch (o->type) {
+    case T_SCALAR:
+        if (!within) return 0;
+        /* exact (loop detection): ids of scalars only matter where both sides link copies */
+        if (exact) return !o->id || !c->id || idmap_check(m, o->id, c->id);
+        return !o->id || (c->id && idmap_check(m, o->id, c->id));
+    case T_CTX:
+    case T_PKT_END: return 1;
+    case T_PKT:
+        if (o->off != c->off || !within) return 0;
+        if (exact ? c->range != o->range : c->range < o->range) return 0;
+        if (!o->id || !c->id) return o->id == c->id;
+        return idmap_check(m, o->id, c->id);
+    case T_STACK: return o->frame == c->frame && o->off == c->off;
+    case T_MAP_VALUE: return o->map == c->map && o->off == c->off && within;
+    case T_MAP_VALUE_OR_NULL:
+        return o->map == c->map && o->off == c->off && within && idmap_check(m, o->id, c->id);
+    case T_MAP_PTR: return o->map == c->map;
+    }
+    return 0;
+}
+
+static int slot_covers(const struct vslot *o, const struct vslot *c, struct idmap *m, int exact) {
+    if (exact) {
+        if (o->init != c->init || o->spill != c->spill) return 0;
+        return !o->spill || reg_covers(&o->reg, &c->reg, m, 1);
+    }
+    if ((o->init & c->init) != o->init) return 0;
+    if (o->spill) {
+        if (c->spill == o->spill) return reg_covers(&o->reg, &c->reg, m, 0);
+        /* a spilled unknown scalar reads like plain data */
+        uint64_t full = o->spill == SPILL_64 ? U64MAX : U32MAX;
+        if (o->reg.type != T_SCALAR || o->reg.id || o->reg.umin || o->reg.umax != full) return 0;
+        return !c->spill || c->reg.type == T_SCALAR;
+    }
+    /* old holds plain data (or nothing) here: a pointer spilled over bytes old could read differs */
+    if (c->spill && c->reg.type != T_SCALAR && (o->init & spill_bytes[c->spill])) return 0;
+    return 1;
+}
+
+static int states_cover(const struct env *e, const struct vstate *o, const struct vstate *c, int exact) {
+    static const struct vslot empty;
+    struct idmap m;
+    m.n = 0;
+    if (o->nframes != c->nframes) return 0;
+    for (uint32_t j = 0; j < o->nframes; j++) {
+        const struct vframe *fo = &o->f[j], *fc = &c->f[j];
+        if (fo->callsite != fc->callsite) return 0;
+        uint16_t live = frame_live(e, c, j);
+        for (uint32_t r = 0; r < 10; r++)
+            if ((live >> r & 1) && !reg_covers(&fo->r[r], &fc->r[r], &m, exact)) return 0;
+        uint32_t ns = fo->nslots > fc->nslots ? fo->nslots : fc->nslots;
+        for (uint32_t k = 0; k < ns; k++) {
+            const struct vslot *so = k < fo->nslots ? &fo->s[k] : &empty, *sc = k < fc->nslots ? &fc->s[k] : &empty;
+            if (!slot_covers(so, sc, &m, exact)) return 0;
+        }
+    }
+    return 1;
+}
+
+/* ---- Exploration bookkeeping ---- */
+static void note_bytes(struct env *e) {
+    size_t b = e->state_bytes + e->pending_bytes;
+    if (b > e->stats.peak_bytes) e->stats.peak_bytes = (uint32_t)b;
+}
+
+/* At a prune point: 1 = the current path is covered by an explored state, 0 = go on, -1 = error. */
+static int visit_state(struct env *e, uint32_t i) {
+    struct vstate *cur = e->cur;
+    cur->insn = i;
+    struct snode **pp = &e->heads[e->prune[i]], *s;
+    uint32_t h = state_hash(e, cur), len = 0;
+    uint64_t types = type_sig(cur);
+    while ((s = *pp)) {
+        len++;
+        if (s->branches) {
+            if (s->hash == h) {
+                decode(s->data, e->old, 0);
+                if (states_cover(e, e->old, cur, 1)) return fail(e, (int)i, "infinite loop detected at insn %u", i);
+            }
+        } else {
+            int maybe = 1;
+            for (uint32_t r = 0; r < 10 && maybe; r++) {
+                uint64_t ot = s->types >> (4 * r) & 15, ct = types >> (4 * r) & 15;
+                if (ot && ot != ct) maybe = 0;
+            }
+            if (maybe) {
+                decode(s->data, e->old, 0);
+                if (states_cover(e, e->old, cur, 0)) {
+                    if (s->hit < 0xffff) s->hit++;
+                    e->stats.pruned++;
+                    return 1;
+                }
+            }
+            if (s->miss < 0xffff) s->miss++;
+            if (s->miss > 3u * s->hit + 3u) { /* rarely useful: drop it */
+                *pp = s->next;
+                e->state_bytes -= sizeof *s + s->size;
+                e->nstates--;
+                ebpf_free(s);
+                continue;
+            }
+        }
+        pp = &s->next;
+    }
+    /* long lists are loop heads seen in many iterations: comparing with all would be quadratic */
+    if (e->nstates >= e->max_states || len >= MAX_LIST) return 0;
+    size_t size = encode(e, cur);
+    if (e->state_bytes + sizeof *s + size > STATE_BYTES_MAX) return 0;
+    s = ebpf_alloc(sizeof *s + size);
+    if (!s) return 0; /* pruning is an optimisation: go on without storing */
+    memcpy(s->data, e->buf, size);
+    s->size = (uint32_t)size;
+    s->hash = h;
+    s->types = types;
+    s->parent = e->parent;
+    s->branches = 1;
+    s->next = e->heads[e->prune[i]];
+    e->heads[e->prune[i]] = s;
+    e->parent = s;
+    e->nstates++;
+    e->stats.states++;
+    if (e->nstates > e->stats.peak_states) e->stats.peak_states = e->nstates;
+    e->state_bytes += sizeof *s + size;
+    note_bytes(e);
+    return 0;
+}
+
+/* The current path ended (exit or pruned): stored states whose last path this was are finished. */
+static void finish_path(struct env *e) {
+    for (struct snode *s = e->parent; s; s = s->parent)
+        if (--s->branches) break;
+}
+
+static int push_branch(struct env *e, uint32_t i) {
+    e->cur->insn = i;
+    size_t size = encode(e, e->cur);
+    if (e->pending_bytes + sizeof(struct pnode) + size > PENDING_BYTES_MAX)
+        return fail(e, (int)i, "program too complex (%u pending branches)", e->npending);
+    struct pnode *p = ebpf_alloc(sizeof *p + size);
+    if (!p) return fail(e, (int)i, "program too complex (out of memory for %u pending branches)", e->npending);
+    memcpy(p->data, e->buf, size);
+    p->size = (uint32_t)size;
+    p->parent = e->parent;
+    e->parent->branches++;
+    p->next = e->pending;
+    e->pending = p;
+    e->npending++;
+    if (e->npending > e->stats.peak_pending) e->stats.peak_pending = e->npending;
+    e->pending_bytes += sizeof *p + size;
+    note_bytes(e);
+    return 0;
+}
+
+/* ---- Scalar arithmetic ---- */
+struct rng {
+    uint64_t lo, hi;
+};
+static const struct rng full64 = {0, U64MAX};
+
+static struct rng trunc32(struct rng r) {
+    if (r.hi <= U32MAX) return r;
+    if ((r.lo >> 32) == (r.hi >> 32)) return (struct rng){r.lo & U32MAX, r.hi & U32MAX};
+    return (struct rng){0, U32MAX};
+}
+
+/* Exact result of an ALU op (RFC 9669 semantics, as the interpreter). */
+static uint64_t alu_exact(int op, int is32, int16_t off, uint64_t dst, uint64_t src) {
+    if (is32) {
+        uint32_t d = (uint32_t)dst, s = (uint32_t)src;
+        int32_t sd = (int32_t)d, ss = (int32_t)s;
+        switch (op) {
+        case EBPF_ALU_ADD: return (uint32_t)(d + s);
+        case EBPF_ALU_SUB: return (uint32_t)(d - s);
+        case EBPF_ALU_MUL: return (uint32_t)(d * s);
+        case EBPF_ALU_DIV:
+            if (off == 1) return ss == 0 ? 0 : ss == -1 ? (uint32_t)(0u - d) : (uint32_t)(sd / ss);
+            return s ? d / s : 0;
+        case EBPF_ALU_MOD:
+            if (off == 1) return ss == 0 ? d : ss == -1 ? 0 : (uint32_t)(sd % ss);
+            return s ? d % s : d;
+        case EBPF_ALU_OR: return d | s;
+        case EBPF_ALU_AND: return d & s;
+        case EBPF_ALU_XOR: return d ^ s;
+        case EBPF_ALU_LSH: return (uint32_t)(d << (s & 31));
+        case EBPF_ALU_RSH: return d >> (s & 31);
+        case EBPF_ALU_ARSH: return (uint32_t)(sd >> (s & 31));
+        case EBPF_ALU_NEG: return (uint32_t)(0u - d);
+        case EBPF_ALU_MOV: return off ? (uint32_t)sext(s, (unsigned)off) : s;
+        }
+        return 0;
+    }
+    int64_t sd = (int64_t)dst, ss = (int64_t)src;
+    switch (op) {
+    case EBPF_ALU_ADD: return dst + src;
+    case EBPF_ALU_SUB: return dst - src;
+    case EBPF_ALU_MUL: return dst * src;
+    case EBPF_ALU_DIV:
+        if (off == 1) return ss == 0 ? 0 : ss == -1 ? 0 - dst : (uint64_t)(sd / ss);
+        return src ? dst / src : 0;
+    case EBPF_ALU_MOD:
+        if (off == 1) return ss == 0 ? dst : ss == -1 ? 0 : (uint64_t)(sd % ss);
+        return src ? dst % src : dst;
+    case EBPF_ALU_OR: return dst | src;
+    case EBPF_ALU_AND: return dst & src;
+    case EBPF_ALU_XOR: return dst ^ src;
+    case EBPF_ALU_LSH: return dst << (src & 63);
+    case EBPF_ALU_RSH: return dst >> (src & 63);
+    case EBPF_ALU_ARSH: return (uint64_t)(sd >> (src & 63));
+    case EBPF_ALU_NEG: return 0 - dst;
+    case EBPF_ALU_MOV: return off ? sext(src, (unsigned)off) : src;
+    }
+    return 0;
+}
+
+/* Range of `a op b` for non-constant operands; 32-bit ops get truncated operands and mask 31. */
+static struct rng alu_range(int op, int16_t off, struct rng a, struct rng b, int is32) {
+    uint64_t shmask = is32 ? 31 : 63, signbit = is32 ? UINT64_C(1) << 31 : UINT64_C(1) << 63;
+    struct rng r;
+    switch (op) {
+    case EBPF_ALU_ADD:
+        r.lo = a.lo + b.lo;
+        r.hi = a.hi + b.hi;
+        return ((r.lo < a.lo) == (r.hi < a.hi)) ? r : full64;
+    case EBPF_ALU_SUB:
+        r.lo = a.lo - b.hi;
+        r.hi = a.hi - b.lo;
+        return ((a.lo < b.hi) == (a.hi < b.lo)) ? r : full64;
+    case EBPF_ALU_MUL:
+        if (__builtin_mul_overflow(a.hi, b.hi, &r.hi)) return full64;
+        r.lo = a.lo * b.lo;
+        return r;
+    case EBPF_ALU_DIV:
+        if (off == 1) return full64;
+        if (b.hi == 0) return (struct rng){0, 0};
+        if (b.lo == 0) return (struct rng){0, a.hi};
+        return (struct rng){a.lo / b.hi, a.hi / b.lo};
+    case EBPF_ALU_MOD:
+        if (off == 1) return full64;
+        if (b.lo == 0) return (struct rng){0, a.hi};
+        if (a.hi < b.lo) return a;
+        return (struct rng){0, a.hi < b.hi - 1 ? a.hi : b.hi - 1};
+    case EBPF_ALU_OR: return (struct rng){a.lo > b.lo ? a.lo : b.lo, smear(a.hi | b.hi)};
+    case EBPF_ALU_AND: return (struct rng){0, a.hi < b.hi ? a.hi : b.hi};
+    case EBPF_ALU_XOR: return (struct rng){0, smear(a.hi | b.hi)};
+    case EBPF_ALU_LSH:
+        if (b.hi > shmask || a.hi > (U64MAX >> b.hi)) return full64;
+        return (struct rng){a.lo << b.lo, a.hi << b.hi};
+    case EBPF_ALU_ARSH: /* a non-negative value shifts like RSH */
+    case EBPF_ALU_RSH:
+        if (op == EBPF_ALU_ARSH && a.hi >= signbit) return full64;
+        if (b.hi > shmask) return (struct rng){0, a.hi};
+        return (struct rng){a.lo >> b.hi, a.hi >> b.lo};
+    }
+    return full64;
+}
+
+static void scalar_alu(struct vreg *d, const struct vreg *s, int op, int is32, int16_t off) {
+    struct rng a = {d->umin, d->umax}, b = {s->umin, s->umax}, r;
+    if (is32) a = trunc32(a), b = trunc32(b);
+    if (a.lo == a.hi && b.lo == b.hi) {
+        uint64_t v = alu_exact(op, is32, off, a.lo, b.lo);
+        r.lo = r.hi = v;
+    } else {
+        r = alu_range(op, off, a, b, is32);
+        if (is32) r = trunc32(r);
+    }
+    set_range(d, r.lo, r.hi);
+}
+
+/* ---- Conditional jumps ---- */
+enum { K_EQ, K_NE, K_GT, K_GE, K_SET, K_NSET };
+#define BR_TAKEN 1
+#define BR_FALL 2
+
+static int eval_cmp(int op, int is32, uint64_t a, uint64_t b) {
+    int64_t sa = (int64_t)a, sb = (int64_t)b;
+    if (is32) a = (uint32_t)a, b = (uint32_t)b, sa = (int32_t)a, sb = (int32_t)b;
+    switch (op) {
+    case EBPF_JMP_JEQ: return a == b;
+    case EBPF_JMP_JNE: return a != b;
+    case EBPF_JMP_JGT: return a > b;
+    case EBPF_JMP_JGE: return a >= b;
+    case EBPF_JMP_JLT: return a < b;
+    case EBPF_JMP_JLE: return a <= b;
+    case EBPF_JMP_JSET: return (a & b) != 0;
+    case EBPF_JMP_JSGT: return sa > sb;
+    case EBPF_JMP_JSGE: return sa >= sb;
+    case EBPF_JMP_JSLT: return sa < sb;
+    case EBPF_JMP_JSLE: return sa <= sb;
+    }
+    return 0;
+}
+
+/* Refines a and b (unsigned order) for `a K b` holding; returns 0 when it cannot hold. */
+static int refine_core(int k, struct rng *a, struct rng *b) {
+    switch (k) {
+    case K_EQ: {
+        uint64_t lo = a->lo > b->lo ? a->lo : b->lo, hi = a->hi < b->hi ? a->hi : b->hi;
+        if (lo > hi) return 0;
+        a->lo = b->lo = lo;
+        a->hi = b->hi = hi;
+        return 1;
+    }
+    case K_NE:
+        if (b->lo == b->hi) {
+            if (a->lo == a->hi && a->lo == b->lo) return 0;
+            if (a->lo == b->lo) a->lo++;
+            else if (a->hi == b->lo) a->hi--;
+        } else if (a->lo == a->hi) {
+            if (b->lo == a->lo) b->lo++;
+            else if (b->hi == a->lo) b->hi--;
+        }
+        return 1;
+    case K_GT:
+        if (b->lo == U64MAX || a->hi == 0) return 0;
+        if (a->lo < b->lo + 1) a->lo = b->lo + 1;
+        if (b->hi > a->hi - 1) b->hi = a->hi - 1;
+        return a->lo <= a->hi && b->lo <= b->hi;
+    case K_GE:
+        if (a->lo < b->lo) a->lo = b->lo;
+        if (b->hi > a->hi) b->hi = a->hi;
+        return a->lo <= a->hi && b->lo <= b->hi;
+    case K_SET:
+        if (a->lo == a->hi && b->lo == b->hi) return (a->lo & b->lo) != 0;
+        if (b->lo == b->hi && !(smear(a->hi) & b->lo)) return 0;
+        if (a->lo == a->hi && !(smear(b->hi) & a->lo)) return 0;
+        return a->hi && b->hi;
+    case K_NSET:
+        if (a->lo == a->hi && b->lo == b->hi) return (a->lo & b->lo) == 0;
+        return 1;
+    }
+    return 1;
+}
+
+/* Signed order through the bias x ^ 2^63 (signed order of x = unsigned order of the biased value). */
+#define SBIAS (UINT64_C(1) << 63)
+static struct rng to_biased(struct rng r) {
+    if ((r.lo ^ r.hi) >> 63) return full64; /* crosses the sign boundary: a set of two pieces */
+    return (struct rng){r.lo ^ SBIAS, r.hi ^ SBIAS};
+}
+static int from_biased(struct rng orig, struct rng bias, struct rng *out) {
+    *out = orig;
+    if ((bias.lo ^ bias.hi) >> 63) return 1;
+    struct rng c = {bias.lo ^ SBIAS, bias.hi ^ SBIAS};
+    if (c.lo > out->lo) out->lo = c.lo;
+    if (c.hi < out->hi) out->hi = c.hi;
+    return out->lo <= out->hi;
+}
+
+/* Refines scalar ranges a, b for the given outcome of `a op b`; 0 when that outcome is impossible. */
+static int refine(int op, int is32, struct rng *a, struct rng *b, int taken) {
+    int sgn = op == EBPF_JMP_JSGT || op == EBPF_JMP_JSGE || op == EBPF_JMP_JSLT || op == EBPF_JMP_JSLE;
+    if (is32) {
+        uint64_t lim = sgn ? 0x7fffffffu : U32MAX;
+        if (a->hi > lim || b->hi > lim) {
+            /* the low halves are not tracked: decide constants only */
+            if (a->lo == a->hi && b->lo == b->hi) return eval_cmp(op, 1, a->lo, b->lo) == taken;
+            return 1;
+        }
+        /* the values are their low halves (non-negative for signed): 64-bit unsigned reasoning holds */
+        switch (op) {
+        case EBPF_JMP_JSGT: op = EBPF_JMP_JGT; break;
+        case EBPF_JMP_JSGE: op = EBPF_JMP_JGE; break;
+        case EBPF_JMP_JSLT: op = EBPF_JMP_JLT; break;
+        case EBPF_JMP_JSLE: op = EBPF_JMP_JLE; break;
+        }
+        sgn = 0;
+    }
+    struct rng *x = a, *y = b;
+    int k;
+    switch (op) {
+    case EBPF_JMP_JEQ: k = taken ? K_EQ : K_NE; break;
+    case EBPF_JMP_JNE: k = taken ? K_NE : K_EQ; break;
+    case EBPF_JMP_JSET: k = taken ? K_SET : K_NSET; break;
+    case EBPF_JMP_JGT: case EBPF_JMP_JSGT:
+        if (taken) k = K_GT;
+        else k = K_GE, x = b, y = a;
+        break;
+    case EBPF_JMP_JGE: case EBPF_JMP_JSGE:
+        if (taken) k = K_GE;
+        else k = K_GT, x = b, y = a;
+        break;
+    case EBPF_JMP_JLT: case EBPF_JMP_JSLT:
+        if (taken) k = K_GT, x = b, y = a;
+        else k = K_GE;
+        break;
+    default: /* JLE, JSLE */
+        if (taken) k = K_GE, x = b, y = a;
+        else k = K_GT;
+        break;
+    }
+    if (!sgn) return refine_core(k, x, y);
+    struct rng bx = to_biased(*x), by = to_biased(*y);
+    if (!refine_core(k, &bx, &by)) return 0;
+    return from_biased(*x, bx, x) && from_biased(*y, by, y);
+}
+
+#define FOR_ALL_REGS(st, var, ...)                                                                     \
+    for (uint32_t fj_ = 0; fj_ < (st)->nframes; fj_++) {                                               \
+        struct vframe *fr_ = &(st)->f[fj_];                                                            \
+        for (uint32_t k_ = 0; k_ < 11u + fr_->nslots; k_++) {                                          \
+            struct vreg *var = k_ < EBPF_NREGS ? &fr_->r[k_]                                           \
+                               : fr_->s[k_ - EBPF_NREGS].spill ? &fr_->s[k_ - EBPF_NREGS].reg : NULL;  \
+            if (!var) continue;                                                                        \
+            __VA_ARGS__                                                                                \
+        }                                                                                              \
+    }
+
+static void set_scalar_rng(struct vstate *st, struct vreg *r, struct rng v) {
+    uint32_t id = r->id;
+    r->umin = v.lo;
+    r->umax = v.hi;
+    if (!id) return;
+    FOR_ALL_REGS(st, q, {
+        if (q->type == T_SCALAR && q->id == id) q->umin = v.lo, q->umax = v.hi;
+    })
+}
+
+static void mark_null(struct vstate *st, uint32_t id, int is_null) {
+    FOR_ALL_REGS(st, q, {
+        if (q->type == T_MAP_VALUE_OR_NULL && q->id == id) {
+            if (is_null) set_const(q, 0);
+            else q->type = T_MAP_VALUE, q->id = 0;
+        }
+    })
+}
+
+/* `p` (pkt) proven to have `range` readable bytes from data + var: every copy learns it. */
+static void mark_pkt_range(struct vstate *st, const struct vreg *p, int64_t range) {
+    if (range <= 0 || p->umax + (uint64_t)(p->off > 0 ? p->off : 0) > MAX_PKT_OFF) return;
+    uint32_t id = p->id;
+    FOR_ALL_REGS(st, q, {
+        if (q->type == T_PKT && q->id == id && q->range < (uint32_t)range) q->range = (uint32_t)range;
+    })
+}
+
+/* Which range a comparison of pkt (offset off) with pkt_end proves on one outcome:
+ * 0 none, 1 = off bytes, 2 = off + 1 bytes. Written for `pkt op end`; swapped if end is dst. */
+static int pkt_cmp_range(int op, int pkt_is_dst, int taken) {
+    if (!pkt_is_dst) {
+        switch (op) {
+        case EBPF_JMP_JGT: op = EBPF_JMP_JLT; break;
+        case EBPF_JMP_JGE: op = EBPF_JMP_JLE; break;
+        case EBPF_JMP_JLT: op = EBPF_JMP_JGT; break;
+        case EBPF_JMP_JLE: op = EBPF_JMP_JGE; break;
+        }
+    }
+    switch (op) {
+    case EBPF_JMP_JGT: return taken ? 0 : 1; /* pkt <= end */
+    case EBPF_JMP_JGE: return taken ? 0 : 2; /* pkt < end */
+    case EBPF_JMP_JLT: return taken ? 2 : 0;
+    case EBPF_JMP_JLE: return taken ? 1 : 0;
+    case EBPF_JMP_JEQ: return taken ? 1 : 0;
+    case EBPF_JMP_JNE: return taken ? 0 : 1;
+    }
+    return 0;
+}
+
+static int same_pointer_kind(const struct vreg *a, const struct vreg *b) {
+    if (a->type != b->type) return 0;
+    if (a->type == T_MAP_VALUE) return a->map == b->map;
+    if (a->type == T_STACK) return a->frame == b->frame;
+    return a->type != T_MAP_VALUE_OR_NULL && a->type != T_MAP_PTR;
+}
+
+/* mode 0: returns the mask of possible outcomes (or -1 with an error); mode BR_TAKEN / BR_FALL:
+ * applies what that outcome teaches. */
+static int cond_jump(struct env *e, uint32_t i, struct vstate *st, int mode) {
+    const struct ebpf_insn *in = &e->in[i];
+    struct vframe *f = &st->f[st->nframes - 1];
+    int op = EBPF_OP(in->code), is32 = EBPF_CLASS(in->code) == EBPF_CLS_JMP32, x = (in->code & EBPF_SRC_X) != 0;
+    struct vreg kb, *a = &f->r[in->dst], *b;
+    if (x) {
+        b = &f->r[in->src];
+    } else {
+        set_const(&kb, is32 ? (uint32_t)in->imm : (uint64_t)(int64_t)in->imm);
+        b = &kb;
+    }
+    if (a->type == T_SCALAR && b->type == T_SCALAR) {
+        if (x && in->src == in->dst) {
+            if (mode) return mode;
+            switch (op) {
+            case EBPF_JMP_JEQ: case EBPF_JMP_JGE: case EBPF_JMP_JLE: case EBPF_JMP_JSGE: case EBPF_JMP_JSLE:
+                return BR_TAKEN;
+            case EBPF_JMP_JSET:
+                if (is_const(a)) return eval_cmp(op, is32, a->umin, a->umin) ? BR_TAKEN : BR_FALL;
+                return BR_TAKEN | BR_FALL;
+            default: return BR_FALL;
+            }
+        }
+        struct rng ra = {a->umin, a->umax}, rb = {b->umin, b->umax};
+        if (!mode) {
+            struct rng ta = ra, tb = rb, fa = ra, fb = rb;
+            return (refine(op, is32, &ta, &tb, 1) ? BR_TAKEN : 0) | (refine(op, is32, &fa, &fb, 0) ? BR_FALL : 0);
+        }
+        refine(op, is32, &ra, &rb, mode == BR_TAKEN);
+        set_scalar_rng(st, a, ra);
+        if (x) set_scalar_rng(st, b, rb);
+        return mode;
+    }
+    if (is32) return mode ? mode : fail(e, (int)i, "R%u 32-bit comparison of a pointer prohibited", is_ptr(a) ? in->dst : in->src);
+    if (is_ptr(a) && is_ptr(b)) {
+        int apkt = a->type == T_PKT || a->type == T_PKT_END, bpkt = b->type == T_PKT || b->type == T_PKT_END;
+        int unsigned_op = op == EBPF_JMP_JEQ || op == EBPF_JMP_JNE || op == EBPF_JMP_JGT || op == EBPF_JMP_JGE ||
+                          op == EBPF_JMP_JLT || op == EBPF_JMP_JLE;
+        if (!unsigned_op || !((apkt && bpkt) || same_pointer_kind(a, b)))
+            return mode ? mode : fail(e, (int)i, "R%u pointer comparison prohibited", in->dst);
+        if (!mode) return BR_TAKEN | BR_FALL;
+        if (a->type != b->type && apkt && bpkt) {
+            const struct vreg *p = a->type == T_PKT ? a : b;
+            int kind = pkt_cmp_range(op, a->type == T_PKT, mode == BR_TAKEN);
+            if (kind) mark_pkt_range(st, p, (int64_t)p->off + (kind == 2));
+        }
+        return mode;
+    }
+    /* a pointer and a scalar: only a comparison with zero (null check) */
+    const struct vreg *p = is_ptr(a) ? a : b, *s = is_ptr(a) ? b : a;
+    if (!is_const(s) || s->umin != 0 || (op != EBPF_JMP_JEQ && op != EBPF_JMP_JNE))
+        return mode ? mode : fail(e, (int)i, "R%u pointer comparison prohibited", is_ptr(a) ? in->dst : in->src);
+    if (p->type != T_MAP_VALUE_OR_NULL) {
+        if (mode) return mode;
+        return op == EBPF_JMP_JEQ ? BR_FALL : BR_TAKEN; /* never null */
+    }
+    if (!mode) return BR_TAKEN | BR_FALL;
+    int is_null = (op == EBPF_JMP_JEQ) == (mode == BR_TAKEN);
+    mark_null(st, p->id, is_null);
+    return mode;
+}
+
+/* ---- Memory accesses ---- */
+enum { ACC_READ, ACC_WRITE, ACC_ATOMIC };
+
+static void note_depth(struct env *e, uint32_t func, int64_t depth) {
+    if (depth > (int64_t)e->fdepth[func]) e->fdepth[func] = (uint32_t)depth;
+}
+
+static int aux_mark(struct env *e, uint32_t i, uint8_t kind) {
+    if (e->aux[i] && e->aux[i] != kind) return fail(e, (int)i, "same insn cannot be used with different pointers");
+    e->aux[i] = kind;
+    return 0;
+}
+
+static int stack_access(struct env *e, uint32_t i, struct vstate *st, uint32_t regno, const struct vreg *ptr,
+                        int64_t insn_off, uint32_t size, int kind, const struct vreg *val, struct vreg *out, int sx) {
+    int64_t o = (int64_t)ptr->off + insn_off;
+    if (o < -EBPF_STACK_SIZE || o + size > 0)
+        return fail(e, (int)i, "invalid stack access off=%lld size=%u", (long long)o, size);
+    if (o % size) return fail(e, (int)i, "misaligned stack access off=%lld size=%u", (long long)o, size);
+    (void)regno;
+    struct vframe *f = &st->f[ptr->frame];
+    note_depth(e, f->func, -o);
+    uint32_t k = (uint32_t)((-o - 1) / 8);
+    uint32_t b = (uint32_t)(o + 8 * (int64_t)(k + 1));
+    struct vslot *s = &f->s[k];
+    uint8_t bytes = (uint8_t)(((1u << size) - 1) << b);
+    uint8_t sp = spill_bytes[s->spill];
+    if (kind != ACC_WRITE) {
+        if ((s->init & bytes) != bytes) {
+            uint32_t j = 0;
+            while (s->init >> (b + j) & 1) j++;
+            return fail(e, (int)i, "invalid read from stack off %lld+%u size %u", (long long)o, j, size);
+        }
+        if ((sp & bytes) && s->reg.type != T_SCALAR && (kind == ACC_ATOMIC || sp != bytes))
+            return fail(e, (int)i, kind == ACC_ATOMIC ? "atomic access to a spilled pointer on the stack off=%lld"
+                                                      : "invalid size of register fill off=%lld", (long long)o);
+    }
+    if (kind == ACC_READ) {
+        if (sp == bytes) {
+            *out = s->reg;
+            if (sx) { /* 4-byte sign-extending fill of a 32-bit scalar */
+                if (is_const(out)) set_const(out, sext(out->umin, 32));
+                else if (out->umax > 0x7fffffff) set_unknown(out);
+            }
+        } else if ((sp & bytes) == bytes && is_const(&s->reg)) {
+            uint32_t first = s->spill == SPILL_HI32 ? 4 : 0;
+            uint64_t v = (s->reg.umin >> (8 * (b - first))) & size_mask(size);
+            set_const(out, sx ? sext(v, size * 8) : v);
+        } else {
+            set_loaded(out, size, sx);
+        }
+        return 0;
+    }
+    if (kind == ACC_ATOMIC) {
+        if (sp & bytes) s->spill = SPILL_NONE;
+        return 0;
+    }
+    /* write */
+    if (is_ptr(val)) {
+        if (size != 8) return fail(e, (int)i, "invalid size of register spill (%u bytes of a pointer)", size);
+        if (val->type == T_STACK && val->frame > ptr->frame)
+            return fail(e, (int)i, "cannot spill pointers to stack into stack frame of the caller");
+    }
+    if (size == 8) {
+        s->spill = SPILL_64;
+        s->reg = *val;
+    } else if (size == 4 && val->type == T_SCALAR && val->umax <= U32MAX) {
+        s->spill = b ? SPILL_HI32 : SPILL_LO32;
+        s->reg = *val;
+    } else if (sp & bytes) {
+        s->spill = SPILL_NONE;
+    }
+    s->init |= bytes;
+    if (k >= f->nslots) f->nslots = (uint16_t)(k + 1);
+    return 0;
+}
+
+static int map_value_bounds(struct env *e, uint32_t i, const struct vreg *ptr, int64_t insn_off, uint64_t size) {
+    const struct ebpf_map *m = e->prog->maps[ptr->map];
+    int64_t lo = (int64_t)ptr->off + (int64_t)ptr->umin + insn_off;
+    int64_t hi = (int64_t)ptr->off + (int64_t)ptr->umax + insn_off + (int64_t)size;
+    if (lo < 0 || hi > (int64_t)m->value_size) {
+        if (ptr->umin != ptr->umax)
+            return fail(e, (int)i, "invalid access to map value, value_size=%u off=%lld size=%llu (variable offset %llu..%llu)",
+                        m->value_size, (long long)(lo < 0 ? lo : hi - (int64_t)size), (unsigned long long)size,
+                        (unsigned long long)ptr->umin, (unsigned long long)ptr->umax);
+        return fail(e, (int)i, "invalid access to map value, value_size=%u off=%lld size=%llu", m->value_size,
+                    (long long)lo, (unsigned long long)size);
+    }
+    return 0;
+}
+
+static int pkt_bounds(struct env *e, uint32_t i, uint32_t regno, const struct vreg *ptr, int64_t insn_off, uint64_t size) {
+    int64_t o = (int64_t)ptr->off + insn_off;
+    if (o < -(int64_t)ptr->umin || o + (int64_t)size > (int64_t)ptr->range)
+        return fail(e, (int)i, "invalid access to packet, off=%lld size=%llu, R%u range=%u", (long long)o,
+                    (unsigned long long)size, regno, ptr->range);
+    return 0;
+}
+
+/* Load/store/atomic through register regno (value: the stored value; out: the loaded one). */
+static int mem_access(struct env *e, uint32_t i, struct vstate *st, uint32_t regno, int kind, uint32_t size,
+                      const struct vreg *val, uint32_t valno, struct vreg *out, int sx) {
+    const struct ebpf_insn *in = &e->in[i];
+    struct vreg ptr = st->f[st->nframes - 1].r[regno];
+    if (ptr.type == T_NOT_INIT) return fail(e, (int)i, "R%u !read_ok", regno);
+    if (ptr.type == T_CTX) {
+        int64_t o = (int64_t)ptr.off + in->off;
+        if (kind != ACC_READ) return fail(e, (int)i, "cannot write into ctx (off=%lld size=%u)", (long long)o, size);
+        if (size != 4 || sx || o < 0 || o > 20 || o % 4)
+            return fail(e, (int)i, "invalid bpf_context access off=%lld size=%u", (long long)o, size);
+        if (aux_mark(e, i, (uint8_t)(1 + o / 4))) return -1;
+        switch (o) {
+        case 0:
+        case 8:
+            memset(out, 0, sizeof *out);
+            out->type = T_PKT;
+            break;
+        case 4:
+            memset(out, 0, sizeof *out);
+            out->type = T_PKT_END;
+            break;
+        default: set_range(out, 0, U32MAX);
+        }
+        return 0;
+    }
+    if (aux_mark(e, i, AUX_OTHER)) return -1;
+    if (kind == ACC_WRITE && is_ptr(val) && ptr.type != T_STACK)
+        return fail(e, (int)i, "R%u leaks addr into %s", valno, ptr.type == T_PKT ? "packet" : "map value");
+    switch (ptr.type) {
+    case T_STACK: return stack_access(e, i, st, regno, &ptr, in->off, size, kind, val, out, sx);
+    case T_PKT:
+        if (kind == ACC_ATOMIC) return fail(e, (int)i, "atomic access to packet not allowed");
+        if (pkt_bounds(e, i, regno, &ptr, in->off, size)) return -1;
+        break;
+    case T_MAP_VALUE:
+        if (map_value_bounds(e, i, &ptr, in->off, size)) return -1;
+        if (kind == ACC_ATOMIC) {
+            int64_t o = (int64_t)ptr.off + (int64_t)ptr.umin + in->off;
+            if (ptr.umin != ptr.umax) return fail(e, (int)i, "atomic access to map value with a variable offset");
+            if (o % size) return fail(e, (int)i, "misaligned atomic access to map value off=%lld size=%u", (long long)o, size);
+        }
+        break;
+    default: return fail(e, (int)i, "R%u invalid mem access '%s'", regno, tname[ptr.type]);
+    }
+    if (kind == ACC_READ) set_loaded(out, size, sx);
+    return 0;
+}
+
+/* Memory handed to a helper: size_max bytes from register regno (size_min surely written). */
+static int helper_mem(struct env *e, uint32_t i, struct vstate *st, uint32_t regno, uint64_t size_min,
+                      uint64_t size_max, int write) {
+    struct vreg *r = &st->f[st->nframes - 1].r[regno];
+    switch (r->type) {
+    case T_STACK: {
+        int64_t o = r->off;
+        if (o < -EBPF_STACK_SIZE || o + (int64_t)size_max > 0)
+            return fail(e, (int)i, "invalid indirect access to stack R%u off=%lld size=%llu", regno, (long long)o,
+                        (unsigned long long)size_max);
+        struct vframe *f = &st->f[r->frame];
+        note_depth(e, f->func, -o);
+        for (uint64_t j = 0; j < size_max; j++) {
+            int64_t a = o + (int64_t)j;
+            uint32_t k = (uint32_t)((-a - 1) / 8), b = (uint32_t)(a + 8 * (int64_t)(k + 1));
+            struct vslot *s = &f->s[k];
+            int spilled = spill_bytes[s->spill] >> b & 1;
+            if (!write) {
+                if (!(s->init >> b & 1))
+                    return fail(e, (int)i, "invalid indirect read from stack R%u off %lld+%llu size %llu", regno,
+                                (long long)o, (unsigned long long)j, (unsigned long long)size_max);
+                if (spilled && s->reg.type != T_SCALAR)
+                    return fail(e, (int)i, "R%u indirect read of a spilled pointer from stack off %lld", regno,
+                                (long long)a);
+            } else {
+                if (spilled) s->spill = SPILL_NONE;
+                if (j < size_min) {
+                    s->init |= (uint8_t)(1u << b);
+                    if (k >= f->nslots) f->nslots = (uint16_t)(k + 1);
+                }
+            }
+        }
+        return 0;
+    }
+    case T_PKT: return pkt_bounds(e, i, regno, r, 0, size_max);
+    case T_MAP_VALUE: return map_value_bounds(e, i, r, 0, size_max);
+    case T_NOT_INIT: return fail(e, (int)i, "R%u !read_ok", regno);
+    default: return fail(e, (int)i, "R%u type=%s expected=fp, pkt or map_value", regno, tname[r->type]);
+    }
+}
+
+/* ---- Instructions ---- */
+static int check_read(struct env *e, uint32_t i, const struct vreg *r, uint32_t regno) {
+    if (r->type == T_NOT_INIT) return fail(e, (int)i, "R%u !read_ok", regno);
+    return 0;
+}
+
+static int ptr_add(struct env *e, uint32_t i, uint32_t dregno, struct vreg *dst, const struct vreg *ptr,
+                   const struct vreg *sc, int sub) {
+    switch (ptr->type) {
+    case T_CTX: case T_PKT_END: case T_MAP_VALUE_OR_NULL: case T_MAP_PTR:
+        return fail(e, (int)i, "R%u pointer arithmetic on %s prohibited", dregno, tname[ptr->type]);
+    }
+    struct vreg r = *ptr;
+    if (sc->umin == sc->umax) {
+        int64_t k = (int64_t)sc->umin;
+        if (k < -MAX_VAR_OFF || k > MAX_VAR_OFF)
+            return fail(e, (int)i, "R%u pointer arithmetic with value %lld out of bounds", dregno, (long long)k);
+        int64_t off = (int64_t)r.off + (sub ? -k : k);
+        if (off < -MAX_VAR_OFF || off > MAX_VAR_OFF)
+            return fail(e, (int)i, "R%u pointer offset %lld out of bounds", dregno, (long long)off);
+        r.off = (int32_t)off;
+    } else {
+        if (ptr->type == T_STACK) return fail(e, (int)i, "R%u variable stack pointer arithmetic prohibited", dregno);
+        if (sub) return fail(e, (int)i, "R%u subtraction of a variable scalar from a pointer prohibited", dregno);
+        if (sc->umax > MAX_VAR_OFF || r.umax + sc->umax > MAX_VAR_OFF)
+            return fail(e, (int)i, "R%u pointer arithmetic with unbounded scalar (max %llu) prohibited", dregno,
+                        (unsigned long long)sc->umax);
+        r.umin += sc->umin;
+        r.umax += sc->umax;
+        if (r.type == T_PKT) {
+            r.id = ++e->id_gen;
+            r.range = 0;
+        }
+    }
+    *dst = r;
+    return 0;
+}
+
+static int do_alu(struct env *e, uint32_t i, struct vstate *st) {
+    const struct ebpf_insn *in = &e->in[i];
+    struct vframe *f = &st->f[st->nframes - 1];
+    int is32 = EBPF_CLASS(in->code) == EBPF_CLS_ALU, op = EBPF_OP(in->code), x = (in->code & EBPF_SRC_X) != 0;
+    struct vreg *d = &f->r[in->dst], sv, *s;
+    if (x) {
+        s = &f->r[in->src];
+        if (check_read(e, i, s, in->src)) return -1;
+    } else {
+        set_const(&sv, is32 ? (uint32_t)in->imm : (uint64_t)(int64_t)in->imm);
+        s = &sv;
+    }
+    if (op == EBPF_ALU_MOV) {
+        if (in->off) { /* MOVSX */
+            if (is_ptr(s)) return fail(e, (int)i, "R%u partial copy of pointer", in->src);
+            struct vreg r;
+            unsigned bits = (unsigned)in->off;
+            if (is_const(s)) set_const(&r, alu_exact(op, is32, in->off, 0, s->umin));
+            else if (s->umax < (UINT64_C(1) << (bits - 1))) set_range(&r, s->umin, s->umax);
+            else set_range(&r, 0, is32 ? U32MAX : U64MAX);
+            *d = r;
+            return 0;
+        }
+        if (is32) {
+            if (is_ptr(s)) return fail(e, (int)i, "R%u partial copy of pointer", in->src);
+            struct vreg r = *s;
+            if (r.umax <= U32MAX) {
+                if (x && !is_const(s) && !s->id) s->id = r.id = ++e->id_gen;
+            } else {
+                struct rng t = trunc32((struct rng){r.umin, r.umax});
+                set_range(&r, t.lo, t.hi);
+            }
+            *d = r;
+            return 0;
+        }
+        if (x && s->type == T_SCALAR && !is_const(s) && !s->id) s->id = ++e->id_gen;
+        *d = *s;
+        return 0;
+    }
+    if (check_read(e, i, d, in->dst)) return -1;
+    if (op == EBPF_ALU_NEG || op == EBPF_ALU_END) {
+        if (is_ptr(d)) return fail(e, (int)i, "R%u pointer arithmetic with %s operator prohibited", in->dst, op_name(op));
+        if (op == EBPF_ALU_NEG) {
+            if (is_const(d)) set_const(d, alu_exact(op, is32, 0, d->umin, 0));
+            else set_range(d, 0, is32 ? U32MAX : U64MAX);
+            return 0;
+        }
+        unsigned bits = (unsigned)in->imm;
+        int le = is32 && !x;
+        uint64_t mask = size_mask(bits / 8);
+        if (is_const(d)) {
+            uint64_t v = d->umin;
+            if (!le) v = bits == 16 ? __builtin_bswap16((uint16_t)v) : bits == 32 ? __builtin_bswap32((uint32_t)v)
+                                                                                  : __builtin_bswap64(v);
+            else v &= mask;
+            set_const(d, v);
+        } else if (le && d->umax <= mask) {
+            set_range(d, d->umin, d->umax);
+        } else {
+            set_range(d, 0, mask);
+        }
+        return 0;
+    }
+    if (is_ptr(d) || is_ptr(s)) {
+        uint32_t pr = is_ptr(d) ? in->dst : in->src;
+        if (is32) return fail(e, (int)i, "R%u 32-bit pointer arithmetic prohibited", pr);
+        if (op == EBPF_ALU_ADD) {
+            if (is_ptr(d) && is_ptr(s)) return fail(e, (int)i, "R%u pointer += pointer prohibited", in->dst);
+            return is_ptr(d) ? ptr_add(e, i, in->dst, d, d, s, 0) : ptr_add(e, i, in->dst, d, s, d, 0);
+        }
+        if (op == EBPF_ALU_SUB) {
+            if (!is_ptr(d)) return fail(e, (int)i, "R%u tried to subtract pointer from scalar", in->dst);
+            if (!is_ptr(s)) return ptr_add(e, i, in->dst, d, d, s, 1);
+            /* pointer - pointer = scalar */
+            if (d->type != s->type || (d->type != T_PKT && d->type != T_STACK && d->type != T_MAP_VALUE) ||
+                (d->type == T_STACK && d->frame != s->frame) || (d->type == T_MAP_VALUE && d->map != s->map))
+                return fail(e, (int)i, "R%u pointer -= pointer prohibited (%s - %s)", in->dst, tname[d->type],
+                            tname[s->type]);
+            int fixed = d->type == T_STACK || (d->type == T_PKT && d->id == s->id) ||
+                        (d->type == T_MAP_VALUE && d->umin == d->umax && s->umin == s->umax && d->umin == s->umin);
+            if (fixed) set_const(d, (uint64_t)((int64_t)d->off - s->off));
+            else set_unknown(d);
+            return 0;
+        }
+        return fail(e, (int)i, "R%u pointer arithmetic with %s operator prohibited", pr, op_name(op));
+    }
+    scalar_alu(d, s, op, is32, in->off);
+    return 0;
+}
+
+static int do_ldx_st(struct env *e, uint32_t i, struct vstate *st) {
+    const struct ebpf_insn *in = &e->in[i];
+    struct vframe *f = &st->f[st->nframes - 1];
+    uint32_t size = size_of(in->code);
+    switch (EBPF_CLASS(in->code)) {
+    case EBPF_CLS_LDX: {
+        struct vreg v;
+        if (mem_access(e, i, st, in->src, ACC_READ, size, NULL, 0, &v, EBPF_MODE(in->code) == EBPF_MODE_MEMSX))
+            return -1;
+        st->f[st->nframes - 1].r[in->dst] = v;
+        return 0;
+    }
+    case EBPF_CLS_ST: {
+        struct vreg v;
+        set_const(&v, size == 8 ? (uint64_t)(int64_t)in->imm : (uint64_t)(int64_t)in->imm & size_mask(size));
+        return mem_access(e, i, st, in->dst, ACC_WRITE, size, &v, 0, NULL, 0);
+    }
+    default: /* STX */
+        if (check_read(e, i, &f->r[in->src], in->src)) return -1;
+        if (EBPF_MODE(in->code) == EBPF_MODE_MEM) {
+            struct vreg v = f->r[in->src];
+            return mem_access(e, i, st, in->dst, ACC_WRITE, size, &v, in->src, NULL, 0);
+        }
+        /* atomic */
+        if (is_ptr(&f->r[in->src])) return fail(e, (int)i, "R%u leaks addr into mem", in->src);
+        if (in->imm == EBPF_ATOMIC_CMPXCHG) {
+            if (check_read(e, i, &f->r[0], 0)) return -1;
+            if (is_ptr(&f->r[0])) return fail(e, (int)i, "R0 leaks addr into mem");
+        }
+        if (mem_access(e, i, st, in->dst, ACC_ATOMIC, size, NULL, 0, NULL, 0)) return -1;
+        f = &st->f[st->nframes - 1];
+        if (in->imm == EBPF_ATOMIC_CMPXCHG) set_loaded(&f->r[0], size, 0);
+        else if (in->imm & EBPF_ATOMIC_FETCH) set_loaded(&f->r[in->src], size, 0);
+        return 0;
+    }
+}
+
+static int do_helper(struct env *e, uint32_t i, struct vstate *st) {
+    const struct ebpf_insn *in = &e->in[i];
+    const struct ebpf_helper *h = ebpf_helper_find((uint32_t)in->imm);
+    struct vframe *f = &st->f[st->nframes - 1];
+    int map = -1;
+    for (uint32_t a = 0; a < 5; a++) {
+        uint32_t rn = a + 1;
+        struct vreg *r = &f->r[rn];
+        int t = h->args[a];
+        if (t == EBPF_ARG_NONE) continue;
+        if (check_read(e, i, r, rn)) return -1;
+        switch (t) {
+        case EBPF_ARG_ANYTHING: break;
+        case EBPF_ARG_CONST_MAP_PTR:
+            if (r->type != T_MAP_PTR) return fail(e, (int)i, "R%u type=%s expected=map_ptr", rn, tname[r->type]);
+            map = r->map;
+            break;
+        case EBPF_ARG_PTR_TO_MAP_KEY:
+        case EBPF_ARG_PTR_TO_MAP_VALUE: {
+            if (map < 0) return fail(e, (int)i, "helper %s: no map argument before R%u", h->name, rn);
+            const struct ebpf_map *m = e->prog->maps[map];
+            uint32_t size = t == EBPF_ARG_PTR_TO_MAP_KEY ? m->key_size : m->value_size;
+            if (helper_mem(e, i, st, rn, size, size, 0)) return -1;
+            break;
+        }
+        case EBPF_ARG_PTR_TO_MEM:
+        case EBPF_ARG_PTR_TO_UNINIT_MEM: {
+            int write = t == EBPF_ARG_PTR_TO_UNINIT_MEM;
+            if (a == 4 || h->args[a + 1] != EBPF_ARG_CONST_SIZE)
+                return fail(e, (int)i, "helper %s: memory argument R%u without a size", h->name, rn);
+            struct vreg *sz = &f->r[rn + 1];
+            if (check_read(e, i, sz, rn + 1)) return -1;
+            if (sz->type != T_SCALAR) return fail(e, (int)i, "R%u type=%s expected=scalar", rn + 1, tname[sz->type]);
+            if (sz->umin == 0) return fail(e, (int)i, "R%u invalid zero-sized %s", rn + 1, write ? "write" : "read");
+            if (sz->umax > MAX_VAR_OFF) return fail(e, (int)i, "R%u unbounded memory access size", rn + 1);
+            if (helper_mem(e, i, st, rn, sz->umin, sz->umax, write)) return -1;
+            a++;
+            break;
+        }
+        case EBPF_ARG_PTR_TO_CTX:
+            if (r->type != T_CTX) return fail(e, (int)i, "R%u type=%s expected=ctx", rn, tname[r->type]);
+            break;
+        default: return fail(e, (int)i, "helper %s: bad argument type %d", h->name, t);
+        }
+    }
+    if (h->flags & EBPF_HELPER_CHANGES_PKT) {
+        FOR_ALL_REGS(st, q, {
+            if (q->type == T_PKT || q->type == T_PKT_END) set_unknown(q);
+        })
+    }
+    for (uint32_t r = 1; r <= 5; r++) set_not_init(&f->r[r]);
+    switch (h->ret) {
+    case EBPF_RET_VOID: set_not_init(&f->r[0]); break;
+    case EBPF_RET_PTR_TO_MAP_VALUE_OR_NULL:
+        if (map < 0) return fail(e, (int)i, "helper %s returns a map value without a map argument", h->name);
+        memset(&f->r[0], 0, sizeof f->r[0]);
+        f->r[0].type = T_MAP_VALUE_OR_NULL;
+        f->r[0].map = (uint16_t)map;
+        f->r[0].id = ++e->id_gen;
+        break;
+    default: set_unknown(&f->r[0]);
+    }
+    return 0;
+}
+
+static int do_local_call(struct env *e, uint32_t i, struct vstate *st, uint32_t *next) {
+    uint32_t t = i + 1 + (uint32_t)e->in[i].imm;
+    if (st->nframes >= EBPF_MAX_CALL_DEPTH)
+        return fail(e, (int)i, "the call stack of %u frames is too deep (at most %d)", st->nframes + 1, EBPF_MAX_CALL_DEPTH);
+    struct vframe *caller = &st->f[st->nframes - 1], *callee = &st->f[st->nframes];
+    memset(callee, 0, sizeof *callee);
+    for (uint32_t r = 1; r <= 5; r++) {
+        callee->r[r] = caller->r[r];
+        set_not_init(&caller->r[r]);
+    }
+    set_not_init(&caller->r[0]);
+    callee->r[EBPF_REG_FP].type = T_STACK;
+    callee->r[EBPF_REG_FP].frame = (uint8_t)st->nframes;
+    callee->callsite = i;
+    callee->func = e->func[t];
+    st->nframes++;
+    *next = t;
+    return 0;
+}
+
+/* 1 = the path ended (exit of the main program), 0 = go on at *next. */
+static int do_exit(struct env *e, uint32_t i, struct vstate *st, uint32_t *next) {
+    struct vframe *f = &st->f[st->nframes - 1];
+    if (f->r[0].type == T_NOT_INIT) return fail(e, (int)i, "R0 !read_ok at exit");
+    if (st->nframes == 1) {
+        if (f->r[0].type != T_SCALAR)
+            return fail(e, (int)i, "R0 is %s at program exit, expected a scalar (XDP action)", tname[f->r[0].type]);
+        return 1;
+    }
+    if (f->r[0].type == T_STACK && f->r[0].frame == st->nframes - 1)
+        return fail(e, (int)i, "cannot return stack pointer to the caller");
+    struct vframe *caller = &st->f[st->nframes - 2];
+    caller->r[0] = f->r[0];
+    for (uint32_t r = 1; r <= 5; r++) set_not_init(&caller->r[r]);
+    *next = f->callsite + 1;
+    st->nframes--;
+    return 0;
+}
+
+static void log_state(const struct env *e, uint32_t i) {
+    const struct vstate *st = e->cur;
+    const struct vframe *f = &st->f[st->nframes - 1];
+    const struct ebpf_insn *in = &e->in[i];
+    char line[512];
+    int len = snprintf(line, sizeof line, "%u: (%02x) d%u s%u off %d imm %d [frame %u]", i, in->code, in->dst, in->src,
+                       in->off, in->imm, st->nframes - 1);
+    for (uint32_t r = 0; r < EBPF_NREGS && len < (int)sizeof line - 80; r++) {
+        const struct vreg *v = &f->r[r];
+        if (v->type == T_NOT_INIT) continue;
+        if (v->type == T_SCALAR && v->umin == v->umax)
+            len += snprintf(line + len, sizeof line - (size_t)len, " R%u=%llu", r, (unsigned long long)v->umin);
+        else if (v->type == T_SCALAR)
+            len += snprintf(line + len, sizeof line - (size_t)len, " R%u=[%llu,%llu]%s", r, (unsigned long long)v->umin,
+                            (unsigned long long)v->umax, v->id ? "#" : "");
+        else
+            len += snprintf(line + len, sizeof line - (size_t)len, " R%u=%s(off=%d,id=%u,r=%u,var=%llu..%llu)", r,
+                            tname[v->type], v->off, v->id, v->range, (unsigned long long)v->umin,
+                            (unsigned long long)v->umax);
+    }
+    vlog("%s\n", line);
+}
+
+/* One instruction: 0 = go on at *next, 1 = path ended, -1 = error. */
+static int step(struct env *e, uint32_t i, uint32_t *next) {
+    struct vstate *st = e->cur;
+    const struct ebpf_insn *in = &e->in[i];
+    struct vframe *f = &st->f[st->nframes - 1];
+    *next = i + 1;
+    switch (EBPF_CLASS(in->code)) {
+    case EBPF_CLS_ALU:
+    case EBPF_CLS_ALU64: return do_alu(e, i, st);
+    case EBPF_CLS_LD: {
+        struct vreg *d = &f->r[in->dst];
+        memset(d, 0, sizeof *d);
+        switch (in->src) {
+        case EBPF_PSEUDO_IMM64: set_const(d, (uint32_t)in->imm | (uint64_t)(uint32_t)in[1].imm << 32); break;
+        case EBPF_PSEUDO_MAP_FD:
+        case EBPF_PSEUDO_MAP_IDX:
+            d->type = T_MAP_PTR;
+            d->map = (uint16_t)in->imm;
+            break;
+        default:
+            d->type = T_MAP_VALUE;
+            d->map = (uint16_t)in->imm;
+            d->off = in[1].imm;
+        }
+        *next = i + 2;
+        return 0;
+    }
+    case EBPF_CLS_LDX:
+    case EBPF_CLS_ST:
+    case EBPF_CLS_STX: return do_ldx_st(e, i, st);
+    default: break;
+    }
+    /* jumps */
+    if (is_ja(in)) {
+        *next = jump_target(in, i);
+        return 0;
+    }
+    if (is_call(in)) {
+        if (in->src == EBPF_PSEUDO_CALL) return do_local_call(e, i, st, next);
+        return do_helper(e, i, st);
+    }
+    if (is_exit(in)) return do_exit(e, i, st, next);
+    if (check_read(e, i, &f->r[in->dst], in->dst)) return -1;
+    if ((in->code & EBPF_SRC_X) && check_read(e, i, &f->r[in->src], in->src)) return -1;
+    int mask = cond_jump(e, i, st, 0);
+    if (mask < 0) return -1;
+    if (mask == (BR_TAKEN | BR_FALL)) {
+        if (push_branch(e, i)) return -1;
+        cond_jump(e, i, st, BR_FALL);
+        return 0;
+    }
+    if (mask == BR_TAKEN) {
+        cond_jump(e, i, st, BR_TAKEN);
+        *next = jump_target(in, i);
+        return 0;
+    }
+    if (mask == BR_FALL) {
+        cond_jump(e, i, st, BR_FALL);
+        return 0;
+    }
+    return 1; /* contradictory state: no outcome possible */
+}
+
+static int do_check(struct env *e) {
+    struct vstate *st = e->cur;
+    memset(&st->f[0], 0, sizeof st->f[0]);
+    st->nframes = 1;
+    st->f[0].r[1].type = T_CTX;
+    st->f[0].r[EBPF_REG_FP].type = T_STACK;
+    e->root.branches = 1;
+    e->parent = &e->root;
+    uint32_t i = 0;
+    for (;;) {
+        int r = 0;
+        if (e->flags[i] & F_PRUNE) {
+            r = visit_state(e, i);
+            if (r < 0) return -1;
+        }
+        if (!r) {
+            if (++e->stats.processed > e->max_processed)
+                return fail(e, (int)i, "program too complex (more than %u insns processed)", e->max_processed);
+            if (e->log) log_state(e, i);
+            uint32_t next;
+            r = step(e, i, &next);
+            if (r < 0) return -1;
+            if (!r) {
+                i = next;
+                continue;
+            }
+        }
+        /* the path ended: continue with the newest pending branch */
+        finish_path(e);
+        struct pnode *p = e->pending;
+        if (!p) return 0;
+        e->pending = p->next;
+        e->npending--;
+        e->pending_bytes -= sizeof *p + p->size;
+        decode(p->data, st, 1);
+        e->parent = p->parent;
+        ebpf_free(p);
+        i = st->insn;
+        cond_jump(e, i, st, BR_TAKEN);
+        i = jump_target(&e->in[i], i);
+        if (e->log) vlog("verifier: from pending branch to insn %u\n", i);
+    }
+}
+
+/* ---- After acceptance ---- */
+static uint32_t round16(uint32_t v) { return (v + 15u) & ~15u; }
+
+/* Stack bytes along the deepest call chain from function f (memoised in sdepth/sframes). */
+static void chain_stack(const struct env *e, uint32_t f, uint32_t *sdepth, uint32_t *sframes, uint8_t *done) {
+    uint32_t best = 0, best_frames = 0;
+    for (uint32_t i = e->fstart[f]; i < e->fstart[f + 1]; i++) {
+        if (!is_local_call(&e->in[i]) || (e->flags[i] & F_LDIMM2)) continue;
+        uint32_t g = e->func[i + 1 + (uint32_t)e->in[i].imm];
+        if (!done[g]) chain_stack(e, g, sdepth, sframes, done);
+        if (sdepth[g] > best || (sdepth[g] == best && sframes[g] > best_frames)) best = sdepth[g], best_frames = sframes[g];
+    }
+    sdepth[f] = round16(e->fdepth[f]) + best;
+    sframes[f] = best_frames + 1;
+    done[f] = 1;
+}
+
+static int check_stack_chains(struct env *e) {
+    uint32_t sdepth[EBPF_MAX_SUBPROGS], sframes[EBPF_MAX_SUBPROGS];
+    uint8_t done[EBPF_MAX_SUBPROGS] = {0};
+    chain_stack(e, 0, sdepth, sframes, done);
+    if (sdepth[0] <= EBPF_STACK_SIZE) return 0;
+    /* report the call where the deepest chain goes over the limit */
+    uint32_t f = 0, sum = 0, call = 0;
+    for (;;) {
+        sum += round16(e->fdepth[f]);
+        if (sum > EBPF_STACK_SIZE) break;
+        uint32_t best_g = f;
+        for (uint32_t i = e->fstart[f]; i < e->fstart[f + 1]; i++) {
+            if (!is_local_call(&e->in[i]) || (e->flags[i] & F_LDIMM2)) continue;
+            uint32_t g = e->func[i + 1 + (uint32_t)e->in[i].imm];
+            if (best_g == f || sdepth[g] > sdepth[best_g]) best_g = g, call = i;
+        }
+        if (best_g == f) break;
+        f = best_g;
+    }
+    return fail(e, (int)call, "combined stack size of %u calls is %u bytes, more than %d", sframes[0], sdepth[0],
+                EBPF_STACK_SIZE);
+}
+
+static void rewrite_ctx(struct env *e) {
+    static const uint8_t field_off[6] = {
+        offsetof(struct ebpf_xdp_buff, data),           offsetof(struct ebpf_xdp_buff, data_end),
+        offsetof(struct ebpf_xdp_buff, data_meta),      offsetof(struct ebpf_xdp_buff, ingress_ifindex),
+        offsetof(struct ebpf_xdp_buff, rx_queue_index), offsetof(struct ebpf_xdp_buff, egress_ifindex)};
+    for (uint32_t i = 0; i < e->n; i++) {
+        uint8_t a = e->aux[i];
+        if (!a || a == AUX_OTHER) continue;
+        struct ebpf_insn *in = &e->prog->insns[i];
+        uint32_t field = a - 1u;
+        in->code = (uint8_t)(EBPF_CLS_LDX | EBPF_MODE_MEM | (field < 3 ? EBPF_SIZE_DW : EBPF_SIZE_W));
+        in->off = field_off[field];
+    }
+}
+
+/* ---- Entry point ---- */
+int ebpf_verify(struct ebpf_prog *prog, const struct ebpf_verify_opts *opts, struct ebpf_error *err) {
+    struct env env, *e = &env;
+    int rc = -1;
+    memset(e, 0, sizeof *e);
+    memset(&ebpf_verify_last_stats, 0, sizeof ebpf_verify_last_stats);
+    e->prog = prog;
+    e->err = err;
+    e->log = opts ? opts->log_level : 0;
+    e->max_processed = opts && opts->max_processed ? opts->max_processed : DEFAULT_MAX_PROCESSED;
+    e->max_states = opts && opts->max_states ? opts->max_states : DEFAULT_MAX_STATES;
+    if (prog->verified) return ebpf_fail(err, -1, "program already verified");
+    if (prog->resolved) return ebpf_fail(err, -1, "program already resolved (verify before ebpf_prog_resolve)");
+    if (prog->n_insns == 0 || prog->n_insns > EBPF_MAX_INSNS || !prog->insns)
+        return ebpf_fail(err, -1, "program of %u insns (1..%d)", prog->n_insns, EBPF_MAX_INSNS);
+    if (prog->n_maps && !prog->maps) return ebpf_fail(err, -1, "program has %u maps but no map table", prog->n_maps);
+    e->in = prog->insns;
+    e->n = prog->n_insns;
+    uint32_t n = e->n;
+    e->flags = ebpf_alloc(n);
+    e->aux = ebpf_alloc(n);
+    e->func = ebpf_alloc(n);
+    e->live = ebpf_alloc(n * sizeof *e->live);
+    e->prune = ebpf_alloc(n * sizeof *e->prune);
+    if (!e->flags || !e->aux || !e->func || !e->live || !e->prune) {
+        ebpf_fail(err, -1, "verifier: out of memory");
+        goto out;
+    }
+    if (check_structure(e)) goto out;
+    compute_liveness(e);
+    for (uint32_t i = 0; i < n; i++) {
+        e->prune[i] = NO_PRUNE;
+        if (e->flags[i] & F_PRUNE) e->prune[i] = (uint16_t)e->nprune++;
+    }
+    e->heads = ebpf_alloc((e->nprune ? e->nprune : 1) * sizeof *e->heads);
+    e->cur = ebpf_alloc(sizeof *e->cur);
+    e->old = ebpf_alloc(sizeof *e->old);
+    e->buf = ebpf_alloc(ENC_MAX);
+    if (!e->heads || !e->cur || !e->old || !e->buf) {
+        ebpf_fail(err, -1, "verifier: out of memory");
+        goto out;
+    }
+    if (do_check(e)) goto out;
+    if (check_stack_chains(e)) goto out;
+    /* accepted */
+    rewrite_ctx(e);
+    for (uint32_t f = 0; f < e->nfuncs; f++) {
+        prog->subprogs[f].start = e->fstart[f];
+        prog->subprogs[f].stack_depth = round16(e->fdepth[f]);
+    }
+    prog->n_subprogs = e->nfuncs;
+    prog->verified = 1;
+    rc = 0;
+out:
+    while (e->pending) {
+        struct pnode *p = e->pending;
+        e->pending = p->next;
+        ebpf_free(p);
+    }
+    if (e->heads)
+        for (uint32_t k = 0; k < e->nprune; k++)
+            while (e->heads[k]) {
+                struct snode *s = e->heads[k];
+                e->heads[k] = s->next;
+                ebpf_free(s);
+            }
+    ebpf_free(e->heads);
+    ebpf_free(e->cur);
+    ebpf_free(e->old);
+    ebpf_free(e->buf);
+    ebpf_free(e->flags);
+    ebpf_free(e->aux);
+    ebpf_free(e->func);
+    ebpf_free(e->live);
+    ebpf_free(e->prune);
+    ebpf_verify_last_stats = e->stats;
+    return rc;
+}
