@@ -1,0 +1,88 @@
+"""nanobpf-genabi: the C header and the Python module agree, docs/ebpf-abi.md is current, bad definitions
+are refused."""
+import subprocess
+import sys
+
+import nanobpf_ebpf_defs as abi
+import pytest
+
+from nanobpf import ROOT
+
+GENABI = ROOT / "sw/tools/nanobpf-genabi"
+
+
+def genabi(*args):
+    return subprocess.run([sys.executable, str(GENABI), *map(str, args)], capture_output=True, text=True)
+
+
+def test_committed_abi_doc_is_current():
+    p = genabi("--check-md", ROOT / "docs/ebpf-abi.md")
+    assert p.returncode == 0, p.stderr
+
+
+def test_c_header_agrees_with_python_module(tmp_path):
+    assert genabi("--c", tmp_path / "nanobpf_ebpf_defs.h").returncode == 0
+    consts = [n for n in dir(abi) if n.startswith("NANOBPF_")]
+    checks = [(n, getattr(abi, n)) for n in consts]
+    checks += [(f"NANOBPF_HELPER_{h['name'].upper()}", h["id"]) for h in abi.HELPERS]
+    checks += [(f"sizeof(struct nanobpf_{s.name})", s.size) for s in abi.STRUCTS.values()]
+    checks += [(f"__builtin_offsetof(struct nanobpf_{s.name}, {f})", off)
+               for s in abi.STRUCTS.values() for f, off, _ in s.fields]
+    src = tmp_path / "dump.c"
+    src.write_text('#include <stdio.h>\n#include "nanobpf_ebpf_defs.h"\n#define E(...) __VA_ARGS__\n'
+                   "static int n;\n#define H(id, name, ...) n++;\nint main(void) {\n  NANOBPF_HELPERS(H)\n"
+                   '  printf("%d\\n", n);\n'
+                   + "".join(f'  printf("%llu\\n", (unsigned long long)({c}));\n' for c, _ in checks)
+                   + "  return 0;\n}\n")
+    subprocess.run(["cc", "-I", str(tmp_path), str(src), "-o", str(tmp_path / "dump")], check=True)
+    out = subprocess.run([str(tmp_path / "dump")], capture_output=True, text=True, check=True).stdout.split()
+    assert int(out[0]) == len(abi.HELPERS)
+    assert [int(v) for v in out[1:]] == [v for _, v in checks]
+
+
+def test_struct_formats_match_sizes():
+    import struct
+    for s in abi.STRUCTS.values():
+        assert struct.calcsize(s.fmt) == s.size, s.name
+
+
+def test_header_compiles_for_bpf(tmp_path):
+    assert genabi("--c", tmp_path / "nanobpf_ebpf_defs.h").returncode == 0
+    src = tmp_path / "p.c"
+    src.write_text('#include "nanobpf_ebpf_defs.h"\nint f(struct nanobpf_quic_keys *k) { return k->hp[0]; }\n')
+    subprocess.run(["clang", "-O2", "-target", "bpf", "-I", str(tmp_path), "-c", str(src), "-o",
+                    str(tmp_path / "p.o")], check=True)
+
+
+BASE = """
+[[const]]
+group = "limit"
+prefix = "NANOBPF_"
+desc = "d"
+values = [{ name = "HELPER_VENDOR_BASE", value = 0x10000, desc = "d" },
+          { name = "HELPER_VENDOR_END", value = 0x10100, desc = "d" }]
+[keytable]
+map_name = "k"
+"""
+BAD = {
+    "unknown arg type": ('[[helper]]\nid = 1\nname = "a"\nret = "integer"\nargs = ["pointer"]\ndesc = "d"\n', "at most 5 args"),
+    "duplicate id": ('[[helper]]\nid = 1\nname = "a"\nret = "integer"\nargs = []\ndesc = "d"\n'
+                     '[[helper]]\nid = 1\nname = "b"\nret = "integer"\nargs = []\ndesc = "d"\n', "used twice"),
+    "id beyond vendor range": ('[[helper]]\nid = 0x20000\nname = "a"\nret = "integer"\nargs = []\ndesc = "d"\n',
+                               "outside the vendor range"),
+    "misaligned field": ('[[struct]]\nname = "s"\ndesc = "d"\nfields = [{ name = "a", type = "u8", desc = "d" },'
+                         '{ name = "b", type = "u32", desc = "d" }]\n', "misaligned"),
+    "bad type": ('[[struct]]\nname = "s"\ndesc = "d"\nfields = [{ name = "a", type = "float", desc = "d" }]\n',
+                 "unknown type"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_definitions_are_refused(tmp_path, case):
+    body, message = BAD[case]
+    f = tmp_path / "ebpf.toml"
+    f.write_text(BASE + body)
+    p = genabi("--defs", f, "--c", tmp_path / "x.h")
+    assert p.returncode == 1
+    assert message in p.stderr
+    assert not (tmp_path / "x.h").exists()
