@@ -54,9 +54,11 @@ def test_device_verifier_decision(src, tmp_path):
 
 @pytest.fixture(scope="module")
 def dev():
-    """A dummy interface of this test process (pytest-xdist workers must not share one)."""
+    """A veth interface of this test process (pytest-xdist workers must not share one; the host
+    kernel may lack the dummy driver)."""
     name = f"nbv{os.getpid() % 100000}"
-    subprocess.run(["ip", "link", "add", name, "type", "dummy"], capture_output=True)
+    subprocess.run(["ip", "link", "add", name, "type", "veth", "peer", "name", f"nbp{os.getpid() % 100000}"],
+                   capture_output=True)
     yield name
     subprocess.run(["ip", "link", "del", name], capture_output=True)
 

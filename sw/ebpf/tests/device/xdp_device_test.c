@@ -30,8 +30,8 @@ struct {
     __type(value, struct nanobpf_quic_keys);
 } nanobpf_quic_keys SEC(".maps");
 
+#define CID_LEN 8 /* short-header destination CID length this deployment uses */
 const volatile __u16 quic_port = 443;
-const volatile __u32 cid_len = 8;
 __u32 first_packet = 1;
 
 /* Offset of the UDP header, or -1 when the frame is not IPv4/UDP, or -2 when it is malformed. */
@@ -84,9 +84,8 @@ int xdp_device_test(struct xdp_md *ctx) {
     if (q[0] & 0x80) return count(XDP_PASS);
     if (!(q[0] & 0x40)) return count(XDP_DROP);
     struct nanobpf_quic_cid cid = {};
-    cid.len = (unsigned char)cid_len;
-    for (int i = 0; i < NANOBPF_KEYTABLE_CID_MAX; i++)
-        if (i < (int)cid_len) cid.id[i] = q[1 + i];
+    cid.len = CID_LEN;
+    __builtin_memcpy(cid.id, q + 1, CID_LEN);
     if (!bpf_map_lookup_elem(&nanobpf_quic_keys, &cid)) return count(XDP_PASS);
     if (data + 12 > end) return count(XDP_DROP);
     for (int i = 0; i < 6; i++) {
