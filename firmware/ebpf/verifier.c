@@ -4,7 +4,7 @@
  *   1. Structure: known opcodes, zero reserved fields (RFC 9669), ld_imm64 pairs and map references,
  *      jump/call targets, functions (bpf-to-bpf call targets), every function ending in exit or ja,
  *      a depth-first CFG walk (unreachable code, loops that can never reach exit), the call graph
- *      (recursion, call depth) and static register liveness.
+ *      (recursion, call depth), static register liveness and the relevance of scalar values (below).
  *   2. Abstract interpretation of every path, depth first: the current state runs instruction by
  *      instruction; at a conditional jump whose outcome is not known the other branch is pushed on a
  *      stack of pending states. At prune points (jump targets, fall-throughs of conditional jumps,
@@ -21,11 +21,13 @@
  * Abstract domain (struct vreg, one per register and per spilled stack slot)
  *   not_init            never written (reading it is an error)
  *   scalar              unsigned 64-bit range [umin, umax] (umin == umax: a known constant); an id links
- *                       copies of the same value so a comparison refines all of them
+ *                       copies of the same value so a comparison refines all of them. Signed and 32-bit
+ *                       comparisons refine only when the range allows it (one sign half; below 2^32).
  *   ctx                 r1 at entry (struct xdp_md; only 4-byte reads of its six fields)
  *   pkt                 data + var + off: `off` fixed, `var` in [umin, umax] (id names the var part:
  *                       pointers with one id have the same var), `range` = bytes proven readable from
- *                       data + var (set by comparisons with pkt_end, for every pointer with that id)
+ *                       data + var (set by comparisons with pkt_end, for every pointer with that id);
+ *                       data_meta is treated as data (the runtime keeps them equal)
  *   pkt_end             data_end
  *   fp (stack)          frame pointer of frame `frame` + off (constant offsets only)
  *   map_value           value of map `map` + off + var [umin, umax]
@@ -34,6 +36,12 @@
  * Stack (per frame, 64 slots of 8 bytes): a bit per byte "initialised" and at most one spilled
  * register per slot (8-byte store of any register, or 4-byte store of a 32-bit scalar) that a fill of
  * the same bytes restores; other writes leave plain initialised data ("misc").
+ *
+ * Pruning compares states register by register (live ones only) and slot by slot: same types, scalar
+ * ranges within, packet ranges at least as large, stack at least as initialised, ids mapped one to one.
+ * Scalars that cannot influence safety (never reach a branch, a pointer offset or a helper size; see
+ * "Relevance") only need to be scalars, which is what keeps flag words and return codes from
+ * multiplying the paths.
  *
  * Memory: states are stored compactly (varint encoding, dead registers dropped) in ebpf_alloc blocks,
  * bounded by opts->max_states and byte budgets; everything is freed before returning. */
@@ -53,6 +61,9 @@ struct ebpf_verify_stats {
 };
 extern struct ebpf_verify_stats ebpf_verify_last_stats;
 struct ebpf_verify_stats ebpf_verify_last_stats;
+/* Test knob: compare every scalar when pruning (measures what the relevance analysis saves). */
+extern int ebpf_verify_no_relevance;
+int ebpf_verify_no_relevance;
 
 #define U64MAX UINT64_MAX
 #define U32MAX 0xffffffffull
@@ -61,8 +72,8 @@ struct ebpf_verify_stats ebpf_verify_last_stats;
 #define MAX_PKT_OFF 0xffff        /* packet ranges are only proven for offsets below this */
 #define DEFAULT_MAX_PROCESSED 1000000u
 #define DEFAULT_MAX_STATES 4096u
-#define STATE_BYTES_MAX (256u * 1024) /* stored states (pruning); beyond it states are not stored */
-#define PENDING_BYTES_MAX (192u * 1024) /* pending branches; beyond it "program too complex" */
+#define STATE_BYTES_MAX (160u * 1024) /* stored states (pruning); beyond it states are not stored */
+#define PENDING_BYTES_MAX (96u * 1024)  /* pending branches; beyond it "program too complex" */
 #define NO_PRUNE 0xffff
 #define MAX_LIST 128              /* states stored at one instruction */
 #define LIVE_R1_R5 0x003e
@@ -103,7 +114,7 @@ struct vframe {
 struct vstate {
     uint32_t insn;
     uint32_t nframes;
-    struct vframe f[EBPF_MAX_CALL_DEPTH];
+    struct vframe f[]; /* as many as the deepest call chain of the program needs */
 };
 
 /* A state stored at a prune point (encoded). */
@@ -144,18 +155,21 @@ struct env {
     int log;
     uint8_t *flags, *aux, *func;
     uint16_t *live;  /* registers r0..r9 live before each insn */
+    uint16_t *finfo; /* forward facts per insn (relevance analysis) */
+    uint16_t *relR;  /* relevant registers r0..r9 before each insn */
+    uint64_t *relS;  /* relevant stack slots of the current frame before each insn */
+    int no_relevance; /* compare all scalars (tests) */
     uint16_t *prune; /* prune point number per insn */
     struct snode **heads;
     uint32_t nprune;
-    uint32_t nfuncs;
+    uint32_t nfuncs, maxframes;
     uint32_t fstart[EBPF_MAX_SUBPROGS + 1];
     uint32_t fdepth[EBPF_MAX_SUBPROGS];
     struct vstate *cur, *old;
     uint8_t *buf; /* encoding scratch */
     struct pnode *pending;
     uint32_t npending;
-    struct snode root;
-    struct snode *parent;
+    struct snode *parent; /* newest stored state on the current path (NULL: none yet) */
     uint32_t id_gen;
     uint32_t max_processed, max_states, nstates;
     size_t state_bytes, pending_bytes;
@@ -555,6 +569,7 @@ static int check_structure(struct env *e) {
     {
         uint8_t colour[EBPF_MAX_SUBPROGS] = {0}, frames[EBPF_MAX_SUBPROGS] = {0};
         if (call_graph_walk(e, 0, colour, frames)) goto out;
+        e->maxframes = frames[0];
         if (frames[0] > EBPF_MAX_CALL_DEPTH) {
             /* report the call that goes one frame too deep along the longest chain */
             uint32_t f = 0, d = 1;
@@ -614,6 +629,7 @@ static void use_def(const struct env *e, uint32_t i, uint16_t *use, uint16_t *de
     case EBPF_CLS_ALU:
     case EBPF_CLS_ALU64:
         if (op == EBPF_ALU_MOV) *use = x ? s : 0;
+        else if (op == EBPF_ALU_END || op == EBPF_ALU_NEG) *use = d;
         else *use = (uint16_t)(d | (x ? s : 0));
         *def = d;
         break;
@@ -656,6 +672,313 @@ static void compute_liveness(struct env *e) {
     }
 }
 
+/* ---- Relevance of scalar values ----
+ * A scalar matters for safety only if it can flow into a branch condition, a pointer offset, a helper
+ * size argument or a value returned to a caller that uses it. Pruning ignores the ranges of other
+ * scalars (Linux reaches the same effect with precision tracking): a state with irrelevant scalars
+ * that differ behaves exactly like the explored one on every path, since those values steer nothing.
+ *
+ * A forward pass classifies what each register may hold (scalar, ctx, other pointer, stack pointer
+ * with a known frame offset or not) so that the backward pass knows which memory accesses can reach
+ * stack slots and which additions can be pointer arithmetic. The backward pass computes, for every
+ * instruction, the relevant registers r0..r9 and the relevant 8-byte slots of the current frame. */
+#define K_S 1 /* may be a scalar */
+#define K_C 2 /* may be the ctx pointer */
+#define K_P 4 /* may be another non-stack pointer (packet, map) */
+#define K_F 8 /* may be a pointer into the stack */
+#define K_ALL 15
+#define FP_UNKNOWN INT16_MIN
+/* per-insn forward facts */
+#define FI_DST_PTR 0x0001   /* ALU: dst may be a pointer */
+#define FI_SRC_PTR 0x0002   /* ALU: src may be a pointer */
+#define FI_ARGS_STACK 0x0001 /* local call: an argument may point to the stack */
+#define FI_EXACT 0x8000     /* memory access: base surely fp + known offset; low 11 bits: offset + 1024 */
+#define FI_MAYSTACK 0x4000  /* memory access: base may point to the stack */
+
+struct kreg {
+    uint8_t k;
+    int16_t fp; /* frame offset of the stack part, FP_UNKNOWN if not known */
+};
+struct kstate {
+    struct kreg r[EBPF_NREGS];
+    uint64_t slot_ptr; /* slots (current frame) that may hold a spilled pointer */
+    uint8_t valid;
+};
+
+static int kjoin(struct kstate *d, const struct kstate *s) {
+    int changed = !d->valid;
+    if (!d->valid) {
+        *d = *s;
+        return 1;
+    }
+    for (uint32_t r = 0; r < EBPF_NREGS; r++) {
+        struct kreg a = d->r[r], b = s->r[r], c;
+        c.k = a.k | b.k;
+        if (!(a.k & K_F)) c.fp = b.fp;
+        else if (!(b.k & K_F)) c.fp = a.fp;
+        else c.fp = a.fp == b.fp ? a.fp : FP_UNKNOWN;
+        if (c.k != a.k || c.fp != a.fp) d->r[r] = c, changed = 1;
+    }
+    if ((d->slot_ptr | s->slot_ptr) != d->slot_ptr) d->slot_ptr |= s->slot_ptr, changed = 1;
+    return changed;
+}
+
+static void kset(struct kreg *r, uint8_t k) {
+    r->k = k;
+    r->fp = FP_UNKNOWN;
+}
+
+/* Slots of the current frame covered by [o, o + size), o a frame offset. */
+static uint64_t slot_bits(int64_t o, uint32_t size) {
+    uint64_t bits = 0;
+    for (int64_t a = o; a < o + (int64_t)size; a++)
+        if (a >= -EBPF_STACK_SIZE && a < 0) bits |= UINT64_C(1) << ((-a - 1) / 8);
+    return bits;
+}
+
+static uint16_t base_info(const struct kreg *b, int16_t off) {
+    if (!(b->k & K_F)) return 0;
+    if (b->k == K_F && b->fp != FP_UNKNOWN) {
+        int32_t o = b->fp + off;
+        if (o >= -1024 && o < 1024) return (uint16_t)(FI_EXACT | (uint16_t)(o + 1024));
+    }
+    return FI_MAYSTACK;
+}
+static int32_t info_off(uint16_t info) { return (int32_t)(info & 0x7ff) - 1024; }
+
+/* Forward transfer of insn i; records its facts in e->finfo[i]. */
+static void ktransfer(struct env *e, uint32_t i, struct kstate *st) {
+    const struct ebpf_insn *in = &e->in[i];
+    struct kreg *d = &st->r[in->dst], *s = &st->r[in->src];
+    int op = EBPF_OP(in->code), x = (in->code & EBPF_SRC_X) != 0;
+    uint16_t info = 0;
+    switch (EBPF_CLASS(in->code)) {
+    case EBPF_CLS_ALU: kset(d, K_S); break;
+    case EBPF_CLS_ALU64:
+        if (op == EBPF_ALU_MOV && x && !in->off) *d = *s;
+        else if ((op == EBPF_ALU_ADD || op == EBPF_ALU_SUB) && !x) {
+            if ((d->k & K_F) && d->fp != FP_UNKNOWN) {
+                int64_t fp = (int64_t)d->fp + (op == EBPF_ALU_ADD ? in->imm : -(int64_t)in->imm);
+                d->fp = fp >= -1024 && fp < 1024 ? (int16_t)fp : FP_UNKNOWN;
+            }
+        } else if ((op == EBPF_ALU_ADD || op == EBPF_ALU_SUB) && x) {
+            if (d->k & ~K_S) info |= FI_DST_PTR;
+            if (s->k & ~K_S) info |= FI_SRC_PTR;
+            kset(d, (uint8_t)(d->k | (op == EBPF_ALU_ADD ? s->k : K_S)));
+        } else {
+            kset(d, K_S);
+        }
+        break;
+    case EBPF_CLS_LD: kset(d, in->src ? K_P : K_S); break;
+    case EBPF_CLS_LDX: {
+        struct kreg b = *s;
+        uint8_t k = 0;
+        info = base_info(&b, in->off);
+        if (b.k & (K_S | K_P)) k |= K_S;
+        if (b.k & K_C) k |= K_S | K_P;
+        if (b.k & K_F) {
+            if (size_of(in->code) < 8) k |= K_S;
+            else if ((info & FI_EXACT) && (info_off(info) % 8 == 0) &&
+                     !(st->slot_ptr & slot_bits(info_off(info), 8)))
+                k |= K_S;
+            else
+                k |= K_ALL;
+        }
+        kset(d, k ? k : K_S);
+        break;
+    }
+    case EBPF_CLS_ST:
+    case EBPF_CLS_STX: {
+        info = base_info(d, in->off);
+        int ptr_val = EBPF_CLASS(in->code) == EBPF_CLS_STX && (s->k & ~K_S);
+        if (info & FI_EXACT) {
+            uint64_t b = slot_bits(info_off(info), size_of(in->code));
+            if (ptr_val) st->slot_ptr |= b;
+            else if (EBPF_MODE(in->code) != EBPF_MODE_ATOMIC) st->slot_ptr &= ~b; /* scalar data over it */
+        } else if ((info & FI_MAYSTACK) && ptr_val) {
+            st->slot_ptr = U64MAX;
+        }
+        if (EBPF_MODE(in->code) == EBPF_MODE_ATOMIC) {
+            if (in->imm == EBPF_ATOMIC_CMPXCHG) kset(&st->r[0], K_S);
+            else if (in->imm & EBPF_ATOMIC_FETCH) kset(s, K_S);
+        }
+        break;
+    }
+    default:
+        if (is_call(in)) {
+            if (in->src == EBPF_PSEUDO_CALL) {
+                int stack_arg = 0;
+                for (uint32_t r = 1; r <= 5; r++) stack_arg |= (st->r[r].k & K_F) != 0;
+                if (stack_arg) info |= FI_ARGS_STACK, st->slot_ptr = U64MAX;
+                kset(&st->r[0], (uint8_t)(K_S | K_C | K_P | (stack_arg ? K_F : 0)));
+            } else {
+                const struct ebpf_helper *h = ebpf_helper_find((uint32_t)in->imm);
+                kset(&st->r[0], h && h->ret == EBPF_RET_PTR_TO_MAP_VALUE_OR_NULL ? (K_S | K_P) : K_S);
+            }
+            for (uint32_t r = 1; r <= 5; r++) kset(&st->r[r], K_S);
+        }
+    }
+    e->finfo[i] = info;
+}
+
+static int compute_kinds(struct env *e) {
+    struct kstate *ks = ebpf_alloc(e->nprune * sizeof *ks);
+    uint16_t *work = ebpf_alloc(e->nprune * sizeof *work), *pinsn = ebpf_alloc(e->nprune * sizeof *pinsn);
+    uint8_t *queued = ebpf_alloc(e->nprune);
+    if (!ks || !work || !queued || !pinsn) {
+        ebpf_free(ks), ebpf_free(work), ebpf_free(queued), ebpf_free(pinsn);
+        return -1;
+    }
+    for (uint32_t i = 0; i < e->n; i++)
+        if (e->flags[i] & F_PRUNE) pinsn[e->prune[i]] = (uint16_t)i;
+    uint32_t nw = 0;
+    for (uint32_t f = 0; f < e->nfuncs; f++) {
+        struct kstate *k = &ks[e->prune[e->fstart[f]]];
+        for (uint32_t r = 0; r < EBPF_NREGS; r++) kset(&k->r[r], f && r >= 1 && r <= 5 ? K_ALL : K_S);
+        if (!f) kset(&k->r[1], K_C);
+        k->r[EBPF_REG_FP].k = K_F;
+        k->r[EBPF_REG_FP].fp = 0;
+        k->valid = 1;
+        work[nw++] = e->prune[e->fstart[f]];
+        queued[e->prune[e->fstart[f]]] = 1;
+    }
+    /* block starts are exactly the prune points: run each block, join into its successors */
+    for (int final = 0; final < 2; final++) {
+        if (final) /* last sweep: record facts with the fixpoint states */
+            for (uint32_t i = 0; i < e->n; i++)
+                if ((e->flags[i] & F_PRUNE) && ks[e->prune[i]].valid) work[nw++] = e->prune[i];
+        while (nw) {
+            uint32_t p = work[--nw], i = pinsn[p];
+            queued[p] = 0;
+            struct kstate st = ks[p];
+            for (;;) {
+                ktransfer(e, i, &st);
+                uint32_t s[2];
+                int ns = succs(e, i, s, 0);
+                if (ns == 1 && !(e->flags[s[0]] & F_PRUNE)) {
+                    i = s[0];
+                    continue;
+                }
+                for (int k = 0; k < ns; k++) {
+                    uint32_t q = e->prune[s[k]];
+                    if (kjoin(&ks[q], &st) && !final && !queued[q]) queued[q] = 1, work[nw++] = (uint16_t)q;
+                }
+                break;
+            }
+        }
+    }
+    ebpf_free(ks);
+    ebpf_free(work);
+    ebpf_free(queued);
+    ebpf_free(pinsn);
+    return 0;
+}
+
+static void rel_transfer(const struct env *e, uint32_t i, uint16_t *R, uint64_t *S, uint8_t *ret_rel) {
+    const struct ebpf_insn *in = &e->in[i];
+    uint16_t d = in->dst < 10 ? (uint16_t)(1u << in->dst) : 0, s = in->src < 10 ? (uint16_t)(1u << in->src) : 0;
+    int op = EBPF_OP(in->code), x = (in->code & EBPF_SRC_X) != 0, subprog = e->func[i] != 0;
+    uint16_t info = e->finfo[i];
+    switch (EBPF_CLASS(in->code)) {
+    case EBPF_CLS_ALU:
+    case EBPF_CLS_ALU64:
+        if (op == EBPF_ALU_MOV) {
+            int rd = (*R & d) != 0;
+            *R &= (uint16_t)~d;
+            if (rd && x) *R |= s;
+        } else if (op != EBPF_ALU_NEG && op != EBPF_ALU_END && x) {
+            if (*R & d) *R |= s;
+            if (EBPF_CLASS(in->code) == EBPF_CLS_ALU64 && (op == EBPF_ALU_ADD || op == EBPF_ALU_SUB)) {
+                if (info & FI_DST_PTR) *R |= s;                        /* pointer += scalar */
+                if (op == EBPF_ALU_ADD && (info & FI_SRC_PTR)) *R |= d; /* scalar += pointer */
+            }
+        }
+        break;
+    case EBPF_CLS_LD: *R &= (uint16_t)~d; break;
+    case EBPF_CLS_LDX: {
+        int rd = (*R & d) != 0;
+        *R &= (uint16_t)~d;
+        if (rd) {
+            if (info & FI_EXACT) *S |= slot_bits(info_off(info), size_of(in->code));
+            else if (info & FI_MAYSTACK) *S = U64MAX;
+        }
+        break;
+    }
+    case EBPF_CLS_ST:
+        if ((info & FI_EXACT) && size_of(in->code) == 8) *S &= ~slot_bits(info_off(info), 8);
+        break;
+    case EBPF_CLS_STX: {
+        uint64_t b = (info & FI_EXACT) ? slot_bits(info_off(info), size_of(in->code)) : 0;
+        int hits = (info & FI_EXACT) ? (*S & b) != 0 : (info & FI_MAYSTACK) ? (*S != 0 || subprog) : 0;
+        if (EBPF_MODE(in->code) == EBPF_MODE_ATOMIC) {
+            uint16_t fr = in->imm == EBPF_ATOMIC_CMPXCHG ? 1 : (in->imm & EBPF_ATOMIC_FETCH) ? s : 0;
+            int rf = (*R & fr) != 0;
+            *R &= (uint16_t)~fr;
+            if (rf) {
+                if (info & FI_EXACT) *S |= b;
+                else if (info & FI_MAYSTACK) *S = U64MAX;
+            }
+            if (hits) *R |= s | (in->imm == EBPF_ATOMIC_CMPXCHG ? 1 : 0);
+        } else {
+            if (hits) *R |= s;
+            if ((info & FI_EXACT) && size_of(in->code) == 8) *S &= ~b;
+        }
+        break;
+    }
+    default:
+        if (is_exit(in)) {
+            *R = subprog && ret_rel[e->func[i]] ? 1 : 0;
+            *S = 0;
+        } else if (is_call(in)) {
+            if (in->src == EBPF_PSEUDO_CALL) {
+                uint32_t t = i + 1 + (uint32_t)in->imm;
+                if (*R & 1) ret_rel[e->func[t]] = 1;
+                *R = (uint16_t)((*R & ~0x3fu) | (e->relR[t] & LIVE_R1_R5));
+                if (info & FI_ARGS_STACK) *S = U64MAX;
+            } else {
+                const struct ebpf_helper *h = ebpf_helper_find((uint32_t)in->imm);
+                *R &= (uint16_t)~0x3fu;
+                for (uint32_t a = 0; h && a < 5; a++)
+                    if (h->args[a] == EBPF_ARG_CONST_SIZE) *R |= (uint16_t)(1u << (a + 1));
+            }
+        } else if (is_cond_jmp(in)) {
+            *R |= d | (x ? s : 0);
+        }
+    }
+}
+
+static int compute_relevance(struct env *e) {
+    uint32_t n = e->n;
+    e->finfo = ebpf_alloc(n * sizeof *e->finfo);
+    e->relR = ebpf_alloc(n * sizeof *e->relR);
+    e->relS = ebpf_alloc(n * sizeof *e->relS);
+    if (!e->finfo || !e->relR || !e->relS || compute_kinds(e)) return -1;
+    uint8_t ret_rel[EBPF_MAX_SUBPROGS] = {0};
+    int changed = 1;
+    while (changed) {
+        changed = 0;
+        uint8_t before[EBPF_MAX_SUBPROGS];
+        memcpy(before, ret_rel, sizeof before);
+        for (uint32_t i = n; i-- > 0;) {
+            if (e->flags[i] & F_LDIMM2) continue;
+            uint32_t s[2];
+            uint16_t R = 0;
+            uint64_t S = 0;
+            int ns = succs(e, i, s, 0);
+            for (int k = 0; k < ns; k++) R |= e->relR[s[k]], S |= e->relS[s[k]];
+            rel_transfer(e, i, &R, &S, ret_rel);
+            R &= e->live[i]; /* a dead register cannot matter */
+            if (R != e->relR[i] || S != e->relS[i]) {
+                e->relR[i] = R;
+                e->relS[i] = S;
+                changed = 1;
+            }
+        }
+        if (memcmp(before, ret_rel, sizeof before)) changed = 1;
+    }
+    return 0;
+}
+
 /* ---- State encoding (stored and pending states) ---- */
 #define P_OFF 0x01
 #define P_AUX 0x02
@@ -665,7 +988,7 @@ static void compute_liveness(struct env *e) {
 #define P_DELTA 0x20
 #define P_FULL 0x40
 #define REG_ENC_MAX 40
-#define ENC_MAX (16 + EBPF_MAX_CALL_DEPTH * (16 + EBPF_NREGS * REG_ENC_MAX + NSLOTS * (2 + REG_ENC_MAX)))
+#define ENC_FRAME_MAX (16 + EBPF_NREGS * REG_ENC_MAX + NSLOTS * (2 + REG_ENC_MAX))
 
 static uint8_t *put_varint(uint8_t *p, uint64_t v) {
     while (v >= 0x80) {
@@ -758,6 +1081,22 @@ static const uint8_t *dec_reg(const uint8_t *p, struct vreg *r) {
 static uint16_t frame_live(const struct env *e, const struct vstate *st, uint32_t j) {
     if (j == st->nframes - 1) return e->live[st->insn];
     return e->live[st->f[j + 1].callsite + 1] & LIVE_R6_R9;
+}
+
+/* Relevant registers and slots of frame j (callers: at their return point; a callee reached through
+ * stack pointer arguments may read any of their slots). */
+static void frame_relevant(const struct env *e, const struct vstate *st, uint32_t j, uint16_t *R, uint64_t *S) {
+    if (e->no_relevance) {
+        *R = 0x3ff;
+        *S = U64MAX;
+    } else if (j == st->nframes - 1) {
+        *R = e->relR[st->insn];
+        *S = e->relS[st->insn];
+    } else {
+        uint32_t call = st->f[j + 1].callsite;
+        *R = e->relR[call + 1] & LIVE_R6_R9;
+        *S = e->relS[call + 1] | ((e->finfo[call] & FI_ARGS_STACK) ? U64MAX : 0);
+    }
 }
 
 static uint32_t used_slots(const struct vframe *f) {
@@ -857,10 +1196,13 @@ static uint32_t state_hash(const struct env *e, const struct vstate *st) {
     }
     return h;
 }
-static uint64_t type_sig(const struct vstate *st) {
+/* Types of the live registers of the innermost frame (a quick filter before decoding a state). */
+static uint64_t type_sig(const struct env *e, const struct vstate *st) {
     const struct vframe *f = &st->f[st->nframes - 1];
+    uint16_t live = e->live[st->insn];
     uint64_t t = 0;
-    for (uint32_t r = 0; r < 10; r++) t |= (uint64_t)f->r[r].type << (4 * r);
+    for (uint32_t r = 0; r < 10; r++)
+        if (live >> r & 1) t |= (uint64_t)f->r[r].type << (4 * r);
     return t;
 }
 
@@ -881,9 +1223,10 @@ static int idmap_check(struct idmap *m, uint32_t o, uint32_t c) {
 }
 
 /* Does old (explored safely) cover cur? exact: are they equal? */
-static int reg_covers(const struct vreg *o, const struct vreg *c, struct idmap *m, int exact) {
+static int reg_covers(const struct vreg *o, const struct vreg *c, struct idmap *m, int exact, int relevant) {
     if (o->type == T_NOT_INIT) return !exact || c->type == T_NOT_INIT;
     if (o->type != c->type) return 0;
+    if (!exact && !relevant && o->type == T_SCALAR) return 1; /* its value steers nothing */
     int within = exact ? (o->umin == c->umin && o->umax == c->umax) : (o->umin <= c->umin && c->umax <= o->umax);
     switch (o->type) {
     case T_SCALAR:
@@ -907,14 +1250,15 @@ static int reg_covers(const struct vreg *o, const struct vreg *c, struct idmap *
     return 0;
 }
 
-static int slot_covers(const struct vslot *o, const struct vslot *c, struct idmap *m, int exact) {
+static int slot_covers(const struct vslot *o, const struct vslot *c, struct idmap *m, int exact, int relevant) {
     if (exact) {
         if (o->init != c->init || o->spill != c->spill) return 0;
-        return !o->spill || reg_covers(&o->reg, &c->reg, m, 1);
+        return !o->spill || reg_covers(&o->reg, &c->reg, m, 1, 1);
     }
     if ((o->init & c->init) != o->init) return 0;
     if (o->spill) {
-        if (c->spill == o->spill) return reg_covers(&o->reg, &c->reg, m, 0);
+        if (c->spill == o->spill) return reg_covers(&o->reg, &c->reg, m, 0, relevant);
+        if (!relevant && o->reg.type == T_SCALAR) return !c->spill || c->reg.type == T_SCALAR;
         /* a spilled unknown scalar reads like plain data */
         uint64_t full = o->spill == SPILL_64 ? U64MAX : U32MAX;
         if (o->reg.type != T_SCALAR || o->reg.id || o->reg.umin || o->reg.umax != full) return 0;
@@ -933,13 +1277,15 @@ static int states_cover(const struct env *e, const struct vstate *o, const struc
     for (uint32_t j = 0; j < o->nframes; j++) {
         const struct vframe *fo = &o->f[j], *fc = &c->f[j];
         if (fo->callsite != fc->callsite) return 0;
-        uint16_t live = frame_live(e, c, j);
+        uint16_t live = frame_live(e, c, j), relR;
+        uint64_t relS;
+        frame_relevant(e, c, j, &relR, &relS);
         for (uint32_t r = 0; r < 10; r++)
-            if ((live >> r & 1) && !reg_covers(&fo->r[r], &fc->r[r], &m, exact)) return 0;
+            if ((live >> r & 1) && !reg_covers(&fo->r[r], &fc->r[r], &m, exact, relR >> r & 1)) return 0;
         uint32_t ns = fo->nslots > fc->nslots ? fo->nslots : fc->nslots;
         for (uint32_t k = 0; k < ns; k++) {
             const struct vslot *so = k < fo->nslots ? &fo->s[k] : &empty, *sc = k < fc->nslots ? &fc->s[k] : &empty;
-            if (!slot_covers(so, sc, &m, exact)) return 0;
+            if (!slot_covers(so, sc, &m, exact, (int)(relS >> k & 1))) return 0;
         }
     }
     return 1;
@@ -957,7 +1303,7 @@ static int visit_state(struct env *e, uint32_t i) {
     cur->insn = i;
     struct snode **pp = &e->heads[e->prune[i]], *s;
     uint32_t h = state_hash(e, cur), len = 0;
-    uint64_t types = type_sig(cur);
+    uint64_t types = type_sig(e, cur);
     while ((s = *pp)) {
         len++;
         if (s->branches) {
@@ -1029,7 +1375,7 @@ static int push_branch(struct env *e, uint32_t i) {
     memcpy(p->data, e->buf, size);
     p->size = (uint32_t)size;
     p->parent = e->parent;
-    e->parent->branches++;
+    if (e->parent) e->parent->branches++;
     p->next = e->pending;
     e->pending = p;
     e->npending++;
@@ -1386,7 +1732,13 @@ static int cond_jump(struct env *e, uint32_t i, struct vstate *st, int mode) {
         if (x) set_scalar_rng(st, b, rb);
         return mode;
     }
-    if (is32) return mode ? mode : fail(e, (int)i, "R%u 32-bit comparison of a pointer prohibited", is_ptr(a) ? in->dst : in->src);
+    if (is32) { /* low halves of pointers: allowed where the 64-bit comparison is, but teaches nothing */
+        int ok = is_ptr(a) && is_ptr(b) &&
+                 (((a->type == T_PKT || a->type == T_PKT_END) && (b->type == T_PKT || b->type == T_PKT_END)) ||
+                  same_pointer_kind(a, b));
+        if (!ok) return mode ? mode : fail(e, (int)i, "R%u 32-bit comparison of a pointer prohibited", is_ptr(a) ? in->dst : in->src);
+        return mode ? mode : BR_TAKEN | BR_FALL;
+    }
     if (is_ptr(a) && is_ptr(b)) {
         int apkt = a->type == T_PKT || a->type == T_PKT_END, bpkt = b->type == T_PKT || b->type == T_PKT_END;
         int unsigned_op = op == EBPF_JMP_JEQ || op == EBPF_JMP_JNE || op == EBPF_JMP_JGT || op == EBPF_JMP_JGE ||
@@ -1508,8 +1860,10 @@ static int map_value_bounds(struct env *e, uint32_t i, const struct vreg *ptr, i
 }
 
 static int pkt_bounds(struct env *e, uint32_t i, uint32_t regno, const struct vreg *ptr, int64_t insn_off, uint64_t size) {
+    /* range bytes from data + var are proven (data + var + range <= data_end); bytes below data + var
+     * down to data are in the packet too once something is proven (range > 0) */
     int64_t o = (int64_t)ptr->off + insn_off;
-    if (o < -(int64_t)ptr->umin || o + (int64_t)size > (int64_t)ptr->range)
+    if (!ptr->range || o < -(int64_t)ptr->umin || o + (int64_t)size > (int64_t)ptr->range)
         return fail(e, (int)i, "invalid access to packet, off=%lld size=%llu, R%u range=%u", (long long)o,
                     (unsigned long long)size, regno, ptr->range);
     return 0;
@@ -1648,7 +2002,10 @@ static int do_alu(struct env *e, uint32_t i, struct vstate *st) {
     struct vframe *f = &st->f[st->nframes - 1];
     int is32 = EBPF_CLASS(in->code) == EBPF_CLS_ALU, op = EBPF_OP(in->code), x = (in->code & EBPF_SRC_X) != 0;
     struct vreg *d = &f->r[in->dst], sv, *s;
-    if (x) {
+    if (op == EBPF_ALU_END || op == EBPF_ALU_NEG) { /* no source operand (bit 3 of END is TO_BE) */
+        set_const(&sv, 0);
+        s = &sv;
+    } else if (x) {
         s = &f->r[in->src];
         if (check_read(e, i, s, in->src)) return -1;
     } else {
@@ -1721,8 +2078,9 @@ static int do_alu(struct env *e, uint32_t i, struct vstate *st) {
                 (d->type == T_STACK && d->frame != s->frame) || (d->type == T_MAP_VALUE && d->map != s->map))
                 return fail(e, (int)i, "R%u pointer -= pointer prohibited (%s - %s)", in->dst, tname[d->type],
                             tname[s->type]);
-            int fixed = d->type == T_STACK || (d->type == T_PKT && d->id == s->id) ||
-                        (d->type == T_MAP_VALUE && d->umin == d->umax && s->umin == s->umax && d->umin == s->umin);
+            /* same frame, or packet pointers sharing their variable part: a known distance (two map
+             * values may be different elements) */
+            int fixed = d->type == T_STACK || (d->type == T_PKT && d->id == s->id);
             if (fixed) set_const(d, (uint64_t)((int64_t)d->off - s->off));
             else set_unknown(d);
             return 0;
@@ -1837,8 +2195,8 @@ static int do_helper(struct env *e, uint32_t i, struct vstate *st) {
 
 static int do_local_call(struct env *e, uint32_t i, struct vstate *st, uint32_t *next) {
     uint32_t t = i + 1 + (uint32_t)e->in[i].imm;
-    if (st->nframes >= EBPF_MAX_CALL_DEPTH)
-        return fail(e, (int)i, "the call stack of %u frames is too deep (at most %d)", st->nframes + 1, EBPF_MAX_CALL_DEPTH);
+    if (st->nframes >= e->maxframes) /* cannot happen: the call graph bounds the depth */
+        return fail(e, (int)i, "the call stack of %u frames is too deep (at most %u)", st->nframes + 1, e->maxframes);
     struct vframe *caller = &st->f[st->nframes - 1], *callee = &st->f[st->nframes];
     memset(callee, 0, sizeof *callee);
     for (uint32_t r = 1; r <= 5; r++) {
@@ -1858,12 +2216,13 @@ static int do_local_call(struct env *e, uint32_t i, struct vstate *st, uint32_t 
 /* 1 = the path ended (exit of the main program), 0 = go on at *next. */
 static int do_exit(struct env *e, uint32_t i, struct vstate *st, uint32_t *next) {
     struct vframe *f = &st->f[st->nframes - 1];
-    if (f->r[0].type == T_NOT_INIT) return fail(e, (int)i, "R0 !read_ok at exit");
     if (st->nframes == 1) {
+        if (f->r[0].type == T_NOT_INIT) return fail(e, (int)i, "R0 !read_ok at exit");
         if (f->r[0].type != T_SCALAR)
             return fail(e, (int)i, "R0 is %s at program exit, expected a scalar (XDP action)", tname[f->r[0].type]);
         return 1;
     }
+    /* a function may leave r0 unset (clang's void functions): the caller then cannot read it */
     if (f->r[0].type == T_STACK && f->r[0].frame == st->nframes - 1)
         return fail(e, (int)i, "cannot return stack pointer to the caller");
     struct vframe *caller = &st->f[st->nframes - 2];
@@ -1966,8 +2325,7 @@ static int do_check(struct env *e) {
     st->nframes = 1;
     st->f[0].r[1].type = T_CTX;
     st->f[0].r[EBPF_REG_FP].type = T_STACK;
-    e->root.branches = 1;
-    e->parent = &e->root;
+    e->parent = NULL;
     uint32_t i = 0;
     for (;;) {
         int r = 0;
@@ -2089,14 +2447,20 @@ int ebpf_verify(struct ebpf_prog *prog, const struct ebpf_verify_opts *opts, str
     }
     if (check_structure(e)) goto out;
     compute_liveness(e);
+    e->no_relevance = ebpf_verify_no_relevance;
     for (uint32_t i = 0; i < n; i++) {
         e->prune[i] = NO_PRUNE;
         if (e->flags[i] & F_PRUNE) e->prune[i] = (uint16_t)e->nprune++;
     }
+    if (compute_relevance(e)) {
+        ebpf_fail(err, -1, "verifier: out of memory");
+        goto out;
+    }
     e->heads = ebpf_alloc((e->nprune ? e->nprune : 1) * sizeof *e->heads);
-    e->cur = ebpf_alloc(sizeof *e->cur);
-    e->old = ebpf_alloc(sizeof *e->old);
-    e->buf = ebpf_alloc(ENC_MAX);
+    size_t state_size = sizeof(struct vstate) + e->maxframes * sizeof(struct vframe);
+    e->cur = ebpf_alloc(state_size);
+    e->old = ebpf_alloc(state_size);
+    e->buf = ebpf_alloc(16 + e->maxframes * ENC_FRAME_MAX);
     if (!e->heads || !e->cur || !e->old || !e->buf) {
         ebpf_fail(err, -1, "verifier: out of memory");
         goto out;
@@ -2134,6 +2498,9 @@ out:
     ebpf_free(e->func);
     ebpf_free(e->live);
     ebpf_free(e->prune);
+    ebpf_free(e->finfo);
+    ebpf_free(e->relR);
+    ebpf_free(e->relS);
     ebpf_verify_last_stats = e->stats;
     return rc;
 }

@@ -1,0 +1,325 @@
+/* Differential soundness fuzzer of the eBPF verifier: random packet-parsing-like XDP programs are
+ * verified; every accepted one is resolved and run by the interpreter over frames of every length
+ * 0..96 in buffers that end exactly at data_end (and, for half of the runs, start exactly at data),
+ * with one-entry array maps whose storage is exactly value_size bytes. Built with AddressSanitizer, an
+ * out-of-bounds packet or map access by an accepted program stops the run with a report; an
+ * interpreter fault of an accepted program is reported as well.
+ *
+ *   fuzz_verifier [ITERATIONS] [SEED]     (built and run by run_verifier_tests.sh --fuzz) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ebpf.h"
+#if defined(__has_include)
+#if __has_include(<sanitizer/common_interface_defs.h>)
+#include <sanitizer/common_interface_defs.h>
+#define HAVE_SANITIZER 1
+#endif
+#endif
+
+struct ebpf_verify_stats {
+    uint32_t processed, states, peak_states, pruned, peak_pending, peak_bytes;
+};
+extern struct ebpf_verify_stats ebpf_verify_last_stats;
+
+#define I(c, d, s, o, i) ((struct ebpf_insn){.code = (uint8_t)(c), .dst = (d), .src = (s), .off = (int16_t)(o), .imm = (int32_t)(i)})
+
+static uint64_t rng_state;
+static uint32_t rnd(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 16);
+}
+static uint32_t pick(uint32_t n) { return rnd() % n; }
+static int32_t range(int32_t lo, int32_t hi) { return lo + (int32_t)pick((uint32_t)(hi - lo + 1)); }
+
+#define MAXI 400
+static struct ebpf_insn prog[MAXI];
+static uint32_t n;
+/* forward jumps to fix: insn index and target op number */
+static uint32_t fix_at[MAXI], fix_op[MAXI], nfix;
+static uint32_t op_start[200];
+/* calls to the subprograms appended after the main program: insn index and subprogram number */
+static uint32_t call_at[MAXI], call_fn[MAXI], ncalls;
+
+static void emit(struct ebpf_insn in) {
+    if (n < MAXI) prog[n++] = in;
+}
+static uint32_t anyreg(void) {
+    static const uint8_t regs[] = {0, 2, 3, 4, 5, 7, 8, 9};
+    return regs[pick(sizeof regs)];
+}
+static uint8_t size_code(void) {
+    static const uint8_t s[] = {EBPF_SIZE_B, EBPF_SIZE_H, EBPF_SIZE_W, EBPF_SIZE_DW};
+    return s[pick(4)];
+}
+static void jump_later(uint8_t code, uint32_t dst, uint32_t src, int32_t imm, uint32_t op, uint32_t nops) {
+    fix_at[nfix] = n;
+    fix_op[nfix++] = op + 1 + pick(nops - op);
+    emit(I(code, dst, src, 0, imm));
+}
+
+static void gen(void) {
+    n = nfix = ncalls = 0;
+    uint32_t nops = 2 + pick(24);
+    /* r6 = ctx, r7 = data, r8 = data_end */
+    emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_MOV, 6, 1, 0, 0));
+    emit(I(EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_W, 7, 1, 0, 0));
+    emit(I(EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_W, 8, 1, 4, 0));
+    emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, 0, 0, 0, 2));
+    /* other registers start as data + small offsets or small scalars */
+    static const uint8_t init[] = {2, 3, 4, 5, 9};
+    for (uint32_t k = 0; k < sizeof init; k++) {
+        if (k < 3 ? pick(8) != 0 : pick(8) == 0) {
+            emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_MOV, init[k], 7, 0, 0));
+            emit(I(EBPF_CLS_ALU64 | EBPF_ALU_ADD, init[k], 0, 0, range(0, 40)));
+        } else {
+            emit(I(EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_W, init[k], 6, 12, 0));
+            emit(I(EBPF_CLS_ALU64 | EBPF_ALU_AND, init[k], 0, 0, range(0, 63)));
+        }
+    }
+    /* a first bounds check proves some bytes */
+    emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_MOV, 1, 7, 0, 0));
+    emit(I(EBPF_CLS_ALU64 | EBPF_ALU_ADD, 1, 0, 0, range(0, 64)));
+    emit(I(EBPF_CLS_JMP | EBPF_SRC_X | EBPF_JMP_JLE, 1, 8, 1, 0));
+    emit(I(EBPF_CLS_JMP | EBPF_JMP_EXIT, 0, 0, 0, 0));
+    for (uint32_t op = 0; op < nops; op++) {
+        op_start[op] = n;
+        /* a: usually a packet pointer register, b: usually a scalar register */
+        static const uint8_t pregs[] = {2, 3, 4}, sregs[] = {0, 5, 9};
+        uint32_t a = pick(10) ? pregs[pick(3)] : anyreg(), b = pick(10) ? sregs[pick(3)] : anyreg();
+        static const uint8_t jops[] = {EBPF_JMP_JGT, EBPF_JMP_JGE, EBPF_JMP_JLT, EBPF_JMP_JLE, EBPF_JMP_JEQ, EBPF_JMP_JNE,
+                                       EBPF_JMP_JSGT, EBPF_JMP_JSLT, EBPF_JMP_JSET};
+        switch (pick(22)) {
+        case 0: case 1: /* a = data + k */
+            emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_MOV, a, 7, 0, 0));
+            emit(I(EBPF_CLS_ALU64 | EBPF_ALU_ADD, a, 0, 0, range(-8, 80)));
+            break;
+        case 2: case 3: case 4: /* bounds check against data_end, any form */
+            if (pick(2)) jump_later(EBPF_CLS_JMP | EBPF_SRC_X | jops[pick(6)], a, 8, 0, op, nops);
+            else jump_later(EBPF_CLS_JMP | EBPF_SRC_X | jops[pick(6)], 8, a, 0, op, nops);
+            break;
+        case 5: case 6: case 7: /* load */
+            emit(I(EBPF_CLS_LDX | EBPF_MODE_MEM | size_code(), b, a, range(-6, 70), 0));
+            break;
+        case 8: /* store */
+            if (pick(2)) emit(I(EBPF_CLS_STX | EBPF_MODE_MEM | size_code(), a, b, range(-6, 70), 0));
+            else emit(I(EBPF_CLS_ST | EBPF_MODE_MEM | size_code(), a, 0, range(-6, 70), range(-3, 300)));
+            break;
+        case 9: /* bound a scalar */
+            emit(I(EBPF_CLS_ALU64 | EBPF_ALU_AND, b, 0, 0, (int32_t)((1u << pick(9)) - 1)));
+            if (pick(2)) emit(I(EBPF_CLS_ALU64 | EBPF_ALU_LSH, b, 0, 0, range(0, 3)));
+            break;
+        case 10: /* pointer += scalar */
+            emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_ADD, a, b, 0, 0));
+            break;
+        case 11: /* scalar comparisons */
+            if (pick(3)) jump_later(EBPF_CLS_JMP | jops[pick(9)], b, 0, range(-2, 80), op, nops);
+            else if (pick(2)) jump_later(EBPF_CLS_JMP32 | jops[pick(9)], b, 0, range(-2, 80), op, nops);
+            else jump_later(EBPF_CLS_JMP | EBPF_SRC_X | jops[pick(9)], a, b, 0, op, nops);
+            break;
+        case 12: /* copies and arithmetic */
+            switch (pick(6)) {
+            case 0: emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_MOV, a, b, 0, 0)); break;
+            case 1: emit(I(EBPF_CLS_ALU | EBPF_SRC_X | EBPF_ALU_MOV, a, b, 0, 0)); break;
+            case 2: emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_SUB, a, b, 0, 0)); break;
+            case 3: emit(I(EBPF_CLS_ALU | EBPF_ALU_ADD, a, 0, 0, range(-5, 20))); break;
+            case 4: emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, a, 0, 0, range(-5, 70))); break;
+            default: emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | (pick(2) ? EBPF_ALU_MUL : EBPF_ALU_RSH), a, b, 0, 0)); break;
+            }
+            break;
+        case 13: { /* stack spill / fill */
+            int32_t off = -8 * range(1, 4);
+            if (pick(2)) emit(I(EBPF_CLS_STX | EBPF_MODE_MEM | EBPF_SIZE_DW, 10, a, off, 0));
+            else emit(I(EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_DW, b, 10, off, 0));
+            break;
+        }
+        case 14: { /* map lookup, maybe null-checked, then a value access */
+            emit(I(EBPF_CLS_ST | EBPF_MODE_MEM | EBPF_SIZE_W, 10, 0, -36, 0));
+            emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_MOV, 2, 10, 0, 0));
+            emit(I(EBPF_CLS_ALU64 | EBPF_ALU_ADD, 2, 0, 0, -36));
+            emit(I(0x18, 1, EBPF_PSEUDO_MAP_IDX, 0, 0));
+            emit(I(0, 0, 0, 0, 0));
+            emit(I(EBPF_CLS_JMP | EBPF_JMP_CALL, 0, 0, 0, 1));
+            if (pick(4)) jump_later(EBPF_CLS_JMP | EBPF_JMP_JEQ, 0, 0, 0, op, nops);
+            emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_MOV, 9, 0, 0, 0));
+            if (pick(2)) emit(I(EBPF_CLS_LDX | EBPF_MODE_MEM | size_code(), 0, 9, range(-2, 20), 0));
+            else emit(I(EBPF_CLS_ST | EBPF_MODE_MEM | size_code(), 9, 0, range(-2, 20), 7));
+            emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, 0, 0, 0, 1));
+            break;
+        }
+        case 15: /* packet resize: every packet pointer dies */
+            emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_MOV, 1, 6, 0, 0));
+            emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, 2, 0, 0, range(-16, 16)));
+            emit(I(EBPF_CLS_JMP | EBPF_JMP_CALL, 0, 0, 0, pick(2) ? 44 : 65));
+            if (pick(2)) {
+                emit(I(EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_W, 7, 6, 0, 0));
+                emit(I(EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_W, 8, 6, 4, 0));
+            }
+            emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, 0, 0, 0, 2));
+            break;
+        case 16: /* direct map value (array, one entry) */
+            emit(I(0x18, a, EBPF_PSEUDO_MAP_IDX_VALUE, 0, 0));
+            emit(I(0, 0, 0, 0, range(0, 15)));
+            break;
+        case 17: /* short bounded loop walking a pointer */
+            emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, 5, 0, 0, 0));
+            /* loop: a += 1; b = *(u8 *)(a + 0) needs a check: if a + 1 > end goto out */
+            emit(I(EBPF_CLS_ALU64 | EBPF_ALU_ADD, a, 0, 0, range(0, 3)));
+            emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_MOV, 4, a, 0, 0));
+            emit(I(EBPF_CLS_ALU64 | EBPF_ALU_ADD, 4, 0, 0, 1));
+            emit(I(EBPF_CLS_JMP | EBPF_SRC_X | EBPF_JMP_JGT, 4, 8, pick(4) ? 4 : 3, 0));
+            emit(I(EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_B, b, a, 0, 0));
+            emit(I(EBPF_CLS_ALU64 | EBPF_ALU_ADD, 5, 0, 0, 1));
+            emit(I(EBPF_CLS_JMP | EBPF_JMP_JLT, 5, 0, -7, range(1, 6)));
+            emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, 0, 0, 0, 2));
+            break;
+        case 19: /* a diamond: b = one of two constants */
+            emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, b, 0, 0, range(0, 90)));
+            emit(I(EBPF_CLS_JMP | jops[pick(9)], anyreg(), 0, 1, range(0, 80)));
+            emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, b, 0, 0, range(0, 12)));
+            break;
+        case 20: case 21: { /* bpf-to-bpf call: r1 = pointer (packet or stack), r2 = scalar */
+            if (pick(2)) {
+                emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_MOV, 1, 10, 0, 0));
+                emit(I(EBPF_CLS_ALU64 | EBPF_ALU_ADD, 1, 0, 0, -8 * range(1, 4)));
+            } else {
+                emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_MOV, 1, a, 0, 0));
+            }
+            emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_MOV, 2, b, 0, 0));
+            call_at[ncalls] = n;
+            call_fn[ncalls++] = pick(5);
+            emit(I(EBPF_CLS_JMP | EBPF_JMP_CALL, 0, EBPF_PSEUDO_CALL, 0, 0));
+            if (pick(2)) emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_ADD, a, 0, 0, 0)); /* use the result */
+            else emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_MOV, b, 0, 0, 0));
+            break;
+        }
+        case 18: /* sign-extending and 32-bit ops */
+            if (pick(2)) emit(I(EBPF_CLS_LDX | EBPF_MODE_MEMSX | (pick(2) ? EBPF_SIZE_B : EBPF_SIZE_H), b, a, range(-2, 40), 0));
+            else emit(I(EBPF_CLS_ALU | EBPF_ALU_LSH, b, 0, 0, range(0, 31)));
+            break;
+        default: /* conditional early exit */
+            emit(I(EBPF_CLS_JMP | jops[pick(9)], b, 0, 2, range(-2, 80)));
+            emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, 0, 0, 0, range(0, 4)));
+            emit(I(EBPF_CLS_JMP | EBPF_JMP_EXIT, 0, 0, 0, 0));
+            break;
+        }
+    }
+    op_start[nops] = n;
+    emit(I(EBPF_CLS_JMP | EBPF_JMP_EXIT, 0, 0, 0, 0));
+    for (uint32_t k = 0; k < nfix; k++) prog[fix_at[k]].off = (int16_t)(op_start[fix_op[k]] - fix_at[k] - 1);
+    /* subprograms (r1 = pointer, r2 = scalar), only those called */
+    uint32_t fstart[5];
+    for (uint32_t f = 0; f < 5; f++) {
+        int used = 0;
+        for (uint32_t k = 0; k < ncalls; k++) used |= call_fn[k] == f;
+        if (!used) continue;
+        fstart[f] = n;
+        switch (f) {
+        case 0: /* pointer += scalar; read */
+            emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_ADD, 1, 2, 0, 0));
+            emit(I(EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_B, 0, 1, 0, 0));
+            break;
+        case 1: /* returns one of two values */
+            emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_MOV, 0, 2, 0, 0));
+            emit(I(EBPF_CLS_JMP | EBPF_JMP_JGT, 2, 0, 1, range(0, 30)));
+            emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, 0, 0, 0, range(0, 90)));
+            break;
+        case 2: /* write through the pointer */
+            emit(I(EBPF_CLS_STX | EBPF_MODE_MEM | EBPF_SIZE_DW, 1, 2, 0, 0));
+            emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, 0, 0, 0, 0));
+            break;
+        case 3: /* read through the pointer */
+            emit(I(EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_DW, 0, 1, 0, 0));
+            break;
+        default: /* conditional write of one of two values */
+            emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, 3, 0, 0, range(0, 90)));
+            emit(I(EBPF_CLS_JMP | EBPF_JMP_JGT, 2, 0, 1, range(0, 30)));
+            emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, 3, 0, 0, 0));
+            emit(I(EBPF_CLS_STX | EBPF_MODE_MEM | EBPF_SIZE_DW, 1, 3, 0, 0));
+            emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, 0, 0, 0, 0));
+            break;
+        }
+        emit(I(EBPF_CLS_JMP | EBPF_JMP_EXIT, 0, 0, 0, 0));
+    }
+    for (uint32_t k = 0; k < ncalls; k++) prog[call_at[k]].imm = (int32_t)(fstart[call_fn[k]] - call_at[k] - 1);
+}
+
+static uint32_t cur_iter;
+static void dump_prog(void) {
+    fprintf(stderr, "iteration %u, program:\n", cur_iter);
+    for (uint32_t k = 0; k < n; k++)
+        fprintf(stderr, "  %3u: %02x %u %u %d %d\n", k, prog[k].code, prog[k].dst, prog[k].src, prog[k].off, prog[k].imm);
+}
+
+static uint64_t run_one(struct ebpf_prog *p, uint32_t len, int headroom, struct ebpf_error *err) {
+    uint32_t head = headroom ? 32 : 0;
+    uint8_t *buf = malloc(head + len + 1);
+    for (uint32_t k = 0; k < head + len; k++) buf[k] = (uint8_t)rnd();
+    struct ebpf_xdp_buff x = {0};
+    x.data_hard_start = (uint64_t)(uintptr_t)buf;
+    x.data = x.data_meta = (uint64_t)(uintptr_t)(buf + head);
+    x.data_end = x.data + len;
+    x.frame_end = x.data_end;
+    uint64_t r = ebpf_xdp_run(p, &x, 0, err);
+    free(buf);
+    return r;
+}
+
+int main(int argc, char **argv) {
+    uint32_t iters = argc > 1 ? (uint32_t)strtoul(argv[1], NULL, 0) : 20000;
+    rng_state = argc > 2 ? strtoull(argv[2], NULL, 0) : 0x1234567;
+    if (!rng_state) rng_state = 1;
+    uint32_t accepted = 0, runs = 0;
+    uint64_t processed = 0, max_processed = 0;
+#ifdef HAVE_SANITIZER
+    __sanitizer_set_death_callback(dump_prog);
+#endif
+    for (uint32_t it = 0; it < iters; it++) {
+        cur_iter = it;
+        gen();
+        struct ebpf_map m = {0}, *maps[1] = {&m};
+        struct ebpf_error err = {0};
+        m.type = NANOBPF_MAP_TYPE_ARRAY;
+        m.key_size = 4;
+        m.value_size = 16;
+        m.max_entries = 1;
+        if (ebpf_map_create(&m, &err)) return fprintf(stderr, "map: %s\n", err.msg), 2;
+        struct ebpf_prog p;
+        memset(&p, 0, sizeof p);
+        p.insns = malloc(n * sizeof *p.insns);
+        memcpy(p.insns, prog, n * sizeof *prog);
+        p.n_insns = n;
+        p.maps = maps;
+        p.n_maps = 1;
+        int rc = ebpf_verify(&p, NULL, &err);
+        processed += ebpf_verify_last_stats.processed;
+        if (ebpf_verify_last_stats.processed > max_processed) max_processed = ebpf_verify_last_stats.processed;
+        if (rc && getenv("FUZZ_REASONS")) {
+            for (char *c = err.msg; *c; c++)
+                if (*c >= '0' && *c <= '9') *c = '#';
+            printf("reason: %s\n", err.msg);
+        }
+        if (rc == 0) {
+            accepted++;
+            if (ebpf_prog_resolve(&p, &err)) return fprintf(stderr, "resolve: %s\n", err.msg), 2;
+            for (uint32_t len = 0; len <= 96; len++)
+                for (int h = 0; h < 2; h++) {
+                    memset(&err, 0, sizeof err);
+                    run_one(&p, len, h, &err);
+                    runs++;
+                    if (err.msg[0]) {
+                        fprintf(stderr, "accepted program faulted (len %u): insn %d: %s\n", len, err.insn, err.msg);
+                        dump_prog();
+                        return 1;
+                    }
+                }
+        }
+        free(p.insns);
+        ebpf_map_destroy(&m);
+    }
+    printf("fuzz: %u programs, %u accepted (%u runs), %llu insns processed (max %llu per program)\n", iters, accepted,
+           runs, (unsigned long long)processed, (unsigned long long)max_processed);
+    return 0;
+}

@@ -1,0 +1,42 @@
+#!/bin/sh
+# eBPF verifier host tests (firmware/ebpf/verifier.c), built with AddressSanitizer and UBSan.
+#   firmware/ebpf/tests/run_verifier_tests.sh [ARGS]   the table of test programs (test_verifier.c);
+#                                                      ARGS go to test_verifier (-v, -k NAME, --no-relevance)
+#   ... --fuzz [N [SEED]]   differential soundness fuzzer (fuzz_verifier.c), N programs (default 20000)
+#   ... --corpus            clang-compiled XDP programs (sw/ebpf/examples, sw/ebpf/bench, verifier_corpus/)
+#                           made into images by nanobpf-load and verified; prints processed counts
+# Outputs in build/ebpf/verifier-tests/.
+set -e
+ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
+cd "$ROOT"
+OUT=build/ebpf/verifier-tests
+mkdir -p "$OUT"
+[ -f build/generated/include/nanobpf_ebpf_defs.h ] || python3 sw/tools/nanobpf-genabi --all build/generated
+E=firmware/ebpf
+RUNTIME="$E/verifier.c $E/error.c $E/helpers.c $E/maps.c $E/interp.c $E/image.c $E/platform/host.c"
+CFLAGS="-O2 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-sanitize-recover=undefined -I$E -Ibuild/generated/include"
+
+case "$1" in
+--fuzz)
+    shift
+    cc $CFLAGS $E/tests/fuzz_verifier.c $RUNTIME -o "$OUT/fuzz_verifier"
+    exec "$OUT/fuzz_verifier" "$@"
+    ;;
+--corpus)
+    cc $CFLAGS $E/tests/test_verifier.c $RUNTIME -o "$OUT/test_verifier"
+    PY=python3
+    [ -x build/venv/bin/python ] && PY=build/venv/bin/python
+    mkdir -p "$OUT/corpus"
+    INC="-I/usr/include/$(uname -m)-linux-gnu -Isw/ebpf/include -Ibuild/generated/include"
+    imgs=""
+    for src in sw/ebpf/examples/*.c sw/ebpf/bench/*.c $E/tests/verifier_corpus/*.c; do
+        b=$(basename "$src" .c)
+        clang -O2 -g -target bpf $INC -c "$src" -o "$OUT/corpus/$b.o"
+        $PY sw/tools/nanobpf-load "$OUT/corpus/$b.o" -o "$OUT/corpus/$b.nbpf"
+        imgs="$imgs $OUT/corpus/$b.nbpf"
+    done
+    exec "$OUT/test_verifier" --image $imgs
+    ;;
+esac
+cc $CFLAGS $E/tests/test_verifier.c $RUNTIME -o "$OUT/test_verifier"
+exec "$OUT/test_verifier" "$@"

@@ -1,0 +1,788 @@
+/* Host tests of the eBPF verifier (firmware/ebpf/verifier.c): a table of programs written with small
+ * instruction macros (in the style of Linux's test_verifier), each with its maps and the expected
+ * result (accepted, or rejected at an instruction with a reason substring). Some accepted programs are
+ * also run by the interpreter over a frame, which checks the xdp_md rewrite end to end.
+ *
+ *   test_verifier [-v] [-k NAME]      run the table (-v: verifier log of failing tests, -k: one test)
+ *   test_verifier --image FILE...     verify device images (nanobpf-load output), print statistics
+ *
+ * Built and run by firmware/ebpf/tests/run_verifier_tests.sh. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ebpf.h"
+
+/* Statistics of the last ebpf_verify() call, exported by verifier.c. */
+struct ebpf_verify_stats {
+    uint32_t processed, states, peak_states, pruned, peak_pending, peak_bytes;
+};
+extern struct ebpf_verify_stats ebpf_verify_last_stats;
+extern int ebpf_verify_no_relevance; /* verifier.c test knob: prune without the relevance analysis */
+
+/* ---- Instruction macros ---- */
+#define I(c, d, s, o, i) {.code = (uint8_t)(c), .dst = (d), .src = (s), .off = (int16_t)(o), .imm = (int32_t)(i)}
+#define ALU64_IMM(op, d, i) I(EBPF_CLS_ALU64 | EBPF_SRC_K | EBPF_ALU_##op, d, 0, 0, i)
+#define ALU64_REG(op, d, s) I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_##op, d, s, 0, 0)
+#define ALU32_IMM(op, d, i) I(EBPF_CLS_ALU | EBPF_SRC_K | EBPF_ALU_##op, d, 0, 0, i)
+#define ALU32_REG(op, d, s) I(EBPF_CLS_ALU | EBPF_SRC_X | EBPF_ALU_##op, d, s, 0, 0)
+#define MOV64_IMM(d, i) ALU64_IMM(MOV, d, i)
+#define MOV64_REG(d, s) ALU64_REG(MOV, d, s)
+#define MOV32_IMM(d, i) ALU32_IMM(MOV, d, i)
+#define MOV32_REG(d, s) ALU32_REG(MOV, d, s)
+#define MOVSX64(d, s, bits) I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_MOV, d, s, bits, 0)
+#define SDIV64_IMM(d, i) I(EBPF_CLS_ALU64 | EBPF_SRC_K | EBPF_ALU_DIV, d, 0, 1, i)
+#define SMOD64_REG(d, s) I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_MOD, d, s, 1, 0)
+#define LDX(sz, d, s, o) I(EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_##sz, d, s, o, 0)
+#define LDXSX(sz, d, s, o) I(EBPF_CLS_LDX | EBPF_MODE_MEMSX | EBPF_SIZE_##sz, d, s, o, 0)
+#define STX(sz, d, s, o) I(EBPF_CLS_STX | EBPF_MODE_MEM | EBPF_SIZE_##sz, d, s, o, 0)
+#define ST(sz, d, o, i) I(EBPF_CLS_ST | EBPF_MODE_MEM | EBPF_SIZE_##sz, d, 0, o, i)
+#define ATOMIC(sz, op, d, s, o) I(EBPF_CLS_STX | EBPF_MODE_ATOMIC | EBPF_SIZE_##sz, d, s, o, op)
+#define LD_IMM64(d, v) I(0x18, d, 0, 0, (uint32_t)(v)), I(0, 0, 0, 0, (uint64_t)(v) >> 32)
+#define LD_MAP(d, m) I(0x18, d, EBPF_PSEUDO_MAP_IDX, 0, m), I(0, 0, 0, 0, 0)
+#define LD_MAP_VALUE(d, m, off) I(0x18, d, EBPF_PSEUDO_MAP_IDX_VALUE, 0, m), I(0, 0, 0, 0, off)
+#define JMP_IMM(op, d, i, o) I(EBPF_CLS_JMP | EBPF_SRC_K | EBPF_JMP_##op, d, 0, o, i)
+#define JMP_REG(op, d, s, o) I(EBPF_CLS_JMP | EBPF_SRC_X | EBPF_JMP_##op, d, s, o, 0)
+#define JMP32_IMM(op, d, i, o) I(EBPF_CLS_JMP32 | EBPF_SRC_K | EBPF_JMP_##op, d, 0, o, i)
+#define JMP32_REG(op, d, s, o) I(EBPF_CLS_JMP32 | EBPF_SRC_X | EBPF_JMP_##op, d, s, o, 0)
+#define JA(o) I(EBPF_CLS_JMP | EBPF_JMP_JA, 0, 0, o, 0)
+#define CALL(id) I(EBPF_CLS_JMP | EBPF_JMP_CALL, 0, 0, 0, id)
+#define CALL_LOCAL(o) I(EBPF_CLS_JMP | EBPF_JMP_CALL, 0, EBPF_PSEUDO_CALL, 0, o)
+#define EXIT() I(EBPF_CLS_JMP | EBPF_JMP_EXIT, 0, 0, 0, 0)
+/* r2 = data, r3 = data_end */
+#define PKT_PTRS() LDX(W, 2, 1, 0), LDX(W, 3, 1, 4)
+/* key (u32) at fp-4 = k; r2 = &key; r1 = map m; call map_lookup_elem: 6 insns */
+#define LOOKUP(m, k) ST(W, 10, -4, k), MOV64_REG(2, 10), ALU64_IMM(ADD, 2, -4), LD_MAP(1, m), CALL(1)
+
+#define PROG(...) .insns = (const struct ebpf_insn[]){__VA_ARGS__}, \
+                  .n = sizeof((const struct ebpf_insn[]){__VA_ARGS__}) / sizeof(struct ebpf_insn)
+#define PKT(...) .pkt = (const uint8_t[]){__VA_ARGS__}, .pkt_len = sizeof((const uint8_t[]){__VA_ARGS__})
+#define ARRAY(k, v, n) {NANOBPF_MAP_TYPE_ARRAY, k, v, n}
+#define HASH(k, v, n) {NANOBPF_MAP_TYPE_HASH, k, v, n}
+#define ANY_INSN -100
+#define ACCEPT .accept = 1
+#define REJECT(i, msg) .accept = 0, .err_insn = (i), .err = (msg)
+
+struct tmap {
+    uint32_t type, key_size, value_size, max_entries;
+};
+
+struct tcase {
+    const char *name;
+    const struct ebpf_insn *insns;
+    uint32_t n;
+    struct tmap maps[3];
+    int accept;
+    int err_insn;
+    const char *err;
+    /* optional run of an accepted program by the interpreter */
+    const uint8_t *pkt;
+    uint32_t pkt_len;
+    int run;
+    uint64_t ret;
+    /* optional extra checks of an accepted program */
+    int (*check)(const struct ebpf_prog *prog);
+};
+
+/* An Ethernet + IPv4 (IHL 5) + UDP frame to port 53. */
+#define ETH_IP_UDP53 \
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0x08, 0x00, \
+    0x45, 0, 0, 48, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2, \
+    0x12, 0x34, 0x00, 0x35, 0, 28, 0, 0, \
+    'p', 'a', 'y', 'l', 'o', 'a', 'd', '!', 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20
+
+static int check_ctx_rewrite(const struct ebpf_prog *p) {
+    /* insn 0: data -> LDX DW off 0; insn 1: data_end -> LDX DW off 8 */
+    return p->insns[0].code == (EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_DW) && p->insns[0].off == 0 &&
+           p->insns[1].code == (EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_DW) &&
+           p->insns[1].off == (int16_t)offsetof(struct ebpf_xdp_buff, data_end);
+}
+static int check_ctx_fields(const struct ebpf_prog *p) {
+    return p->insns[0].code == (EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_DW) &&
+           p->insns[0].off == (int16_t)offsetof(struct ebpf_xdp_buff, data_meta) &&
+           p->insns[1].code == (EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_W) &&
+           p->insns[1].off == (int16_t)offsetof(struct ebpf_xdp_buff, ingress_ifindex) &&
+           p->insns[2].off == (int16_t)offsetof(struct ebpf_xdp_buff, rx_queue_index) &&
+           p->insns[3].off == (int16_t)offsetof(struct ebpf_xdp_buff, egress_ifindex);
+}
+static int check_subprogs(const struct ebpf_prog *p) {
+    return p->n_subprogs == 2 && p->subprogs[0].start == 0 && p->subprogs[0].stack_depth == 16 &&
+           p->subprogs[1].start == 8 && p->subprogs[1].stack_depth == 0;
+}
+
+static const struct tcase tests[] = {
+    /* ================= must accept ================= */
+    {"minimal", PROG(MOV64_IMM(0, 2), EXIT()), ACCEPT, .run = 1, .ret = 2, PKT(1)},
+    {"eth_ipv4_udp_parse",
+     PROG(PKT_PTRS(),                      /* 0-1 */
+          MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 14), JMP_REG(JGT, 4, 3, 16), /* 2-4: -> 21 drop */
+          LDX(H, 5, 2, 12), JMP_IMM(JNE, 5, 0x0008, 12),                    /* 5-6: -> 19 pass */
+          MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 34), JMP_REG(JGT, 4, 3, 11),   /* 7-9: -> 21 */
+          LDX(B, 5, 2, 23), JMP_IMM(JNE, 5, 17, 7),                         /* 10-11: -> 19 */
+          MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 42), JMP_REG(JGT, 4, 3, 6),    /* 12-14: -> 21 */
+          LDX(H, 5, 2, 36), JMP_IMM(JNE, 5, 0x3500, 2),                     /* 15-16: -> 19 */
+          MOV64_IMM(0, 3), EXIT(),                                          /* 17-18 */
+          MOV64_IMM(0, 2), EXIT(),                                          /* 19-20 */
+          MOV64_IMM(0, 1), EXIT()),                                         /* 21-22 */
+     ACCEPT, PKT(ETH_IP_UDP53), .run = 1, .ret = 3, .check = check_ctx_rewrite},
+    {"variable_ihl_offset",
+     PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 34), JMP_REG(JGT, 4, 3, 12), /* 2-4: -> 17 */
+          LDX(B, 5, 2, 14), ALU64_IMM(AND, 5, 0x0f), ALU64_IMM(LSH, 5, 2),           /* 5-7 */
+          JMP_IMM(JLT, 5, 20, 8),                                                   /* 8: -> 17 */
+          MOV64_REG(6, 2), ALU64_IMM(ADD, 6, 14), ALU64_REG(ADD, 6, 5),             /* 9-11 */
+          MOV64_REG(7, 6), ALU64_IMM(ADD, 7, 8), JMP_REG(JGT, 7, 3, 2),             /* 12-14: -> 17 */
+          LDX(H, 0, 6, 0), EXIT(),                                                  /* 15-16: src port */
+          MOV64_IMM(0, 1), EXIT()),
+     ACCEPT, PKT(ETH_IP_UDP53), .run = 1, .ret = 0x3412},
+    {"variable_ihl_read_past_range",
+     PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 34), JMP_REG(JGT, 4, 3, 12),
+          LDX(B, 5, 2, 14), ALU64_IMM(AND, 5, 0x0f), ALU64_IMM(LSH, 5, 2), JMP_IMM(JLT, 5, 20, 8),
+          MOV64_REG(6, 2), ALU64_IMM(ADD, 6, 14), ALU64_REG(ADD, 6, 5), MOV64_REG(7, 6), ALU64_IMM(ADD, 7, 8),
+          JMP_REG(JGT, 7, 3, 2), LDX(W, 0, 6, 6), EXIT(), MOV64_IMM(0, 1), EXIT()),
+     REJECT(15, "invalid access to packet, off=20 size=4, R6 range=22")},
+    {"map_lookup_null_check_counter",
+     PROG(LOOKUP(0, 1),                                   /* 0-5 */
+          JMP_IMM(JEQ, 0, 0, 6),                          /* 6: -> 13 */
+          LDX(DW, 1, 0, 0), ALU64_IMM(ADD, 1, 1), STX(DW, 0, 1, 0), /* 7-9 */
+          MOV64_IMM(1, 1), ATOMIC(DW, EBPF_ATOMIC_ADD, 0, 1, 0),    /* 10-11 */
+          MOV64_IMM(0, 2), EXIT()),                                  /* 12-13 */
+     {ARRAY(4, 8, 4)}, ACCEPT, PKT(1), .run = 1, .ret = 2},
+    {"map_lookup_jne_form",
+     PROG(LOOKUP(0, 0), JMP_IMM(JNE, 0, 0, 2), MOV64_IMM(0, 1), EXIT(), /* 6-8 */
+          LDX(W, 0, 0, 4), EXIT()),                                      /* 9-10 */
+     {HASH(4, 8, 16)}, ACCEPT},
+    {"map_lookup_copy_null_checked",
+     /* the null check on r0 also proves its copy r6 */
+     PROG(LOOKUP(0, 0), MOV64_REG(6, 0), JMP_IMM(JEQ, 0, 0, 2), LDX(DW, 0, 6, 0), EXIT(), MOV64_IMM(0, 1), EXIT()),
+     {ARRAY(4, 8, 1)}, ACCEPT},
+    {"map_value_variable_offset_masked",
+     PROG(LOOKUP(0, 0), JMP_IMM(JEQ, 0, 0, 4), LDX(W, 1, 0, 0), ALU64_IMM(AND, 1, 0x38), ALU64_REG(ADD, 0, 1),
+          LDX(DW, 0, 0, 0), EXIT()),
+     {ARRAY(4, 64, 1)}, ACCEPT},
+    {"map_key_from_packet",
+     PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 18), JMP_REG(JGT, 4, 3, 7), /* 2-4: -> 12 */
+          MOV64_REG(2, 2), ALU64_IMM(ADD, 2, 14), LD_MAP(1, 0), CALL(1),            /* 5-9 */
+          MOV64_IMM(0, 2), EXIT(),                                                  /* 10-11 */
+          MOV64_IMM(0, 1), EXIT()),
+     {HASH(4, 4, 8)}, ACCEPT},
+    {"map_update_from_stack",
+     PROG(ST(W, 10, -4, 7), ST(DW, 10, -16, 99), MOV64_REG(2, 10), ALU64_IMM(ADD, 2, -4), MOV64_REG(3, 10),
+          ALU64_IMM(ADD, 3, -16), MOV64_IMM(4, 0), LD_MAP(1, 0), CALL(2), EXIT()),
+     {HASH(4, 8, 8)}, ACCEPT, PKT(1), .run = 1, .ret = 0},
+    {"map_value_direct_ld_imm64",
+     PROG(LD_MAP_VALUE(1, 0, 8), LDX(DW, 0, 1, 0), EXIT()), {ARRAY(4, 16, 1)}, ACCEPT},
+    {"bounded_loop_16_bytes",
+     PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 16), JMP_REG(JGT, 4, 3, 9), /* 2-4: -> 14 */
+          MOV64_IMM(0, 0), MOV64_IMM(5, 0),                                         /* 5-6 */
+          MOV64_REG(4, 2), ALU64_REG(ADD, 4, 5), LDX(B, 6, 4, 0), ALU64_REG(ADD, 0, 6), /* 7-10 loop */
+          ALU64_IMM(ADD, 5, 1), JMP_IMM(JLT, 5, 16, -6),                            /* 11-12 */
+          EXIT(), MOV64_IMM(0, 1), EXIT()),                                         /* 13-15 */
+     ACCEPT, PKT(ETH_IP_UDP53), .run = 1, .ret = 0 + 1 + 2 + 3 + 4 + 5 + 6 + 7 + 8 + 9 + 10 + 11 + 8 + 0 + 0x45 + 0},
+    {"bounded_loop_checked_each_iteration",
+     /* a CID copy: for (i = 0; i < 20; i++) { if (i >= n) break; if (q + i + 1 > end) drop; key[i] = q[i]; }
+      * then a lookup with the 24-byte key; n = 8 + (rx_queue_index & 7) */
+     PROG(PKT_PTRS(), ST(DW, 10, -24, 0), ST(DW, 10, -16, 0), ST(DW, 10, -8, 0), /* 0-4 */
+          LDX(W, 6, 1, 16), ALU64_IMM(AND, 6, 7), ALU64_IMM(ADD, 6, 8),          /* 5-7 */
+          MOV64_IMM(5, 0),                                                       /* 8: i */
+          JMP_REG(JGE, 5, 6, 12),                                                /* 9: loop head -> 22 */
+          MOV64_REG(4, 2), ALU64_REG(ADD, 4, 5), MOV64_REG(7, 4), ALU64_IMM(ADD, 7, 1), /* 10-13 */
+          JMP_REG(JGT, 7, 3, 15),                                                /* 14: -> 30 drop */
+          LDX(B, 7, 4, 0), MOV64_REG(8, 10), ALU64_IMM(ADD, 8, -24),             /* 15-17 */
+          ALU64_REG(ADD, 8, 5), STX(B, 8, 7, 0),                                 /* 18-19: key[i] = q[i] */
+          ALU64_IMM(ADD, 5, 1), JMP_IMM(JLT, 5, 20, -13),                        /* 20-21: -> 9 */
+          MOV64_REG(2, 10), ALU64_IMM(ADD, 2, -24), LD_MAP(1, 0), CALL(1),       /* 22-26 */
+          JMP_IMM(JEQ, 0, 0, 2), LDX(B, 0, 0, 0), EXIT(),                         /* 27-29 */
+          MOV64_IMM(0, 1), EXIT()),                                              /* 30-31 */
+     {HASH(24, 80, 16)}, ACCEPT, PKT(ETH_IP_UDP53), .run = 1, .ret = 1},
+    {"bpf_to_bpf_call_stack_pointer",
+     PROG(LD_IMM64(1, 0x1234), STX(DW, 10, 1, -16), MOV64_REG(1, 10), ALU64_IMM(ADD, 1, -16), /* 0-4 */
+          CALL_LOCAL(2), LDX(DW, 0, 10, -16), EXIT(),                                        /* 5-7 */
+          LDX(DW, 2, 1, 0), ALU64_IMM(ADD, 2, 1), STX(DW, 1, 2, 0), MOV64_IMM(0, 0), EXIT()), /* 8-12 */
+     ACCEPT, PKT(1), .run = 1, .ret = 0x1235, .check = check_subprogs},
+    {"subprog_void_leaves_r0_unset",
+     PROG(CALL_LOCAL(2), MOV64_IMM(0, 2), EXIT(), ST(DW, 10, -8, 0), EXIT()), ACCEPT, PKT(1), .run = 1, .ret = 2},
+    {"subprog_void_result_used", PROG(CALL_LOCAL(1), EXIT(), ST(DW, 10, -8, 0), EXIT()),
+     REJECT(1, "R0 !read_ok at exit")},
+    {"bpf_to_bpf_call_returns_value",
+     PROG(MOV64_IMM(1, 5), CALL_LOCAL(1), EXIT(), MOV64_REG(0, 1), ALU64_IMM(MUL, 0, 3), EXIT()),
+     ACCEPT, PKT(1), .run = 1, .ret = 15},
+    {"spill_fill_packet_pointer",
+     PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 8), JMP_REG(JGT, 4, 3, 5), /* 2-4: -> 10 */
+          STX(DW, 10, 2, -8), MOV64_IMM(2, 0), LDX(DW, 4, 10, -8), LDX(B, 0, 4, 7), EXIT(), /* 5-9 */
+          MOV64_IMM(0, 1), EXIT()),
+     ACCEPT, PKT(ETH_IP_UDP53), .run = 1, .ret = 7},
+    {"adjust_head_then_rederive",
+     PROG(MOV64_REG(6, 1), MOV64_IMM(2, -4), CALL(44), JMP_IMM(JNE, 0, 0, 7),  /* 0-3: -> 11 */
+          LDX(W, 2, 6, 0), LDX(W, 3, 6, 4), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 6), /* 4-7 */
+          JMP_REG(JGT, 4, 3, 2), LDX(B, 0, 2, 5), EXIT(),                           /* 8-10 */
+          MOV64_IMM(0, 1), EXIT()),
+     ACCEPT, PKT(ETH_IP_UDP53), .run = 1, .ret = 1},
+    {"trace_printk_stack_format",
+     PROG(LD_IMM64(1, 0x00000a6425206968ull), STX(DW, 10, 1, -8), MOV64_REG(1, 10), ALU64_IMM(ADD, 1, -8),
+          MOV64_IMM(2, 7), MOV64_IMM(3, 42), MOV64_IMM(4, 0), MOV64_IMM(5, 0), CALL(6), MOV64_IMM(0, 2), EXIT()),
+     ACCEPT, PKT(1), .run = 1, .ret = 2},
+    {"redirect",
+     PROG(MOV64_IMM(1, 3), MOV64_IMM(2, 0), CALL(23), EXIT()), ACCEPT},
+    {"ctx_all_fields",
+     PROG(LDX(W, 2, 1, 8), LDX(W, 3, 1, 12), LDX(W, 4, 1, 16), LDX(W, 5, 1, 20), MOV64_IMM(0, 2), EXIT()),
+     ACCEPT, .check = check_ctx_fields},
+    {"pkt_end_jgt_pkt_end_out", PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 4), JMP_REG(JGT, 4, 3, 2), LDX(W, 0, 2, 0), EXIT(), MOV64_IMM(0, 1), EXIT()), ACCEPT},
+    {"pkt_end_jge_out", PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 3), JMP_REG(JGE, 4, 3, 2), LDX(W, 0, 2, 0), EXIT(), MOV64_IMM(0, 1), EXIT()), ACCEPT},
+    {"pkt_end_end_jlt_pkt_out", PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 4), JMP_REG(JLT, 3, 4, 2), LDX(W, 0, 2, 0), EXIT(), MOV64_IMM(0, 1), EXIT()), ACCEPT},
+    {"pkt_end_end_jle_pkt_out", PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 3), JMP_REG(JLE, 3, 4, 2), LDX(W, 0, 2, 0), EXIT(), MOV64_IMM(0, 1), EXIT()), ACCEPT},
+    {"pkt_end_jle_in", PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 4), JMP_REG(JLE, 4, 3, 2), MOV64_IMM(0, 1), EXIT(), LDX(W, 0, 2, 0), EXIT()), ACCEPT},
+    {"pkt_end_jlt_in", PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 3), JMP_REG(JLT, 4, 3, 2), MOV64_IMM(0, 1), EXIT(), LDX(W, 0, 2, 0), EXIT()), ACCEPT},
+    {"pkt_end_end_jge_pkt_in", PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 4), JMP_REG(JGE, 3, 4, 2), MOV64_IMM(0, 1), EXIT(), LDX(W, 0, 2, 0), EXIT()), ACCEPT},
+    {"pkt_end_end_jgt_pkt_in", PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 3), JMP_REG(JGT, 3, 4, 2), MOV64_IMM(0, 1), EXIT(), LDX(W, 0, 2, 0), EXIT()), ACCEPT},
+    {"pkt_end_jge_off_by_one", PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 3), JMP_REG(JGE, 4, 3, 2), LDX(W, 0, 2, 1), EXIT(), MOV64_IMM(0, 1), EXIT()),
+     REJECT(5, "invalid access to packet, off=1 size=4, R2 range=4")},
+    {"pkt_end_out_of_bounds_branch", PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 4), JMP_REG(JGT, 4, 3, 2), MOV64_IMM(0, 1), EXIT(), LDX(W, 0, 2, 0), EXIT()),
+     REJECT(7, "invalid access to packet, off=0 size=4, R2 range=0")},
+    {"pkt_store_in_bounds",
+     PROG(MOV64_IMM(0, 1), PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 12), JMP_REG(JGT, 4, 3, 4), LDX(W, 5, 2, 0),
+          STX(W, 2, 5, 6), ST(H, 2, 10, 0x1234), MOV64_IMM(0, 3), EXIT()),
+     ACCEPT},
+    {"jmp32_bounds",
+     PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 34), JMP_REG(JGT, 4, 3, 9), /* 2-4: -> 14 */
+          LDX(B, 5, 2, 14), ALU32_IMM(AND, 5, 0x0f), ALU32_IMM(LSH, 5, 2), JMP32_IMM(JLT, 5, 20, 5), /* 5-8 */
+          JMP32_IMM(JGT, 5, 40, 4), MOV64_REG(6, 2), ALU64_REG(ADD, 6, 5),                    /* 9-11 */
+          LDX(B, 0, 6, -20), EXIT(), MOV64_IMM(0, 1), EXIT()),                                /* 12-15 */
+     REJECT(12, "invalid access to packet, off=-20 size=1, R6 range=0")},
+    {"jmp32_bounds_ok",
+     /* ihl in [20, 40] by JMP32 checks; p = data + ihl; p + 14 <= end; p[-6] and p[13] are in the packet */
+     PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 34), JMP_REG(JGT, 4, 3, 13),      /* 2-4: -> 18 */
+          LDX(B, 5, 2, 14), ALU32_IMM(AND, 5, 0x0f), ALU32_IMM(LSH, 5, 2), JMP32_IMM(JLT, 5, 20, 9), /* 5-8 */
+          JMP32_IMM(JGT, 5, 40, 8), MOV64_REG(6, 2), ALU64_REG(ADD, 6, 5),                   /* 9-11 */
+          MOV64_REG(7, 6), ALU64_IMM(ADD, 7, 14), JMP_REG(JGT, 7, 3, 3),                     /* 12-14 */
+          LDX(B, 0, 6, -6), LDX(B, 0, 6, 13), EXIT(), MOV64_IMM(0, 1), EXIT()),              /* 15-19 */
+     ACCEPT, PKT(ETH_IP_UDP53), .run = 1, .ret = 2},
+    {"scalar_copy_refined_by_id",
+     /* r6 = r5 (copies); the bound check on r6 also bounds r5 */
+     PROG(LOOKUP(0, 0), JMP_IMM(JEQ, 0, 0, 6),                               /* 0-6: -> 13 */
+          LDX(B, 5, 0, 0), MOV64_REG(6, 5), JMP_IMM(JGT, 6, 56, 3),          /* 7-9: -> 13 */
+          ALU64_REG(ADD, 0, 5), LDX(DW, 0, 0, 0), EXIT(), MOV64_IMM(0, 0), EXIT()),
+     {ARRAY(4, 64, 1)}, ACCEPT},
+    {"scalar_copy_link_broken",
+     PROG(LOOKUP(0, 0), JMP_IMM(JEQ, 0, 0, 7), LDX(B, 5, 0, 0), MOV64_REG(6, 5), ALU64_IMM(ADD, 6, 0),
+          JMP_IMM(JGT, 6, 56, 3), ALU64_REG(ADD, 0, 5), LDX(DW, 0, 0, 0), EXIT(), MOV64_IMM(0, 0), EXIT()),
+     {ARRAY(4, 64, 1)}, REJECT(12, "invalid access to map value, value_size=64 off=255 size=8")},
+    {"spill_fill_u32_keeps_bounds",
+     PROG(CALL(7), ALU64_IMM(AND, 0, 15), STX(W, 10, 0, -8), LDX(W, 6, 10, -8), /* 0-3 */
+          LOOKUP(0, 0), JMP_IMM(JEQ, 0, 0, 3), ALU64_REG(ADD, 0, 6), LDX(DW, 0, 0, 0), EXIT(), EXIT()),
+     {ARRAY(4, 24, 1)}, ACCEPT},
+    {"spill_fill_const",
+     PROG(ST(DW, 10, -8, 12), LDX(DW, 6, 10, -8), PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 16),
+          JMP_REG(JGT, 4, 3, 3), ALU64_REG(ADD, 2, 6), LDX(W, 0, 2, 0), EXIT(), MOV64_IMM(0, 1), EXIT()),
+     ACCEPT},
+    {"memsx_unwritten_stack",
+     PROG(MOV64_IMM(1, -5), MOVSX64(2, 1, 8), SDIV64_IMM(2, 2), MOV64_IMM(3, 0), SMOD64_REG(1, 3),
+          ALU64_REG(DIV, 1, 3), ALU32_REG(MOD, 1, 3), LDXSX(B, 4, 10, -8), MOV64_REG(0, 2), EXIT()),
+     REJECT(7, "invalid read from stack off -8+0 size 1")},
+    {"alu_semantics_accept",
+     PROG(MOV64_IMM(1, -5), MOVSX64(2, 1, 8), SDIV64_IMM(2, 2), MOV64_IMM(3, 0), SMOD64_REG(1, 3),
+          ALU64_REG(DIV, 1, 3), ALU32_REG(MOD, 1, 3), I(EBPF_CLS_ALU | EBPF_ALU_END, 2, 0, 0, 16),
+          I(EBPF_CLS_ALU64 | EBPF_ALU_END, 2, 0, 0, 32), ALU64_IMM(NEG, 2, 0), ALU64_IMM(ARSH, 2, 3),
+          MOV64_REG(0, 2), EXIT()),
+     ACCEPT, PKT(1), .run = 1, .ret = (uint64_t)(-(int64_t)0xfeff0000 >> 3)},
+    {"atomic_fetch_add_stack",
+     PROG(ST(DW, 10, -8, 40), MOV64_IMM(1, 2), ATOMIC(DW, EBPF_ATOMIC_ADD | EBPF_ATOMIC_FETCH, 10, 1, -8),
+          LDX(DW, 0, 10, -8), ALU64_REG(ADD, 0, 1), EXIT()),
+     ACCEPT, PKT(1), .run = 1, .ret = 82},
+    {"cmpxchg_map_value",
+     PROG(LOOKUP(0, 0), JMP_IMM(JEQ, 0, 0, 5), MOV64_REG(6, 0), MOV64_IMM(0, 0), MOV64_IMM(1, 9),
+          ATOMIC(DW, EBPF_ATOMIC_CMPXCHG, 6, 1, 8), EXIT(), EXIT()),
+     {ARRAY(4, 16, 1)}, ACCEPT},
+    {"vlan_loop_pointer_advance",
+     /* p = data + 14; proto = data[12..13]; for (i = 0; i < 2 && proto == 0x8100; i++) { if (p + 4 > end) drop;
+      * proto = p[2..3]; p += 4; } return proto (as read, little-endian) */
+     PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 14), JMP_REG(JGT, 4, 3, 12), /* 2-4: -> 17 */
+          LDX(H, 0, 2, 12), MOV64_IMM(5, 0),                                         /* 5-6 */
+          JMP_IMM(JNE, 0, 0x0081, 8), JMP_IMM(JGE, 5, 2, 7),                          /* 7-8: -> 16 */
+          MOV64_REG(6, 4), ALU64_IMM(ADD, 6, 4), JMP_REG(JGT, 6, 3, 5),              /* 9-11: -> 17 */
+          LDX(H, 0, 4, 2), ALU64_IMM(ADD, 4, 4), ALU64_IMM(ADD, 5, 1), JA(-9),       /* 12-15: -> 7 */
+          EXIT(), MOV64_IMM(0, 1), EXIT()),                                          /* 16-18 */
+     ACCEPT, PKT(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0x81, 0, 0, 5, 0x81, 0, 0, 6, 0x08, 0x00, 0x45, 0, 0, 0),
+     .run = 1, .ret = 0x0008},
+    {"diamonds_dead_values_prune",
+     /* 12 diamonds writing r5 which dies right after: pruning keeps this linear */
+     PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 16), JMP_REG(JGT, 4, 3, 62), /* 2-4: -> 67 */
+#define DIAMOND(k) LDX(B, 6, 2, k), JMP_IMM(JGT, 6, 10, 2), MOV64_IMM(5, k), JA(1), MOV64_IMM(5, 100), \
+                   ALU64_REG(ADD, 0, 0)
+          MOV64_IMM(0, 0),                                                            /* 5 */
+          DIAMOND(0), DIAMOND(1), DIAMOND(2), DIAMOND(3), DIAMOND(4), DIAMOND(5), DIAMOND(6), DIAMOND(7),
+          DIAMOND(8), DIAMOND(9), EXIT(),                                             /* 6-65, 66 */
+          MOV64_IMM(0, 1), EXIT()),                                                   /* 67-68 */
+     ACCEPT},
+    {"diamonds_live_flags",
+     /* 10 independent flags stay live to the end: without precision tracking 2^10 paths */
+     PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 16), JMP_REG(JGT, 4, 3, 32), /* 2-4: -> 37 */
+#define FLAG(k) LDX(B, 6, 2, k), JMP_IMM(JGT, 6, 10, 1), ALU64_IMM(OR, 0, 1 << k)
+          MOV64_IMM(0, 0),
+          FLAG(0), FLAG(1), FLAG(2), FLAG(3), FLAG(4), FLAG(5), FLAG(6), FLAG(7), FLAG(8), FLAG(9), /* 6-35 */
+          EXIT(), MOV64_IMM(0, 1), EXIT()),                                                         /* 36-38 */
+     ACCEPT},
+
+    /* ---- relevance: a value that differs at a join (the safe side is explored first) must not be
+     * pruned away when it reaches a pointer offset, a branch or a helper size through any channel ---- */
+#define JOIN_DIAMOND(big, out) PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 8), JMP_REG(JGT, 4, 3, out), \
+    LDX(B, 7, 2, 0), MOV64_IMM(5, big), JMP_IMM(JGT, 7, 10, 1), MOV64_IMM(5, 0) /* 0-8, join at 9 */
+    {"relevance_via_stack_spill",
+     PROG(JOIN_DIAMOND(100, 11), STX(DW, 10, 5, -8), MOV64_IMM(5, 0), JA(0), LDX(DW, 6, 10, -8), ALU64_REG(ADD, 2, 6),
+          LDX(B, 0, 2, 0), EXIT(), MOV64_IMM(0, 1), EXIT()),
+     REJECT(14, "invalid access to packet, off=100 size=1, R2 range=8")},
+    {"relevance_via_stack_spill_safe",
+     PROG(JOIN_DIAMOND(4, 11), STX(DW, 10, 5, -8), MOV64_IMM(5, 0), JA(0), LDX(DW, 6, 10, -8), ALU64_REG(ADD, 2, 6),
+          LDX(B, 0, 2, 0), EXIT(), MOV64_IMM(0, 1), EXIT()),
+     ACCEPT},
+    {"relevance_via_callee_argument",
+     PROG(JOIN_DIAMOND(100, 8), MOV64_REG(1, 2), MOV64_REG(2, 5), CALL_LOCAL(3), EXIT(), MOV64_IMM(0, 1), EXIT(), /* 9-14 */
+          ALU64_REG(ADD, 1, 2), LDX(B, 0, 1, 0), EXIT()),                                                   /* 15-17 */
+     REJECT(16, "invalid access to packet, off=100 size=1, R1 range=8")},
+    {"relevance_via_return_value",
+     PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 8), JMP_REG(JGT, 4, 3, 6), MOV64_REG(6, 2), /* 0-5 */
+          LDX(B, 1, 2, 0), CALL_LOCAL(5), ALU64_REG(ADD, 6, 0), LDX(B, 0, 6, 0), EXIT(),          /* 6-10 */
+          MOV64_IMM(0, 1), EXIT(),                                                                 /* 11-12 */
+          MOV64_IMM(0, 100), JMP_IMM(JGT, 1, 10, 1), MOV64_IMM(0, 0), EXIT()),                      /* 13-16 */
+     REJECT(9, "invalid access to packet, off=100 size=1, R6 range=8")},
+    {"relevance_via_caller_slot_read_by_callee",
+     PROG(JOIN_DIAMOND(100, 9), STX(DW, 10, 5, -8), MOV64_REG(1, 10), ALU64_IMM(ADD, 1, -8), CALL_LOCAL(3), EXIT(), /* 9-13 */
+          MOV64_IMM(0, 1), EXIT(),                                                                             /* 14-15 */
+          LDX(DW, 3, 1, 0), ALU64_REG(ADD, 2, 3), LDX(B, 0, 2, 0), EXIT()),                                    /* 16-19 */
+     REJECT(18, "invalid access to packet, off=100 size=1, R2 range=8")},
+    {"relevance_via_caller_slot_written_by_callee",
+     PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 8), JMP_REG(JGT, 4, 3, 10), MOV64_REG(6, 2), /* 0-5 */
+          LDX(B, 7, 2, 0), MOV64_REG(1, 10), ALU64_IMM(ADD, 1, -8), MOV64_REG(2, 7), CALL_LOCAL(6), /* 6-10 */
+          LDX(DW, 3, 10, -8), ALU64_REG(ADD, 6, 3), LDX(B, 0, 6, 0), EXIT(),                       /* 11-14 */
+          MOV64_IMM(0, 1), EXIT(),                                                                  /* 15-16 */
+          MOV64_IMM(3, 100), JMP_IMM(JGT, 2, 10, 1), MOV64_IMM(3, 0), STX(DW, 1, 3, 0),            /* 17-20 */
+          MOV64_IMM(0, 0), EXIT()),                                                                 /* 21-22 */
+     REJECT(13, "invalid access to packet, off=100 size=1, R6 range=8")},
+    {"relevance_via_scalar_plus_pointer",
+     PROG(JOIN_DIAMOND(100, 7), ALU64_REG(ADD, 5, 2), LDX(B, 0, 5, 0), EXIT(), MOV64_IMM(0, 1), EXIT()),
+     REJECT(10, "invalid access to packet, off=100 size=1, R5 range=8")},
+    {"relevance_via_branch_condition",
+     PROG(JOIN_DIAMOND(1, 9), JMP_IMM(JEQ, 5, 1, 2), MOV64_IMM(0, 2), EXIT(), LDX(B, 0, 2, 20), EXIT(), MOV64_IMM(0, 1),
+          EXIT()),
+     REJECT(12, "invalid access to packet, off=20 size=1, R2 range=8")},
+    {"relevance_via_mov32",
+     PROG(JOIN_DIAMOND(100, 9), MOV32_REG(6, 5), JA(0), ALU64_REG(ADD, 2, 6), LDX(B, 0, 2, 0), EXIT(), MOV64_IMM(0, 1),
+          EXIT()),
+     REJECT(12, "invalid access to packet, off=100 size=1, R2 range=8")},
+    {"relevance_via_u32_spill",
+     PROG(JOIN_DIAMOND(100, 11), STX(W, 10, 5, -4), MOV64_IMM(5, 0), JA(0), LDX(W, 6, 10, -4), ALU64_REG(ADD, 2, 6),
+          LDX(B, 0, 2, 0), EXIT(), MOV64_IMM(0, 1), EXIT()),
+     REJECT(14, "invalid access to packet, off=100 size=1, R2 range=8")},
+    {"relevance_via_helper_size",
+     PROG(ST(DW, 10, -8, 0), CALL(7), MOV64_IMM(2, 16), JMP_IMM(JGT, 0, 10, 1), MOV64_IMM(2, 8), MOV64_REG(1, 10),
+          ALU64_IMM(ADD, 1, -8), MOV64_IMM(3, 0), MOV64_IMM(4, 0), MOV64_IMM(5, 0), CALL(6), MOV64_IMM(0, 2), EXIT()),
+     REJECT(10, "invalid indirect access to stack R1 off=-8 size=16")},
+    {"relevance_irrelevant_values_pruned",
+     /* the flag word is only stored as a map key: states differing in it are pruned */
+     PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 16), JMP_REG(JGT, 4, 3, 39), /* 2-4: -> 44 */
+          MOV64_IMM(0, 0),
+          FLAG(0), FLAG(1), FLAG(2), FLAG(3), FLAG(4), FLAG(5), FLAG(6), FLAG(7), FLAG(8), FLAG(9), /* 6-35 */
+          STX(W, 10, 0, -4), MOV64_REG(2, 10), ALU64_IMM(ADD, 2, -4), LD_MAP(1, 0), CALL(1), /* 36-41 */
+          MOV64_IMM(0, 2), EXIT(), MOV64_IMM(0, 1), EXIT()),
+     {ARRAY(4, 8, 1024)}, ACCEPT},
+
+    {"jmp32_bounds_u32_load",
+     PROG(LOOKUP(0, 0), JMP_IMM(JEQ, 0, 0, 5), LDX(W, 5, 0, 0), JMP32_IMM(JGT, 5, 8, 3), ALU64_REG(ADD, 0, 5), /* 0-9 */
+          LDX(B, 0, 0, 7), EXIT(), MOV64_IMM(0, 0), EXIT()),
+     {ARRAY(4, 16, 1)}, ACCEPT},
+    {"jmp32_does_not_bound_64bit_value",
+     PROG(LOOKUP(0, 0), JMP_IMM(JEQ, 0, 0, 5), LDX(DW, 5, 0, 0), JMP32_IMM(JGT, 5, 8, 3), ALU64_REG(ADD, 0, 5),
+          LDX(B, 0, 0, 7), EXIT(), MOV64_IMM(0, 0), EXIT()),
+     {ARRAY(4, 16, 1)}, REJECT(9, "R0 pointer arithmetic with unbounded scalar")},
+    {"pkt_minus_pkt_is_constant",
+     PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 10), MOV64_REG(5, 4), ALU64_REG(SUB, 5, 2), /* 0-5 */
+          MOV64_REG(6, 2), ALU64_REG(ADD, 6, 5), MOV64_REG(7, 6), ALU64_IMM(ADD, 7, 4),              /* 6-9 */
+          JMP_REG(JGT, 7, 3, 2), LDX(W, 0, 6, 0), EXIT(), MOV64_IMM(0, 1), EXIT()),                  /* 10-14 */
+     ACCEPT, PKT(ETH_IP_UDP53), .run = 1, .ret = 0x00080b0a},
+    {"ld_imm64_src_1_and_2",
+     PROG(I(0x18, 6, EBPF_PSEUDO_MAP_VALUE, 0, 0), I(0, 0, 0, 0, 4), LDX(W, 7, 6, 0),               /* 0-2 */
+          ST(W, 10, -4, 0), MOV64_REG(2, 10), ALU64_IMM(ADD, 2, -4),                                 /* 3-5 */
+          I(0x18, 1, EBPF_PSEUDO_MAP_FD, 0, 0), I(0, 0, 0, 0, 0), CALL(1),                           /* 6-8 */
+          JMP_IMM(JEQ, 0, 0, 2), LDX(W, 0, 0, 0), ALU64_REG(ADD, 0, 7), EXIT()),                     /* 9-12 */
+     {ARRAY(4, 8, 1)}, ACCEPT, PKT(1), .run = 1, .ret = 0},
+
+    /* ================= must reject ================= */
+    {"map_value_difference_is_unknown",
+     /* two lookups in one map may return different elements: v1 - v2 is not 0 */
+     PROG(LOOKUP(0, 0), JMP_IMM(JEQ, 0, 0, 12), MOV64_REG(6, 0), LOOKUP(0, 1), JMP_IMM(JEQ, 0, 0, 5), /* 0-13 */
+          MOV64_REG(7, 0), ALU64_REG(SUB, 7, 6), ALU64_REG(ADD, 0, 7), LDX(B, 0, 0, 0), EXIT(),    /* 14-18 */
+          MOV64_IMM(0, 0), EXIT()),                                                                /* 19-20 */
+     {ARRAY(4, 8, 2)}, REJECT(17, "R0 pointer arithmetic with unbounded scalar")},
+    {"pkt_oob_read",
+     PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 14), JMP_REG(JGT, 4, 3, 2), LDX(H, 0, 2, 14), EXIT(),
+          MOV64_IMM(0, 1), EXIT()),
+     REJECT(5, "invalid access to packet, off=14 size=2, R2 range=14")},
+    {"pkt_missing_bounds_check", PROG(PKT_PTRS(), LDX(B, 0, 2, 0), EXIT()),
+     REJECT(2, "invalid access to packet, off=0 size=1, R2 range=0")},
+    {"pkt_read_past_proven_range",
+     PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 14), JMP_REG(JGT, 4, 3, 2), LDX(W, 0, 2, 12), EXIT(),
+          MOV64_IMM(0, 1), EXIT()),
+     REJECT(5, "invalid access to packet, off=12 size=4, R2 range=14")},
+    {"pkt_unbounded_variable_offset",
+     PROG(PKT_PTRS(), LDX(W, 5, 2, 0), ALU64_REG(ADD, 2, 5), MOV64_IMM(0, 0), EXIT()),
+     REJECT(2, "invalid access to packet, off=0 size=4, R2 range=0")},
+    {"pkt_pointer_unbounded_scalar",
+     PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 8), JMP_REG(JGT, 4, 3, 4), LDX(DW, 5, 2, 0),
+          ALU64_REG(ADD, 2, 5), MOV64_IMM(0, 0), EXIT(), MOV64_IMM(0, 1), EXIT()),
+     REJECT(6, "pointer arithmetic with unbounded scalar")},
+    {"unbounded_loop",
+     PROG(CALL(7), MOV64_REG(1, 0), ALU64_IMM(ADD, 1, -1), JMP_IMM(JNE, 1, 0, -2), MOV64_IMM(0, 2), EXIT()),
+     REJECT(ANY_INSN, "program too complex")},
+    {"infinite_loop_no_exit", PROG(MOV64_IMM(0, 0), JA(-1)), REJECT(1, "back-edge from insn 1 to 1")},
+    {"infinite_loop_same_state", PROG(MOV64_IMM(0, 0), JMP_IMM(JEQ, 0, 0, -1), EXIT()),
+     REJECT(1, "infinite loop detected")},
+    {"infinite_loop_stack_counter_reset",
+     /* for (i = 0; i < 10; i++) i = 0; through a stack slot */
+     PROG(ST(DW, 10, -8, 0), LDX(DW, 1, 10, -8), ALU64_IMM(ADD, 1, 1), JMP_IMM(JGE, 1, 10, 2), ST(DW, 10, -8, 0),
+          JA(-5), MOV64_IMM(0, 2), EXIT()),
+     REJECT(1, "infinite loop detected")},
+    {"helper_scalar_as_map",
+     PROG(ST(W, 10, -4, 0), MOV64_REG(2, 10), ALU64_IMM(ADD, 2, -4), MOV64_IMM(1, 0), CALL(1), MOV64_IMM(0, 0), EXIT()),
+     REJECT(4, "R1 type=scalar expected=map_ptr")},
+    {"helper_uninitialised_key",
+     PROG(MOV64_REG(2, 10), ALU64_IMM(ADD, 2, -4), LD_MAP(1, 0), CALL(1), MOV64_IMM(0, 0), EXIT()), {ARRAY(4, 8, 1)},
+     REJECT(4, "invalid indirect read from stack R2 off -4+0 size 4")},
+    {"helper_key_too_short",
+     PROG(ST(W, 10, -4, 0), MOV64_REG(2, 10), ALU64_IMM(ADD, 2, -4), LD_MAP(1, 0), CALL(1), MOV64_IMM(0, 0), EXIT()),
+     {HASH(8, 8, 4)}, REJECT(5, "invalid indirect access to stack R2 off=-4 size=8")},
+    {"helper_ctx_arg_not_ctx", PROG(MOV64_REG(1, 10), MOV64_IMM(2, 0), CALL(44), EXIT()),
+     REJECT(2, "R1 type=fp expected=ctx")},
+    {"helper_zero_size", PROG(ST(DW, 10, -8, 0), MOV64_REG(1, 10), ALU64_IMM(ADD, 1, -8), MOV64_IMM(2, 0),
+                              MOV64_IMM(3, 0), MOV64_IMM(4, 0), MOV64_IMM(5, 0), CALL(6), EXIT()),
+     REJECT(7, "R2 invalid zero-sized read")},
+    {"helper_uninit_anything_arg", PROG(MOV64_IMM(1, 3), CALL(23), EXIT()), REJECT(1, "R2 !read_ok")},
+    {"unknown_helper", PROG(CALL(999), EXIT()), REJECT(0, "unknown helper id 999")},
+    {"tail_call", PROG(CALL(12), EXIT()), REJECT(0, "tail calls")},
+    {"kfunc_call", PROG(I(EBPF_CLS_JMP | EBPF_JMP_CALL, 0, 2, 0, 5), EXIT()), REJECT(0, "kfunc calls not supported")},
+    {"legacy_ld_abs", PROG(I(EBPF_CLS_LD | EBPF_MODE_ABS | EBPF_SIZE_B, 0, 0, 0, 12), EXIT()),
+     REJECT(0, "legacy packet access")},
+    {"uninitialised_register", PROG(MOV64_REG(0, 3), EXIT()), REJECT(0, "R3 !read_ok")},
+    {"r0_not_set_at_exit", PROG(EXIT()), REJECT(0, "R0 !read_ok at exit")},
+    {"r0_pointer_at_exit", PROG(MOV64_REG(0, 10), EXIT()), REJECT(1, "R0 is fp at program exit")},
+    {"stack_below_512", PROG(ST(DW, 10, -520, 0), MOV64_IMM(0, 0), EXIT()),
+     REJECT(0, "invalid stack access off=-520 size=8")},
+    {"stack_above_fp", PROG(ST(W, 10, 0, 0), MOV64_IMM(0, 0), EXIT()), REJECT(0, "invalid stack access off=0 size=4")},
+    {"stack_misaligned", PROG(ST(W, 10, -6, 0), MOV64_IMM(0, 0), EXIT()), REJECT(0, "misaligned stack access off=-6 size=4")},
+    {"stack_combined_call_chain",
+     PROG(ST(DW, 10, -304, 0), CALL_LOCAL(1), EXIT(), ST(DW, 10, -256, 0), MOV64_IMM(0, 2), EXIT()),
+     REJECT(1, "combined stack size of 2 calls is 560")},
+    {"stack_read_unwritten", PROG(LDX(DW, 0, 10, -16), EXIT()), REJECT(0, "invalid read from stack off -16+0 size 8")},
+    {"stack_read_partly_written", PROG(ST(W, 10, -16, 1), LDX(DW, 0, 10, -16), EXIT()),
+     REJECT(1, "invalid read from stack off -16+4 size 8")},
+    {"stack_partial_pointer_fill", PROG(STX(DW, 10, 1, -8), LDX(W, 0, 10, -8), EXIT()),
+     REJECT(1, "invalid size of register fill")},
+    {"stack_variable_offset", PROG(CALL(7), ALU64_IMM(AND, 0, 8), MOV64_REG(1, 10), ALU64_IMM(ADD, 1, -16),
+                                   ALU64_REG(ADD, 1, 0), ST(DW, 1, 0, 0), MOV64_IMM(0, 0), EXIT()),
+     REJECT(4, "R1 variable stack pointer arithmetic prohibited")},
+    {"jump_into_ld_imm64", PROG(JA(1), LD_IMM64(0, 1), EXIT()), REJECT(0, "jump into the middle of ld_imm64 at insn 2")},
+    {"jump_out_of_range", PROG(JA(99), EXIT()), REJECT(0, "jump out of range from insn 0 to 100")},
+    {"jump_negative_out_of_range", PROG(MOV64_IMM(0, 0), JMP_IMM(JEQ, 0, 0, -3), EXIT()),
+     REJECT(1, "jump out of range from insn 1 to -1")},
+    {"unreachable_code", PROG(MOV64_IMM(0, 0), EXIT(), MOV64_IMM(0, 1), EXIT()), REJECT(2, "unreachable insn 2")},
+    {"fall_off_end", PROG(MOV64_IMM(0, 0)), REJECT(0, "is not exit or ja")},
+    {"incomplete_ld_imm64", PROG(MOV64_IMM(0, 0), EXIT(), I(0x18, 0, 0, 0, 1)), REJECT(2, "incomplete ld_imm64")},
+    {"bad_ld_imm64_second_slot", PROG(I(0x18, 0, 0, 0, 1), I(0x18, 0, 0, 0, 0), EXIT()),
+     REJECT(0, "invalid second slot of ld_imm64")},
+    {"ld_imm64_bad_map_index", PROG(LD_MAP(1, 3), MOV64_IMM(0, 0), EXIT()), {ARRAY(4, 8, 1)},
+     REJECT(0, "ld_imm64 refers to map 3")},
+    {"ld_imm64_map_value_offset", PROG(LD_MAP_VALUE(1, 0, 16), MOV64_IMM(0, 0), EXIT()), {ARRAY(4, 16, 1)},
+     REJECT(0, "map value offset 16 outside value_size 16")},
+    {"map_value_direct_oob", PROG(LD_MAP_VALUE(1, 0, 12), LDX(DW, 0, 1, 0), EXIT()), {ARRAY(4, 16, 1)},
+     REJECT(2, "invalid access to map value, value_size=16 off=12 size=8")},
+    {"unknown_opcode", PROG(I(0xff, 0, 0, 0, 0), EXIT()), REJECT(0, "unknown opcode 0xff")},
+    {"reserved_field", PROG(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, 0, 1, 0, 0), EXIT()), REJECT(0, "reserved field src=1")},
+    {"invalid_register", PROG(MOV64_IMM(11, 0), MOV64_IMM(0, 0), EXIT()), REJECT(0, "invalid register R11")},
+    {"frame_pointer_write", PROG(MOV64_IMM(10, 0), MOV64_IMM(0, 0), EXIT()), REJECT(0, "frame pointer is read only")},
+    {"map_value_oob_fixed",
+     PROG(LOOKUP(0, 0), JMP_IMM(JEQ, 0, 0, 1), LDX(DW, 0, 0, 4), EXIT()), {ARRAY(4, 8, 1)},
+     REJECT(7, "invalid access to map value, value_size=8 off=4 size=8")},
+    {"map_value_oob_variable",
+     PROG(LOOKUP(0, 0), JMP_IMM(JEQ, 0, 0, 4), LDX(W, 1, 0, 0), ALU64_IMM(AND, 1, 0x3f), ALU64_REG(ADD, 0, 1),
+          LDX(DW, 0, 0, 0), EXIT()),
+     {ARRAY(4, 64, 1)}, REJECT(10, "invalid access to map value, value_size=64 off=63 size=8")},
+    {"map_value_negative_offset",
+     PROG(LOOKUP(0, 0), JMP_IMM(JEQ, 0, 0, 1), LDX(B, 0, 0, -1), EXIT()), {ARRAY(4, 8, 1)},
+     REJECT(7, "invalid access to map value, value_size=8 off=-1 size=1")},
+    {"map_value_null_deref", PROG(LOOKUP(0, 0), LDX(DW, 0, 0, 0), EXIT()), {ARRAY(4, 8, 1)},
+     REJECT(6, "R0 invalid mem access 'map_value_or_null'")},
+    {"map_value_or_null_arithmetic", PROG(LOOKUP(0, 0), ALU64_IMM(ADD, 0, 8), EXIT()), {ARRAY(4, 16, 1)},
+     REJECT(6, "R0 pointer arithmetic on map_value_or_null prohibited")},
+    {"map_value_null_branch_deref",
+     PROG(LOOKUP(0, 0), JMP_IMM(JNE, 0, 0, 1), LDX(DW, 0, 0, 0), EXIT()), {ARRAY(4, 8, 1)},
+     REJECT(7, "R0 invalid mem access 'scalar'")},
+    {"map_leak_pointer",
+     PROG(LOOKUP(0, 0), JMP_IMM(JEQ, 0, 0, 1), STX(DW, 0, 10, 0), EXIT()), {ARRAY(4, 8, 1)},
+     REJECT(7, "R10 leaks addr into map value")},
+    {"map_update_value_with_spilled_pointer",
+     PROG(ST(W, 10, -4, 0), STX(DW, 10, 10, -16), MOV64_REG(2, 10), ALU64_IMM(ADD, 2, -4), MOV64_REG(3, 10),
+          ALU64_IMM(ADD, 3, -16), MOV64_IMM(4, 0), LD_MAP(1, 0), CALL(2), EXIT()),
+     {HASH(4, 8, 8)}, REJECT(9, "indirect read of a spilled pointer")},
+    {"pkt_leak_pointer",
+     PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 8), JMP_REG(JGT, 4, 3, 2), STX(DW, 2, 2, 0), MOV64_IMM(0, 1),
+          EXIT()),
+     REJECT(5, "R2 leaks addr into packet")},
+    {"ctx_pointer_arithmetic", PROG(ALU64_IMM(ADD, 1, 4), LDX(W, 0, 1, 0), EXIT()),
+     REJECT(0, "R1 pointer arithmetic on ctx prohibited")},
+    {"ctx_write", PROG(MOV64_IMM(2, 1), STX(W, 1, 2, 12), MOV64_IMM(0, 0), EXIT()), REJECT(1, "cannot write into ctx")},
+    {"ctx_bad_offset", PROG(LDX(W, 0, 1, 2), EXIT()), REJECT(0, "invalid bpf_context access off=2 size=4")},
+    {"ctx_bad_size", PROG(LDX(DW, 0, 1, 0), EXIT()), REJECT(0, "invalid bpf_context access off=0 size=8")},
+    {"ctx_past_end", PROG(LDX(W, 0, 1, 24), EXIT()), REJECT(0, "invalid bpf_context access off=24 size=4")},
+    {"ctx_and_stack_same_insn",
+     PROG(MOV64_REG(6, 1), ST(W, 10, -4, 0), CALL(7), MOV64_REG(7, 6), JMP_IMM(JEQ, 0, 0, 2), MOV64_REG(7, 10),
+          ALU64_IMM(ADD, 7, -4), LDX(W, 0, 7, 0), EXIT()),
+     REJECT(7, "same insn cannot be used with different pointers")},
+    {"adjust_head_in_callee_invalidates_caller",
+     PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 8), JMP_REG(JGT, 4, 3, 4), MOV64_REG(6, 2), /* 0-5 */
+          CALL_LOCAL(4), LDX(B, 0, 6, 0), EXIT(), MOV64_IMM(0, 1), EXIT(),                        /* 6-10 */
+          MOV64_IMM(2, 0), CALL(44), MOV64_IMM(0, 0), EXIT()),                                    /* 11-14 */
+     REJECT(7, "R6 invalid mem access 'scalar'")},
+    {"pkt_pointer_after_adjust_head",
+     PROG(MOV64_REG(6, 1), LDX(W, 7, 1, 0), LDX(W, 3, 1, 4), MOV64_REG(4, 7), ALU64_IMM(ADD, 4, 14), /* 0-4 */
+          JMP_REG(JGT, 4, 3, 5), MOV64_REG(1, 6), MOV64_IMM(2, 0), CALL(44),                        /* 5-8 */
+          LDX(B, 0, 7, 0), EXIT(), MOV64_IMM(0, 1), EXIT()),
+     REJECT(9, "R7 invalid mem access 'scalar'")},
+    {"spilled_pkt_pointer_after_adjust_tail",
+     PROG(MOV64_REG(6, 1), LDX(W, 7, 1, 0), LDX(W, 3, 1, 4), MOV64_REG(4, 7), ALU64_IMM(ADD, 4, 14),
+          JMP_REG(JGT, 4, 3, 7), STX(DW, 10, 7, -8), MOV64_REG(1, 6), MOV64_IMM(2, 0), CALL(65),
+          LDX(DW, 7, 10, -8), LDX(B, 0, 7, 0), EXIT(), MOV64_IMM(0, 1), EXIT()),
+     REJECT(11, "R7 invalid mem access 'scalar'")},
+    {"pointer_division", PROG(MOV64_REG(2, 10), ALU64_IMM(DIV, 2, 2), MOV64_IMM(0, 0), EXIT()),
+     REJECT(1, "R2 pointer arithmetic with div operator prohibited")},
+    {"pointer_32bit_arithmetic", PROG(MOV64_REG(2, 10), ALU32_IMM(ADD, 2, -8), MOV64_IMM(0, 0), EXIT()),
+     REJECT(1, "R2 32-bit pointer arithmetic prohibited")},
+    {"pointer_partial_copy", PROG(MOV32_REG(2, 10), MOV64_IMM(0, 0), EXIT()), REJECT(0, "R10 partial copy of pointer")},
+    {"pointer_plus_pointer", PROG(MOV64_REG(2, 10), ALU64_REG(ADD, 2, 1), MOV64_IMM(0, 0), EXIT()),
+     REJECT(1, "R2 pointer += pointer prohibited")},
+    {"pointer_comparison_with_scalar", PROG(MOV64_IMM(0, 0), JMP_IMM(JGT, 1, 5, 0), EXIT()),
+     REJECT(1, "R1 pointer comparison prohibited")},
+    {"pointer_comparison_jmp32", PROG(MOV64_IMM(0, 0), JMP32_IMM(JEQ, 1, 0, 0), EXIT()),
+     REJECT(1, "32-bit comparison of a pointer prohibited")},
+    {"recursion", PROG(CALL_LOCAL(1), EXIT(), CALL_LOCAL(-1), MOV64_IMM(0, 0), EXIT()),
+     REJECT(2, "recursive call from insn 2 to 2")},
+    {"mutual_recursion", PROG(CALL_LOCAL(1), EXIT(), CALL_LOCAL(1), EXIT(), CALL_LOCAL(-3), EXIT()),
+     REJECT(4, "recursive call from insn 4 to 2")},
+    {"call_depth_9_frames",
+     PROG(CALL_LOCAL(1), EXIT(), CALL_LOCAL(1), EXIT(), CALL_LOCAL(1), EXIT(), CALL_LOCAL(1), EXIT(), CALL_LOCAL(1),
+          EXIT(), CALL_LOCAL(1), EXIT(), CALL_LOCAL(1), EXIT(), CALL_LOCAL(1), EXIT(), MOV64_IMM(0, 0), EXIT()),
+     REJECT(14, "the call stack of 9 frames is too deep")},
+    {"return_stack_pointer", PROG(CALL_LOCAL(1), EXIT(), MOV64_REG(0, 10), EXIT()),
+     REJECT(3, "cannot return stack pointer to the caller")},
+    {"callee_spills_own_fp_into_caller",
+     PROG(ST(DW, 10, -8, 0), MOV64_REG(1, 10), ALU64_IMM(ADD, 1, -8), CALL_LOCAL(2), MOV64_IMM(0, 0), EXIT(),
+          STX(DW, 1, 10, 0), MOV64_IMM(0, 0), EXIT()),
+     REJECT(6, "cannot spill pointers to stack into stack frame of the caller")},
+    {"jump_into_other_function", PROG(CALL_LOCAL(1), JA(1), MOV64_IMM(0, 0), EXIT()),
+     REJECT(1, "leaves its function")},
+    {"atomic_on_packet",
+     PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 8), JMP_REG(JGT, 4, 3, 3), MOV64_IMM(5, 1),
+          ATOMIC(DW, EBPF_ATOMIC_ADD, 2, 5, 0), MOV64_IMM(0, 1), EXIT()),
+     REJECT(6, "atomic access to packet not allowed")},
+};
+
+/* Tests whose program is built in code. */
+/* main calls each of nf - 1 functions (r0 = 0; exit) */
+static struct ebpf_insn *build_funcs(uint32_t nf, uint32_t *n) {
+    uint32_t calls = nf - 1;
+    *n = calls + 2 + 2 * calls;
+    struct ebpf_insn *p = calloc(*n, sizeof *p);
+    struct ebpf_insn mov = MOV64_IMM(0, 0), ex = EXIT(), call = CALL_LOCAL(0);
+    for (uint32_t k = 0; k < calls; k++) {
+        p[k] = call;
+        p[k].imm = (int32_t)(calls + 2 + 2 * k - k - 1);
+        p[calls + 2 + 2 * k] = mov;
+        p[calls + 3 + 2 * k] = ex;
+    }
+    p[calls] = mov;
+    p[calls + 1] = ex;
+    return p;
+}
+static struct ebpf_insn *build_long(uint32_t *n) {
+    *n = EBPF_MAX_INSNS + 1;
+    struct ebpf_insn *p = calloc(*n, sizeof *p);
+    struct ebpf_insn mov = MOV64_IMM(0, 0), ex = EXIT();
+    for (uint32_t i = 0; i + 1 < *n; i++) p[i] = mov;
+    p[*n - 1] = ex;
+    return p;
+}
+
+static int run_prog(struct ebpf_prog *prog, const struct tcase *t, uint64_t *ret, char *why, size_t whylen) {
+    struct ebpf_error err = {0};
+    if (ebpf_prog_resolve(prog, &err)) {
+        snprintf(why, whylen, "resolve: %s", err.msg);
+        return -1;
+    }
+    uint8_t frame[1024];
+    memset(frame, 0, sizeof frame);
+    memcpy(frame + 256, t->pkt, t->pkt_len);
+    struct ebpf_xdp_buff x = {0};
+    x.data_hard_start = (uint64_t)(uintptr_t)frame;
+    x.data = x.data_meta = (uint64_t)(uintptr_t)(frame + 256);
+    x.data_end = x.data + t->pkt_len;
+    x.frame_end = (uint64_t)(uintptr_t)(frame + sizeof frame);
+    x.ingress_ifindex = 1;
+    *ret = ebpf_xdp_run(prog, &x, 0, &err);
+    if (err.msg[0]) {
+        snprintf(why, whylen, "run: %s", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+static int verify_one(const char *name, const struct ebpf_insn *insns, uint32_t n, const struct tmap *maps,
+                      const struct tcase *t, int verbose) {
+    struct ebpf_prog prog;
+    struct ebpf_error err = {0};
+    memset(&prog, 0, sizeof prog);
+    prog.insns = malloc((n ? n : 1) * sizeof *insns);
+    memcpy(prog.insns, insns, n * sizeof *insns);
+    prog.n_insns = n;
+    struct ebpf_map *mapv[3];
+    uint32_t nm = 0;
+    for (; nm < 3 && maps[nm].type; nm++) {
+        struct ebpf_map *m = calloc(1, sizeof *m);
+        m->type = maps[nm].type;
+        m->key_size = maps[nm].key_size;
+        m->value_size = maps[nm].value_size;
+        m->max_entries = maps[nm].max_entries;
+        snprintf(m->name, sizeof m->name, "map%u", nm);
+        if (ebpf_map_create(m, &err)) {
+            printf("FAIL %-40s map: %s\n", name, err.msg);
+            return 1;
+        }
+        mapv[nm] = m;
+    }
+    prog.maps = mapv;
+    prog.n_maps = nm;
+    struct ebpf_insn *orig = malloc((n ? n : 1) * sizeof *insns);
+    memcpy(orig, insns, n * sizeof *insns);
+    int rc = ebpf_verify(&prog, NULL, &err);
+    struct ebpf_verify_stats st = ebpf_verify_last_stats;
+    int ok;
+    char why[256] = "";
+    if (t->accept) {
+        ok = rc == 0;
+        if (!ok) snprintf(why, sizeof why, "rejected at insn %d: %s", err.insn, err.msg);
+        if (ok && t->check && !t->check(&prog)) ok = 0, snprintf(why, sizeof why, "post-verification check failed");
+        if (ok) {
+            /* verifying twice is refused */
+            struct ebpf_error e2 = {0};
+            if (ebpf_verify(&prog, NULL, &e2) == 0) ok = 0, snprintf(why, sizeof why, "verified twice");
+        }
+        if (ok && t->run) {
+            uint64_t r;
+            if (run_prog(&prog, t, &r, why, sizeof why)) ok = 0;
+            else if (r != t->ret)
+                ok = 0, snprintf(why, sizeof why, "returned 0x%llx, expected 0x%llx", (unsigned long long)r,
+                                 (unsigned long long)t->ret);
+        }
+    } else {
+        ok = rc != 0 && (err.insn == t->err_insn || t->err_insn == ANY_INSN) && strstr(err.msg, t->err) && !prog.verified &&
+             !memcmp(orig, prog.insns, n * sizeof *insns) && prog.n_subprogs == 0;
+        if (!ok) {
+            if (rc == 0) snprintf(why, sizeof why, "accepted, expected rejection at %d: %s", t->err_insn, t->err);
+            else snprintf(why, sizeof why, "got insn %d \"%s\", expected insn %d \"%s\"", err.insn, err.msg, t->err_insn, t->err);
+        }
+    }
+    printf("%s %-40s %-7s processed %7u states %5u pruned %5u  %s%s%s\n", ok ? "ok  " : "FAIL", name,
+           t->accept ? "accept" : "reject", st.processed, st.states, st.pruned, ok ? (t->accept ? "" : "\"") : why,
+           ok && !t->accept ? err.msg : "", ok && !t->accept ? "\"" : "");
+    if (!ok && verbose) {
+        struct ebpf_prog p2;
+        memset(&p2, 0, sizeof p2);
+        p2.insns = orig;
+        p2.n_insns = n;
+        p2.maps = mapv;
+        p2.n_maps = nm;
+        struct ebpf_verify_opts o = {.log_level = 1};
+        ebpf_verify(&p2, &o, &err);
+    }
+    for (uint32_t k = 0; k < nm; k++) {
+        ebpf_map_destroy(mapv[k]);
+        free(mapv[k]);
+    }
+    free(prog.insns);
+    free(orig);
+    return !ok;
+}
+
+static int verify_image(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        perror(path);
+        return 1;
+    }
+    static uint8_t buf[1 << 20];
+    size_t len = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    struct ebpf_prog prog;
+    struct ebpf_error err = {0};
+    if (ebpf_image_load(buf, len, &prog, &err)) {
+        printf("FAIL %-40s load: %s\n", path, err.msg);
+        return 1;
+    }
+    int rc = ebpf_verify(&prog, NULL, &err);
+    struct ebpf_verify_stats st = ebpf_verify_last_stats;
+    if (getenv("VERIFIER_LOG")) {
+        ebpf_prog_free(&prog);
+        ebpf_image_load(buf, len, &prog, &err);
+        struct ebpf_verify_opts o = {.log_level = 1};
+        ebpf_verify(&prog, &o, &err);
+    }
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    printf("%s %-22s insns %5u processed %7u states %5u (peak %4u) pruned %5u pending %3u state bytes %6u\n",
+           rc ? "REJ " : "ok  ", base, prog.n_insns, st.processed, st.states, st.peak_states, st.pruned,
+           st.peak_pending, st.peak_bytes);
+    if (rc) printf("     rejected at insn %d: %s\n", err.insn, err.msg);
+    else
+        for (uint32_t k = 0; k < prog.n_subprogs; k++)
+            printf("     function %u at insn %u: stack %u bytes\n", k, prog.subprogs[k].start, prog.subprogs[k].stack_depth);
+    ebpf_prog_free(&prog);
+    return rc != 0;
+}
+
+int main(int argc, char **argv) {
+    int verbose = 0, failed = 0, total = 0;
+    const char *only = NULL;
+    for (int a = 1; a < argc; a++) {
+        if (!strcmp(argv[a], "--image")) {
+            for (int b = a + 1; b < argc; b++) failed += verify_image(argv[b]);
+            return failed != 0;
+        }
+        if (!strcmp(argv[a], "-v")) verbose = 1;
+        else if (!strcmp(argv[a], "--no-relevance")) ebpf_verify_no_relevance = 1;
+        else if (!strcmp(argv[a], "-k") && a + 1 < argc) only = argv[++a];
+    }
+    for (size_t k = 0; k < sizeof tests / sizeof tests[0]; k++) {
+        const struct tcase *t = &tests[k];
+        if (only && strcmp(only, t->name)) continue;
+        total++;
+        failed += verify_one(t->name, t->insns, t->n, t->maps, t, verbose);
+    }
+    /* built in code */
+    for (uint32_t nf = 32; nf <= 33; nf++) {
+        static const struct tcase ok32 = {.name = "functions_32", ACCEPT},
+                                  bad33 = {.name = "functions_33", REJECT(96, "too many functions (more than 32)")};
+        const struct tcase *t = nf == 32 ? &ok32 : &bad33;
+        if (only && strcmp(only, t->name)) continue;
+        uint32_t n;
+        struct ebpf_insn *p = build_funcs(nf, &n);
+        total++;
+        failed += verify_one(t->name, p, n, t->maps, t, verbose);
+        free(p);
+    }
+    {
+        static const struct tcase t = {.name = "too_many_insns", REJECT(-1, "program of 4097 insns")};
+        if (!only || !strcmp(only, t.name)) {
+            uint32_t n;
+            struct ebpf_insn *p = build_long(&n);
+            total++;
+            failed += verify_one(t.name, p, n, t.maps, &t, verbose);
+            free(p);
+        }
+    }
+    printf("%d/%d tests passed\n", total - failed, total);
+    return failed != 0;
+}
