@@ -180,6 +180,9 @@ struct ebpf_subprog {
     uint32_t stack_depth; /* bytes of stack this function uses (multiple of 16); 0 = unknown */
 };
 
+/* Facts the verifier records per instruction for the JIT. */
+#define EBPF_INSN_PKT_ACCESS 0x1 /* a load/store of more than one byte into the packet: may be misaligned */
+
 struct ebpf_prog {
     struct ebpf_insn *insns;
     uint32_t n_insns;
@@ -189,6 +192,7 @@ struct ebpf_prog {
     /* filled by ebpf_verify(); n_subprogs == 0 means "not verified" (raw programs) */
     struct ebpf_subprog subprogs[EBPF_MAX_SUBPROGS];
     uint32_t n_subprogs;
+    uint8_t *insn_flags; /* per instruction EBPF_INSN_* facts from the verifier (NULL: none) */
     uint32_t verified;
     uint32_t resolved;
     /* filled by ebpf_jit_compile() */

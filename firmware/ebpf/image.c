@@ -76,6 +76,7 @@ void ebpf_prog_free(struct ebpf_prog *prog) {
     if (prog->jit_code) ebpf_jit_free(prog->jit_code, prog->jit_size);
     ebpf_free(prog->maps);
     ebpf_free(prog->insns);
+    ebpf_free(prog->insn_flags);
     memset(prog, 0, sizeof *prog);
 }
 

@@ -324,6 +324,51 @@ static void emit_load(struct jit *j, int size, int sx, uint8_t rd, uint8_t base,
     default: emit32(j, rv_ld(rd, base, off)); break;
     }
 }
+/* A packet access the verifier flagged: packet offsets have no known alignment and CVA6 traps on
+ * misaligned loads and stores, so test the address and take a byte-by-byte path when it is not
+ * aligned. Fixed-size 32-bit instructions only, so the branch distances are known here.
+ *   t1 = base + off; t0 = t1 & (n-1); bnez t0, slow; <access>; j done; slow: <bytes>; done: */
+static void emit_unaligned_access(struct jit *j, int size, int sx, int store, uint8_t reg, uint8_t base, int32_t off) {
+    static const int bytes[4] = {4, 2, 1, 8};
+    int n = bytes[size];
+    emit_addi_any(j, T1, base, off, T1);
+    emit32(j, rv_andi(T0, T1, n - 1));
+    int slow_len = store ? 1 + 2 * (n - 1) : 1 + 3 * (n - 1) + (sx ? 2 : 0) + 1;
+    emit32(j, rv_bne(T0, ZERO, 12));
+    if (store) {
+        uint32_t (*const st[4])(uint8_t, int32_t, uint8_t) = {rv_sw, rv_sh, rv_sb, rv_sd};
+        emit32(j, st[size](T1, 0, reg));
+        emit32(j, rv_jal(ZERO, 4 * (slow_len + 1)));
+        emit32(j, rv_sb(T1, 0, reg));
+        for (int k = 1; k < n; k++) {
+            emit32(j, rv_srli(T0, reg, 8u * (unsigned)k));
+            emit32(j, rv_sb(T1, k, T0));
+        }
+        return;
+    }
+    switch (size) {
+    case SZ_H: emit32(j, sx ? rv_lh(reg, T1, 0) : rv_lhu(reg, T1, 0)); break;
+    case SZ_W: emit32(j, sx ? rv_lw(reg, T1, 0) : rv_lwu(reg, T1, 0)); break;
+    default: emit32(j, rv_ld(reg, T1, 0)); break;
+    }
+    emit32(j, rv_jal(ZERO, 4 * (slow_len + 1)));
+    emit32(j, rv_lbu(T0, T1, 0));
+    for (int k = 1; k < n; k++) {
+        emit32(j, rv_lbu(T2, T1, k));
+        emit32(j, rv_slli(T2, T2, 8u * (unsigned)k));
+        emit32(j, rv_or(T0, T0, T2));
+    }
+    if (sx) {
+        emit32(j, rv_slli(T0, T0, 64u - 8u * (unsigned)n));
+        emit32(j, rv_srai(T0, T0, 64u - 8u * (unsigned)n));
+    }
+    emit32(j, rv_addi(reg, T0, 0));
+}
+
+static int pkt_access(const struct jit *j, int i) {
+    return j->prog->insn_flags && (j->prog->insn_flags[i] & EBPF_INSN_PKT_ACCESS);
+}
+
 static void emit_store(struct jit *j, int size, uint8_t base, int32_t off, uint8_t rs) {
     int32_t so = sp_offset(j, base, off);
     if (so >= 0) {
@@ -720,17 +765,20 @@ static int emit_insn(struct jit *j, int i) {
     case EBPF_CLS_LDX:
         if (mode != EBPF_MODE_MEM && !(mode == EBPF_MODE_MEMSX && size != SZ_DW))
             return ebpf_fail(j->err, i, "unknown load opcode 0x%02x", in->code);
-        emit_load(j, size, mode == EBPF_MODE_MEMSX, rd, rs, in->off);
+        if (size != SZ_B && pkt_access(j, i)) emit_unaligned_access(j, size, mode == EBPF_MODE_MEMSX, 0, rd, rs, in->off);
+        else emit_load(j, size, mode == EBPF_MODE_MEMSX, rd, rs, in->off);
         return 0;
     case EBPF_CLS_ST:
         if (mode != EBPF_MODE_MEM) return ebpf_fail(j->err, i, "unknown store opcode 0x%02x", in->code);
         if (in->imm) emit_imm(j, T2, in->imm);
-        emit_store(j, size, rd, in->off, in->imm ? T2 : ZERO);
+        if (size != SZ_B && pkt_access(j, i)) emit_unaligned_access(j, size, 0, 1, in->imm ? T2 : ZERO, rd, in->off);
+        else emit_store(j, size, rd, in->off, in->imm ? T2 : ZERO);
         return 0;
     default: /* STX */
         if (mode == EBPF_MODE_ATOMIC) return emit_atomic(j, in, i);
         if (mode != EBPF_MODE_MEM) return ebpf_fail(j->err, i, "unknown store opcode 0x%02x", in->code);
-        emit_store(j, size, rd, in->off, rs);
+        if (size != SZ_B && pkt_access(j, i)) emit_unaligned_access(j, size, 0, 1, rs, rd, in->off);
+        else emit_store(j, size, rd, in->off, rs);
         return 0;
     }
 }

@@ -144,6 +144,7 @@ struct pnode {
 #define F_FUNC 0x08    /* first insn of a function */
 #define F_EXITS 0x10   /* some path from here reaches exit */
 #define F_ONSTACK 0x20 /* CFG walk */
+#define F_PKTACC 0x40  /* multi-byte packet access (EBPF_INSN_PKT_ACCESS for the JIT) */
 /* Per-instruction aux: memory access kind seen (for the ctx rewrite). */
 #define AUX_OTHER 0xff
 
@@ -1903,6 +1904,7 @@ static int mem_access(struct env *e, uint32_t i, struct vstate *st, uint32_t reg
     case T_PKT:
         if (kind == ACC_ATOMIC) return fail(e, (int)i, "atomic access to packet not allowed");
         if (pkt_bounds(e, i, regno, &ptr, in->off, size)) return -1;
+        if (size > 1) e->flags[i] |= F_PKTACC; /* packet offsets carry no alignment: CVA6 would trap */
         break;
     case T_MAP_VALUE:
         if (map_value_bounds(e, i, &ptr, in->off, size)) return -1;
@@ -2073,6 +2075,11 @@ static int do_alu(struct env *e, uint32_t i, struct vstate *st) {
         if (op == EBPF_ALU_SUB) {
             if (!is_ptr(d)) return fail(e, (int)i, "R%u tried to subtract pointer from scalar", in->dst);
             if (!is_ptr(s)) return ptr_add(e, i, in->dst, d, d, s, 1);
+            /* data_end - data: the packet's length from that pointer, as common XDP code computes it */
+            if (d->type == T_PKT_END && s->type == T_PKT) {
+                set_unknown(d);
+                return 0;
+            }
             /* pointer - pointer = scalar */
             if (d->type != s->type || (d->type != T_PKT && d->type != T_STACK && d->type != T_MAP_VALUE) ||
                 (d->type == T_STACK && d->frame != s->frame) || (d->type == T_MAP_VALUE && d->map != s->map))
@@ -2468,6 +2475,13 @@ int ebpf_verify(struct ebpf_prog *prog, const struct ebpf_verify_opts *opts, str
     if (do_check(e)) goto out;
     if (check_stack_chains(e)) goto out;
     /* accepted */
+    prog->insn_flags = ebpf_alloc(n);
+    if (!prog->insn_flags) {
+        ebpf_fail(err, -1, "verifier: out of memory");
+        goto out;
+    }
+    for (uint32_t k = 0; k < n; k++)
+        if (e->flags[k] & F_PKTACC) prog->insn_flags[k] |= EBPF_INSN_PKT_ACCESS;
     rewrite_ctx(e);
     for (uint32_t f = 0; f < e->nfuncs; f++) {
         prog->subprogs[f].start = e->fstart[f];

@@ -27,6 +27,7 @@ static const char usage[] =
     "  --program FILE    raw program bytes (8 per instruction) from FILE instead of stdin\n"
     "  --image FILE      a device image: verify it and run it as XDP over MEMORY (the packet)\n"
     "  --verify          verify a raw program as XDP first (r1 is then an xdp_md over MEMORY)\n"
+    "  --headroom N      bytes before the frame in its buffer (default 256; odd values test alignment)\n"
     "  --check           only verify (raw program or --image) and print 'accepted' or the error\n"
     "  --stats           print the JIT's RV64 instructions per eBPF instruction class, do not run\n"
     "  -h, --help        this help\n"
@@ -121,6 +122,7 @@ static int exec_rv64(char **argv) {
 
 int main(int argc, char **argv) {
     int jit = 0, stats = 0, verify = 0, check = 0;
+    long headroom = 256;
     unsigned flags = 0;
     const char *program = NULL, *image = NULL, *memhex = NULL;
     for (int i = 1; i < argc; i++) {
@@ -137,6 +139,14 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--verify")) verify = 1;
         else if (!strcmp(a, "--check")) check = verify = 1;
         else if (!strcmp(a, "--program") && i + 1 < argc) program = argv[++i];
+        else if (!strcmp(a, "--headroom") && i + 1 < argc) {
+            char *endp;
+            headroom = strtol(argv[++i], &endp, 0);
+            if (*endp || headroom < 0 || headroom > 4096) {
+                fprintf(stderr, "nanobpf-run: --headroom takes 0..4096\n");
+                return 2;
+            }
+        }
         else if (!strcmp(a, "--image") && i + 1 < argc) image = argv[++i];
         else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "nanobpf-run: unknown or incomplete option '%s'\n%s", a, usage);
@@ -201,15 +211,16 @@ int main(int argc, char **argv) {
         }
         prog.n_insns = (uint32_t)(len / 8);
     }
-    /* XDP runs get a packet buffer with 256 bytes of headroom and tailroom, like a driver's. */
+    /* XDP runs get a packet buffer with headroom (default 256) and 256 bytes of tailroom, like a driver's. */
     struct ebpf_xdp_buff xdp;
     uint8_t *frame = NULL;
     if (verify) {
-        frame = calloc(1, (size_t)memlen + 512);
-        memcpy(frame + 256, mem, (size_t)memlen);
-        xdp = (struct ebpf_xdp_buff){.data = (uintptr_t)(frame + 256), .data_end = (uintptr_t)(frame + 256 + memlen),
-                                     .data_meta = (uintptr_t)(frame + 256), .data_hard_start = (uintptr_t)frame,
-                                     .frame_end = (uintptr_t)(frame + 512 + memlen)};
+        frame = calloc(1, (size_t)(memlen + headroom + 256));
+        uint8_t *data = frame + headroom;
+        memcpy(data, mem, (size_t)memlen);
+        xdp = (struct ebpf_xdp_buff){.data = (uintptr_t)data, .data_end = (uintptr_t)(data + memlen),
+                                     .data_meta = (uintptr_t)data, .data_hard_start = (uintptr_t)frame,
+                                     .frame_end = (uintptr_t)(data + memlen + 256)};
         if (ebpf_verify(&prog, NULL, &err)) return die(1, "verifier", &err);
         if (check) {
             printf("accepted: %u insns, %u subprograms\n", prog.n_insns, prog.n_subprogs);

@@ -1,6 +1,6 @@
 /* XDP program run on the CVA6 model by firmware/apps/ebpf_xdp: an ordinary libbpf-style program with
  * BTF maps (per-CPU array, hash, the QUIC key table), a .rodata constant, .data, a bpf-to-bpf call,
- * trace_printk, an atomic add and packet writes.
+ * trace_printk, an atomic add, packet writes and misaligned 4-byte packet loads.
  *   IPv4/UDP to a blocked port (hash map)        -> DROP
  *   QUIC short header, CID in the key table      -> swap the MAC addresses, TX
  *   QUIC short header, other CID; anything else  -> PASS
@@ -85,7 +85,10 @@ int xdp_device_test(struct xdp_md *ctx) {
     if (!(q[0] & 0x40)) return count(XDP_DROP);
     struct nanobpf_quic_cid cid = {};
     cid.len = CID_LEN;
-    __builtin_memcpy(cid.id, q + 1, CID_LEN);
+    /* two 4-byte loads at frame offset 43 and 47: misaligned, which CVA6 cannot do in hardware */
+    __u32 w0 = *(__u32 *)(q + 1), w1 = *(__u32 *)(q + 5);
+    __builtin_memcpy(cid.id, &w0, 4);
+    __builtin_memcpy(cid.id + 4, &w1, 4);
     if (!bpf_map_lookup_elem(&nanobpf_quic_keys, &cid)) return count(XDP_PASS);
     if (data + 12 > end) return count(XDP_DROP);
     for (int i = 0; i < 6; i++) {
