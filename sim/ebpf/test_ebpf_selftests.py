@@ -1,6 +1,6 @@
 """The eBPF runtime's C test programs: the JIT self-test (hand-written cases and sweeps against the
-interpreter, under qemu-riscv64 with and without RVC/Zba/Zbb), the verifier's host tests (ASan/UBSan),
-and the differential fuzzer (interpreter vs JIT on random valid programs). Needs `make ebpf-tools`."""
+interpreter, under qemu-riscv64 with and without RVC/Zba/Zbb), the verifier's host tests and its
+soundness fuzzer (ASan/UBSan), and the differential fuzzer (interpreter vs JIT on random valid programs). Needs `make ebpf-tools`."""
 import os
 import subprocess
 
@@ -25,6 +25,14 @@ def test_jit_selftest():
 def test_verifier_unit_tests():
     rc, out = run(["sh", "firmware/ebpf/tests/run_verifier_tests.sh"])
     assert rc == 0, out[-4000:]
+
+
+def test_verifier_soundness_fuzz():
+    """Random XDP programs; every accepted one runs under ASan on frames of 0..96 bytes ending exactly
+    at data_end: an accepted program that touches memory outside the frame or map value fails."""
+    rc, out = run(["sh", "firmware/ebpf/tests/run_verifier_tests.sh", "--fuzz", "20000", "11"])
+    assert rc == 0, out[-4000:]
+    assert "fuzz: 20000 programs" in out, out[-2000:]
 
 
 # (seed, count, length, flags, qemu cpu): every run is reproducible with the same arguments

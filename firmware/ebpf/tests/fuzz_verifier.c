@@ -317,6 +317,7 @@ int main(int argc, char **argv) {
                 }
         }
         free(p.insns);
+        free(p.insn_flags);
         ebpf_map_destroy(&m);
     }
     printf("fuzz: %u programs, %u accepted (%u runs), %llu insns processed (max %llu per program)\n", iters, accepted,

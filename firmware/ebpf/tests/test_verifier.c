@@ -698,12 +698,14 @@ static int verify_one(const char *name, const struct ebpf_insn *insns, uint32_t 
         p2.n_maps = nm;
         struct ebpf_verify_opts o = {.log_level = 1};
         ebpf_verify(&p2, &o, &err);
+        free(p2.insn_flags);
     }
     for (uint32_t k = 0; k < nm; k++) {
         ebpf_map_destroy(mapv[k]);
         free(mapv[k]);
     }
     free(prog.insns);
+    free(prog.insn_flags);
     free(orig);
     return !ok;
 }
