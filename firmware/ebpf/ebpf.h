@@ -220,6 +220,19 @@ struct ebpf_verify_opts {
     uint32_t max_states;    /* verifier states kept for pruning (default 4096) */
     int log_level;          /* 0 quiet; 1 prints each explored instruction (host tests) */
 };
+/* What the last ebpf_verify() call on this core cost. */
+struct ebpf_verify_stats {
+    uint32_t processed;    /* instructions explored over all paths */
+    uint32_t states;       /* states stored for pruning (total) */
+    uint32_t peak_states;  /* states stored at the same time, peak */
+    uint32_t pruned;       /* paths cut by a stored state */
+    uint32_t peak_pending; /* pending branches, peak */
+    uint32_t peak_bytes;   /* bytes of stored and pending states, peak */
+};
+extern struct ebpf_verify_stats ebpf_verify_last_stats;
+/* Test knob: compare every scalar when pruning (measures what the relevance analysis saves). */
+extern int ebpf_verify_no_relevance;
+
 /* Prove the program safe as an XDP program; rewrites context accesses and fills prog->subprogs.
  * Returns 0, or -1 with err->insn / err->msg saying which instruction and why. */
 int ebpf_verify(struct ebpf_prog *prog, const struct ebpf_verify_opts *opts, struct ebpf_error *err);

@@ -51,18 +51,8 @@
 #include "ebpf.h"
 
 /* Statistics of the last ebpf_verify() call (host tests and benchmarks read them). */
-struct ebpf_verify_stats {
-    uint32_t processed;    /* instructions explored over all paths */
-    uint32_t states;       /* states stored for pruning (total) */
-    uint32_t peak_states;  /* states stored at the same time, peak */
-    uint32_t pruned;       /* paths cut by a stored state */
-    uint32_t peak_pending; /* pending branches, peak */
-    uint32_t peak_bytes;   /* bytes of stored and pending states, peak */
-};
-extern struct ebpf_verify_stats ebpf_verify_last_stats;
 struct ebpf_verify_stats ebpf_verify_last_stats;
 /* Test knob: compare every scalar when pruning (measures what the relevance analysis saves). */
-extern int ebpf_verify_no_relevance;
 int ebpf_verify_no_relevance;
 
 #define U64MAX UINT64_MAX

@@ -17,10 +17,6 @@
 #endif
 #endif
 
-struct ebpf_verify_stats {
-    uint32_t processed, states, peak_states, pruned, peak_pending, peak_bytes;
-};
-extern struct ebpf_verify_stats ebpf_verify_last_stats;
 
 #define I(c, d, s, o, i) ((struct ebpf_insn){.code = (uint8_t)(c), .dst = (d), .src = (s), .off = (int16_t)(o), .imm = (int32_t)(i)})
 

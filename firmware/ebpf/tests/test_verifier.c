@@ -12,12 +12,6 @@
 #include <string.h>
 #include "ebpf.h"
 
-/* Statistics of the last ebpf_verify() call, exported by verifier.c. */
-struct ebpf_verify_stats {
-    uint32_t processed, states, peak_states, pruned, peak_pending, peak_bytes;
-};
-extern struct ebpf_verify_stats ebpf_verify_last_stats;
-extern int ebpf_verify_no_relevance; /* verifier.c test knob: prune without the relevance analysis */
 
 /* ---- Instruction macros ---- */
 #define I(c, d, s, o, i) {.code = (uint8_t)(c), .dst = (d), .src = (s), .off = (int16_t)(o), .imm = (int32_t)(i)}

@@ -223,7 +223,9 @@ int main(int argc, char **argv) {
                                      .frame_end = (uintptr_t)(data + memlen + 256)};
         if (ebpf_verify(&prog, NULL, &err)) return die(1, "verifier", &err);
         if (check) {
-            printf("accepted: %u insns, %u subprograms\n", prog.n_insns, prog.n_subprogs);
+            printf("accepted: %u insns, %u subprograms, %u insns processed, %u states, %u bytes of states at peak\n",
+                   prog.n_insns, prog.n_subprogs, ebpf_verify_last_stats.processed, ebpf_verify_last_stats.states,
+                   ebpf_verify_last_stats.peak_bytes);
             return 0;
         }
     }
