@@ -94,10 +94,13 @@ sim: $(SIM) ## build the Verilator model of the SoC (CORES=N)
 run: $(SIM) firmware ## run FIRMWARE=<app> (default hello) on the SoC model (CORES=N, MAX_CYCLES=N, WAVE=f.fst)
 	$(SIM) --firmware $(FW)/$(FIRMWARE).hex --max-cycles $(MAX_CYCLES) $(if $(WAVE),--wave $(WAVE))
 
-demo: ## build everything and boot the default firmware on the CORES-core SoC (default 4)
+demo: ## boot the CORES-core SoC (default 4), then run a clang-built XDP program through the verifier, JIT and interpreter on CVA6
 	@$(MAKE) -s sim firmware CORES=$(CORES)
 	@echo "[demo] booting firmware/apps/hello on the $(CORES)-core SoC"
 	@$(SIM) --firmware $(FW)/hello.hex --max-cycles $(MAX_CYCLES)
+	@$(MAKE) -s sim CORES=1
+	@echo "[demo] sw/ebpf/tests/device/xdp_device_test.c on a CVA6 core: load, verify, JIT, 8 frames (about 30 s)"
+	@$(BUILD)/sim/soc-1/nanobpf-sim --firmware $(FW)/ebpf_xdp.hex --max-cycles $(MAX_CYCLES)
 
 # ---------------------------------------------------------------- tests and benchmarks
 TEST_CORES := 1 4
