@@ -244,6 +244,9 @@ int ebpf_prog_resolve(struct ebpf_prog *prog, struct ebpf_error *err);
  * interpreter stops, fills err and returns UINT64_MAX (faults are only possible for unverified
  * programs: bad opcode, call depth, bounds when ebpf_interp_bounds is set). */
 uint64_t ebpf_interp(const struct ebpf_prog *prog, uint64_t r1, uint64_t r2, struct ebpf_error *err);
+/* Outcome of conditional jump `op` (EBPF_JMP_JEQ..JSLE, JSET) on a and b (is32: low halves): 1 taken,
+ * 0 not taken, -1 not a comparison. Shared by the interpreter and the verifier's constant folding. */
+int ebpf_jmp_cond(int op, uint64_t a, uint64_t b, int is32);
 /* Raw mode (nanobpf-run): when set, loads/stores must fall inside [base, base+size) or the stack. */
 struct ebpf_bounds {
     uint64_t base;

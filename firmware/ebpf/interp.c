@@ -149,7 +149,7 @@ static int alu(const struct ebpf_insn *in, uint64_t *dstp, uint64_t src, int is3
     return 0;
 }
 
-static int cond(int op, uint64_t a, uint64_t b, int is32) {
+int ebpf_jmp_cond(int op, uint64_t a, uint64_t b, int is32) {
     int64_t sa = (int64_t)a, sb = (int64_t)b;
     if (is32) {
         a = (uint32_t)a;
@@ -241,7 +241,7 @@ uint64_t ebpf_interp(const struct ebpf_prog *prog, uint64_t r1, uint64_t r2, str
                 break;
             }
             uint64_t src = (in->code & EBPF_SRC_X) ? reg[in->src] : (uint64_t)(int64_t)in->imm;
-            int c = cond(op, *dst, src, is32);
+            int c = ebpf_jmp_cond(op, *dst, src, is32);
             if (c < 0) FAULT("unknown jump opcode 0x%02x", in->code);
             if (c) pc += in->off;
             break;

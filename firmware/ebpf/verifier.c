@@ -1497,23 +1497,9 @@ enum { K_EQ, K_NE, K_GT, K_GE, K_SET, K_NSET };
 #define BR_TAKEN 1
 #define BR_FALL 2
 
+/* A comparison of two known values: the interpreter's (ebpf_jmp_cond), 0 for a non-comparison. */
 static int eval_cmp(int op, int is32, uint64_t a, uint64_t b) {
-    int64_t sa = (int64_t)a, sb = (int64_t)b;
-    if (is32) a = (uint32_t)a, b = (uint32_t)b, sa = (int32_t)a, sb = (int32_t)b;
-    switch (op) {
-    case EBPF_JMP_JEQ: return a == b;
-    case EBPF_JMP_JNE: return a != b;
-    case EBPF_JMP_JGT: return a > b;
-    case EBPF_JMP_JGE: return a >= b;
-    case EBPF_JMP_JLT: return a < b;
-    case EBPF_JMP_JLE: return a <= b;
-    case EBPF_JMP_JSET: return (a & b) != 0;
-    case EBPF_JMP_JSGT: return sa > sb;
-    case EBPF_JMP_JSGE: return sa >= sb;
-    case EBPF_JMP_JSLT: return sa < sb;
-    case EBPF_JMP_JSLE: return sa <= sb;
-    }
-    return 0;
+    return ebpf_jmp_cond(op, a, b, is32) > 0;
 }
 
 /* Refines a and b (unsigned order) for `a K b` holding; returns 0 when it cannot hold. */
