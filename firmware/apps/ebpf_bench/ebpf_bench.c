@@ -6,10 +6,8 @@
 #include "ebpf.h"
 #include "nanobpf.h"
 #include "../common/packets.h"
+#include "nanobpf_xdp.h" /* struct xdp_md as the native builds of the workloads see it */
 
-struct xdp_md {
-    uint32_t data, data_end, data_meta, ingress_ifindex, rx_queue_index, egress_ifindex;
-};
 int bench_parse(struct xdp_md *ctx);
 int bench_hash(struct xdp_md *ctx);
 extern const uint8_t bench_parse_image[], bench_parse_image_end[], bench_hash_image[], bench_hash_image_end[];

@@ -22,8 +22,12 @@ struct xdp_md {
 };
 enum xdp_action { XDP_ABORTED = 0, XDP_DROP, XDP_PASS, XDP_TX, XDP_REDIRECT };
 #define SEC(name)
+#ifndef __always_inline
 #define __always_inline inline __attribute__((always_inline))
+#endif
+#ifndef __noinline
 #define __noinline __attribute__((noinline))
+#endif
 #define bpf_htons(x) __builtin_bswap16(x)
 #define bpf_ntohs(x) __builtin_bswap16(x)
 #define bpf_htonl(x) __builtin_bswap32(x)
