@@ -54,7 +54,7 @@ firmware: $(DEFS_STAMP) | $(APT_STAMP) $(VENV_STAMP) ## build the boot ROM and f
 
 # ---------------------------------------------------------------- eBPF runtime on the host
 EBPF := $(BUILD)/ebpf
-ebpf-tools: $(DEFS_STAMP) | $(APT_STAMP) ## build nanobpf-run for the host and RV64 (qemu-riscv64) into build/ebpf
+ebpf-tools: $(DEFS_STAMP) | $(APT_STAMP) ## build nanobpf-run (host and RV64) and nanobpf-fuzz (RV64, run by qemu-riscv64) into build/ebpf
 	@$(MAKE) -s -C firmware/ebpf O=$(EBPF) GEN=$(GEN) host rv64
 $(FW)/bootrom.bin: firmware/bootrom/bootrom.S $(DEFS_STAMP) | $(APT_STAMP)
 	@$(MAKE) -s -C firmware O=$(FW) GEN=$(GEN) $@
