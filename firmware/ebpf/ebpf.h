@@ -246,7 +246,29 @@ int ebpf_prog_resolve(struct ebpf_prog *prog, struct ebpf_error *err);
 uint64_t ebpf_interp(const struct ebpf_prog *prog, uint64_t r1, uint64_t r2, struct ebpf_error *err);
 /* Outcome of conditional jump `op` (EBPF_JMP_JEQ..JSLE, JSET) on a and b (is32: low halves): 1 taken,
  * 0 not taken, -1 not a comparison. Shared by the interpreter and the verifier's constant folding. */
-int ebpf_jmp_cond(int op, uint64_t a, uint64_t b, int is32);
+static inline int ebpf_jmp_cond(int op, uint64_t a, uint64_t b, int is32) {
+    int64_t sa = (int64_t)a, sb = (int64_t)b;
+    if (is32) {
+        a = (uint32_t)a;
+        b = (uint32_t)b;
+        sa = (int32_t)a;
+        sb = (int32_t)b;
+    }
+    switch (op) {
+    case EBPF_JMP_JEQ: return a == b;
+    case EBPF_JMP_JNE: return a != b;
+    case EBPF_JMP_JGT: return a > b;
+    case EBPF_JMP_JGE: return a >= b;
+    case EBPF_JMP_JLT: return a < b;
+    case EBPF_JMP_JLE: return a <= b;
+    case EBPF_JMP_JSET: return (a & b) != 0;
+    case EBPF_JMP_JSGT: return sa > sb;
+    case EBPF_JMP_JSGE: return sa >= sb;
+    case EBPF_JMP_JSLT: return sa < sb;
+    case EBPF_JMP_JSLE: return sa <= sb;
+    }
+    return -1;
+}
 /* Raw mode (nanobpf-run): when set, loads/stores must fall inside [base, base+size) or the stack. */
 struct ebpf_bounds {
     uint64_t base;

@@ -149,30 +149,6 @@ static int alu(const struct ebpf_insn *in, uint64_t *dstp, uint64_t src, int is3
     return 0;
 }
 
-int ebpf_jmp_cond(int op, uint64_t a, uint64_t b, int is32) {
-    int64_t sa = (int64_t)a, sb = (int64_t)b;
-    if (is32) {
-        a = (uint32_t)a;
-        b = (uint32_t)b;
-        sa = (int32_t)a;
-        sb = (int32_t)b;
-    }
-    switch (op) {
-    case EBPF_JMP_JEQ: return a == b;
-    case EBPF_JMP_JNE: return a != b;
-    case EBPF_JMP_JGT: return a > b;
-    case EBPF_JMP_JGE: return a >= b;
-    case EBPF_JMP_JLT: return a < b;
-    case EBPF_JMP_JLE: return a <= b;
-    case EBPF_JMP_JSET: return (a & b) != 0;
-    case EBPF_JMP_JSGT: return sa > sb;
-    case EBPF_JMP_JSGE: return sa >= sb;
-    case EBPF_JMP_JSLT: return sa < sb;
-    case EBPF_JMP_JSLE: return sa <= sb;
-    }
-    return -1;
-}
-
 #define FAULT(...) do { ebpf_fail(err, (int)pc, __VA_ARGS__); return UINT64_MAX; } while (0)
 
 uint64_t ebpf_interp(const struct ebpf_prog *prog, uint64_t r1, uint64_t r2, struct ebpf_error *err) {

@@ -50,6 +50,7 @@ struct jit {
     uint32_t cap, pos;
     uint32_t *offs;          /* RV offset of each eBPF instruction (last pass for targets ahead) */
     uint8_t *form;           /* per eBPF instruction: size class of its branch, only grows */
+    uint8_t *target;         /* per eBPF instruction: some jump lands on it */
     struct jit_func *funcs;
     uint32_t n_funcs;
     const struct jit_func *cur;
@@ -783,6 +784,47 @@ static int emit_insn(struct jit *j, int i) {
     }
 }
 
+/* Two-address pairs clang emits all the time, `d = s; d op= x` (ALU64: add, sub, and, or, xor,
+ * shifts; x a register other than d or a 12-bit immediate), become one three-operand RV64
+ * instruction. The second must not be a jump target (a jump there would skip the move). Returns 1
+ * when it emitted the pair. */
+static int emit_fused(struct jit *j, uint32_t i) {
+    const struct ebpf_insn *a = &j->prog->insns[i], *b = a + 1;
+    if (i + 1 >= j->cur->end || j->target[i + 1]) return 0;
+    if (a->code != (EBPF_CLS_ALU64 | EBPF_ALU_MOV | EBPF_SRC_X) || a->off || a->dst == a->src) return 0;
+    if (EBPF_CLASS(b->code) != EBPF_CLS_ALU64 || b->dst != a->dst || b->off) return 0;
+    uint8_t rd = regmap[a->dst], rs = regmap[a->src];
+    int op = EBPF_OP(b->code);
+    if (b->code & EBPF_SRC_X) {
+        if (b->src == b->dst) return 0;
+        uint8_t rx = regmap[b->src];
+        switch (op) {
+        case EBPF_ALU_ADD: emit_add(j, rd, rs, rx); return 1;
+        case EBPF_ALU_SUB: emit_sub(j, rd, rs, rx); return 1;
+        case EBPF_ALU_AND: emit_and(j, rd, rs, rx); return 1;
+        case EBPF_ALU_OR: emit_or(j, rd, rs, rx); return 1;
+        case EBPF_ALU_XOR: emit_xor(j, rd, rs, rx); return 1;
+        case EBPF_ALU_LSH: emit32(j, rv_sll(rd, rs, rx)); return 1;
+        case EBPF_ALU_RSH: emit32(j, rv_srl(rd, rs, rx)); return 1;
+        case EBPF_ALU_ARSH: emit32(j, rv_sra(rd, rs, rx)); return 1;
+        }
+        return 0;
+    }
+    int32_t imm = b->imm;
+    int fits = rv_fits_imm12(imm);
+    switch (op) {
+    case EBPF_ALU_ADD: if (!fits) return 0; emit_addi(j, rd, rs, imm); return 1;
+    case EBPF_ALU_SUB: if (!rv_fits_imm12(-(int64_t)imm)) return 0; emit_addi(j, rd, rs, -imm); return 1;
+    case EBPF_ALU_AND: if (!fits) return 0; emit_andi(j, rd, rs, imm); return 1;
+    case EBPF_ALU_OR: if (!fits) return 0; emit32(j, rv_ori(rd, rs, imm)); return 1;
+    case EBPF_ALU_XOR: if (!fits) return 0; emit32(j, rv_xori(rd, rs, imm)); return 1;
+    case EBPF_ALU_LSH: emit_slli(j, rd, rs, (unsigned)imm & 63); return 1;
+    case EBPF_ALU_RSH: emit_srli(j, rd, rs, (unsigned)imm & 63); return 1;
+    case EBPF_ALU_ARSH: emit_srai(j, rd, rs, (unsigned)imm & 63); return 1;
+    }
+    return 0;
+}
+
 static int jit_pass(struct jit *j) {
     const struct ebpf_insn *insns = j->prog->insns;
     j->pos = 0;
@@ -798,6 +840,11 @@ static int jit_pass(struct jit *j) {
             j->offs[i] = j->pos;
             j->cls = EBPF_CLASS(insns[i].code);
             j->stats.bpf_insns[j->cls]++;
+            if (emit_fused(j, i)) {
+                j->stats.bpf_insns[j->cls]++; /* both are ALU64 */
+                j->offs[++i] = j->pos;        /* not a jump target */
+                continue;
+            }
             if (emit_insn(j, (int)i)) return -1;
             if (insns[i].code == (EBPF_CLS_LD | EBPF_MODE_IMM | EBPF_SIZE_DW)) j->offs[++i] = j->pos;
         }
@@ -820,7 +867,8 @@ static int jit_init(struct jit *j, const struct ebpf_prog *prog, unsigned flags,
     uint8_t *start = ebpf_alloc(n);
     j->offs = ebpf_alloc(((size_t)n + 1) * sizeof *j->offs);
     j->form = ebpf_alloc(n);
-    if (!start || !j->offs || !j->form) {
+    j->target = ebpf_alloc(n);
+    if (!start || !j->offs || !j->form || !j->target) {
         ebpf_free(start);
         return ebpf_fail(err, -1, "out of memory");
     }
@@ -896,6 +944,7 @@ static int jit_init(struct jit *j, const struct ebpf_prog *prog, unsigned flags,
             int64_t t = (int64_t)i + 1 + (cls == EBPF_CLS_JMP32 && op == EBPF_JMP_JA ? in->imm : in->off);
             if (t < f->start || t >= f->end)
                 return ebpf_fail(err, (int)i, "jump target %lld outside its function", (long long)t);
+            j->target[t] = 1;
         }
         for (int r = 6; r <= 10; r++)
             if (used & (1u << r)) f->save |= 1u << (r - 5);
@@ -913,6 +962,7 @@ static int jit_init(struct jit *j, const struct ebpf_prog *prog, unsigned flags,
 static void jit_fini(struct jit *j) {
     ebpf_free(j->offs);
     ebpf_free(j->form);
+    ebpf_free(j->target);
     ebpf_free(j->funcs);
 }
 

@@ -67,6 +67,14 @@ static void random_insn(uint32_t body_end, int in_loop) {
             static const int16_t sx[] = {8, 16, 32};
             off = sx[pick(cls == EBPF_CLS_ALU64 ? 3 : 2)];
             emit(cls | op | EBPF_SRC_X, wreg(), rreg(), off, 0);
+        } else if (op == EBPF_ALU_MOV && cls == EBPF_CLS_ALU64 && pick(2) && n + 2 < body_end) {
+            /* `d = s; d op= x`: the pair the JIT fuses into one three-operand instruction */
+            static const uint8_t fops[] = {EBPF_ALU_ADD, EBPF_ALU_SUB, EBPF_ALU_AND, EBPF_ALU_OR, EBPF_ALU_XOR,
+                                           EBPF_ALU_LSH, EBPF_ALU_RSH, EBPF_ALU_ARSH};
+            uint8_t d = wreg(), fop = fops[pick(sizeof fops)];
+            emit(EBPF_CLS_ALU64 | EBPF_ALU_MOV | EBPF_SRC_X, d, rreg(), 0, 0);
+            if (pick(2)) emit(EBPF_CLS_ALU64 | fop | EBPF_SRC_X, d, rreg(), 0, 0);
+            else emit(EBPF_CLS_ALU64 | fop | EBPF_SRC_K, d, 0, 0, interesting_imm());
         } else if (pick(2)) emit(cls | op | EBPF_SRC_X, wreg(), rreg(), off, 0);
         else emit(cls | op | EBPF_SRC_K, wreg(), 0, off, interesting_imm());
         break;

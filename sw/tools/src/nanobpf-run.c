@@ -29,6 +29,7 @@ static const char usage[] =
     "  --verify          verify a raw program as XDP first (r1 is then an xdp_md over MEMORY)\n"
     "  --headroom N      bytes before the frame in its buffer (default 256; odd values test alignment)\n"
     "  --check           only verify (raw program or --image) and print 'accepted' or the error\n"
+    "  --dump-jit FILE   write the JIT's RV64 code to FILE (raw bytes; objdump -b binary -m riscv:rv64 -D)\n"
     "  --stats           print the JIT's RV64 instructions per eBPF instruction class, do not run\n"
     "  -h, --help        this help\n"
     "Exit status: 0 ran, 1 program rejected or faulted, 2 usage or input error.\n";
@@ -124,7 +125,7 @@ int main(int argc, char **argv) {
     int jit = 0, stats = 0, verify = 0, check = 0;
     long headroom = 256;
     unsigned flags = 0;
-    const char *program = NULL, *image = NULL, *memhex = NULL;
+    const char *program = NULL, *image = NULL, *memhex = NULL, *dump = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -148,6 +149,7 @@ int main(int argc, char **argv) {
             }
         }
         else if (!strcmp(a, "--image") && i + 1 < argc) image = argv[++i];
+        else if (!strcmp(a, "--dump-jit") && i + 1 < argc) dump = argv[++i], jit = 1;
         else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "nanobpf-run: unknown or incomplete option '%s'\n%s", a, usage);
             return 2;
@@ -241,6 +243,13 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (jit && ebpf_jit_compile(&prog, flags, &err)) return die(1, "jit", &err);
+    if (dump) {
+        FILE *f = fopen(dump, "wb");
+        if (!f || fwrite(prog.jit_code, 1, prog.jit_size, f) != prog.jit_size || fclose(f)) {
+            fprintf(stderr, "nanobpf-run: %s: cannot write\n", dump);
+            return 2;
+        }
+    }
     uint64_t r0;
     if (verify) {
         r0 = ebpf_xdp_run(&prog, &xdp, jit, &err);
