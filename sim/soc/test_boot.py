@@ -103,3 +103,13 @@ def test_no_files_left_in_the_working_directory(tmp_path):
                        cwd=tmp_path, capture_output=True, text=True)
     assert p.returncode == 0, p.stdout + p.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_instruction_trace_option(tmp_path):
+    """--insn-trace keeps CVA6's retired-instruction trace: the boot ROM's first instruction is in it."""
+    trace = tmp_path / "run.dasm"
+    r = sim.run(1, "hello", max_cycles=2_000_000, args=["--insn-trace", str(trace)])
+    assert r.returncode == 0, r.output
+    lines = trace.read_text().splitlines()
+    assert len(lines) > 1000
+    assert lines[0].split()[1] == "0x10000"  # reset vector: the boot ROM

@@ -31,10 +31,11 @@ constexpr uint64_t kResetCycles = 16;
 constexpr char kCva6Trace[] = "trace_hart_00.dasm";
 
 const char kUsage[] =
-    "usage: nanobpf-sim --firmware FILE.hex [--max-cycles N] [--wave FILE.fst] [--quiet]\n"
+    "usage: nanobpf-sim --firmware FILE.hex [--max-cycles N] [--wave FILE.fst] [--insn-trace FILE] [--quiet]\n"
     "  --firmware FILE   main-memory image ($readmemh of 64-bit words, from nanobpf-elf2hex)\n"
     "  --max-cycles N    give up after N core cycles (default 20000000): exit 124\n"
     "  --wave FILE.fst   write an FST waveform of the whole run\n"
+    "  --insn-trace FILE write CVA6's instruction trace (every retired instruction, all cores) to FILE\n"
     "  --quiet           do not echo the console, print only the summary\n"
     "exit code: the firmware's sim_end code (0 = pass), or the harness's own codes listed in\n"
     "docs/memory-map.md (timeout, bus_error, usage, finish)\n";
@@ -42,6 +43,7 @@ const char kUsage[] =
 struct Options {
     std::string firmware;
     std::string wave;
+    std::string insn_trace; // CVA6's own tracer output; empty: discarded
     uint64_t max_cycles = 20000000;
     bool quiet = false;
 };
@@ -66,6 +68,8 @@ Options parse(int argc, char **argv) {
             o.firmware = value();
         } else if (a == "--wave") {
             o.wave = value();
+        } else if (a == "--insn-trace") {
+            o.insn_trace = value();
         } else if (a == "--max-cycles") {
             std::string v = value();
             char *end = nullptr;
@@ -88,8 +92,8 @@ Options parse(int argc, char **argv) {
 // CVA6's Verilator-only mock tracer opens "trace_hart_00.dasm" in the current directory at the first
 // eval() (where initial blocks run) and logs every instruction of every core into that one shared
 // file. Run that first eval in a scratch directory where the name links to /dev/null: no stray file
-// in the user's directory, no disk filled by long runs.
-void first_eval_without_trace(VNanobpfSoc &top) {
+// in the user's directory, no disk filled by long runs (unless --insn-trace names a file).
+void first_eval_without_trace(VNanobpfSoc &top, const std::string &insn_trace) {
     char cwd[PATH_MAX];
     char scratch[] = "/tmp/nanobpf-sim.XXXXXX";
     if (!getcwd(cwd, sizeof cwd) || !mkdtemp(scratch)) {
@@ -97,7 +101,16 @@ void first_eval_without_trace(VNanobpfSoc &top) {
         std::exit(kExitUsage);
     }
     std::string link = std::string(scratch) + "/" + kCva6Trace;
-    if (symlink("/dev/null", link.c_str()) != 0 || chdir(scratch) != 0) {
+    std::string target = "/dev/null";
+    if (!insn_trace.empty()) {
+        FILE *f = std::fopen(insn_trace.c_str(), "w");
+        if (!f) usage_error("cannot write instruction trace " + insn_trace);
+        std::fclose(f);
+        char *abs = realpath(insn_trace.c_str(), nullptr);
+        target = abs;
+        std::free(abs);
+    }
+    if (symlink(target.c_str(), link.c_str()) != 0 || chdir(scratch) != 0) {
         std::perror("nanobpf-sim: scratch directory");
         std::exit(kExitUsage);
     }
@@ -147,7 +160,7 @@ int main(int argc, char **argv) {
     auto top = std::make_unique<VNanobpfSoc>(ctx.get());
     top->clock = 0;
     top->reset = 1;
-    first_eval_without_trace(*top);
+    first_eval_without_trace(*top, opt.insn_trace);
 
     std::unique_ptr<VerilatedFstC> fst;
     if (!opt.wave.empty()) {
