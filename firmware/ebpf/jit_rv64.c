@@ -51,6 +51,7 @@ struct jit {
     uint32_t *offs;          /* RV offset of each eBPF instruction (last pass for targets ahead) */
     uint8_t *form;           /* per eBPF instruction: size class of its branch, only grows */
     uint8_t *target;         /* per eBPF instruction: some jump lands on it */
+    struct ebpf_prog sprog;  /* the program as compiled: loads scheduled (jit_schedule) */
     struct jit_func *funcs;
     uint32_t n_funcs;
     const struct jit_func *cur;
@@ -856,6 +857,60 @@ static int jit_pass(struct jit *j) {
     return 0;
 }
 
+/* ---- Load scheduling ----
+ * clang's BPF backend puts each load right before its first use; on CVA6 a load's result is ready
+ * three cycles later, so every such pair stalls. Within a basic block, move each load up to three
+ * instructions earlier, past instructions it does not depend on: not past jumps, calls, exits, stores,
+ * atomics or ld_imm64, and not above a jump target (a load may move onto a target: whoever jumps
+ * there still runs the same instructions). The JIT then compiles this reordered copy; the verifier's
+ * per-instruction facts travel with their instructions. */
+static uint32_t reads_of(const struct ebpf_insn *in) {
+    int cls = EBPF_CLASS(in->code);
+    uint32_t r = 1u << in->dst; /* ALU reads dst (MOV does not, conservatively counted) */
+    if (cls == EBPF_CLS_LDX || ((cls == EBPF_CLS_ALU || cls == EBPF_CLS_ALU64) && (in->code & EBPF_SRC_X)))
+        r |= 1u << in->src;
+    return r;
+}
+static int movable_past(const struct ebpf_insn *load, const struct ebpf_insn *q) {
+    int cls = EBPF_CLASS(q->code);
+    if (cls != EBPF_CLS_ALU && cls != EBPF_CLS_ALU64 && cls != EBPF_CLS_LDX) return 0;
+    uint32_t q_writes = 1u << q->dst;
+    uint32_t load_reads = 1u << load->src, load_writes = 1u << load->dst;
+    return !(q_writes & (load_reads | load_writes)) && !(reads_of(q) & load_writes);
+}
+static int jit_schedule(struct jit *j, struct ebpf_error *err) {
+    const struct ebpf_prog *prog = j->prog;
+    uint32_t n = prog->n_insns;
+    j->sprog = *prog;
+    j->sprog.insns = ebpf_alloc(n * sizeof *prog->insns);
+    j->sprog.insn_flags = ebpf_alloc(n);
+    if (!j->sprog.insns || !j->sprog.insn_flags) return ebpf_fail(err, -1, "out of memory");
+    memcpy(j->sprog.insns, prog->insns, n * sizeof *prog->insns);
+    if (prog->insn_flags) memcpy(j->sprog.insn_flags, prog->insn_flags, n);
+    j->prog = &j->sprog;
+    struct ebpf_insn *in = j->sprog.insns;
+    uint8_t *fl = j->sprog.insn_flags;
+    for (uint32_t k = 0; k < j->n_funcs; k++) {
+        const struct jit_func *f = &j->funcs[k];
+        for (uint32_t p = f->start + 1; p < f->end; p++) {
+            int mode = EBPF_MODE(in[p].code);
+            if (EBPF_CLASS(in[p].code) != EBPF_CLS_LDX || (mode != EBPF_MODE_MEM && mode != EBPF_MODE_MEMSX)) continue;
+            if (in[p - 1].code == (EBPF_CLS_LD | EBPF_MODE_IMM | EBPF_SIZE_DW)) continue; /* p is its 2nd slot */
+            for (uint32_t at = p, moved = 0; moved < 3 && at > f->start && !j->target[at]; moved++, at--) {
+                if (at >= 2 && in[at - 2].code == (EBPF_CLS_LD | EBPF_MODE_IMM | EBPF_SIZE_DW)) break;
+                if (!movable_past(&in[at], &in[at - 1])) break;
+                struct ebpf_insn t = in[at];
+                uint8_t tf = fl[at];
+                in[at] = in[at - 1];
+                fl[at] = fl[at - 1];
+                in[at - 1] = t;
+                fl[at - 1] = tf;
+            }
+        }
+    }
+    return 0;
+}
+
 /* ---- Set-up: functions, frames, checks that keep the passes in bounds ---- */
 static int jit_init(struct jit *j, const struct ebpf_prog *prog, unsigned flags, struct ebpf_error *err) {
     uint32_t n = prog->n_insns;
@@ -956,10 +1011,12 @@ static int jit_init(struct jit *j, const struct ebpf_prog *prog, unsigned flags,
         uint32_t saves = (uint32_t)__builtin_popcount(f->save);
         f->frame = f->stack + ((saves * 8 + 15) & ~15u);
     }
-    return 0;
+    return jit_schedule(j, err);
 }
 
 static void jit_fini(struct jit *j) {
+    ebpf_free(j->sprog.insns);
+    ebpf_free(j->sprog.insn_flags);
     ebpf_free(j->offs);
     ebpf_free(j->form);
     ebpf_free(j->target);
