@@ -218,7 +218,7 @@ void ebpf_prog_free(struct ebpf_prog *prog);
 struct ebpf_verify_opts {
     uint32_t max_processed; /* instructions explored over all paths (default 1,000,000) */
     uint32_t max_states;    /* verifier states kept for pruning (default 4096) */
-    int log_level;          /* 0 quiet; 1 prints each explored instruction (host tests) */
+    int log_level;          /* 0 quiet; 1 prints each explored instruction (host tests); 2 also its stack */
 };
 /* What the last ebpf_verify() call on this core cost. */
 struct ebpf_verify_stats {

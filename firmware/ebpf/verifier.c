@@ -2220,7 +2220,7 @@ static void log_state(const struct env *e, uint32_t i) {
     const struct vstate *st = e->cur;
     const struct vframe *f = &st->f[st->nframes - 1];
     const struct ebpf_insn *in = &e->in[i];
-    char line[512];
+    char line[2048];
     int len = snprintf(line, sizeof line, "%u: (%02x) d%u s%u off %d imm %d [frame %u]", i, in->code, in->dst, in->src,
                        in->off, in->imm, st->nframes - 1);
     for (uint32_t r = 0; r < EBPF_NREGS && len < (int)sizeof line - 80; r++) {
@@ -2235,6 +2235,18 @@ static void log_state(const struct env *e, uint32_t i) {
             len += snprintf(line + len, sizeof line - (size_t)len, " R%u=%s(off=%d,id=%u,r=%u,var=%llu..%llu)", r,
                             tname[v->type], v->off, v->id, v->range, (unsigned long long)v->umin,
                             (unsigned long long)v->umax);
+    }
+    /* log level 2: also the stack slots of the current frame (spilled scalars shown as ranges) */
+    for (uint32_t k = 0; e->log >= 2 && k < f->nslots && len < (int)sizeof line - 60; k++) {
+        const struct vslot *sl = &f->s[k];
+        if (!sl->init) continue;
+        if (sl->spill && sl->reg.type == T_SCALAR)
+            len += snprintf(line + len, sizeof line - (size_t)len, " fp-%u=[%llu,%llu]", 8 * (k + 1),
+                            (unsigned long long)sl->reg.umin, (unsigned long long)sl->reg.umax);
+        else if (sl->spill)
+            len += snprintf(line + len, sizeof line - (size_t)len, " fp-%u=%s", 8 * (k + 1), tname[sl->reg.type]);
+        else
+            len += snprintf(line + len, sizeof line - (size_t)len, " fp-%u=m%02x", 8 * (k + 1), sl->init);
     }
     vlog("%s\n", line);
 }

@@ -1,0 +1,299 @@
+/* AES-128-GCM and the QUIC header-protection mask in restricted C (RFC 9001 section 5; NIST SP 800-38D).
+ *
+ * Built as eBPF (clang -target bpf) for the XDP programs and natively (riscv64 gcc) for the benchmark's
+ * baseline. Constraints of eBPF shape it:
+ *   - no large stack: the expanded key and the GHASH table live in a per-CPU scratch map value
+ *     (struct quic_crypto), the constant tables in .rodata (generated: nanobpf_aes_tables.h);
+ *   - bounded loops only: the block loop runs at most QUIC_MAX_BLOCKS times;
+ *   - at most 5 arguments per function and 4096 instructions per program (the device's limit): the AES
+ *     block, the GHASH multiply and the block loop are separate (bpf-to-bpf) functions, with loops
+ *     over rounds and nibbles rather than unrolled code.
+ * AES is the classic four-round-table implementation (state as big-endian 32-bit columns); GHASH uses
+ * 4-bit tables of multiples of H (16 entries, rebuilt per key) and a 16-entry reduction table. Neither is
+ * constant-time with respect to cache timing; the device has no shared caches between tenants.
+ *
+ * Packet memory is reached through (p, end) pointer pairs with a bounds check before every access, so
+ * the verifier can prove each one; natively the same code runs over ordinary buffers. */
+#ifndef NANOBPF_QUIC_CRYPTO_H
+#define NANOBPF_QUIC_CRYPTO_H
+
+#include "nanobpf_xdp.h"
+#include "nanobpf_aes_tables.h"
+
+#ifndef QUIC_MAX_PAYLOAD
+#define QUIC_MAX_PAYLOAD 1504 /* largest protected payload handled (bytes; a 1500-byte MTU fits) */
+#endif
+#define QUIC_MAX_BLOCKS ((QUIC_MAX_PAYLOAD + 15) / 16)
+#define QUIC_TAG_LEN 16
+#define QUIC_MAX_AAD 64 /* largest header (associated data) handled; longer long headers pass */
+
+static const __u32 aes_te[4][256] = {NANOBPF_AES_TE0_INIT, NANOBPF_AES_TE1_INIT, NANOBPF_AES_TE2_INIT,
+                                     NANOBPF_AES_TE3_INIT};
+static const __u8 aes_sbox[256] = NANOBPF_AES_SBOX_INIT;
+static const __u32 aes_rcon[10] = NANOBPF_AES_RCON_INIT;
+static const __u64 ghash_last4[16] = NANOBPF_GHASH_LAST4_INIT;
+
+/* One GCM operation in progress: counter block and GHASH accumulator. */
+struct gcm_state {
+    __u32 n[3];   /* nonce (iv XOR packet number) as big-endian words */
+    __u32 ctr;    /* next counter value */
+    __u64 xh, xl; /* GHASH accumulator */
+    __u64 csum;   /* ones'-complement sum of the 32-bit words written (output side), unfolded */
+};
+
+/* Per-CPU working state of one AEAD operation. */
+struct quic_crypto {
+    __u32 rk[44];         /* AES-128 round keys */
+    __u64 hh[16], hl[16]; /* GHASH: high/low halves of i * H, i = 0..15 (GCM bit order) */
+    struct gcm_state g;   /* in the map value, not on the stack: the verifier does not track its values */
+    __u64 launder64;      /* see quic_launder() */
+    __u32 launder;
+};
+
+/* v, read back through memory: the verifier then knows only the bound, so the states of different
+ * parsing paths (VLAN tags, IPv4 options, IPv6) become alike and it explores what follows once. */
+static __always_inline __u32 quic_launder(struct quic_crypto *c, __u32 v, __u32 mask) {
+    *(volatile __u32 *)&c->launder = v;
+    return *(volatile __u32 *)&c->launder & mask;
+}
+
+static __always_inline __u64 quic_launder64(struct quic_crypto *c, __u64 v) {
+    *(volatile __u64 *)&c->launder64 = v;
+    return *(volatile __u64 *)&c->launder64;
+}
+
+
+static __always_inline __u32 quic_load_be32(const __u8 *p) {
+    return (__u32)p[0] << 24 | (__u32)p[1] << 16 | (__u32)p[2] << 8 | p[3];
+}
+
+/* AES-128 key expansion (FIPS 197 section 5.2) of the 16 bytes at key into c->rk. */
+static __noinline int aes128_expand(struct quic_crypto *c, const __u8 *key) {
+    __u32 w0 = quic_load_be32(key), w1 = quic_load_be32(key + 4), w2 = quic_load_be32(key + 8),
+          w3 = quic_load_be32(key + 12);
+    c->rk[0] = w0;
+    c->rk[1] = w1;
+    c->rk[2] = w2;
+    c->rk[3] = w3;
+    for (int i = 0; i < 10; i++) {
+        __u32 t = (__u32)aes_sbox[(w3 >> 16) & 0xff] << 24 | (__u32)aes_sbox[(w3 >> 8) & 0xff] << 16 |
+                  (__u32)aes_sbox[w3 & 0xff] << 8 | aes_sbox[w3 >> 24];
+        w0 ^= t ^ aes_rcon[i];
+        w1 ^= w0;
+        w2 ^= w1;
+        w3 ^= w2;
+        c->rk[4 * i + 4] = w0;
+        c->rk[4 * i + 5] = w1;
+        c->rk[4 * i + 6] = w2;
+        c->rk[4 * i + 7] = w3;
+    }
+    return 0;
+}
+
+#define AES_TE(k, x) aes_te[k][(x) & 0xff]
+
+/* Encrypt the block s[0..3] (big-endian columns) in place with c->rk. */
+static __noinline int aes128_encrypt(const struct quic_crypto *c, __u32 *s) {
+    __u32 s0 = s[0] ^ c->rk[0], s1 = s[1] ^ c->rk[1], s2 = s[2] ^ c->rk[2], s3 = s[3] ^ c->rk[3];
+    for (int r = 1; r < 10; r++) {
+        __u32 t0 = AES_TE(0, s0 >> 24) ^ AES_TE(1, s1 >> 16) ^ AES_TE(2, s2 >> 8) ^ AES_TE(3, s3) ^ c->rk[4 * r];
+        __u32 t1 = AES_TE(0, s1 >> 24) ^ AES_TE(1, s2 >> 16) ^ AES_TE(2, s3 >> 8) ^ AES_TE(3, s0) ^ c->rk[4 * r + 1];
+        __u32 t2 = AES_TE(0, s2 >> 24) ^ AES_TE(1, s3 >> 16) ^ AES_TE(2, s0 >> 8) ^ AES_TE(3, s1) ^ c->rk[4 * r + 2];
+        __u32 t3 = AES_TE(0, s3 >> 24) ^ AES_TE(1, s0 >> 16) ^ AES_TE(2, s1 >> 8) ^ AES_TE(3, s2) ^ c->rk[4 * r + 3];
+        s0 = t0;
+        s1 = t1;
+        s2 = t2;
+        s3 = t3;
+    }
+#define AES_LAST(a, b, cc, d)                                                                              \
+    ((__u32)aes_sbox[(a) >> 24] << 24 | (__u32)aes_sbox[((b) >> 16) & 0xff] << 16 |                         \
+     (__u32)aes_sbox[((cc) >> 8) & 0xff] << 8 | aes_sbox[(d) & 0xff])
+    s[0] = AES_LAST(s0, s1, s2, s3) ^ c->rk[40];
+    s[1] = AES_LAST(s1, s2, s3, s0) ^ c->rk[41];
+    s[2] = AES_LAST(s2, s3, s0, s1) ^ c->rk[42];
+    s[3] = AES_LAST(s3, s0, s1, s2) ^ c->rk[43];
+#undef AES_LAST
+    return 0;
+}
+
+/* Fill the GHASH tables from H = AES_K(0^128) (c->rk must hold K). */
+static __noinline int ghash_init(struct quic_crypto *c) {
+    __u32 s[4] = {0, 0, 0, 0};
+    aes128_encrypt(c, s);
+    __u64 vh = (__u64)s[0] << 32 | s[1], vl = (__u64)s[2] << 32 | s[3];
+    c->hh[0] = 0;
+    c->hl[0] = 0;
+    c->hh[8] = vh;
+    c->hl[8] = vl;
+    /* i * H for i = 4, 2, 1: each a multiplication by x (a right shift in GCM's bit order) */
+    NB_UNROLL
+    for (int i = 4; i > 0; i >>= 1) {
+        __u64 red = (vl & 1) ? 0xe100000000000000ull : 0;
+        vl = vh << 63 | vl >> 1;
+        vh = (vh >> 1) ^ red;
+        c->hh[i] = vh;
+        c->hl[i] = vl;
+    }
+    /* the other entries by linearity: (i + j) * H = i * H ^ j * H */
+    NB_UNROLL
+    for (int i = 2; i <= 8; i <<= 1) {
+        NB_UNROLL
+        for (int j = 1; j < i; j++) {
+            c->hh[i + j] = c->hh[i] ^ c->hh[j];
+            c->hl[i + j] = c->hl[i] ^ c->hl[j];
+        }
+    }
+    return 0;
+}
+
+/* g->x = g->x * H in GF(2^128), four bits at a time from the last byte to the first. */
+static __noinline int ghash_mul(const struct quic_crypto *c, struct gcm_state *g) {
+    __u64 zh = 0, zl = 0, xl = g->xl, xh = g->xh;
+#define GHASH_STEP(nib)                                                                                    \
+    do {                                                                                                   \
+        __u64 rem = zl & 0xf, n = (nib) & 0xf;                                                             \
+        zl = zh << 60 | zl >> 4;                                                                           \
+        zh = (zh >> 4) ^ (ghash_last4[rem] << 48) ^ c->hh[n];                                              \
+        zl ^= c->hl[n];                                                                                    \
+    } while (0)
+    for (int k = 0; k < 16; k++, xl >>= 4)
+        GHASH_STEP(xl);
+    for (int k = 0; k < 16; k++, xh >>= 4)
+        GHASH_STEP(xh);
+#undef GHASH_STEP
+    g->xh = zh;
+    g->xl = zl;
+    return 0;
+}
+
+/* Keystream block for counter value g->ctr (then incremented) into ks[0..3]. */
+static __always_inline void gcm_keystream(const struct quic_crypto *c, struct gcm_state *g, __u32 *ks) {
+    ks[0] = g->n[0];
+    ks[1] = g->n[1];
+    ks[2] = g->n[2];
+    ks[3] = g->ctr++;
+    aes128_encrypt(c, ks);
+}
+
+/* The first n bytes (1..16) of the 16-byte block at b as two big-endian halves, the rest zero. */
+static __always_inline void gcm_load_block(const __u8 *b, __u32 n, __u64 *h, __u64 *l) {
+    __u64 hi = bpf_be64_to_cpu(*(__u64 *)b), lo = bpf_be64_to_cpu(*(__u64 *)(b + 8));
+    if (n < 8) {
+        hi &= ~(~0ull >> (8 * n));
+        lo = 0;
+    } else if (n < 16) {
+        lo &= ~(~0ull >> (8 * (n - 8)));
+    }
+    *h = hi;
+    *l = lo;
+}
+
+/* GHASH of the len bytes (len <= QUIC_MAX_AAD) at p, the last block zero-padded: the associated data.
+ * Their big-endian 32-bit words are added to g->csum. Reads whole 16-byte blocks: the caller
+ * guarantees 16 readable bytes after the last one (the ciphertext and tag follow the header).
+ * Returns 0, or -1 when a block is not inside the packet. */
+static __noinline int gcm_aad(const struct quic_crypto *c, struct gcm_state *g, const __u8 *p, const __u8 *end, __u32 len) {
+    if (len > QUIC_MAX_AAD)
+        return -1;
+    for (__u32 i = 0; i < QUIC_MAX_AAD / 16; i++) {
+        if (i * 16 >= len)
+            break;
+        const __u8 *b = p + i * 16;
+        if (b + 16 > end)
+            return -1;
+        __u64 h, l;
+        gcm_load_block(b, len - i * 16, &h, &l);
+        g->csum += (h >> 32) + (h & 0xffffffff) + (l >> 32) + (l & 0xffffffff);
+        g->xh ^= h;
+        g->xl ^= l;
+        ghash_mul(c, g);
+    }
+    return 0;
+}
+
+/* Decrypt (open, seal = 0) or encrypt (seal = 1) the bytes from p to the end of the packet in place
+ * with the counter mode of g, hashing the ciphertext. The caller trims the frame so that it ends
+ * where the text ends: the loop's only test is then the bounds check, one verifier branch per block.
+ * Open and seal share one branch-free path (the ciphertext is in ^ (keystream & sel), sel = 0 or all
+ * ones). A final partial block is zero-padded for GHASH. The output is added to g->csum as big-endian
+ * 32-bit words (a partial block by bytes at their positions from p). Returns the bytes processed, or
+ * -1 when the text is longer than QUIC_MAX_BLOCKS blocks. */
+static __noinline int gcm_crypt(const struct quic_crypto *c, struct gcm_state *g, __u8 *p, __u8 *end, __u32 seal) {
+    __u32 sel = -(seal & 1);
+    __u32 ks[4];
+    for (__u32 i = 0; i < QUIC_MAX_BLOCKS; i++) {
+        __u8 *b = p + i * 16;
+        if (b + 16 > end)
+            break;
+        __u32 w0 = bpf_ntohl(*(__u32 *)b), w1 = bpf_ntohl(*(__u32 *)(b + 4)), w2 = bpf_ntohl(*(__u32 *)(b + 8)),
+              w3 = bpf_ntohl(*(__u32 *)(b + 12));
+        gcm_keystream(c, g, ks);
+        *(__u32 *)b = bpf_htonl(w0 ^ ks[0]);
+        *(__u32 *)(b + 4) = bpf_htonl(w1 ^ ks[1]);
+        *(__u32 *)(b + 8) = bpf_htonl(w2 ^ ks[2]);
+        *(__u32 *)(b + 12) = bpf_htonl(w3 ^ ks[3]);
+        g->csum += (__u64)(w0 ^ ks[0]) + (w1 ^ ks[1]) + (w2 ^ ks[2]) + (w3 ^ ks[3]);
+        g->xh ^= (__u64)(w0 ^ (ks[0] & sel)) << 32 | (w1 ^ (ks[1] & sel));
+        g->xl ^= (__u64)(w2 ^ (ks[2] & sel)) << 32 | (w3 ^ (ks[3] & sel));
+        ghash_mul(c, g);
+    }
+    /* from p and the length, not from the loop, so that the loop's exits look alike */
+    __u64 len = (__u64)(end - p);
+    barrier_var(len);
+    if (len > QUIC_MAX_BLOCKS * 16)
+        return -1;
+    __u32 rest = len % 16;
+    if (rest == 0)
+        return (int)len;
+    __u8 *t = p + (len & ~15ull);
+    gcm_keystream(c, g, ks);
+    __u64 bh = 0, bl = 0; /* the ciphertext block, zero-padded */
+    for (__u32 j = 0; j < 15; j++) {
+        if (t + j + 1 > end)
+            break;
+        __u8 in = t[j], k = ks[j / 4] >> (24 - 8 * (j % 4)), out = in ^ k;
+        t[j] = out;
+        g->csum += (j & 1) ? out : (__u32)out << 8;
+        __u64 ct = in ^ (k & sel);
+        if (j < 8)
+            bh |= ct << (56 - 8 * j);
+        else
+            bl |= ct << (56 - 8 * (j - 8));
+    }
+    g->xh ^= bh;
+    g->xl ^= bl;
+    ghash_mul(c, g);
+    return (int)len;
+}
+
+/* Tag of a GCM operation after the AAD and the text were hashed: GHASH of the length block, then
+ * XOR with AES_K(J0). tag[0..3] are big-endian words. */
+static __always_inline void gcm_tag(const struct quic_crypto *c, struct gcm_state *g, __u32 aad_len, __u32 text_len,
+                                    __u32 *tag) {
+    g->xh ^= (__u64)aad_len * 8;
+    g->xl ^= (__u64)text_len * 8;
+    ghash_mul(c, g);
+    tag[0] = g->n[0];
+    tag[1] = g->n[1];
+    tag[2] = g->n[2];
+    tag[3] = 1;
+    aes128_encrypt(c, tag);
+    tag[0] ^= (__u32)(g->xh >> 32);
+    tag[1] ^= (__u32)g->xh;
+    tag[2] ^= (__u32)(g->xl >> 32);
+    tag[3] ^= (__u32)g->xl;
+}
+
+/* Start a GCM operation: nonce = iv XOR packet number (RFC 9001 section 5.3), counter 2 (J0 + 1;
+ * 96-bit IV, SP 800-38D 7.1). The key must already be expanded and ghash_init() done. */
+static __always_inline void gcm_start(struct gcm_state *g, const __u8 *iv, __u64 pn) {
+    g->n[0] = quic_load_be32(iv);
+    g->n[1] = quic_load_be32(iv + 4) ^ (__u32)(pn >> 32);
+    g->n[2] = quic_load_be32(iv + 8) ^ (__u32)pn;
+    g->ctr = 2;
+    g->xh = 0;
+    g->xl = 0;
+    g->csum = 0;
+}
+
+#endif

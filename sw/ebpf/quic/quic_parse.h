@@ -1,0 +1,298 @@
+/* Maps and frame classification shared by the QUIC XDP programs (xdp_quic_classify.c, xdp_quic.c).
+ *
+ * Classification (RFC 9000 section 17, RFC 9001): Ethernet, up to two 802.1Q/802.1ad tags, IPv4 (options
+ * through IHL; fragments are the host's) or IPv6 (extension headers are the host's), UDP to or from a
+ * port in quic_ports, then the QUIC first byte:
+ *   long header (0x80): Version Negotiation (version 0) and other versions pass; v1 needs the fixed bit
+ *     and valid connection ID, token and length fields; Initial/0-RTT/Handshake/Retry pass to the host
+ *     unless NANOBPF_QUIC_CFG_OFFLOAD_LONG is set and the destination CID is in the key table;
+ *   short header: needs the fixed bit (0x40); its destination CID (quic_config.short_cid_len bytes) is
+ *     looked up in the key table: known -> the 1-RTT path, unknown -> pass.
+ * Anything malformed is dropped with a reason (NANOBPF_QUIC_DROP_*, counted in quic_drops).
+ * Counters and reasons come from hw/defs/ebpf.toml (nanobpf_ebpf_defs.h). */
+#ifndef NANOBPF_QUIC_PARSE_H
+#define NANOBPF_QUIC_PARSE_H
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "nanobpf_ebpf_defs.h"
+#include "quic_crypto.h"
+
+#define ETH_HLEN_ 14
+#define ETHERTYPE_IPV4 0x0800
+#define ETHERTYPE_IPV6 0x86dd
+#define ETHERTYPE_VLAN 0x8100
+#define ETHERTYPE_QINQ 0x88a8
+#define IPPROTO_UDP_ 17
+#define QUIC_MAX_FRAME 9216 /* longest frame handled (jumbo); longer ones are dropped (OVERSIZE) */
+#define QUIC_OFF_MASK 0x3fff /* bound of every laundered offset (above QUIC_MAX_FRAME) */
+
+/* The QUIC key table: connection ID -> keys; on NanoBPF backed by the device key table storage. */
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, NANOBPF_KEYTABLE_ENTRIES);
+    __type(key, struct nanobpf_quic_cid);
+    __type(value, struct nanobpf_quic_keys);
+} nanobpf_quic_keys SEC(".maps");
+
+/* UDP ports carrying QUIC (host byte order) -> profile (nonzero). Either port of a datagram may match. */
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 64);
+    __type(key, __u16);
+    __type(value, __u32);
+} quic_ports SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct nanobpf_quic_config);
+} quic_config SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, NANOBPF_QUIC_STAT_COUNT);
+    __type(key, __u32);
+    __type(value, __u64);
+} quic_stats SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, NANOBPF_QUIC_DROP_COUNT);
+    __type(key, __u32);
+    __type(value, __u64);
+} quic_drops SEC(".maps");
+
+/* Per-CPU working memory: the AEAD state, and the cell quic_launder() passes offsets through. */
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct quic_crypto);
+} quic_scratch SEC(".maps");
+
+static __always_inline void quic_count(void *map, __u32 idx) {
+    __u64 *v = bpf_map_lookup_elem(map, &idx);
+    if (v)
+        *v += 1;
+}
+
+static __always_inline int quic_drop(__u32 reason) {
+    quic_count(&quic_drops, reason);
+    quic_count(&quic_stats, NANOBPF_QUIC_STAT_DROPPED);
+    return XDP_DROP;
+}
+
+/* What classification found out about a frame (offsets from the frame start). */
+struct quic_pkt {
+    __u32 l3;      /* IP header */
+    __u32 l4;      /* UDP header */
+    __u32 q;       /* QUIC packet (UDP payload) */
+    __u32 udp_end; /* end of the UDP datagram */
+    __u32 pn_off;  /* packet number (v1 Initial/0-RTT/Handshake and short headers) */
+    __u32 pkt_end; /* end of the first QUIC packet in the datagram */
+    __u32 ipv6;
+    __u32 long_hdr;
+    struct nanobpf_quic_cid cid;
+};
+
+/* Classification results besides the NANOBPF_QUIC_STAT_* pass counters. */
+#define QUIC_CANDIDATE 100 /* protected packet whose CID must be looked up (pk->cid) */
+#define QUIC_DROPPED(reason) (-1 - (int)(reason))
+
+/* QUIC variable-length integer at off (RFC 9000 section 16); its length in *n. -1 if cut short. */
+static __always_inline int quic_varint(const __u8 *data, const __u8 *end, __u32 off, __u64 *val, __u32 *n) {
+    if (off > QUIC_MAX_FRAME)
+        return -1;
+    const __u8 *p = data + off;
+    if (p + 1 > end)
+        return -1;
+    __u32 len = 1u << (p[0] >> 6);
+    __u64 v = p[0] & 0x3f;
+    if (len == 1) {
+        *val = v;
+    } else if (len == 2) {
+        if (p + 2 > end)
+            return -1;
+        *val = v << 8 | p[1];
+    } else if (len == 4) {
+        if (p + 4 > end)
+            return -1;
+        *val = v << 24 | (__u64)p[1] << 16 | (__u64)p[2] << 8 | p[3];
+    } else {
+        if (p + 8 > end)
+            return -1;
+        *val = v << 56 | (__u64)p[1] << 48 | (__u64)p[2] << 40 | (__u64)p[3] << 32 | (__u64)p[4] << 24 |
+               (__u64)p[5] << 16 | (__u64)p[6] << 8 | p[7];
+    }
+    *n = len;
+    return 0;
+}
+
+/* Copy a connection ID of len bytes (0..20) at off into cid. -1 if cut short. */
+static __always_inline int quic_copy_cid(const __u8 *data, const __u8 *end, __u32 off, __u32 len,
+                                         struct nanobpf_quic_cid *cid) {
+    if (off > QUIC_MAX_FRAME || len > NANOBPF_KEYTABLE_CID_MAX)
+        return -1;
+    cid->len = len;
+    const __u8 *p = data + off;
+    for (__u32 i = 0; i < NANOBPF_KEYTABLE_CID_MAX; i++) {
+        if (i >= len)
+            break;
+        if (p + i + 1 > end)
+            return -1;
+        cid->id[i] = p[i];
+    }
+    return 0;
+}
+
+static __always_inline int quic_is_port(__u16 port) {
+    __u32 *profile = bpf_map_lookup_elem(&quic_ports, &port);
+    return profile && *profile;
+}
+
+/* Long header after the first byte (RFC 9000 section 17.2). */
+static __always_inline int quic_parse_long(const __u8 *data, const __u8 *end, const struct nanobpf_quic_config *cfg,
+                                           struct quic_crypto *c, struct quic_pkt *pk) {
+    __u32 o = pk->q;
+    const __u8 *p = data + o;
+    if (p + 6 > end)
+        return QUIC_DROPPED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
+    __u8 first = p[0];
+    __u32 version = (__u32)p[1] << 24 | (__u32)p[2] << 16 | (__u32)p[3] << 8 | p[4];
+    if (version == 0)
+        return NANOBPF_QUIC_STAT_VERSION_NEGOTIATION;
+    if (version != 1)
+        return NANOBPF_QUIC_STAT_LONG_HEADER; /* another version: its rules are not ours to check */
+    if (!(first & 0x40))
+        return QUIC_DROPPED(NANOBPF_QUIC_DROP_NO_FIXED_BIT);
+    __u32 dcid_len = p[5];
+    if (dcid_len > NANOBPF_KEYTABLE_CID_MAX)
+        return QUIC_DROPPED(NANOBPF_QUIC_DROP_BAD_CID_LENGTH);
+    if (quic_copy_cid(data, end, o + 6, dcid_len, &pk->cid))
+        return QUIC_DROPPED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
+    o += 6 + dcid_len;
+    p = data + o;
+    if (p + 1 > end)
+        return QUIC_DROPPED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
+    __u32 scid_len = p[0];
+    if (scid_len > NANOBPF_KEYTABLE_CID_MAX)
+        return QUIC_DROPPED(NANOBPF_QUIC_DROP_BAD_CID_LENGTH);
+    o = quic_launder(c, o + 1 + scid_len, QUIC_OFF_MASK);
+    __u32 type = (first >> 4) & 3;
+    if (type == 3) { /* Retry: the rest is the token and the integrity tag */
+        if (o + 16 > pk->udp_end)
+            return QUIC_DROPPED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
+        return NANOBPF_QUIC_STAT_LONG_HEADER;
+    }
+    __u64 v;
+    __u32 n;
+    if (type == 0) { /* Initial: token */
+        if (quic_varint(data, end, o, &v, &n) || o + n + v > pk->udp_end)
+            return QUIC_DROPPED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
+        o = quic_launder(c, o + n + (__u32)v, QUIC_OFF_MASK);
+    }
+    if (quic_varint(data, end, o, &v, &n)) /* Length: packet number and payload */
+        return QUIC_DROPPED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
+    o += n;
+    if (v < 1 || o + v > pk->udp_end)
+        return QUIC_DROPPED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
+    pk->pn_off = o;
+    pk->pkt_end = quic_launder(c, o + (__u32)v, QUIC_OFF_MASK);
+    pk->long_hdr = 1;
+    if (!(cfg->flags & NANOBPF_QUIC_CFG_OFFLOAD_LONG) || o + 4 - pk->q > QUIC_MAX_AAD)
+        return NANOBPF_QUIC_STAT_LONG_HEADER; /* not offloaded, or a header (token) too long to */
+    return QUIC_CANDIDATE;
+}
+
+/* Classify the frame: a NANOBPF_QUIC_STAT_* pass counter, QUIC_CANDIDATE, or QUIC_DROPPED(reason). */
+static __always_inline int quic_classify(struct xdp_md *ctx, const struct nanobpf_quic_config *cfg,
+                                         struct quic_crypto *c, struct quic_pkt *pk) {
+    const __u8 *data = (const __u8 *)(long)ctx->data, *end = (const __u8 *)(long)ctx->data_end;
+    if (data + QUIC_MAX_FRAME < end)
+        return QUIC_DROPPED(NANOBPF_QUIC_DROP_OVERSIZE);
+    if (data + ETH_HLEN_ > end)
+        return QUIC_DROPPED(NANOBPF_QUIC_DROP_TRUNCATED);
+    __u32 o = 12;
+    __u16 type = (__u16)data[12] << 8 | data[13];
+    for (int i = 0; i < 2; i++) {
+        if (type != ETHERTYPE_VLAN && type != ETHERTYPE_QINQ)
+            break;
+        if (data + o + 6 > end)
+            return QUIC_DROPPED(NANOBPF_QUIC_DROP_TRUNCATED);
+        type = (__u16)data[o + 4] << 8 | data[o + 5];
+        o += 4;
+    }
+    o = quic_launder(c, o + 2, QUIC_OFF_MASK);
+    pk->l3 = o;
+    const __u8 *ip = data + o;
+    __u32 ip_end;
+    if (type == ETHERTYPE_IPV4) {
+        if (ip + 20 > end)
+            return QUIC_DROPPED(NANOBPF_QUIC_DROP_TRUNCATED);
+        __u32 ihl = (ip[0] & 0xf) * 4, total = (__u32)ip[2] << 8 | ip[3];
+        if ((ip[0] >> 4) != 4 || ihl < 20 || total < ihl || ip + total > end)
+            return QUIC_DROPPED(NANOBPF_QUIC_DROP_BAD_IPV4);
+        if (ip[9] != IPPROTO_UDP_ || ((ip[6] & 0x3f) | ip[7]))
+            return NANOBPF_QUIC_STAT_NOT_QUIC; /* not UDP, or a fragment (MF set or offset nonzero) */
+        ip_end = o + total;
+        o += ihl;
+    } else if (type == ETHERTYPE_IPV6) {
+        if (ip + 40 > end)
+            return QUIC_DROPPED(NANOBPF_QUIC_DROP_TRUNCATED);
+        __u32 plen = (__u32)ip[4] << 8 | ip[5];
+        if (ip + 40 + plen > end)
+            return QUIC_DROPPED(NANOBPF_QUIC_DROP_BAD_IPV6);
+        if (ip[6] != IPPROTO_UDP_)
+            return NANOBPF_QUIC_STAT_NOT_QUIC; /* another protocol or an extension header */
+        ip_end = o + 40 + plen;
+        o += 40;
+        pk->ipv6 = 1;
+    } else {
+        return NANOBPF_QUIC_STAT_NOT_QUIC;
+    }
+    o = quic_launder(c, o, QUIC_OFF_MASK);
+    ip_end = quic_launder(c, ip_end, QUIC_OFF_MASK);
+    pk->l4 = o;
+    const __u8 *udp = data + o;
+    if (udp + 8 > end || o + 8 > ip_end)
+        return QUIC_DROPPED(NANOBPF_QUIC_DROP_TRUNCATED);
+    __u32 ulen = (__u32)udp[4] << 8 | udp[5];
+    if (ulen < 8 || o + ulen > ip_end)
+        return QUIC_DROPPED(NANOBPF_QUIC_DROP_BAD_UDP_LENGTH);
+    __u16 sport = (__u16)udp[0] << 8 | udp[1], dport = (__u16)udp[2] << 8 | udp[3];
+    if (!quic_is_port(dport) && !quic_is_port(sport))
+        return NANOBPF_QUIC_STAT_NOT_QUIC;
+    pk->udp_end = quic_launder(c, o + ulen, QUIC_OFF_MASK);
+    pk->q = o + 8;
+    const __u8 *q = data + pk->q;
+    if (pk->q >= pk->udp_end || q + 1 > end)
+        return QUIC_DROPPED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
+    if (q[0] & 0x80)
+        return quic_parse_long(data, end, cfg, c, pk);
+    if (!(q[0] & 0x40))
+        return QUIC_DROPPED(NANOBPF_QUIC_DROP_NO_FIXED_BIT);
+    __u32 cid_len = cfg->short_cid_len;
+    if (cid_len > NANOBPF_KEYTABLE_CID_MAX || quic_copy_cid(data, end, pk->q + 1, cid_len, &pk->cid) ||
+        pk->q + 1 + cid_len > pk->udp_end)
+        return QUIC_DROPPED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
+    pk->pn_off = pk->q + 1 + cid_len;
+    pk->pkt_end = pk->udp_end;
+    return QUIC_CANDIDATE;
+}
+
+/* Every field of pk through memory (see quic_launder), so that whatever follows is verified once. */
+static __always_inline void quic_launder_pkt(struct quic_crypto *c, struct quic_pkt *pk) {
+    pk->l3 = quic_launder(c, pk->l3, QUIC_OFF_MASK);
+    pk->l4 = quic_launder(c, pk->l4, QUIC_OFF_MASK);
+    pk->q = quic_launder(c, pk->q, QUIC_OFF_MASK);
+    pk->udp_end = quic_launder(c, pk->udp_end, QUIC_OFF_MASK);
+    pk->pn_off = quic_launder(c, pk->pn_off, QUIC_OFF_MASK);
+    pk->pkt_end = quic_launder(c, pk->pkt_end, QUIC_OFF_MASK);
+    pk->ipv6 = quic_launder(c, pk->ipv6, 1);
+    pk->long_hdr = quic_launder(c, pk->long_hdr, 1);
+}
+
+#endif
