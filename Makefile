@@ -41,11 +41,13 @@ setup: ## install everything (apt packages, Python venv, mill); safe to re-run
 
 # ---------------------------------------------------------------- generated definitions
 DEFS_STAMP := $(GEN)/.stamp
-$(DEFS_STAMP): hw/defs/soc.toml sw/tools/nanobpf-gendefs hw/defs/ebpf.toml sw/tools/nanobpf-genabi
+$(DEFS_STAMP): hw/defs/soc.toml sw/tools/nanobpf-gendefs hw/defs/ebpf.toml sw/tools/nanobpf-genabi sw/tools/nanobpf-gen-aes-tables
 	@echo "[defs] hw/defs/soc.toml -> C header, Python, SV package, docs/memory-map.md"
 	@python3 sw/tools/nanobpf-gendefs --all $(GEN)
 	@echo "[defs] hw/defs/ebpf.toml -> C header, Python, docs/ebpf-abi.md"
-	@python3 sw/tools/nanobpf-genabi --all $(GEN) && touch $@
+	@python3 sw/tools/nanobpf-genabi --all $(GEN)
+	@echo "[defs] AES/GHASH tables (computed) -> nanobpf_aes_tables.h"
+	@python3 sw/tools/nanobpf-gen-aes-tables $(GEN)/include/nanobpf_aes_tables.h && touch $@
 defs: $(DEFS_STAMP) ## regenerate every view of hw/defs/*.toml (commit docs/memory-map.md, docs/ebpf-abi.md)
 
 # ---------------------------------------------------------------- firmware

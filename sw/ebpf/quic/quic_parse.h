@@ -155,7 +155,7 @@ static __always_inline int quic_is_port(__u16 port) {
 
 /* Long header after the first byte (RFC 9000 section 17.2). */
 static __always_inline int quic_parse_long(const __u8 *data, const __u8 *end, const struct nanobpf_quic_config *cfg,
-                                           struct quic_crypto *c, struct quic_pkt *pk) {
+                                           struct quic_crypto *c, struct quic_pkt *pk, __u32 missing) {
     __u32 o = pk->q;
     const __u8 *p = data + o;
     if (p + 6 > end)
@@ -197,19 +197,21 @@ static __always_inline int quic_parse_long(const __u8 *data, const __u8 *end, co
     if (quic_varint(data, end, o, &v, &n)) /* Length: packet number and payload */
         return QUIC_DROPPED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
     o += n;
-    if (v < 1 || o + v > pk->udp_end)
+    if (v < 1 + missing || o + v > pk->udp_end + missing)
         return QUIC_DROPPED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
     pk->pn_off = o;
-    pk->pkt_end = quic_launder(c, o + (__u32)v, QUIC_OFF_MASK);
+    pk->pkt_end = quic_launder(c, o + (__u32)v - missing, QUIC_OFF_MASK);
     pk->long_hdr = 1;
     if (!(cfg->flags & NANOBPF_QUIC_CFG_OFFLOAD_LONG) || o + 4 - pk->q > QUIC_MAX_AAD)
         return NANOBPF_QUIC_STAT_LONG_HEADER; /* not offloaded, or a header (token) too long to */
     return QUIC_CANDIDATE;
 }
 
-/* Classify the frame: a NANOBPF_QUIC_STAT_* pass counter, QUIC_CANDIDATE, or QUIC_DROPPED(reason). */
+/* Classify the frame: a NANOBPF_QUIC_STAT_* pass counter, QUIC_CANDIDATE, or QUIC_DROPPED(reason).
+ * missing: bytes a long header's Length counts that are not in the frame yet (16, the tag, for
+ * packets from the host that are still to be sealed; 0 otherwise). */
 static __always_inline int quic_classify(struct xdp_md *ctx, const struct nanobpf_quic_config *cfg,
-                                         struct quic_crypto *c, struct quic_pkt *pk) {
+                                         struct quic_crypto *c, struct quic_pkt *pk, __u32 missing) {
     const __u8 *data = (const __u8 *)(long)ctx->data, *end = (const __u8 *)(long)ctx->data_end;
     if (data + QUIC_MAX_FRAME < end)
         return QUIC_DROPPED(NANOBPF_QUIC_DROP_OVERSIZE);
@@ -271,7 +273,7 @@ static __always_inline int quic_classify(struct xdp_md *ctx, const struct nanobp
     if (pk->q >= pk->udp_end || q + 1 > end)
         return QUIC_DROPPED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
     if (q[0] & 0x80)
-        return quic_parse_long(data, end, cfg, c, pk);
+        return quic_parse_long(data, end, cfg, c, pk, missing);
     if (!(q[0] & 0x40))
         return QUIC_DROPPED(NANOBPF_QUIC_DROP_NO_FIXED_BIT);
     __u32 cid_len = cfg->short_cid_len;

@@ -342,7 +342,7 @@ int xdp_quic(struct xdp_md *ctx) {
         return XDP_ABORTED;
     int from_host = cfg->host_ifindex && ctx->ingress_ifindex == cfg->host_ifindex;
     struct quic_pkt pk = {};
-    int cls = quic_classify(ctx, cfg, c, &pk);
+    int cls = quic_classify(ctx, cfg, c, &pk, from_host ? QUIC_TAG_LEN : 0);
     if (cls < 0)
         return quic_drop(QUIC_DROPPED(0) - cls);
     const struct nanobpf_quic_keys *keys = NULL;

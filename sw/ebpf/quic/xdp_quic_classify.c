@@ -14,7 +14,7 @@ int xdp_quic_classify(struct xdp_md *ctx) {
     if (!cfg || !c)
         return XDP_ABORTED;
     struct quic_pkt pk = {};
-    int cls = quic_classify(ctx, cfg, c, &pk);
+    int cls = quic_classify(ctx, cfg, c, &pk, 0);
     if (cls < 0)
         return quic_drop(QUIC_DROPPED(0) - cls);
     if (cls == QUIC_CANDIDATE)
