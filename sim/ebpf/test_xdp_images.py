@@ -13,7 +13,7 @@ from nanobpf import BUILD, ROOT
 
 RUN = BUILD / "ebpf/host/nanobpf-run"
 SOURCES = (sorted((ROOT / "sw/ebpf/examples").glob("*.c")) + sorted((ROOT / "sw/ebpf/bench").glob("*.c"))
-           + [ROOT / "sw/ebpf/tests/device/xdp_device_test.c"]
+           + [ROOT / "sw/ebpf/tests/device/xdp_device_test.c", ROOT / "sw/ebpf/quic/xdp_quic_classify.c"]
         + sorted((ROOT / "firmware/ebpf/tests/verifier_corpus").glob("*.c"))
            + sorted((ROOT / "sw/ebpf/tests/verifier").glob("accept_*.c")))
 
