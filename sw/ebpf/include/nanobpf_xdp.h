@@ -32,6 +32,8 @@ enum xdp_action { XDP_ABORTED = 0, XDP_DROP, XDP_PASS, XDP_TX, XDP_REDIRECT };
 #define bpf_ntohs(x) __builtin_bswap16(x)
 #define bpf_htonl(x) __builtin_bswap32(x)
 #define bpf_ntohl(x) __builtin_bswap32(x)
+#define bpf_be64_to_cpu(x) __builtin_bswap64(x)
+#define barrier_var(var) __asm__ volatile("" : "+r"(var))
 #endif
 
 /* Fully unroll the next loop, with either compiler (keeps the native baseline comparable). */
