@@ -17,7 +17,7 @@ import pytest
 import nanobpf_ebpf_defs as abi
 from nanobpf import BUILD, ROOT
 from nanobpf.ebpf import linux
-from nanobpf.pcap import fix_udp_checksum, parse_udp, read_pcap, udp_frame
+from nanobpf.pcap import fix_udp_checksum, inet_checksum, parse_udp, read_pcap, udp_frame
 from nanobpf.quic import PacketKeys, next_secret, protect, unprotect
 from nanobpf.quic.protection import encode_pn
 from nanobpf.quic.vectors import A2_PROTECTED, A3_PLAIN, A3_PROTECTED, SERVER_KEYS
@@ -29,6 +29,15 @@ LO = 1
 
 def const(name):
     return getattr(abi, name)
+
+
+def pack(struct_name, *values):
+    """One of the ABI structs (hw/defs/ebpf.toml), laid out by its generated format."""
+    return struct.pack(abi.STRUCTS[struct_name].fmt, *values)
+
+
+def cid_key(cid):
+    return pack("quic_cid", len(cid), cid, b"")
 
 
 @pytest.fixture(scope="module")
@@ -54,17 +63,15 @@ class Device:
             self.x.map_update("quic_ports", struct.pack("<H", p), struct.pack("<I", 1))
 
     def config(self, cid_len=8, host_ifindex=0, flags=0):
-        self.x.map_update("quic_config", struct.pack("<I", 0), struct.pack("<IIII", host_ifindex, 0, cid_len, flags))
+        self.x.map_update("quic_config", struct.pack("<I", 0), pack("quic_config", host_ifindex, 0, cid_len, flags))
 
     def add_keys(self, cid, cur: PacketKeys, nxt: PacketKeys | None = None, key_phase=0):
-        key = struct.pack("<B20s3s", len(cid), cid, b"")
-        value = struct.pack("<BBBB32s24s16s4s", key_phase, 1 if nxt else 0, len(cid), 0,
-                            cur.key + (nxt.key if nxt else bytes(16)), cur.iv + (nxt.iv if nxt else bytes(12)),
-                            cur.hp, b"")
-        self.x.map_update("nanobpf_quic_keys", key, value)
+        value = pack("quic_keys", key_phase, 1 if nxt else 0, len(cid), 0,
+                     cur.key + (nxt.key if nxt else bytes(16)), cur.iv + (nxt.iv if nxt else bytes(12)), cur.hp, b"")
+        self.x.map_update("nanobpf_quic_keys", cid_key(cid), value)
 
     def set_pn(self, cid, rx_next=0, tx_next=0):
-        self.x.map_update("quic_pn", struct.pack("<B20s3s", len(cid), cid, b""), struct.pack("<QQ", rx_next, tx_next))
+        self.x.map_update("quic_pn", cid_key(cid), pack("quic_pn_state", rx_next, tx_next))
 
     def counters(self, name):
         n = self.x.map_info(name).max_entries
@@ -95,10 +102,7 @@ def with_payload(frame, payload):
         ip = udp_off - ((head[14 + 4 * bool(u.vlan)] & 0xf) * 4)
         struct.pack_into(">H", head, ip + 2, udp_off - ip + 8 + len(payload))
         struct.pack_into(">H", head, ip + 10, 0)
-        s = sum(struct.unpack(f">{(udp_off - ip) // 2}H", bytes(head[ip:udp_off])))
-        while s >> 16:
-            s = (s & 0xffff) + (s >> 16)
-        struct.pack_into(">H", head, ip + 10, ~s & 0xffff)
+        struct.pack_into(">H", head, ip + 10, inet_checksum(bytes(head[ip:udp_off])))
     else:
         struct.pack_into(">H", head, udp_off - 40 + 4, 8 + len(payload))
     return fix_udp_checksum(bytes(head) + payload)

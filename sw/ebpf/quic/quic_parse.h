@@ -203,7 +203,7 @@ static __always_inline int quic_parse_long(const __u8 *data, const __u8 *end, co
     pk->pkt_end = quic_launder(c, o + (__u32)v - missing, QUIC_OFF_MASK);
     pk->long_hdr = 1;
     if (!(cfg->flags & NANOBPF_QUIC_CFG_OFFLOAD_LONG) || o + 4 - pk->q > QUIC_MAX_AAD)
-        return NANOBPF_QUIC_STAT_LONG_HEADER; /* not offloaded, or a header (token) too long to */
+        return NANOBPF_QUIC_STAT_LONG_HEADER; /* not offloaded, or a header (token) longer than QUIC_MAX_AAD */
     return QUIC_CANDIDATE;
 }
 
