@@ -189,6 +189,9 @@ struct ebpf_prog {
     struct ebpf_map **maps; /* maps referenced by index from ld_imm64 MAP_IDX / MAP_IDX_VALUE */
     uint32_t n_maps;
     char name[NANOBPF_PROG_NAME_LEN];
+    /* global functions (the image's function table): verified once on their own, for every caller */
+    struct nanobpf_image_func *funcs;
+    uint32_t n_funcs;
     /* filled by ebpf_verify(); n_subprogs == 0 means "not verified" (raw programs) */
     struct ebpf_subprog subprogs[EBPF_MAX_SUBPROGS];
     uint32_t n_subprogs;

@@ -18,11 +18,14 @@ int ebpf_image_load(const void *image, size_t size, struct ebpf_prog *prog, stru
     if (h.header_size < sizeof h || h.total_size != size)
         return ebpf_fail(err, -1, "image: header says %u bytes, got %lu", h.total_size, (unsigned long)size);
     if (h.n_maps > NANOBPF_IMAGE_MAX_MAPS) return ebpf_fail(err, -1, "image: %u maps (at most %u)", h.n_maps, NANOBPF_IMAGE_MAX_MAPS);
+    if (h.n_funcs > NANOBPF_IMAGE_MAX_FUNCS)
+        return ebpf_fail(err, -1, "image: %u functions in the function table (at most %u)", h.n_funcs, NANOBPF_IMAGE_MAX_FUNCS);
     if (h.n_insns == 0 || h.n_insns > EBPF_MAX_INSNS)
         return ebpf_fail(err, -1, "image: %u instructions (1..%u)", h.n_insns, EBPF_MAX_INSNS);
     if (!in_range(h.maps_off, h.n_maps * (uint32_t)sizeof(struct nanobpf_image_map), size) ||
         !in_range(h.insns_off, h.n_insns * 8u, size) || !in_range(h.data_off, h.data_size, size) ||
-        h.maps_off % 4 || h.insns_off % 8)
+        !in_range(h.funcs_off, h.n_funcs * (uint32_t)sizeof(struct nanobpf_image_func), size) || h.maps_off % 4 ||
+        h.funcs_off % 4 || h.insns_off % 8)
         return ebpf_fail(err, -1, "image: a section lies outside the image or is misaligned");
     const uint8_t *base = image;
     memcpy(prog->name, h.prog_name, sizeof prog->name);
@@ -30,11 +33,14 @@ int ebpf_image_load(const void *image, size_t size, struct ebpf_prog *prog, stru
     prog->n_insns = h.n_insns;
     prog->insns = ebpf_alloc(h.n_insns * sizeof(struct ebpf_insn));
     prog->maps = h.n_maps ? ebpf_alloc(h.n_maps * sizeof(struct ebpf_map *)) : NULL;
-    if (!prog->insns || (h.n_maps && !prog->maps)) {
+    prog->funcs = h.n_funcs ? ebpf_alloc(h.n_funcs * sizeof(struct nanobpf_image_func)) : NULL;
+    if (!prog->insns || (h.n_maps && !prog->maps) || (h.n_funcs && !prog->funcs)) {
         ebpf_prog_free(prog);
         return ebpf_fail(err, -1, "image: out of memory");
     }
     memcpy(prog->insns, base + h.insns_off, h.n_insns * 8u);
+    if (h.n_funcs) memcpy(prog->funcs, base + h.funcs_off, h.n_funcs * sizeof(struct nanobpf_image_func));
+    prog->n_funcs = h.n_funcs; /* checked by the verifier */
     for (uint32_t i = 0; i < h.n_maps; i++) {
         struct nanobpf_image_map im;
         memcpy(&im, base + h.maps_off + i * sizeof im, sizeof im);
@@ -75,6 +81,7 @@ void ebpf_prog_free(struct ebpf_prog *prog) {
     }
     if (prog->jit_code) ebpf_jit_free(prog->jit_code, prog->jit_size);
     ebpf_free(prog->maps);
+    ebpf_free(prog->funcs);
     ebpf_free(prog->insns);
     ebpf_free(prog->insn_flags);
     memset(prog, 0, sizeof *prog);

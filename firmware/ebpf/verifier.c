@@ -15,6 +15,12 @@
  *          current one means the program loops without progress: "infinite loop detected".
  *      Loops are thus explored iteration by iteration with precise scalars; opts->max_processed bounds
  *      the work ("program too complex").
+ *      Global functions (the image's function table: C functions that are not static, as Linux
+ *      treats them) are not entered at their calls: the call checks the arguments against the
+ *      function's prototype (scalar, ctx, or `size` bytes of memory), the memory arguments' bytes become
+ *      plain data, r0 an unknown scalar, and packet pointers are invalidated when the function may move
+ *      packet data. Each global function is then explored once on its own, from an entry state built
+ *      from its prototype (memory arguments are mem_or_null: the function checks them for NULL).
  *   3. Accepted: combined stack depth over call chains, xdp_md accesses rewritten to struct
  *      ebpf_xdp_buff, prog->subprogs filled, prog->verified set. A rejected program is left untouched.
  *
@@ -33,6 +39,8 @@
  *   map_value           value of map `map` + off + var [umin, umax]
  *   map_value_or_null   result of map_lookup_elem (id: a null check on one copy decides all copies)
  *   map_ptr             a map (ld_imm64 src 1/5)
+ *   mem, mem_or_null    a global function's memory argument: off + var within `range` bytes (which may
+ *                       be packet memory, so multi-byte accesses are marked alignment-safe for the JIT)
  * Stack (per frame, 64 slots of 8 bytes): a bit per byte "initialised" and at most one spilled
  * register per slot (8-byte store of any register, or 4-byte store of a 32-bit scalar) that a fill of
  * the same bytes restores; other writes leave plain initialised data ("misc").
@@ -70,9 +78,10 @@ int ebpf_verify_no_relevance;
 #define LIVE_R6_R9 0x03c0
 
 /* ---- Abstract values and states ---- */
-enum { T_NOT_INIT, T_SCALAR, T_CTX, T_PKT, T_PKT_END, T_STACK, T_MAP_VALUE, T_MAP_VALUE_OR_NULL, T_MAP_PTR };
+enum { T_NOT_INIT, T_SCALAR, T_CTX, T_PKT, T_PKT_END, T_STACK, T_MAP_VALUE, T_MAP_VALUE_OR_NULL, T_MAP_PTR,
+       T_MEM, T_MEM_OR_NULL };
 static const char *const tname[] = {"not_init", "scalar", "ctx", "pkt", "pkt_end", "fp", "map_value",
-                                    "map_value_or_null", "map_ptr"};
+                                    "map_value_or_null", "map_ptr", "mem", "mem_or_null"};
 
 struct vreg {
     uint8_t type;
@@ -156,6 +165,9 @@ struct env {
     uint32_t nfuncs, maxframes;
     uint32_t fstart[EBPF_MAX_SUBPROGS + 1];
     uint32_t fdepth[EBPF_MAX_SUBPROGS];
+    const struct nanobpf_image_func *gsig[EBPF_MAX_SUBPROGS]; /* global functions' prototypes (NULL: static) */
+    uint8_t changes_pkt[EBPF_MAX_SUBPROGS]; /* the function (or one it calls) may move packet data */
+    uint32_t root; /* function whose exploration is running: 0 (the program) or a global function */
     struct vstate *cur, *old;
     uint8_t *buf; /* encoding scratch */
     struct pnode *pending;
@@ -412,6 +424,63 @@ static int succs(const struct env *e, uint32_t i, uint32_t out[2], int with_call
 
 static int func_of(const struct env *e, uint32_t insn) { return e->func[insn]; }
 
+/* Bytes a global function's MEM argument a (0..4) points to. */
+static uint32_t sig_size(const struct nanobpf_image_func *g, uint32_t a) {
+    switch (a) {
+    case 0: return g->arg1_size;
+    case 1: return g->arg2_size;
+    case 2: return g->arg3_size;
+    case 3: return g->arg4_size;
+    default: return g->arg5_size;
+    }
+}
+
+/* The image's function table: each entry names a called function and gives a prototype we can check. */
+static int map_global_funcs(struct env *e) {
+    for (uint32_t k = 0; k < e->prog->n_funcs; k++) {
+        const struct nanobpf_image_func *g = &e->prog->funcs[k];
+        if (g->start == 0 || g->start >= e->n || !(e->flags[g->start] & F_FUNC))
+            return fail(e, -1, "function table entry %u: insn %u is not the start of a called function", k, g->start);
+        if (g->flags != NANOBPF_FUNC_GLOBAL || g->n_args > 5 || g->pad ||
+            (g->ret != NANOBPF_FUNC_ARG_NONE && g->ret != NANOBPF_FUNC_ARG_SCALAR))
+            return fail(e, (int)g->start, "function table entry %u: flags 0x%x, %u arguments, return kind %u not supported",
+                        k, g->flags, g->n_args, g->ret);
+        for (uint32_t a = 0; a < 5; a++) {
+            uint32_t kind = g->arg_type[a], size = sig_size(g, a);
+            int ok = a >= g->n_args ? kind == NANOBPF_FUNC_ARG_NONE && size == 0
+                     : kind == NANOBPF_FUNC_ARG_MEM ? size > 0 && size <= MAX_VAR_OFF
+                     : (kind == NANOBPF_FUNC_ARG_SCALAR || kind == NANOBPF_FUNC_ARG_CTX) && size == 0;
+            if (!ok)
+                return fail(e, (int)g->start, "function table entry %u: argument %u has kind %u and size %u", k, a + 1,
+                            kind, size);
+        }
+        uint32_t f = e->func[g->start];
+        if (e->gsig[f]) return fail(e, (int)g->start, "function table names insn %u twice", g->start);
+        e->gsig[f] = g;
+    }
+    return 0;
+}
+
+/* Which functions may move packet data (a helper such as xdp_adjust_tail, directly or in a callee):
+ * a call to a global function invalidates the caller's packet pointers then. */
+static void compute_changes_pkt(struct env *e) {
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (uint32_t i = 0; i < e->n; i++) {
+            const struct ebpf_insn *in = &e->in[i];
+            if ((e->flags[i] & F_LDIMM2) || !is_call(in) || e->changes_pkt[e->func[i]]) continue;
+            int c;
+            if (in->src == EBPF_PSEUDO_CALL) {
+                c = e->changes_pkt[e->func[i + 1 + (uint32_t)in->imm]];
+            } else {
+                const struct ebpf_helper *h = ebpf_helper_find((uint32_t)in->imm);
+                c = h && (h->flags & EBPF_HELPER_CHANGES_PKT);
+            }
+            if (c) e->changes_pkt[e->func[i]] = 1, changed = 1;
+        }
+    }
+}
+
 /* Call graph: recursion (colour 1 = on the walk) and frames along the longest chain. */
 static int call_graph_walk(struct env *e, uint32_t f, uint8_t *colour, uint8_t *frames) {
     colour[f] = 1;
@@ -461,6 +530,7 @@ static int check_structure(struct env *e) {
         e->func[i] = (uint8_t)(e->nfuncs - 1);
     }
     e->fstart[e->nfuncs] = n;
+    if (map_global_funcs(e)) return -1;
     for (uint32_t f = 0; f < e->nfuncs; f++) {
         uint32_t last = e->fstart[f + 1] - 1;
         if (!is_exit(&e->in[last]) && !is_ja(&e->in[last]))
@@ -629,7 +699,9 @@ static void use_def(const struct env *e, uint32_t i, uint16_t *use, uint16_t *de
         else if (is_call(in)) {
             *def = 0x3f;
             if (in->src == EBPF_PSEUDO_CALL) {
-                *use = e->live[i + 1 + (uint32_t)in->imm] & LIVE_R1_R5;
+                const struct nanobpf_image_func *g = e->gsig[e->func[i + 1 + (uint32_t)in->imm]];
+                /* a global function's arguments are checked at the call: all of them are used */
+                *use = g ? (uint16_t)(((1u << g->n_args) - 1) << 1) : e->live[i + 1 + (uint32_t)in->imm] & LIVE_R1_R5;
             } else {
                 const struct ebpf_helper *h = ebpf_helper_find((uint32_t)in->imm);
                 for (int a = 0; h && a < 5; a++)
@@ -797,7 +869,10 @@ static void ktransfer(struct env *e, uint32_t i, struct kstate *st) {
     }
     default:
         if (is_call(in)) {
-            if (in->src == EBPF_PSEUDO_CALL) {
+            if (in->src == EBPF_PSEUDO_CALL && e->gsig[e->func[i + 1 + (uint32_t)in->imm]]) {
+                /* a global function returns a scalar and only writes data into memory arguments */
+                kset(&st->r[0], K_S);
+            } else if (in->src == EBPF_PSEUDO_CALL) {
                 int stack_arg = 0;
                 for (uint32_t r = 1; r <= 5; r++) stack_arg |= (st->r[r].k & K_F) != 0;
                 if (stack_arg) info |= FI_ARGS_STACK, st->slot_ptr = U64MAX;
@@ -827,6 +902,10 @@ static int compute_kinds(struct env *e) {
         struct kstate *k = &ks[e->prune[e->fstart[f]]];
         for (uint32_t r = 0; r < EBPF_NREGS; r++) kset(&k->r[r], f && r >= 1 && r <= 5 ? K_ALL : K_S);
         if (!f) kset(&k->r[1], K_C);
+        for (uint32_t a = 0; e->gsig[f] && a < 5; a++) {
+            uint8_t kind = e->gsig[f]->arg_type[a];
+            kset(&k->r[a + 1], kind == NANOBPF_FUNC_ARG_CTX ? K_C : kind == NANOBPF_FUNC_ARG_MEM ? (K_P | K_S) : K_S);
+        }
         k->r[EBPF_REG_FP].k = K_F;
         k->r[EBPF_REG_FP].fp = 0;
         k->valid = 1;
@@ -921,7 +1000,9 @@ static void rel_transfer(const struct env *e, uint32_t i, uint16_t *R, uint64_t 
             *R = subprog && ret_rel[e->func[i]] ? 1 : 0;
             *S = 0;
         } else if (is_call(in)) {
-            if (in->src == EBPF_PSEUDO_CALL) {
+            if (in->src == EBPF_PSEUDO_CALL && e->gsig[e->func[i + 1 + (uint32_t)in->imm]]) {
+                *R &= (uint16_t)~0x3fu; /* its arguments only need their kinds; its result is unknown */
+            } else if (in->src == EBPF_PSEUDO_CALL) {
                 uint32_t t = i + 1 + (uint32_t)in->imm;
                 if (*R & 1) ret_rel[e->func[t]] = 1;
                 *R = (uint16_t)((*R & ~0x3fu) | (e->relR[t] & LIVE_R1_R5));
@@ -1237,6 +1318,8 @@ static int reg_covers(const struct vreg *o, const struct vreg *c, struct idmap *
     case T_MAP_VALUE_OR_NULL:
         return o->map == c->map && o->off == c->off && within && idmap_check(m, o->id, c->id);
     case T_MAP_PTR: return o->map == c->map;
+    case T_MEM: return o->off == c->off && o->range == c->range && within;
+    case T_MEM_OR_NULL: return o->off == c->off && o->range == c->range && within && idmap_check(m, o->id, c->id);
     }
     return 0;
 }
@@ -1267,7 +1350,7 @@ static int states_cover(const struct env *e, const struct vstate *o, const struc
     if (o->nframes != c->nframes) return 0;
     for (uint32_t j = 0; j < o->nframes; j++) {
         const struct vframe *fo = &o->f[j], *fc = &c->f[j];
-        if (fo->callsite != fc->callsite) return 0;
+        if (fo->callsite != fc->callsite || fo->func != fc->func) return 0;
         uint16_t live = frame_live(e, c, j), relR;
         uint64_t relS;
         frame_relevant(e, c, j, &relR, &relS);
@@ -1629,9 +1712,9 @@ static void set_scalar_rng(struct vstate *st, struct vreg *r, struct rng v) {
 
 static void mark_null(struct vstate *st, uint32_t id, int is_null) {
     FOR_ALL_REGS(st, q, {
-        if (q->type == T_MAP_VALUE_OR_NULL && q->id == id) {
+        if ((q->type == T_MAP_VALUE_OR_NULL || q->type == T_MEM_OR_NULL) && q->id == id) {
             if (is_null) set_const(q, 0);
-            else q->type = T_MAP_VALUE, q->id = 0;
+            else q->type = q->type == T_MEM_OR_NULL ? T_MEM : T_MAP_VALUE, q->id = 0;
         }
     })
 }
@@ -1671,7 +1754,7 @@ static int same_pointer_kind(const struct vreg *a, const struct vreg *b) {
     if (a->type != b->type) return 0;
     if (a->type == T_MAP_VALUE) return a->map == b->map;
     if (a->type == T_STACK) return a->frame == b->frame;
-    return a->type != T_MAP_VALUE_OR_NULL && a->type != T_MAP_PTR;
+    return a->type != T_MAP_VALUE_OR_NULL && a->type != T_MEM_OR_NULL && a->type != T_MAP_PTR;
 }
 
 /* mode 0: returns the mask of possible outcomes (or -1 with an error); mode BR_TAKEN / BR_FALL:
@@ -1734,7 +1817,7 @@ static int cond_jump(struct env *e, uint32_t i, struct vstate *st, int mode) {
     const struct vreg *p = is_ptr(a) ? a : b, *s = is_ptr(a) ? b : a;
     if (!is_const(s) || s->umin != 0 || (op != EBPF_JMP_JEQ && op != EBPF_JMP_JNE))
         return mode ? mode : fail(e, (int)i, "R%u pointer comparison prohibited", is_ptr(a) ? in->dst : in->src);
-    if (p->type != T_MAP_VALUE_OR_NULL) {
+    if (p->type != T_MAP_VALUE_OR_NULL && p->type != T_MEM_OR_NULL) {
         if (mode) return mode;
         return op == EBPF_JMP_JEQ ? BR_FALL : BR_TAKEN; /* never null */
     }
@@ -1836,6 +1919,16 @@ static int map_value_bounds(struct env *e, uint32_t i, const struct vreg *ptr, i
     return 0;
 }
 
+/* A global function's memory argument: `range` bytes from its start. */
+static int mem_bounds(struct env *e, uint32_t i, uint32_t regno, const struct vreg *ptr, int64_t insn_off, uint64_t size) {
+    int64_t lo = (int64_t)ptr->off + (int64_t)ptr->umin + insn_off;
+    int64_t hi = (int64_t)ptr->off + (int64_t)ptr->umax + insn_off + (int64_t)size;
+    if (lo < 0 || hi > (int64_t)ptr->range)
+        return fail(e, (int)i, "invalid access to memory, mem_size=%u off=%lld size=%llu (R%u)", ptr->range,
+                    (long long)(lo < 0 ? lo : hi - (int64_t)size), (unsigned long long)size, regno);
+    return 0;
+}
+
 static int pkt_bounds(struct env *e, uint32_t i, uint32_t regno, const struct vreg *ptr, int64_t insn_off, uint64_t size) {
     /* range bytes from data + var are proven (data + var + range <= data_end); bytes below data + var
      * down to data are in the packet too once something is proven (range > 0) */
@@ -1874,7 +1967,8 @@ static int mem_access(struct env *e, uint32_t i, struct vstate *st, uint32_t reg
     }
     if (aux_mark(e, i, AUX_OTHER)) return -1;
     if (kind == ACC_WRITE && is_ptr(val) && ptr.type != T_STACK)
-        return fail(e, (int)i, "R%u leaks addr into %s", valno, ptr.type == T_PKT ? "packet" : "map value");
+        return fail(e, (int)i, "R%u leaks addr into %s", valno,
+                    ptr.type == T_PKT ? "packet" : ptr.type == T_MEM ? "memory" : "map value");
     switch (ptr.type) {
     case T_STACK: return stack_access(e, i, st, regno, &ptr, in->off, size, kind, val, out, sx);
     case T_PKT:
@@ -1889,6 +1983,11 @@ static int mem_access(struct env *e, uint32_t i, struct vstate *st, uint32_t reg
             if (ptr.umin != ptr.umax) return fail(e, (int)i, "atomic access to map value with a variable offset");
             if (o % size) return fail(e, (int)i, "misaligned atomic access to map value off=%lld size=%u", (long long)o, size);
         }
+        break;
+    case T_MEM: /* may be the packet (any caller's argument): multi-byte accesses made alignment-safe */
+        if (mem_bounds(e, i, regno, &ptr, in->off, size)) return -1;
+        if (kind == ACC_ATOMIC) return fail(e, (int)i, "atomic access to a memory argument not allowed");
+        if (size > 1) e->flags[i] |= F_PKTACC;
         break;
     default: return fail(e, (int)i, "R%u invalid mem access '%s'", regno, tname[ptr.type]);
     }
@@ -1932,8 +2031,9 @@ static int helper_mem(struct env *e, uint32_t i, struct vstate *st, uint32_t reg
     }
     case T_PKT: return pkt_bounds(e, i, regno, r, 0, size_max);
     case T_MAP_VALUE: return map_value_bounds(e, i, r, 0, size_max);
+    case T_MEM: return mem_bounds(e, i, regno, r, 0, size_max);
     case T_NOT_INIT: return fail(e, (int)i, "R%u !read_ok", regno);
-    default: return fail(e, (int)i, "R%u type=%s expected=fp, pkt or map_value", regno, tname[r->type]);
+    default: return fail(e, (int)i, "R%u type=%s expected=fp, pkt, map_value or mem", regno, tname[r->type]);
     }
 }
 
@@ -1946,7 +2046,7 @@ static int check_read(struct env *e, uint32_t i, const struct vreg *r, uint32_t 
 static int ptr_add(struct env *e, uint32_t i, uint32_t dregno, struct vreg *dst, const struct vreg *ptr,
                    const struct vreg *sc, int sub) {
     switch (ptr->type) {
-    case T_CTX: case T_PKT_END: case T_MAP_VALUE_OR_NULL: case T_MAP_PTR:
+    case T_CTX: case T_PKT_END: case T_MAP_VALUE_OR_NULL: case T_MAP_PTR: case T_MEM_OR_NULL:
         return fail(e, (int)i, "R%u pointer arithmetic on %s prohibited", dregno, tname[ptr->type]);
     }
     struct vreg r = *ptr;
@@ -2176,8 +2276,54 @@ static int do_helper(struct env *e, uint32_t i, struct vstate *st) {
     return 0;
 }
 
+/* A call to a global function (verified on its own): the arguments must match its prototype; the
+ * callee may overwrite the memory they point to, returns an unknown scalar and, if it moves packet
+ * data, invalidates the caller's packet pointers. */
+static int do_global_call(struct env *e, uint32_t i, struct vstate *st, uint32_t callee) {
+    const struct nanobpf_image_func *g = e->gsig[callee];
+    struct vframe *f = &st->f[st->nframes - 1];
+    for (uint32_t a = 0; a < g->n_args; a++) {
+        uint32_t rn = a + 1, size = sig_size(g, a);
+        struct vreg *r = &f->r[rn];
+        if (check_read(e, i, r, rn)) return -1;
+        switch (g->arg_type[a]) {
+        case NANOBPF_FUNC_ARG_SCALAR:
+            if (r->type != T_SCALAR)
+                return fail(e, (int)i, "R%u type=%s expected=scalar (argument %u of the global function at insn %u)", rn,
+                            tname[r->type], rn, e->fstart[callee]);
+            break;
+        case NANOBPF_FUNC_ARG_CTX:
+            if (r->type != T_CTX || r->off)
+                return fail(e, (int)i, "R%u type=%s expected=ctx (argument %u of the global function at insn %u)", rn,
+                            tname[r->type], rn, e->fstart[callee]);
+            break;
+        default: /* MEM: size bytes, or NULL */
+            if (r->type == T_SCALAR && is_const(r) && r->umin == 0) break;
+            if (r->type == T_STACK) {
+                /* initialised (the callee may read it), then overwritten with plain data */
+                if (helper_mem(e, i, st, rn, size, size, 0) || helper_mem(e, i, st, rn, size, size, 1)) return -1;
+            } else if (r->type == T_PKT || r->type == T_MAP_VALUE || r->type == T_MEM) {
+                if (helper_mem(e, i, st, rn, size, size, 1)) return -1;
+            } else {
+                return fail(e, (int)i, "R%u type=%s expected=fp, pkt, map_value, mem or NULL (argument %u of the global "
+                            "function at insn %u, %u bytes)", rn, tname[r->type], rn, e->fstart[callee], size);
+            }
+        }
+    }
+    if (e->changes_pkt[callee]) {
+        FOR_ALL_REGS(st, q, {
+            if (q->type == T_PKT || q->type == T_PKT_END) set_unknown(q);
+        })
+    }
+    for (uint32_t r = 1; r <= 5; r++) set_not_init(&f->r[r]);
+    if (g->ret == NANOBPF_FUNC_ARG_SCALAR) set_unknown(&f->r[0]);
+    else set_not_init(&f->r[0]);
+    return 0;
+}
+
 static int do_local_call(struct env *e, uint32_t i, struct vstate *st, uint32_t *next) {
     uint32_t t = i + 1 + (uint32_t)e->in[i].imm;
+    if (e->gsig[e->func[t]]) return do_global_call(e, i, st, e->func[t]);
     if (st->nframes >= e->maxframes) /* cannot happen: the call graph bounds the depth */
         return fail(e, (int)i, "the call stack of %u frames is too deep (at most %u)", st->nframes + 1, e->maxframes);
     struct vframe *caller = &st->f[st->nframes - 1], *callee = &st->f[st->nframes];
@@ -2199,6 +2345,13 @@ static int do_local_call(struct env *e, uint32_t i, struct vstate *st, uint32_t 
 /* 1 = the path ended (exit of the main program), 0 = go on at *next. */
 static int do_exit(struct env *e, uint32_t i, struct vstate *st, uint32_t *next) {
     struct vframe *f = &st->f[st->nframes - 1];
+    if (st->nframes == 1 && e->root) { /* a global function returns to any caller */
+        if (e->gsig[e->root]->ret == NANOBPF_FUNC_ARG_NONE) return 1;
+        if (f->r[0].type == T_NOT_INIT) return fail(e, (int)i, "R0 !read_ok at exit");
+        if (f->r[0].type != T_SCALAR)
+            return fail(e, (int)i, "R0 is %s at the exit of a global function, expected a scalar", tname[f->r[0].type]);
+        return 1;
+    }
     if (st->nframes == 1) {
         if (f->r[0].type == T_NOT_INIT) return fail(e, (int)i, "R0 !read_ok at exit");
         if (f->r[0].type != T_SCALAR)
@@ -2314,14 +2467,29 @@ static int step(struct env *e, uint32_t i, uint32_t *next) {
     return 1; /* contradictory state: no outcome possible */
 }
 
-static int do_check(struct env *e) {
+/* Explore every path of function `root` from its entry: the program (0, r1 = ctx) or a global function
+ * (arguments from its prototype: unknown scalars, the ctx, memory that may be NULL). */
+static int do_check(struct env *e, uint32_t root) {
     struct vstate *st = e->cur;
     memset(&st->f[0], 0, sizeof st->f[0]);
     st->nframes = 1;
-    st->f[0].r[1].type = T_CTX;
+    st->f[0].func = (uint16_t)root;
+    e->root = root;
+    if (!root) st->f[0].r[1].type = T_CTX;
+    for (uint32_t a = 0; root && a < e->gsig[root]->n_args; a++) {
+        struct vreg *r = &st->f[0].r[a + 1];
+        switch (e->gsig[root]->arg_type[a]) {
+        case NANOBPF_FUNC_ARG_SCALAR: set_unknown(r); break;
+        case NANOBPF_FUNC_ARG_CTX: r->type = T_CTX; break;
+        default:
+            r->type = T_MEM_OR_NULL;
+            r->range = sig_size(e->gsig[root], a);
+            r->id = ++e->id_gen;
+        }
+    }
     st->f[0].r[EBPF_REG_FP].type = T_STACK;
     e->parent = NULL;
-    uint32_t i = 0;
+    uint32_t i = e->fstart[root];
     for (;;) {
         int r = 0;
         if (e->flags[i] & F_PRUNE) {
@@ -2355,6 +2523,19 @@ static int do_check(struct env *e) {
         i = jump_target(&e->in[i], i);
         if (e->log) vlog("verifier: from pending branch to insn %u\n", i);
     }
+}
+
+/* Forget the states stored for pruning (between explorations of different functions). */
+static void free_states(struct env *e) {
+    for (uint32_t k = 0; e->heads && k < e->nprune; k++)
+        while (e->heads[k]) {
+            struct snode *s = e->heads[k];
+            e->heads[k] = s->next;
+            ebpf_free(s);
+        }
+    e->nstates = 0;
+    e->state_bytes = 0;
+    e->parent = NULL;
 }
 
 /* ---- After acceptance ---- */
@@ -2441,6 +2622,7 @@ int ebpf_verify(struct ebpf_prog *prog, const struct ebpf_verify_opts *opts, str
         goto out;
     }
     if (check_structure(e)) goto out;
+    compute_changes_pkt(e);
     compute_liveness(e);
     e->no_relevance = ebpf_verify_no_relevance;
     for (uint32_t i = 0; i < n; i++) {
@@ -2460,7 +2642,12 @@ int ebpf_verify(struct ebpf_prog *prog, const struct ebpf_verify_opts *opts, str
         ebpf_fail(err, -1, "verifier: out of memory");
         goto out;
     }
-    if (do_check(e)) goto out;
+    /* the program, then each global function once, on its own */
+    for (uint32_t f = 0; f < e->nfuncs; f++) {
+        if (f && !e->gsig[f]) continue;
+        free_states(e);
+        if (do_check(e, f)) goto out;
+    }
     if (check_stack_chains(e)) goto out;
     /* accepted */
     prog->insn_flags = ebpf_alloc(n);
@@ -2484,13 +2671,7 @@ out:
         e->pending = p->next;
         ebpf_free(p);
     }
-    if (e->heads)
-        for (uint32_t k = 0; k < e->nprune; k++)
-            while (e->heads[k]) {
-                struct snode *s = e->heads[k];
-                e->heads[k] = s->next;
-                ebpf_free(s);
-            }
+    free_states(e);
     ebpf_free(e->heads);
     ebpf_free(e->cur);
     ebpf_free(e->old);

@@ -151,6 +151,39 @@ class Map:
         return map_type_name(self.type)
 
 
+FUNC_ARG_NAMES = {abi.NANOBPF_FUNC_ARG_NONE: "none", abi.NANOBPF_FUNC_ARG_SCALAR: "scalar",
+                  abi.NANOBPF_FUNC_ARG_CTX: "ctx", abi.NANOBPF_FUNC_ARG_MEM: "mem"}
+
+
+@dataclass
+class GlobalFunc:
+    """A global function (a C function that is not static): the device verifies it once on its own,
+    for every caller, from its prototype: args are (kind, bytes) with kind NANOBPF_FUNC_ARG_*."""
+    start: int
+    ret: int
+    args: list
+
+    def pack(self):
+        kinds = [k for k, _ in self.args] + [0] * (5 - len(self.args))
+        sizes = [n for _, n in self.args] + [0] * (5 - len(self.args))
+        return _pack("image_func", dict({"start": self.start, "flags": abi.NANOBPF_FUNC_GLOBAL, "ret": self.ret,
+                                         "n_args": len(self.args), "arg_type": bytes(kinds)},
+                                        **{f"arg{k + 1}_size": sizes[k] for k in range(5)}))
+
+    @classmethod
+    def unpack(cls, buf, off):
+        f = _unpack("image_func", buf, off)
+        n = f["n_args"]
+        if f["flags"] != abi.NANOBPF_FUNC_GLOBAL or n > 5:
+            raise LoadError(f"image: function table entry at {off}: flags 0x{f['flags']:x}, {n} arguments")
+        return cls(f["start"], f["ret"], [(f["arg_type"][k], f[f"arg{k + 1}_size"]) for k in range(n)])
+
+    def describe(self):
+        args = [FUNC_ARG_NAMES.get(k, str(k)) + (f"[{n}]" if k == abi.NANOBPF_FUNC_ARG_MEM else "")
+                for k, n in self.args]
+        return f"{'int' if self.ret else 'void'}({', '.join(args)})"
+
+
 @dataclass
 class Image:
     """A device load image: program name, maps (index = ld_imm64 imm), instructions."""
@@ -159,13 +192,19 @@ class Image:
     insns: list
     section: str = field(default="", compare=False)
     functions: list = field(default_factory=list, compare=False)  # (name, first instruction), program first
+    globals: list = field(default_factory=list)  # GlobalFunc of the functions verified on their own
 
     def to_bytes(self):
         hdr, ment = abi.STRUCTS["image_header"], abi.STRUCTS["image_map"]
         if len(self.maps) > abi.NANOBPF_IMAGE_MAX_MAPS:
             raise LoadError(f"{len(self.maps)} maps, the image holds at most {abi.NANOBPF_IMAGE_MAX_MAPS}")
+        fent = abi.STRUCTS["image_func"]
+        if len(self.globals) > abi.NANOBPF_IMAGE_MAX_FUNCS:
+            raise LoadError(f"{len(self.globals)} global functions, the image holds at most "
+                            f"{abi.NANOBPF_IMAGE_MAX_FUNCS}")
         maps_off = _align8(hdr.size)
-        insns_off = _align8(maps_off + len(self.maps) * ment.size)
+        funcs_off = _align8(maps_off + len(self.maps) * ment.size)
+        insns_off = _align8(funcs_off + len(self.globals) * fent.size)
         data_off = insns_off + 8 * len(self.insns)
         data, table = bytearray(), []
         for m in self.maps:
@@ -182,11 +221,14 @@ class Image:
         head = _pack("image_header", {
             "magic": abi.NANOBPF_IMAGE_MAGIC, "version": abi.NANOBPF_IMAGE_VERSION, "header_size": hdr.size,
             "n_maps": len(self.maps), "maps_off": maps_off, "n_insns": len(self.insns), "insns_off": insns_off,
+            "n_funcs": len(self.globals), "funcs_off": funcs_off,
             "data_off": data_off, "data_size": len(data), "total_size": total,
             "prog_name": _name_bytes(self.name, abi.NANOBPF_PROG_NAME_LEN)})
         out = bytearray(head)
         out += bytes(maps_off - len(out))
         out += b"".join(table)
+        out += bytes(funcs_off - len(out))
+        out += b"".join(g.pack() for g in self.globals)
         out += bytes(insns_off - len(out))
         out += b"".join(i.pack() for i in self.insns)
         out += data
@@ -195,9 +237,11 @@ class Image:
 
     def summary(self):
         """Plain data for --info / --json."""
+        gl = {g.start: g for g in self.globals}
         return {
             "program": self.name, "section": self.section, "insns": len(self.insns),
-            "functions": [{"name": n, "start": s} for n, s in self.functions],
+            "functions": [dict({"name": n, "start": s}, **({"global": gl[s].describe()} if s in gl else {}))
+                          for n, s in self.functions],
             "maps": [{"index": i, "name": m.name, "type": m.type_name, "type_id": m.type, "key_size": m.key_size,
                       "value_size": m.value_size, "max_entries": m.max_entries, "flags": m.flags,
                       "init_size": len(m.init), "source": m.source} for i, m in enumerate(self.maps)],
@@ -242,14 +286,20 @@ def parse_image(blob):
                             f"outside the data area ({len(data)} bytes)")
         maps.append(Map(_cstr(m["name"]), m["type"], m["key_size"], m["value_size"], m["max_entries"],
                         m["flags"], data[m["init_off"]:m["init_off"] + m["init_size"]]))
+    fent = abi.STRUCTS["image_func"]
+    if h["n_funcs"] > abi.NANOBPF_IMAGE_MAX_FUNCS or not inside(h["funcs_off"], h["n_funcs"] * fent.size):
+        raise LoadError(f"image: function table ({h['n_funcs']} entries at {h['funcs_off']}) is malformed")
+    globals_ = [GlobalFunc.unpack(blob, h["funcs_off"] + k * fent.size) for k in range(h["n_funcs"])]
     insns = [Insn.unpack(blob[h["insns_off"]:], i) for i in range(h["n_insns"])]
-    return Image(_cstr(h["prog_name"]), maps, insns)
+    return Image(_cstr(h["prog_name"]), maps, insns, globals=globals_)
 
 
 # ---------------------------------------------------------------- BTF through libbpf
 BTF_KIND_INT, BTF_KIND_PTR, BTF_KIND_ARRAY, BTF_KIND_STRUCT, BTF_KIND_UNION = 1, 2, 3, 4, 5
 BTF_KIND_TYPEDEF, BTF_KIND_VOLATILE, BTF_KIND_CONST, BTF_KIND_RESTRICT = 8, 9, 10, 11
+BTF_KIND_ENUM, BTF_KIND_FUNC, BTF_KIND_FUNC_PROTO, BTF_KIND_ENUM64 = 6, 12, 13, 19
 BTF_KIND_VAR, BTF_KIND_DATASEC, BTF_KIND_TYPE_TAG = 14, 15, 18
+BTF_FUNC_GLOBAL = 1  # linkage of a BTF_KIND_FUNC (in vlen)
 BTF_KIND_NAMES = {1: "int", 2: "pointer", 3: "array", 4: "struct", 5: "union", 6: "enum", 7: "forward",
                   8: "typedef", 9: "volatile", 10: "const", 11: "restrict", 12: "function",
                   13: "function prototype", 14: "variable", 15: "data section", 16: "float",
@@ -324,7 +374,7 @@ class _Btf:
         name_off, info, size_or_type = w[0], w[1], w[2]
         kind, vlen = (info >> 24) & 0x1f, info & 0xffff
         nrec = {BTF_KIND_STRUCT: 3 * vlen, BTF_KIND_UNION: 3 * vlen, BTF_KIND_DATASEC: 3 * vlen,
-                BTF_KIND_ARRAY: 3, BTF_KIND_VAR: 1}.get(kind, 0)
+                BTF_KIND_ARRAY: 3, BTF_KIND_VAR: 1, BTF_KIND_FUNC_PROTO: 2 * vlen}.get(kind, 0)
         words = [w[3 + i] for i in range(nrec)]
         return BtfType(tid, kind, self.name(name_off), size_or_type, vlen, words)
 
@@ -787,15 +837,65 @@ def load(path, program=None):
     sec = obj.by_name[prog.section]
     func = next(f for f in obj.functions[sec.index] if f.name == prog.name)
     btf = None
-    if ".maps" in obj.by_name:
-        if ".BTF" not in obj.by_name:
-            raise LoadError(f"{obj.path.name}: section '.maps' without BTF: compile with -g so the map "
-                            f"definitions can be read")
+    if ".maps" in obj.by_name and ".BTF" not in obj.by_name:
+        raise LoadError(f"{obj.path.name}: section '.maps' without BTF: compile with -g so the map "
+                        f"definitions can be read")
+    if ".BTF" in obj.by_name:
         btf = _Btf(obj.path)
     try:
         linker = _Linker(obj, func, btf)
         insns = linker.link()
+        globals_ = _global_funcs(obj, btf, linker.functions[1:]) if btf else []
     finally:
         if btf:
             btf.close()
-    return Image(prog.name, linker.maps, insns, section=prog.section, functions=linker.functions)
+    return Image(prog.name, linker.maps, insns, section=prog.section, functions=linker.functions,
+                 globals=globals_)
+
+
+def _global_funcs(obj, btf, functions):
+    """GlobalFunc of each placed function whose BTF linkage is global (as Linux, which verifies those on
+    their own; without BTF every function is verified along each call)."""
+    out = []
+    for name, start in functions:
+        tid = btf.find(name, BTF_KIND_FUNC)
+        if tid is None or btf.type(tid).vlen != BTF_FUNC_GLOBAL:
+            continue
+        where = f"{obj.path.name}: global function '{name}'"
+        proto = btf.type(btf.type(tid).size_or_type)
+        if proto.kind != BTF_KIND_FUNC_PROTO:
+            raise LoadError(f"{where}: its BTF type is not a function prototype")
+        params = [tuple(proto.words[2 * k:2 * k + 2]) for k in range(proto.vlen)]
+        if params and params[-1][1] == 0:
+            raise LoadError(f"{where}: variadic functions are not supported")
+        if len(params) > 5:
+            raise LoadError(f"{where}: {len(params)} arguments (at most 5)")
+        args = [_func_arg(btf, t, f"{where}: argument {k + 1} ('{btf.name(n)}')") for k, (n, t) in enumerate(params)]
+        ret = abi.NANOBPF_FUNC_ARG_NONE
+        if proto.size_or_type:
+            if btf.skip_mods(proto.size_or_type).kind not in (BTF_KIND_INT, BTF_KIND_ENUM, BTF_KIND_ENUM64):
+                raise LoadError(f"{where}: returns a {BTF_KIND_NAMES.get(btf.skip_mods(proto.size_or_type).kind)}; "
+                                f"a global function returns an integer or void")
+            ret = abi.NANOBPF_FUNC_ARG_SCALAR
+        out.append(GlobalFunc(start, ret, args))
+    return out
+
+
+def _func_arg(btf, tid, where):
+    """(NANOBPF_FUNC_ARG_*, bytes) of a global function's parameter type (Linux btf_prepare_func_args)."""
+    t = btf.skip_mods(tid)
+    if t.kind in (BTF_KIND_INT, BTF_KIND_ENUM, BTF_KIND_ENUM64):
+        return abi.NANOBPF_FUNC_ARG_SCALAR, 0
+    if t.kind == BTF_KIND_PTR:
+        pointee = btf.skip_mods(t.size_or_type) if t.size_or_type else None
+        if pointee is not None and pointee.kind == BTF_KIND_STRUCT and pointee.name == "xdp_md":
+            return abi.NANOBPF_FUNC_ARG_CTX, 0
+        if pointee is None or pointee.kind in (BTF_KIND_FUNC_PROTO,) or pointee.kind == 7:
+            raise LoadError(f"{where}: a pointer to void, a function or an incomplete type has no size; "
+                            f"point to a sized type")
+        n = btf.resolve_size(t.size_or_type)
+        if n <= 0:
+            raise LoadError(f"{where}: points to a type of {n} bytes")
+        return abi.NANOBPF_FUNC_ARG_MEM, n
+    raise LoadError(f"{where}: a {BTF_KIND_NAMES.get(t.kind, t.kind)} cannot be a global function argument "
+                    f"(integers, struct xdp_md * and pointers to sized types can)")
