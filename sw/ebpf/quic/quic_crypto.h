@@ -7,7 +7,12 @@
  *   - bounded loops only: the block loop runs at most QUIC_MAX_BLOCKS times;
  *   - at most 5 arguments per function and 4096 instructions per program (the device's limit): the AES
  *     block, the GHASH multiply and the block loop are separate (bpf-to-bpf) functions, with loops
- *     over rounds and nibbles rather than unrolled code.
+ *     over rounds and nibbles rather than unrolled code;
+ *   - verification cost: the functions are global (not static), so a verifier (Linux's or the
+ *     device's) checks each once on its own rather than along every call and loop iteration. Their
+ *     arguments are what a global function may take: integers, the context, and pointers to sized
+ *     types (struct quic_block, struct quic_key, the map values), which they check for NULL; packet
+ *     data is reached from the context and an offset.
  * AES is the classic four-round-table implementation (state as big-endian 32-bit columns); GHASH uses
  * 4-bit tables of multiples of H (16 entries, rebuilt per key) and a 16-entry reduction table. Neither is
  * constant-time with respect to cache timing; the device has no shared caches between tenants.
@@ -41,11 +46,21 @@ struct gcm_state {
     __u64 csum;   /* ones'-complement sum of the 32-bit words written (output side), unfolded */
 };
 
+/* An AES block (big-endian 32-bit columns) and an AES-128 key, as sized types for global functions. */
+struct quic_block {
+    __u32 w[4];
+};
+struct quic_key {
+    __u8 b[16];
+};
+
 /* Per-CPU working state of one AEAD operation. */
 struct quic_crypto {
     __u32 rk[44];         /* AES-128 round keys */
     __u64 hh[16], hl[16]; /* GHASH: high/low halves of i * H, i = 0..15 (GCM bit order) */
     struct gcm_state g;   /* in the map value, not on the stack: the verifier does not track its values */
+    struct quic_block blk[2]; /* working blocks of the callers (header-protection sample, tag): off the
+                               * stack, which the call chain to aes128_encrypt keeps within 512 bytes */
     __u64 launder64;      /* see quic_launder() */
     __u32 launder;
 };
@@ -67,10 +82,12 @@ static __always_inline __u32 quic_load_be32(const __u8 *p) {
     return (__u32)p[0] << 24 | (__u32)p[1] << 16 | (__u32)p[2] << 8 | p[3];
 }
 
-/* AES-128 key expansion (FIPS 197 section 5.2) of the 16 bytes at key into c->rk. */
-static __noinline int aes128_expand(struct quic_crypto *c, const __u8 *key) {
-    __u32 w0 = quic_load_be32(key), w1 = quic_load_be32(key + 4), w2 = quic_load_be32(key + 8),
-          w3 = quic_load_be32(key + 12);
+/* AES-128 key expansion (FIPS 197 section 5.2) of key into c->rk. */
+__noinline int aes128_expand(struct quic_crypto *c, const struct quic_key *key) {
+    if (!c || !key)
+        return -1;
+    __u32 w0 = quic_load_be32(key->b), w1 = quic_load_be32(key->b + 4), w2 = quic_load_be32(key->b + 8),
+          w3 = quic_load_be32(key->b + 12);
     c->rk[0] = w0;
     c->rk[1] = w1;
     c->rk[2] = w2;
@@ -92,8 +109,11 @@ static __noinline int aes128_expand(struct quic_crypto *c, const __u8 *key) {
 
 #define AES_TE(k, x) aes_te[k][(x) & 0xff]
 
-/* Encrypt the block s[0..3] (big-endian columns) in place with c->rk. */
-static __noinline int aes128_encrypt(const struct quic_crypto *c, __u32 *s) {
+/* Encrypt the block b in place with c->rk. */
+__noinline int aes128_encrypt(const struct quic_crypto *c, struct quic_block *b) {
+    if (!c || !b)
+        return -1;
+    __u32 *s = b->w;
     __u32 s0 = s[0] ^ c->rk[0], s1 = s[1] ^ c->rk[1], s2 = s[2] ^ c->rk[2], s3 = s[3] ^ c->rk[3];
     for (int r = 1; r < 10; r++) {
         __u32 t0 = AES_TE(0, s0 >> 24) ^ AES_TE(1, s1 >> 16) ^ AES_TE(2, s2 >> 8) ^ AES_TE(3, s3) ^ c->rk[4 * r];
@@ -117,10 +137,12 @@ static __noinline int aes128_encrypt(const struct quic_crypto *c, __u32 *s) {
 }
 
 /* Fill the GHASH tables from H = AES_K(0^128) (c->rk must hold K). */
-static __noinline int ghash_init(struct quic_crypto *c) {
-    __u32 s[4] = {0, 0, 0, 0};
-    aes128_encrypt(c, s);
-    __u64 vh = (__u64)s[0] << 32 | s[1], vl = (__u64)s[2] << 32 | s[3];
+__noinline int ghash_init(struct quic_crypto *c) {
+    if (!c)
+        return -1;
+    struct quic_block h = {{0, 0, 0, 0}};
+    aes128_encrypt(c, &h);
+    __u64 vh = (__u64)h.w[0] << 32 | h.w[1], vl = (__u64)h.w[2] << 32 | h.w[3];
     c->hh[0] = 0;
     c->hl[0] = 0;
     c->hh[8] = vh;
@@ -147,7 +169,9 @@ static __noinline int ghash_init(struct quic_crypto *c) {
 }
 
 /* g->x = g->x * H in GF(2^128), four bits at a time from the last byte to the first. */
-static __noinline int ghash_mul(const struct quic_crypto *c, struct gcm_state *g) {
+__noinline int ghash_mul(const struct quic_crypto *c, struct gcm_state *g) {
+    if (!c || !g)
+        return -1;
     __u64 zh = 0, zl = 0, xl = g->xl, xh = g->xh;
 #define GHASH_STEP(nib)                                                                                    \
     do {                                                                                                   \
@@ -166,13 +190,20 @@ static __noinline int ghash_mul(const struct quic_crypto *c, struct gcm_state *g
     return 0;
 }
 
-/* Keystream block for counter value g->ctr (then incremented) into ks[0..3]. */
-static __always_inline void gcm_keystream(const struct quic_crypto *c, struct gcm_state *g, __u32 *ks) {
-    ks[0] = g->n[0];
-    ks[1] = g->n[1];
-    ks[2] = g->n[2];
-    ks[3] = g->ctr++;
+/* Keystream block for counter value g->ctr (then incremented) into ks. */
+static __always_inline void gcm_keystream(const struct quic_crypto *c, struct gcm_state *g, struct quic_block *ks) {
+    ks->w[0] = g->n[0];
+    ks->w[1] = g->n[1];
+    ks->w[2] = g->n[2];
+    ks->w[3] = g->ctr++;
     aes128_encrypt(c, ks);
+}
+
+/* The frame's bytes [off, end) (off bounded for the verifier), or NULL when off is past the end. */
+static __always_inline __u8 *quic_frame_at(struct xdp_md *ctx, __u32 off, __u8 **end) {
+    __u8 *data = (__u8 *)(long)ctx->data, *p = data + (off & 0x3fff);
+    *end = (__u8 *)(long)ctx->data_end;
+    return p > *end ? (__u8 *)0 : p;
 }
 
 /* The first n bytes (1..16) of the 16-byte block at b as two big-endian halves, the rest zero. */
@@ -188,13 +219,15 @@ static __always_inline void gcm_load_block(const __u8 *b, __u32 n, __u64 *h, __u
     *l = lo;
 }
 
-/* GHASH of the len bytes (len <= QUIC_MAX_AAD) at p, the last block zero-padded: the associated data.
- * Their big-endian 32-bit words are added to g->csum. Reads whole 16-byte blocks: the caller
- * guarantees 16 readable bytes after the last one (the ciphertext and tag follow the header).
- * Returns 0, or -1 when a block is not inside the packet. */
-static __noinline int gcm_aad(const struct quic_crypto *c, struct gcm_state *g, const __u8 *p, const __u8 *end, __u32 len) {
-    if (len > QUIC_MAX_AAD)
+/* GHASH (state c->g) of the len bytes (len <= QUIC_MAX_AAD) at frame offset off, the last block
+ * zero-padded: the associated data. Their big-endian 32-bit words are added to g->csum. Reads whole
+ * 16-byte blocks: the caller guarantees 16 readable bytes after the last one (the ciphertext and tag
+ * follow the header). Returns 0, or -1 when a block is not inside the packet. */
+__noinline int gcm_aad(struct xdp_md *ctx, struct quic_crypto *c, __u32 off, __u32 len) {
+    __u8 *end, *p = quic_frame_at(ctx, off, &end);
+    if (!c || !p || len > QUIC_MAX_AAD)
         return -1;
+    struct gcm_state *g = &c->g;
     for (__u32 i = 0; i < QUIC_MAX_AAD / 16; i++) {
         if (i * 16 >= len)
             break;
@@ -211,47 +244,22 @@ static __noinline int gcm_aad(const struct quic_crypto *c, struct gcm_state *g, 
     return 0;
 }
 
-/* Decrypt (open, seal = 0) or encrypt (seal = 1) the bytes from p to the end of the packet in place
- * with the counter mode of g, hashing the ciphertext. The caller trims the frame so that it ends
- * where the text ends: the loop's only test is then the bounds check, one verifier branch per block.
- * Open and seal share one branch-free path (the ciphertext is in ^ (keystream & sel), sel = 0 or all
- * ones). A final partial block is zero-padded for GHASH. The output is added to g->csum as big-endian
- * 32-bit words (a partial block by bytes at their positions from p). Returns the bytes processed, or
- * -1 when the text is longer than QUIC_MAX_BLOCKS blocks. */
-static __noinline int gcm_crypt(const struct quic_crypto *c, struct gcm_state *g, __u8 *p, __u8 *end, __u32 seal) {
-    __u32 sel = -(seal & 1);
-    __u32 ks[4];
-    for (__u32 i = 0; i < QUIC_MAX_BLOCKS; i++) {
-        __u8 *b = p + i * 16;
-        if (b + 16 > end)
-            break;
-        __u32 w0 = bpf_ntohl(*(__u32 *)b), w1 = bpf_ntohl(*(__u32 *)(b + 4)), w2 = bpf_ntohl(*(__u32 *)(b + 8)),
-              w3 = bpf_ntohl(*(__u32 *)(b + 12));
-        gcm_keystream(c, g, ks);
-        *(__u32 *)b = bpf_htonl(w0 ^ ks[0]);
-        *(__u32 *)(b + 4) = bpf_htonl(w1 ^ ks[1]);
-        *(__u32 *)(b + 8) = bpf_htonl(w2 ^ ks[2]);
-        *(__u32 *)(b + 12) = bpf_htonl(w3 ^ ks[3]);
-        g->csum += (__u64)(w0 ^ ks[0]) + (w1 ^ ks[1]) + (w2 ^ ks[2]) + (w3 ^ ks[3]);
-        g->xh ^= (__u64)(w0 ^ (ks[0] & sel)) << 32 | (w1 ^ (ks[1] & sel));
-        g->xl ^= (__u64)(w2 ^ (ks[2] & sel)) << 32 | (w3 ^ (ks[3] & sel));
-        ghash_mul(c, g);
-    }
-    /* from p and the length, not from the loop, so that the loop's exits look alike */
-    __u64 len = (__u64)(end - p);
-    barrier_var(len);
-    if (len > QUIC_MAX_BLOCKS * 16)
+/* The last, partial block (1..15 bytes from frame offset off to the end of the frame) of a text whose
+ * whole blocks gcm_crypt() did: zero-padded for GHASH, its output bytes added to g->csum at their
+ * positions from the text's start (which is 16-byte aligned to it). */
+__noinline int gcm_crypt_last(struct xdp_md *ctx, struct quic_crypto *c, __u32 off, __u32 seal) {
+    __u8 *end, *t = quic_frame_at(ctx, off, &end);
+    if (!c || !t)
         return -1;
-    __u32 rest = len % 16;
-    if (rest == 0)
-        return (int)len;
-    __u8 *t = p + (len & ~15ull);
-    gcm_keystream(c, g, ks);
+    struct gcm_state *g = &c->g;
+    __u32 sel = -(seal & 1);
+    struct quic_block ks;
+    gcm_keystream(c, g, &ks);
     __u64 bh = 0, bl = 0; /* the ciphertext block, zero-padded */
     for (__u32 j = 0; j < 15; j++) {
         if (t + j + 1 > end)
             break;
-        __u8 in = t[j], k = ks[j / 4] >> (24 - 8 * (j % 4)), out = in ^ k;
+        __u8 in = t[j], k = ks.w[j / 4] >> (24 - 8 * (j % 4)), out = in ^ k;
         t[j] = out;
         g->csum += (j & 1) ? out : (__u32)out << 8;
         __u64 ct = in ^ (k & sel);
@@ -263,25 +271,72 @@ static __noinline int gcm_crypt(const struct quic_crypto *c, struct gcm_state *g
     g->xh ^= bh;
     g->xl ^= bl;
     ghash_mul(c, g);
+    return 0;
+}
+
+/* Decrypt (open, seal = 0) or encrypt (seal = 1) the whole 16-byte blocks from frame offset off to the
+ * end of the frame in place with the counter mode of c->g, hashing the ciphertext. The caller trims
+ * the frame so that it ends where the text ends: the loop's only test is then the bounds check, one
+ * verifier branch per block. Open and seal share one branch-free path (the ciphertext is in
+ * ^ (keystream & sel), sel = 0 or all ones). The output is added to g->csum as big-endian 32-bit words.
+ * Returns the text's length (a final partial block is left to gcm_crypt_last(), called by the caller
+ * to keep the call chain short), or -1 when it is longer than QUIC_MAX_BLOCKS blocks. */
+__noinline int gcm_crypt(struct xdp_md *ctx, struct quic_crypto *c, __u32 off, __u32 seal) {
+    __u8 *end, *p = quic_frame_at(ctx, off, &end);
+    if (!c || !p)
+        return -1;
+    struct gcm_state *g = &c->g;
+    __u32 sel = -(seal & 1);
+    struct quic_block ks;
+    for (__u32 i = 0; i < QUIC_MAX_BLOCKS; i++) {
+        __u8 *b = p + i * 16;
+        if (b + 16 > end)
+            break;
+        __u32 w0 = bpf_ntohl(*(__u32 *)b), w1 = bpf_ntohl(*(__u32 *)(b + 4)), w2 = bpf_ntohl(*(__u32 *)(b + 8)),
+              w3 = bpf_ntohl(*(__u32 *)(b + 12));
+        gcm_keystream(c, g, &ks);
+        *(__u32 *)b = bpf_htonl(w0 ^ ks.w[0]);
+        *(__u32 *)(b + 4) = bpf_htonl(w1 ^ ks.w[1]);
+        *(__u32 *)(b + 8) = bpf_htonl(w2 ^ ks.w[2]);
+        *(__u32 *)(b + 12) = bpf_htonl(w3 ^ ks.w[3]);
+        g->csum += (__u64)(w0 ^ ks.w[0]) + (w1 ^ ks.w[1]) + (w2 ^ ks.w[2]) + (w3 ^ ks.w[3]);
+        g->xh ^= (__u64)(w0 ^ (ks.w[0] & sel)) << 32 | (w1 ^ (ks.w[1] & sel));
+        g->xl ^= (__u64)(w2 ^ (ks.w[2] & sel)) << 32 | (w3 ^ (ks.w[3] & sel));
+        ghash_mul(c, g);
+    }
+    /* from the frame and the offset, not from the loop, so that the loop's exits look alike */
+    __u64 len = (__u64)(end - p);
+    barrier_var(len);
+    if (len > QUIC_MAX_BLOCKS * 16)
+        return -1;
     return (int)len;
+}
+
+/* The text from frame offset off to the end of the frame: gcm_crypt() and gcm_crypt_last(). Returns
+ * its length or -1. */
+static __always_inline int gcm_crypt_all(struct xdp_md *ctx, struct quic_crypto *c, __u32 off, __u32 seal) {
+    int len = gcm_crypt(ctx, c, off, seal);
+    if (len > 0 && len % 16 && gcm_crypt_last(ctx, c, (off & 0x3fff) + ((__u32)len & ~15u), seal))
+        return -1;
+    return len;
 }
 
 /* Tag of a GCM operation after the AAD and the text were hashed: GHASH of the length block, then
  * XOR with AES_K(J0). tag[0..3] are big-endian words. */
 static __always_inline void gcm_tag(const struct quic_crypto *c, struct gcm_state *g, __u32 aad_len, __u32 text_len,
-                                    __u32 *tag) {
+                                    struct quic_block *tag) {
     g->xh ^= (__u64)aad_len * 8;
     g->xl ^= (__u64)text_len * 8;
     ghash_mul(c, g);
-    tag[0] = g->n[0];
-    tag[1] = g->n[1];
-    tag[2] = g->n[2];
-    tag[3] = 1;
+    tag->w[0] = g->n[0];
+    tag->w[1] = g->n[1];
+    tag->w[2] = g->n[2];
+    tag->w[3] = 1;
     aes128_encrypt(c, tag);
-    tag[0] ^= (__u32)(g->xh >> 32);
-    tag[1] ^= (__u32)g->xh;
-    tag[2] ^= (__u32)(g->xl >> 32);
-    tag[3] ^= (__u32)g->xl;
+    tag->w[0] ^= (__u32)(g->xh >> 32);
+    tag->w[1] ^= (__u32)g->xh;
+    tag->w[2] ^= (__u32)(g->xl >> 32);
+    tag->w[3] ^= (__u32)g->xl;
 }
 
 /* Start a GCM operation: nonce = iv XOR packet number (RFC 9001 section 5.3), counter 2 (J0 + 1;

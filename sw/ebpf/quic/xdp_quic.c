@@ -50,12 +50,29 @@ static __always_inline int quic_hp_mask(struct quic_crypto *c, const struct nano
                                         const __u8 *end, __u32 *m0, __u32 *m14) {
     if (p + 16 > end)
         return -1;
-    __u32 s[4] = {quic_load_be32(p), quic_load_be32(p + 4), quic_load_be32(p + 8), quic_load_be32(p + 12)};
-    aes128_expand(c, keys->hp);
+    struct quic_block *s = &c->blk[0];
+    s->w[0] = quic_load_be32(p);
+    s->w[1] = quic_load_be32(p + 4);
+    s->w[2] = quic_load_be32(p + 8);
+    s->w[3] = quic_load_be32(p + 12);
+    aes128_expand(c, (const struct quic_key *)keys->hp);
     aes128_encrypt(c, s);
-    *m0 = s[0] >> 24;
-    *m14 = s[0] << 8 | s[1] >> 24;
+    *m0 = s->w[0] >> 24;
+    *m14 = s->w[0] << 8 | s->w[1] >> 24;
     return 0;
+}
+
+/* The packet number field (pn_len bytes at p; 4 bytes readable) XORed with the mask's bytes 1..pn_len
+ * (m14, big-endian), in place; returns the new field's value. Branch-free: the bytes after the field
+ * are XORed with zero. */
+static __always_inline __u32 quic_pn_xor(__u8 *p, __u32 pn_len, __u32 m14) {
+    __u32 shift = 8 * (4 - pn_len), keep = ~0u << shift;
+    __u32 v = quic_load_be32(p) ^ (m14 & keep);
+    p[0] = v >> 24;
+    p[1] = v >> 16;
+    p[2] = v >> 8;
+    p[3] = v;
+    return v >> shift;
 }
 
 #define QUIC_SEALED 100 /* quic_seal's success (its failures return XDP_DROP) */
@@ -143,12 +160,12 @@ static __always_inline struct nanobpf_quic_pn_state *quic_pn_state(const struct 
 
 /* Expand the AEAD key of the selected phase, build the GHASH tables, start the operation for pn and
  * hash the header (AAD) at hdr, hdr_len bytes (16 readable bytes must follow it). */
-static __always_inline int quic_aead_start(struct quic_crypto *c, struct gcm_state *g, const struct nanobpf_quic_keys *keys,
-                                           int next, __u64 pn, __u8 *hdr, __u8 *end, __u32 hdr_len) {
-    aes128_expand(c, keys->key + (next ? 16 : 0));
+static __always_inline int quic_aead_start(struct xdp_md *ctx, struct quic_crypto *c, const struct nanobpf_quic_keys *keys,
+                                           int next, __u64 pn, __u32 hdr_off, __u32 hdr_len) {
+    aes128_expand(c, (const struct quic_key *)(keys->key + (next ? 16 : 0)));
     ghash_init(c);
-    gcm_start(g, keys->iv + (next ? 12 : 0), pn);
-    return gcm_aad(c, g, hdr, end, hdr_len);
+    gcm_start(&c->g, keys->iv + (next ? 12 : 0), pn);
+    return gcm_aad(ctx, c, hdr_off, hdr_len);
 }
 
 /* Make the frame exactly len bytes long (drops Ethernet padding, removes or adds room at the end). */
@@ -156,8 +173,11 @@ static __always_inline int quic_set_len(struct xdp_md *ctx, __u32 len) {
     return bpf_xdp_adjust_tail(ctx, (int)len - (int)quic_frame_len(ctx));
 }
 
-static __always_inline int quic_open(struct xdp_md *ctx, struct quic_pkt *pk, const struct nanobpf_quic_keys *keys,
-                                     struct quic_crypto *c) {
+/* Open a protected packet (global function: verified once, whatever way the frame was parsed). */
+__noinline int quic_open(struct xdp_md *ctx, struct quic_pkt *pk, const struct nanobpf_quic_keys *keys,
+                         struct quic_crypto *c) {
+    if (!pk || !keys || !c)
+        return XDP_ABORTED;
     __u8 *data = (__u8 *)(long)ctx->data, *end = (__u8 *)(long)ctx->data_end;
     __u32 q = BOUND(pk->q), pn_off = BOUND(pk->pn_off), pkt_end = BOUND(pk->pkt_end);
     if (pn_off + 4 + 16 > pkt_end) /* the sample must exist (RFC 9001 section 5.4.2) */
@@ -173,13 +193,7 @@ static __always_inline int quic_open(struct xdp_md *ctx, struct quic_pkt *pk, co
     /* Unmask the header in place: the AAD is the unprotected header. If the tag fails the frame is
      * dropped, so nothing modified here leaves. */
     first[0] = b0;
-    __u64 trunc = 0;
-    for (__u32 i = 0; i < 4; i++) {
-        if (i >= pn_len)
-            break;
-        pnp[i] ^= m14 >> (24 - 8 * i);
-        trunc = trunc << 8 | pnp[i];
-    }
+    __u64 trunc = quic_pn_xor(pnp, pn_len, m14);
     int next = quic_key_select(keys, b0, pk->long_hdr);
     if (next < 0)
         return quic_drop(NANOBPF_QUIC_DROP_NO_KEYS);
@@ -202,22 +216,19 @@ static __always_inline int quic_open(struct xdp_md *ctx, struct quic_pkt *pk, co
         return quic_drop(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
     __u32 want[4] = {quic_load_be32(t), quic_load_be32(t + 4), quic_load_be32(t + 8), quic_load_be32(t + 12)};
     struct gcm_state *g = &c->g;
-    if (quic_aead_start(c, g, keys, next, pn, data + q, end, hdr_len))
+    if (quic_aead_start(ctx, c, keys, next, pn, q, hdr_len))
         return quic_drop(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
     __u64 hdr_sum = g->csum; /* the unprotected header: what leaves */
     g->csum = 0;
     /* the frame now ends where the ciphertext ends */
     if (quic_set_len(ctx, pkt_end - QUIC_TAG_LEN))
         return quic_drop(NANOBPF_QUIC_DROP_TRUNCATED);
-    data = (__u8 *)(long)ctx->data;
-    end = (__u8 *)(long)ctx->data_end;
-    __u8 *ct = data + BOUND(ct_off);
-    if (ct > end || gcm_crypt(c, g, ct, end, 0) < 0)
+    if (gcm_crypt_all(ctx, c, ct_off, 0) < 0)
         return quic_drop(NANOBPF_QUIC_DROP_OVERSIZE);
     __u64 payload_sum = g->csum;
-    __u32 tag[4];
+    struct quic_block *tag = &c->blk[1];
     gcm_tag(c, g, hdr_len, ct_len, tag);
-    if ((want[0] ^ tag[0]) | (want[1] ^ tag[1]) | (want[2] ^ tag[2]) | (want[3] ^ tag[3]))
+    if ((want[0] ^ tag->w[0]) | (want[1] ^ tag->w[1]) | (want[2] ^ tag->w[2]) | (want[3] ^ tag->w[3]))
         return quic_drop(NANOBPF_QUIC_DROP_TAG_MISMATCH);
 
     /* Authentic: remember the packet number, then fix lengths and checksum. */
@@ -231,8 +242,11 @@ static __always_inline int quic_open(struct xdp_md *ctx, struct quic_pkt *pk, co
     return XDP_PASS;
 }
 
-static __always_inline int quic_seal(struct xdp_md *ctx, struct quic_pkt *pk, const struct nanobpf_quic_keys *keys,
-                                     struct quic_crypto *c) {
+/* Seal a packet from the host (global function, like quic_open). */
+__noinline int quic_seal(struct xdp_md *ctx, struct quic_pkt *pk, const struct nanobpf_quic_keys *keys,
+                         struct quic_crypto *c) {
+    if (!pk || !keys || !c)
+        return XDP_ABORTED;
     __u32 q = BOUND(pk->q), pn_off = BOUND(pk->pn_off), pkt_end = BOUND(pk->pkt_end);
     /* room for the tag: the AAD reads whole blocks, 16 bytes must follow the header */
     if (quic_set_len(ctx, pkt_end + QUIC_TAG_LEN))
@@ -245,12 +259,7 @@ static __always_inline int quic_seal(struct xdp_md *ctx, struct quic_pkt *pk, co
     /* the sample (16 bytes from 4 bytes after the packet number starts) must lie inside the packet */
     if (pn_off + 4 + 16 > pkt_end + QUIC_TAG_LEN)
         return quic_drop(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
-    __u64 trunc = 0;
-    for (__u32 i = 0; i < 4; i++) {
-        if (i >= pn_len)
-            break;
-        trunc = trunc << 8 | pnp[i];
-    }
+    __u64 trunc = quic_load_be32(pnp) >> (8 * (4 - pn_len));
     int next = quic_key_select(keys, b0, pk->long_hdr);
     if (next < 0)
         return quic_drop(NANOBPF_QUIC_DROP_NO_KEYS);
@@ -271,20 +280,17 @@ static __always_inline int quic_seal(struct xdp_md *ctx, struct quic_pkt *pk, co
     if (hdr_len > QUIC_MAX_AAD)
         return quic_drop(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
     struct gcm_state *g = &c->g;
-    if (quic_aead_start(c, g, keys, next, pn, data + q, end, hdr_len))
+    if (quic_aead_start(ctx, c, keys, next, pn, q, hdr_len))
         return quic_drop(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
     __u64 hdr_sum = g->csum; /* the unprotected header; header protection changes it below */
     g->csum = 0;
     /* encrypt with the frame ending where the plaintext ends, then add the tag */
     if (quic_set_len(ctx, pkt_end))
         return quic_drop(NANOBPF_QUIC_DROP_TRUNCATED);
-    data = (__u8 *)(long)ctx->data;
-    end = (__u8 *)(long)ctx->data_end;
-    __u8 *ct = data + BOUND(ct_off);
-    if (ct > end || gcm_crypt(c, g, ct, end, 1) < 0)
+    if (gcm_crypt_all(ctx, c, ct_off, 1) < 0)
         return quic_drop(NANOBPF_QUIC_DROP_OVERSIZE);
     __u64 payload_sum = g->csum;
-    __u32 tag[4];
+    struct quic_block *tag = &c->blk[1];
     gcm_tag(c, g, hdr_len, pt_len, tag);
     if (quic_set_len(ctx, pkt_end + QUIC_TAG_LEN))
         return quic_drop(NANOBPF_QUIC_DROP_OVERSIZE);
@@ -293,10 +299,10 @@ static __always_inline int quic_seal(struct xdp_md *ctx, struct quic_pkt *pk, co
     __u8 *t = data + BOUND(ct_off + pt_len);
     if (t + 16 > end)
         return quic_drop(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
-    *(__u32 *)t = bpf_htonl(tag[0]);
-    *(__u32 *)(t + 4) = bpf_htonl(tag[1]);
-    *(__u32 *)(t + 8) = bpf_htonl(tag[2]);
-    *(__u32 *)(t + 12) = bpf_htonl(tag[3]);
+    *(__u32 *)t = bpf_htonl(tag->w[0]);
+    *(__u32 *)(t + 4) = bpf_htonl(tag->w[1]);
+    *(__u32 *)(t + 8) = bpf_htonl(tag->w[2]);
+    *(__u32 *)(t + 12) = bpf_htonl(tag->w[3]);
 
     __u32 m0, m14;
     if (quic_hp_mask(c, keys, data + BOUND(pn_off + 4), end, &m0, &m14))
@@ -310,15 +316,12 @@ static __always_inline int quic_seal(struct xdp_md *ctx, struct quic_pkt *pk, co
     __u32 nb0 = b0 ^ (m0 & (pk->long_hdr ? 0x0f : 0x1f));
     first[0] = nb0;
     hdr_sum += (nb0 << 8) + (0xffff - (b0 << 8));
-    __u32 pn_odd = (pn_off - q) & 1;
-    for (__u32 i = 0; i < 4; i++) {
-        if (i >= pn_len)
-            break;
-        __u32 ob = pnp[i], nb = (ob ^ (m14 >> (24 - 8 * i))) & 0xff, sh = ((pn_odd + i) & 1) ? 0 : 8;
-        pnp[i] = nb;
-        hdr_sum += (nb << sh) + (0xffff - (ob << sh));
-    }
-    __u64 tag_sum = (__u64)tag[0] + tag[1] + tag[2] + tag[3];
+    /* the packet number bytes as two 16-bit words from pnp, swapped when pnp is at an odd offset */
+    __u32 ob = quic_load_be32(pnp), nbw = quic_pn_xor(pnp, pn_len, m14) << (8 * (4 - pn_len));
+    nbw |= ob & ~(~0u << (8 * (4 - pn_len)));
+    __u64 pn_sum = (nbw >> 16) + (nbw & 0xffff) + (0xffff - (ob >> 16)) + (0xffff - (ob & 0xffff));
+    hdr_sum += swab16_if(csum_fold(pn_sum), (pn_off - q) & 1);
+    __u64 tag_sum = (__u64)tag->w[0] + tag->w[1] + tag->w[2] + tag->w[3];
     /* payload and tag sums, each swapped when it starts at an odd offset of the UDP payload */
     __u64 sum = csum_fold(hdr_sum) + swab16_if(csum_fold(payload_sum), hdr_len & 1) +
                 swab16_if(csum_fold(tag_sum), (hdr_len + pt_len) & 1);
@@ -355,7 +358,6 @@ int xdp_quic(struct xdp_md *ctx) {
     quic_count(&quic_stats, cls);
     if (!keys)
         return from_host ? quic_to_network(cfg) : XDP_PASS;
-    quic_launder_pkt(c, &pk); /* one verifier walk of the crypto for every way the frame was parsed */
     if (!from_host)
         return quic_open(ctx, &pk, keys, c);
     int rc = quic_seal(ctx, &pk, keys, c);

@@ -5,7 +5,9 @@
  * hex in the first argument, r0 printed in hex on exit; r1 points at the memory and r2 holds its size.
  * --jit runs the RV64 JIT: natively on RISC-V, else by re-executing the RV64 build of this tool under
  * qemu-riscv64. --image runs a device image (nanobpf-load output) as an XDP program: verified,
- * resolved, then run with the memory as the packet. */
+ * resolved, then run with the memory as the packet. --image with --batch keeps the program loaded and
+ * runs a script of map updates, lookups and packets (one result line per command): the device
+ * runtime as a test oracle for whole packet flows. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +31,12 @@ static const char usage[] =
     "  --verify          verify a raw program as XDP first (r1 is then an xdp_md over MEMORY)\n"
     "  --headroom N      bytes before the frame in its buffer (default 256; odd values test alignment)\n"
     "  --check           only verify (raw program or --image) and print 'accepted' or the error\n"
+    "  --batch FILE      with --image: run the commands of FILE ('-': standard input), one per line,\n"
+    "                    printing one result line each (flushed, so a driver can talk to it):\n"
+    "                      update MAP KEY VALUE  -> ok | error MSG   (hex; per-CPU maps: every CPU)\n"
+    "                      lookup MAP KEY        -> value HEX | none\n"
+    "                      run IFINDEX FRAME     -> result ACTION FRAME-HEX REDIRECT-IFINDEX\n"
+    "                    (MAP by name; the frame gets --headroom bytes before it and 256 after)\n"
     "  --dump-jit FILE   write the JIT's RV64 code to FILE (raw bytes; objdump -b binary -m riscv:rv64 -D)\n"
     "  --stats           print the JIT's RV64 instructions per eBPF instruction class, do not run\n"
     "  -h, --help        this help\n"
@@ -92,6 +100,122 @@ static int die(int code, const char *what, const struct ebpf_error *err) {
     return code;
 }
 
+static struct ebpf_map *map_named(const struct ebpf_prog *prog, const char *name) {
+    for (uint32_t i = 0; i < prog->n_maps; i++)
+        if (!strcmp(prog->maps[i]->name, name)) return prog->maps[i];
+    return NULL;
+}
+
+static void print_hex(const uint8_t *b, size_t n) {
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) putchar(digits[b[i] >> 4]), putchar(digits[b[i] & 15]);
+}
+
+/* One --batch command (line, NUL-terminated, modified); prints its result line. */
+static void batch_command(struct ebpf_prog *prog, char *line, int jit, long headroom) {
+    char *argv[4] = {0};
+    int argc = 0;
+    for (char *t = strtok(line, " \t\r\n"); t && argc < 4; t = strtok(NULL, " \t\r\n")) argv[argc++] = t;
+    if (!argc || argv[0][0] == '#') return;
+    uint8_t *key = NULL, *val = NULL;
+    long klen = -1, vlen = -1;
+    if (!strcmp(argv[0], "update") || !strcmp(argv[0], "lookup")) {
+        int upd = argv[0][0] == 'u';
+        struct ebpf_map *m = argc > 1 ? map_named(prog, argv[1]) : NULL;
+        if (argc != (upd ? 4 : 3)) {
+            printf("error %s takes MAP KEY%s\n", argv[0], upd ? " VALUE" : "");
+        } else if (!m) {
+            printf("error no map named '%s'\n", argv[1]);
+        } else if ((klen = parse_hex(argv[2], &key)) != (long)m->key_size) {
+            printf("error map %s: key of %ld bytes, expected %u\n", m->name, klen, m->key_size);
+        } else if (upd && (vlen = parse_hex(argv[3], &val)) != (long)m->value_size) {
+            printf("error map %s: value of %ld bytes, expected %u\n", m->name, vlen, m->value_size);
+        } else if (upd) {
+            int rc = ebpf_map_update(m, key, val, 0);
+            /* per-CPU maps: the same value in every CPU's copy (the update above wrote this CPU's) */
+            if (!rc && m->n_cpus > 1) {
+                size_t cpu_stride = (size_t)m->n_slots * m->value_stride;
+                uint8_t *cpu0 = (uint8_t *)ebpf_map_lookup(m, key) - (ebpf_cpu_id() % m->n_cpus) * cpu_stride;
+                for (uint32_t c = 0; c < m->n_cpus; c++) memcpy(cpu0 + c * cpu_stride, val, m->value_size);
+            }
+            if (rc) printf("error map %s: update failed (%d)\n", m->name, rc);
+            else printf("ok\n");
+        } else {
+            const uint8_t *v = ebpf_map_lookup(m, key);
+            if (!v) {
+                printf("none\n");
+            } else {
+                printf("value ");
+                print_hex(v, m->value_size);
+                putchar('\n');
+            }
+        }
+    } else if (!strcmp(argv[0], "run")) {
+        char *endp = NULL;
+        unsigned long ifindex = argc == 3 ? strtoul(argv[1], &endp, 0) : 0;
+        long n = argc == 3 ? parse_hex(argv[2], &val) : -1;
+        if (argc != 3 || !endp || *endp || ifindex > UINT32_MAX) {
+            printf("error run takes IFINDEX FRAME\n");
+        } else if (n < 0) {
+            printf("error the frame is not hex bytes\n");
+        } else {
+            uint8_t *buf = calloc(1, (size_t)(n + headroom + 256)), *data = buf + headroom;
+            memcpy(data, val, (size_t)n);
+            struct ebpf_xdp_buff xdp = {.data = (uintptr_t)data, .data_end = (uintptr_t)(data + n),
+                                        .data_meta = (uintptr_t)data, .data_hard_start = (uintptr_t)buf,
+                                        .frame_end = (uintptr_t)(data + n + 256), .ingress_ifindex = (uint32_t)ifindex};
+            struct ebpf_error err = {-1, ""};
+            uint64_t r0 = ebpf_xdp_run(prog, &xdp, jit, &err);
+            if (err.msg[0]) {
+                printf("error fault: insn %d: %s\n", err.insn, err.msg);
+            } else {
+                printf("result %llu ", (unsigned long long)r0);
+                print_hex((const uint8_t *)(uintptr_t)xdp.data, (size_t)(xdp.data_end - xdp.data));
+                printf(" %u\n", xdp.redirect_ifindex);
+            }
+            free(buf);
+        }
+    } else {
+        printf("error unknown command '%s' (update, lookup, run)\n", argv[0]);
+    }
+    free(key);
+    free(val);
+    fflush(stdout);
+}
+
+static int run_batch(struct ebpf_prog *prog, const char *path, int jit, long headroom) {
+    FILE *in = strcmp(path, "-") ? fopen(path, "r") : stdin;
+    if (!in) {
+        fprintf(stderr, "nanobpf-run: %s: %s\n", path, strerror(errno));
+        return 2;
+    }
+    size_t cap = 1 << 16;
+    char *line = malloc(cap);
+    size_t n = 0;
+    int c;
+    while (line && (c = getc(in)) != EOF) {
+        if (n + 1 >= cap) {
+            char *nl = realloc(line, cap * 2);
+            if (!nl) break;
+            line = nl, cap *= 2;
+        }
+        if (c != '\n') {
+            line[n++] = (char)c;
+            continue;
+        }
+        line[n] = 0;
+        batch_command(prog, line, jit, headroom);
+        n = 0;
+    }
+    if (line && n) {
+        line[n] = 0;
+        batch_command(prog, line, jit, headroom);
+    }
+    free(line);
+    if (in != stdin) fclose(in);
+    return 0;
+}
+
 #ifndef __riscv
 /* --jit on a non-RISC-V host: run the RV64 build of this tool under qemu-riscv64, same arguments. */
 static int exec_rv64(char **argv) {
@@ -125,7 +249,7 @@ int main(int argc, char **argv) {
     int jit = 0, stats = 0, verify = 0, check = 0;
     long headroom = 256;
     unsigned flags = 0;
-    const char *program = NULL, *image = NULL, *memhex = NULL, *dump = NULL;
+    const char *program = NULL, *image = NULL, *memhex = NULL, *dump = NULL, *batch = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -149,6 +273,7 @@ int main(int argc, char **argv) {
             }
         }
         else if (!strcmp(a, "--image") && i + 1 < argc) image = argv[++i];
+        else if (!strcmp(a, "--batch") && i + 1 < argc) batch = argv[++i];
         else if (!strcmp(a, "--dump-jit") && i + 1 < argc) dump = argv[++i], jit = 1;
         else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "nanobpf-run: unknown or incomplete option '%s'\n%s", a, usage);
@@ -158,6 +283,10 @@ int main(int argc, char **argv) {
             fprintf(stderr, "nanobpf-run: more than one memory argument\n%s", usage);
             return 2;
         }
+    }
+    if (batch && (!image || memhex || check)) {
+        fprintf(stderr, "nanobpf-run: --batch needs --image and takes no memory argument or --check\n");
+        return 2;
     }
 #ifndef __riscv
     if (jit) return exec_rv64(argv);
@@ -243,6 +372,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (jit && ebpf_jit_compile(&prog, flags, &err)) return die(1, "jit", &err);
+    if (batch) return run_batch(&prog, batch, jit, headroom);
     if (dump) {
         FILE *f = fopen(dump, "wb");
         if (!f || fwrite(prog.jit_code, 1, prog.jit_size, f) != prog.jit_size || fclose(f)) {

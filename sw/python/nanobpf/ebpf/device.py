@@ -1,0 +1,151 @@
+"""The device's eBPF runtime as a test oracle: a program loaded, verified and run by the device code
+(firmware/ebpf: the same loader, verifier, interpreter and RV64 JIT the cores run), driven through
+`nanobpf-run --image IMG --batch -` (docs/ebpf.md). The interface mirrors nanobpf.ebpf.linux.LinuxXdp,
+so one test can run the same frames through Linux and through the device and compare:
+
+    with DeviceXdp("xdp_quic.o", jit=True) as d:        # or an image (.nbpf); jit under qemu-riscv64
+        d.map_update("quic_config", b"\\0" * 4, value)
+        action, frame = d.run(frame, ingress_ifindex=1)
+
+The host build of the runtime has one CPU: a per-CPU map entry has one value. Needs `make ebpf-tools`.
+"""
+import shutil
+import subprocess
+import tempfile
+from collections import namedtuple
+from pathlib import Path
+
+import nanobpf_ebpf_defs as abi
+
+from .. import BUILD
+from .loader import load
+
+RUN = BUILD / "ebpf/host/nanobpf-run"
+RUN_RV64 = BUILD / "ebpf/rv64/nanobpf-run"
+
+__all__ = ["DeviceError", "DeviceXdp", "available"]
+
+
+class DeviceError(RuntimeError):
+    """The runtime refused the program (verifier), a command, or stopped."""
+
+
+class MapInfo(namedtuple("MapInfo", "name type key_size value_size max_entries")):
+    @property
+    def percpu(self):
+        return self.type == abi.NANOBPF_MAP_TYPE_PERCPU_ARRAY
+
+
+def available(jit=False):
+    """(True, "") when the runner (and for jit: its RV64 build and qemu-riscv64) exists, else (False, why)."""
+    if not RUN.exists():
+        return False, f"{RUN} is not built (make ebpf-tools)"
+    if jit and not RUN_RV64.exists():
+        return False, f"{RUN_RV64} is not built (make ebpf-tools)"
+    if jit and not shutil.which("qemu-riscv64"):
+        return False, "qemu-riscv64 is not installed"
+    return True, ""
+
+
+class DeviceXdp:
+    """One XDP program in the device runtime (interpreter, or the JIT's RV64 code under qemu-riscv64)."""
+
+    def __init__(self, path, program=None, jit=False, headroom=256):
+        ok, why = available(jit)
+        if not ok:
+            raise DeviceError(why)
+        self.path, self.jit = Path(path), jit
+        self._tmp = None
+        if self.path.suffix == ".o":
+            self._tmp = tempfile.TemporaryDirectory(prefix="nanobpf-dev-")
+            image = load(self.path, program)
+            img_path = Path(self._tmp.name) / (self.path.stem + ".nbpf")
+            img_path.write_bytes(image.to_bytes())
+        else:
+            from .loader import parse_image
+            image = parse_image(self.path.read_bytes())
+            img_path = self.path
+        self._maps = {m.name: MapInfo(m.name, m.type, m.key_size, m.value_size, m.max_entries) for m in image.maps}
+        args = [str(RUN), "--image", str(img_path), "--batch", "-", "--headroom", str(headroom)]
+        if jit:
+            args.insert(1, "--jit")
+        self._proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True, bufsize=1)
+        self.redirect_ifindex = 0
+
+    def close(self):
+        if self._proc:
+            self._proc.stdin.close()
+            self._proc.wait(timeout=30)
+            self._proc.stdout.close()
+            self._proc.stderr.close()
+            self._proc = None
+        if self._tmp:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _command(self, line):
+        if not self._proc:
+            raise ValueError(f"{self.path}: closed")
+        try:
+            self._proc.stdin.write(line + "\n")
+            self._proc.stdin.flush()
+        except BrokenPipeError:
+            pass
+        reply = self._proc.stdout.readline()
+        if not reply:
+            self._proc.wait(timeout=30)
+            err = self._proc.stderr.read().strip()
+            raise DeviceError(f"{self.path}: the runtime stopped: {err or 'no message'}")
+        reply = reply.rstrip("\n")
+        if reply.startswith("error "):
+            raise DeviceError(f"{self.path}: {reply[6:]}")
+        return reply
+
+    # ------------------------------------------------------------ maps
+    def map_names(self):
+        return list(self._maps)
+
+    def map_info(self, name):
+        try:
+            return self._maps[name]
+        except KeyError:
+            raise KeyError(f"{self.path}: no map '{name}' (maps: {', '.join(self._maps) or 'none'})") from None
+
+    def map_update(self, name, key, value):
+        """Create or replace; a per-CPU map gets the value for every CPU (or a one-element list)."""
+        m = self.map_info(name)
+        if m.percpu and not isinstance(value, (bytes, bytearray, memoryview)):
+            (value,) = value
+        self._command(f"update {name} {bytes(key).hex()} {bytes(value).hex()}")
+
+    def _lookup(self, name, key):
+        reply = self._command(f"lookup {name} {bytes(key).hex()}")
+        return None if reply == "none" else bytes.fromhex(reply.split(" ", 1)[1])
+
+    def map_lookup(self, name, key):
+        if self.map_info(name).percpu:
+            raise TypeError(f"map '{name}' is per-CPU: use map_lookup_percpu")
+        return self._lookup(name, key)
+
+    def map_lookup_percpu(self, name, key):
+        """The values of a per-CPU map entry: one (the host runtime has one CPU), or None."""
+        if not self.map_info(name).percpu:
+            raise TypeError(f"map '{name}' is not per-CPU: use map_lookup")
+        v = self._lookup(name, key)
+        return None if v is None else [v]
+
+    # ------------------------------------------------------------ running
+    def run(self, frame, ingress_ifindex=0):
+        """Run the program once over frame: (action, frame after the program). The port bpf_redirect
+        chose is left in self.redirect_ifindex."""
+        reply = self._command(f"run {ingress_ifindex} {bytes(frame).hex()}")
+        _, action, out, redirect = reply.split(" ")
+        self.redirect_ifindex = int(redirect)
+        return int(action), bytes.fromhex(out)
