@@ -17,7 +17,8 @@ RUN = BUILD / "ebpf/host/nanobpf-run"
 LOAD = ROOT / "sw/tools/nanobpf-load"
 CORPUS = sorted((ROOT / "sw/ebpf/tests/verifier").glob("*.c"))
 REAL = (sorted((ROOT / "sw/ebpf/examples").glob("*.c")) + sorted((ROOT / "sw/ebpf/bench").glob("*.c"))
-        + [ROOT / "sw/ebpf/tests/device/xdp_device_test.c", ROOT / "sw/ebpf/quic/xdp_quic_classify.c"]
+        + [ROOT / "sw/ebpf/tests/device/xdp_device_test.c", ROOT / "sw/ebpf/quic/xdp_quic_classify.c",
+           ROOT / "sw/ebpf/quic/xdp_quic.c"]
         + sorted((ROOT / "firmware/ebpf/tests/verifier_corpus").glob("*.c")))
 # Privileged Linux (CAP_PERFMON) lets programs read uninitialised stack; the device never does.
 LINUX_DIFFERS = {"reject_uninitialised_key": "privileged Linux allows uninitialised stack reads"}

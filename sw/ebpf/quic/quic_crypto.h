@@ -59,8 +59,8 @@ struct quic_crypto {
     __u32 rk[44];         /* AES-128 round keys */
     __u64 hh[16], hl[16]; /* GHASH: high/low halves of i * H, i = 0..15 (GCM bit order) */
     struct gcm_state g;   /* in the map value, not on the stack: the verifier does not track its values */
-    struct quic_block blk[2]; /* working blocks of the callers (header-protection sample, tag): off the
-                               * stack, which the call chain to aes128_encrypt keeps within 512 bytes */
+    struct quic_block blk[3]; /* working blocks (header-protection sample, tag, keystream): off the stack,
+                               * which the call chain to aes128_encrypt keeps within 512 bytes */
     __u64 launder64;      /* see quic_launder() */
     __u32 launder;
 };
@@ -78,8 +78,17 @@ static __always_inline __u64 quic_launder64(struct quic_crypto *c, __u64 v) {
 }
 
 
+/* Packet data is read and written by bytes: QUIC payloads start at any offset and CVA6 traps on
+ * misaligned loads (the JIT makes eBPF accesses safe; native code must not rely on alignment either). */
 static __always_inline __u32 quic_load_be32(const __u8 *p) {
     return (__u32)p[0] << 24 | (__u32)p[1] << 16 | (__u32)p[2] << 8 | p[3];
+}
+
+static __always_inline void quic_store_be32(__u8 *p, __u32 v) {
+    p[0] = v >> 24;
+    p[1] = v >> 16;
+    p[2] = v >> 8;
+    p[3] = v;
 }
 
 /* AES-128 key expansion (FIPS 197 section 5.2) of key into c->rk. */
@@ -208,7 +217,8 @@ static __always_inline __u8 *quic_frame_at(struct xdp_md *ctx, __u32 off, __u8 *
 
 /* The first n bytes (1..16) of the 16-byte block at b as two big-endian halves, the rest zero. */
 static __always_inline void gcm_load_block(const __u8 *b, __u32 n, __u64 *h, __u64 *l) {
-    __u64 hi = bpf_be64_to_cpu(*(__u64 *)b), lo = bpf_be64_to_cpu(*(__u64 *)(b + 8));
+    __u64 hi = (__u64)quic_load_be32(b) << 32 | quic_load_be32(b + 4),
+          lo = (__u64)quic_load_be32(b + 8) << 32 | quic_load_be32(b + 12);
     if (n < 8) {
         hi &= ~(~0ull >> (8 * n));
         lo = 0;
@@ -274,10 +284,34 @@ __noinline int gcm_crypt_last(struct xdp_md *ctx, struct quic_crypto *c, __u32 o
     return 0;
 }
 
+/* One block of gcm_crypt(): the 16 bytes at frame offset off, or 1 when they are not all in the frame.
+ * A global function, so that a verifier walks the block loop at a few instructions per iteration. */
+__noinline int gcm_block(struct xdp_md *ctx, struct quic_crypto *c, __u32 off, __u32 seal) {
+    __u8 *end, *b = quic_frame_at(ctx, off, &end);
+    if (!c || !b || b + 16 > end)
+        return 1;
+    struct gcm_state *g = &c->g;
+    __u32 sel = -(seal & 1);
+    struct quic_block *ks = &c->blk[2]; /* keystream, then the ciphertext words (few live registers) */
+    gcm_keystream(c, g, ks);
+    __u64 sum = 0;
+    NB_UNROLL
+    for (int k = 0; k < 4; k++) {
+        __u32 in = quic_load_be32(b + 4 * k), out = in ^ ks->w[k];
+        quic_store_be32(b + 4 * k, out);
+        sum += out;
+        ks->w[k] = in ^ (ks->w[k] & sel);
+    }
+    g->csum += sum;
+    g->xh ^= (__u64)ks->w[0] << 32 | ks->w[1];
+    g->xl ^= (__u64)ks->w[2] << 32 | ks->w[3];
+    ghash_mul(c, g);
+    return 0;
+}
+
 /* Decrypt (open, seal = 0) or encrypt (seal = 1) the whole 16-byte blocks from frame offset off to the
  * end of the frame in place with the counter mode of c->g, hashing the ciphertext. The caller trims
- * the frame so that it ends where the text ends: the loop's only test is then the bounds check, one
- * verifier branch per block. Open and seal share one branch-free path (the ciphertext is in
+ * the frame so that it ends where the text ends: the loop stops at the first block not in the frame. Open and seal share one branch-free path (the ciphertext is in
  * ^ (keystream & sel), sel = 0 or all ones). The output is added to g->csum as big-endian 32-bit words.
  * Returns the text's length (a final partial block is left to gcm_crypt_last(), called by the caller
  * to keep the call chain short), or -1 when it is longer than QUIC_MAX_BLOCKS blocks. */
@@ -285,25 +319,10 @@ __noinline int gcm_crypt(struct xdp_md *ctx, struct quic_crypto *c, __u32 off, _
     __u8 *end, *p = quic_frame_at(ctx, off, &end);
     if (!c || !p)
         return -1;
-    struct gcm_state *g = &c->g;
-    __u32 sel = -(seal & 1);
-    struct quic_block ks;
-    for (__u32 i = 0; i < QUIC_MAX_BLOCKS; i++) {
-        __u8 *b = p + i * 16;
-        if (b + 16 > end)
+    __u32 i;
+    for (i = 0; i < QUIC_MAX_BLOCKS; i++)
+        if (gcm_block(ctx, c, (off & 0x3fff) + 16 * i, seal))
             break;
-        __u32 w0 = bpf_ntohl(*(__u32 *)b), w1 = bpf_ntohl(*(__u32 *)(b + 4)), w2 = bpf_ntohl(*(__u32 *)(b + 8)),
-              w3 = bpf_ntohl(*(__u32 *)(b + 12));
-        gcm_keystream(c, g, &ks);
-        *(__u32 *)b = bpf_htonl(w0 ^ ks.w[0]);
-        *(__u32 *)(b + 4) = bpf_htonl(w1 ^ ks.w[1]);
-        *(__u32 *)(b + 8) = bpf_htonl(w2 ^ ks.w[2]);
-        *(__u32 *)(b + 12) = bpf_htonl(w3 ^ ks.w[3]);
-        g->csum += (__u64)(w0 ^ ks.w[0]) + (w1 ^ ks.w[1]) + (w2 ^ ks.w[2]) + (w3 ^ ks.w[3]);
-        g->xh ^= (__u64)(w0 ^ (ks.w[0] & sel)) << 32 | (w1 ^ (ks.w[1] & sel));
-        g->xl ^= (__u64)(w2 ^ (ks.w[2] & sel)) << 32 | (w3 ^ (ks.w[3] & sel));
-        ghash_mul(c, g);
-    }
     /* from the frame and the offset, not from the loop, so that the loop's exits look alike */
     __u64 len = (__u64)(end - p);
     barrier_var(len);

@@ -1,0 +1,8 @@
+/* The QUIC benchmark's eBPF image (nanobpf-load output), linked in as data (found through the
+ * assembler's include path, -Wa,-I<dir>). */
+    .section .rodata.bench_images, "a"
+    .balign 8
+    .global bench_quic_image, bench_quic_image_end
+bench_quic_image:
+    .incbin "bench_quic.nbpf"
+bench_quic_image_end:
