@@ -127,9 +127,11 @@ static void batch_command(struct ebpf_prog *prog, char *line, int jit, long head
         } else if (!m) {
             printf("error no map named '%s'\n", argv[1]);
         } else if ((klen = parse_hex(argv[2], &key)) != (long)m->key_size) {
-            printf("error map %s: key of %ld bytes, expected %u\n", m->name, klen, m->key_size);
+            if (klen < 0) printf("error map %s: the key is not hex bytes\n", m->name);
+            else printf("error map %s: key of %ld bytes, expected %u\n", m->name, klen, m->key_size);
         } else if (upd && (vlen = parse_hex(argv[3], &val)) != (long)m->value_size) {
-            printf("error map %s: value of %ld bytes, expected %u\n", m->name, vlen, m->value_size);
+            if (vlen < 0) printf("error map %s: the value is not hex bytes\n", m->name);
+            else printf("error map %s: value of %ld bytes, expected %u\n", m->name, vlen, m->value_size);
         } else if (upd) {
             int rc = ebpf_map_update(m, key, val, 0);
             /* per-CPU maps: the same value in every CPU's copy (the update above wrote this CPU's) */
@@ -160,6 +162,12 @@ static void batch_command(struct ebpf_prog *prog, char *line, int jit, long head
             printf("error the frame is not hex bytes\n");
         } else {
             uint8_t *buf = calloc(1, (size_t)(n + headroom + 256)), *data = buf + headroom;
+            if (!buf) {
+                printf("error out of memory for a frame of %ld bytes\n", n);
+                free(val);
+                fflush(stdout);
+                return;
+            }
             memcpy(data, val, (size_t)n);
             struct ebpf_xdp_buff xdp = {.data = (uintptr_t)data, .data_end = (uintptr_t)(data + n),
                                         .data_meta = (uintptr_t)data, .data_hard_start = (uintptr_t)buf,
