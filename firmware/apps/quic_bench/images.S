@@ -6,3 +6,10 @@
 bench_quic_image:
     .incbin "bench_quic.nbpf"
 bench_quic_image_end:
+#ifndef QUIC_BENCH_QUICK
+    .balign 8
+    .global xdp_quic_image, xdp_quic_image_end
+xdp_quic_image:
+    .incbin "xdp_quic.nbpf"
+xdp_quic_image_end:
+#endif
