@@ -75,7 +75,10 @@ class DeviceXdp:
 
     def close(self):
         if self._proc:
-            self._proc.stdin.close()
+            try:
+                self._proc.stdin.close()
+            except BrokenPipeError:  # the runtime stopped first (e.g. the program was rejected)
+                pass
             self._proc.wait(timeout=30)
             self._proc.stdout.close()
             self._proc.stderr.close()
