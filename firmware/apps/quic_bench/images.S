@@ -6,7 +6,7 @@
 bench_quic_image:
     .incbin "bench_quic.nbpf"
 bench_quic_image_end:
-#ifndef QUIC_BENCH_QUICK
+#ifdef QUIC_BENCH_RFC
     .balign 8
     .global xdp_quic_image, xdp_quic_image_end
 xdp_quic_image:
