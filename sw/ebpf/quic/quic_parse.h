@@ -285,16 +285,4 @@ static __always_inline int quic_classify(struct xdp_md *ctx, const struct nanobp
     return QUIC_CANDIDATE;
 }
 
-/* Every field of pk through memory (see quic_launder), so that whatever follows is verified once. */
-static __always_inline void quic_launder_pkt(struct quic_crypto *c, struct quic_pkt *pk) {
-    pk->l3 = quic_launder(c, pk->l3, QUIC_OFF_MASK);
-    pk->l4 = quic_launder(c, pk->l4, QUIC_OFF_MASK);
-    pk->q = quic_launder(c, pk->q, QUIC_OFF_MASK);
-    pk->udp_end = quic_launder(c, pk->udp_end, QUIC_OFF_MASK);
-    pk->pn_off = quic_launder(c, pk->pn_off, QUIC_OFF_MASK);
-    pk->pkt_end = quic_launder(c, pk->pkt_end, QUIC_OFF_MASK);
-    pk->ipv6 = quic_launder(c, pk->ipv6, 1);
-    pk->long_hdr = quic_launder(c, pk->long_hdr, 1);
-}
-
 #endif

@@ -68,10 +68,7 @@ static __always_inline int quic_hp_mask(struct quic_crypto *c, const struct nano
 static __always_inline __u32 quic_pn_xor(__u8 *p, __u32 pn_len, __u32 m14) {
     __u32 shift = 8 * (4 - pn_len), keep = ~0u << shift;
     __u32 v = quic_load_be32(p) ^ (m14 & keep);
-    p[0] = v >> 24;
-    p[1] = v >> 16;
-    p[2] = v >> 8;
-    p[3] = v;
+    quic_store_be32(p, v);
     return v >> shift;
 }
 
