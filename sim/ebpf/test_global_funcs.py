@@ -2,6 +2,7 @@
 device verifier refusing a malformed table (a corrupted or hand-made image) with a clear message.
 The verdicts on well-formed programs are compared with Linux in test_verifier_corpus.py.
 Needs `make ebpf-tools`."""
+import platform
 import struct
 import subprocess
 
@@ -21,7 +22,7 @@ def compile_c(src, tmp_path, name="prog"):
         path.write_text(src)
         src = path
     obj = tmp_path / f"{name}.o"
-    subprocess.run(["clang", "-O2", "-g", "-target", "bpf", "-I/usr/include/x86_64-linux-gnu",
+    subprocess.run(["clang", "-O2", "-g", "-target", "bpf", f"-I/usr/include/{platform.machine()}-linux-gnu",
                     f"-I{ROOT}/sw/ebpf/include", f"-I{BUILD}/generated/include", "-c", str(src), "-o", str(obj)],
                    check=True)
     return obj

@@ -8,6 +8,7 @@ Every test runs on three backends: the device runtime's interpreter ("interp") a
 qemu-riscv64 ("jit"), both verified by the device verifier (nanobpf.ebpf.device), and the host kernel
 with BPF_PROG_TEST_RUN ("linux", nanobpf.ebpf.linux; skipped where the kernel refuses). The default
 build (QUIC_MAX_PAYLOAD=1504) is tested. test_linux_and_device_agree compares the backends directly."""
+import platform
 import struct
 import subprocess
 
@@ -44,7 +45,7 @@ def cid_key(cid):
 def obj(tmp_path_factory):
     out = tmp_path_factory.mktemp("quic") / "xdp_quic.o"
     subprocess.run(["clang", "-O2", "-g", "-target", "bpf", "-Wall", "-Werror", "-Wno-unused-function",
-                    "-I/usr/include/x86_64-linux-gnu", f"-I{ROOT}/sw/ebpf/include", f"-I{BUILD}/generated/include",
+                    f"-I/usr/include/{platform.machine()}-linux-gnu", f"-I{ROOT}/sw/ebpf/include", f"-I{BUILD}/generated/include",
                     "-c", str(ROOT / "sw/ebpf/quic/xdp_quic.c"), "-o", str(out)], check=True)
     return out
 

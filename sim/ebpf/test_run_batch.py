@@ -1,6 +1,7 @@
 """nanobpf-run --batch: the command contract (results, error lines that leave the session usable,
 usage errors) and the Python driver nanobpf.ebpf.device.DeviceXdp, on a small map-using program.
 Needs `make ebpf-tools`."""
+import platform
 import subprocess
 
 import pytest
@@ -41,13 +42,18 @@ char _license[] SEC("license") = "GPL";
 """
 
 
+def compile_c(src, obj):
+    subprocess.run(["clang", "-O2", "-g", "-target", "bpf", f"-I/usr/include/{platform.machine()}-linux-gnu",
+                    f"-I{ROOT}/sw/ebpf/include", f"-I{BUILD}/generated/include", "-c", str(src), "-o", str(obj)],
+                   check=True)
+    return obj
+
+
 @pytest.fixture(scope="module")
 def image(tmp_path_factory):
     d = tmp_path_factory.mktemp("batch")
     (d / "p.c").write_text(PROG)
-    subprocess.run(["clang", "-O2", "-g", "-target", "bpf", "-I/usr/include/x86_64-linux-gnu", f"-I{ROOT}/sw/ebpf/include",
-                    f"-I{BUILD}/generated/include", "-c", str(d / "p.c"), "-o", str(d / "p.o")], check=True)
-    (d / "p.nbpf").write_bytes(load(d / "p.o").to_bytes())
+    (d / "p.nbpf").write_bytes(load(compile_c(d / "p.c", d / "p.o")).to_bytes())
     return d / "p.nbpf"
 
 
@@ -106,10 +112,7 @@ def test_device_driver(image):
 
 
 def test_device_driver_reports_a_rejected_program(tmp_path):
-    src = ROOT / "sw/ebpf/tests/verifier/reject_no_bounds_check.c"
-    obj = tmp_path / "r.o"
-    subprocess.run(["clang", "-O2", "-g", "-target", "bpf", "-I/usr/include/x86_64-linux-gnu", f"-I{ROOT}/sw/ebpf/include",
-                    f"-I{BUILD}/generated/include", "-c", str(src), "-o", str(obj)], check=True)
+    obj = compile_c(ROOT / "sw/ebpf/tests/verifier/reject_no_bounds_check.c", tmp_path / "r.o")
     with device.DeviceXdp(obj) as d:
         with pytest.raises(device.DeviceError, match="verifier: insn"):
             d.run(bytes(64))
