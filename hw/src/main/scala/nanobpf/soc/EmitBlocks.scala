@@ -17,7 +17,12 @@ object EmitBlocks extends App {
   val blocks: Seq[(String, () => RawModule)] =
     Seq(1, 4).map(n => s"dpu_regs-c$n" -> (() => new DpuRegs(n))) ++
       Seq(1, 3).map(n => s"clint-c$n" -> (() => new Clint(n))) ++
-      Seq(2).map(n => s"interconnect-m$n" -> (() => new AxiInterconnect(n, SocMap.regions)))
+      Seq(2).map(n => s"interconnect-m$n" -> (() => new AxiInterconnect(n, SocMap.regions))) ++
+      Seq(
+        "pisa_parser-w8" -> (() => new nanobpf.pisa.ParserBlock()),
+        "pisa_deparser-w8" -> (() => new nanobpf.pisa.DeparserBlock()),
+        "pisa-w8" -> (() => new nanobpf.pisa.Pisa()),
+        "pisa-w16" -> (() => new nanobpf.pisa.Pisa(nanobpf.pisa.PisaParams(beatBytes = 16, cidEntries = 16))))
   for ((name, gen) <- blocks) {
     Emit(gen(), s"$out/$name")
     println(s"EmitBlocks: $out/$name")

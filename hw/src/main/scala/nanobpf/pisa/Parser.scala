@@ -1,0 +1,131 @@
+package nanobpf.pisa
+
+import chisel3._
+import chisel3.util._
+import nanobpf.soc.SocMap.PisaDrop
+
+/** Header parser: Ethernet, up to two 802.1Q/802.1ad tags, IPv4 (options via IHL), IPv6 (fixed
+  * header), UDP; keeps the first bytes after the UDP header for the QUIC stage. Fully pipelined, one
+  * header per cycle, latency [[Parser.latency]]. Each stage shifts the header so the next layer starts
+  * at byte 0 (a 3-way mux for VLANs, an 11-way mux for the IPv4 header length), which keeps the logic
+  * shallow. Error predicates are computed independently; `drop` is the lowest pisa_drop that applies.
+  */
+class Parser[T <: Data](p: PisaParams, userGen: T) extends Module {
+  val io = IO(new Bundle {
+    val in = Flipped(Valid(new HeaderRec(p, userGen)))
+    val out = Valid(new Parsed(p, userGen))
+  })
+  import Bytes._
+  val l3Bytes = 96 // IPv4 header with options (60) + UDP (8) + QUIC bytes, from the L3 start
+
+  // ---- stage 1: Ethernet and VLAN tags
+  class S1 extends Bundle {
+    val length = UInt(16.W); val user = userGen.cloneType; val vlans = UInt(2.W); val outerTci = UInt(16.W)
+    val et = UInt(16.W); val l3off = UInt(8.W); val tooLong = Bool(); val trunc = Bool()
+    val l3 = Vec(l3Bytes, UInt(8.W))
+  }
+  val w = io.in.bits.window
+  val isTag = (e: UInt) => e === 0x8100.U || e === 0x88a8.U
+  val tag1 = isTag(be16(w, 12))
+  val tag2 = tag1 && isTag(be16(w, 16))
+  val s1 = Wire(new S1)
+  val len0 = io.in.bits.length
+  s1.length := len0
+  s1.user := io.in.bits.user
+  s1.vlans := tag1.asUInt +& tag2.asUInt
+  s1.outerTci := be16(w, 14)
+  s1.et := Mux(tag2, be16(w, 20), Mux(tag1, be16(w, 16), be16(w, 12)))
+  s1.l3off := Mux(tag2, 22.U, Mux(tag1, 18.U, 14.U))
+  s1.tooLong := len0 > p.maxFrame.U
+  s1.trunc := len0 < 14.U || (tag1 && len0 < 18.U) || (tag2 && len0 < 22.U)
+  for (k <- 0 until l3Bytes) s1.l3(k) := Mux(tag2, w(22 + k), Mux(tag1, w(18 + k), w(14 + k)))
+  val r1 = RegNext(s1)
+  val v1 = RegNext(io.in.valid, false.B)
+
+  // ---- stage 2: IPv4 / IPv6
+  class S2 extends Bundle {
+    val length = UInt(16.W); val user = userGen.cloneType; val vlans = UInt(2.W); val outerTci = UInt(16.W)
+    val l3off = UInt(8.W); val isV4 = Bool(); val isV6 = Bool(); val l4off = UInt(8.W); val udp = Bool()
+    val l4Short = Bool(); val l4len = UInt(16.W)
+    val tooLong = Bool(); val trunc = Bool(); val badHdr = Bool(); val badLen = Bool()
+    val hdrParts = Vec(5, UInt(24.W)); val oldCsum = UInt(16.W); val addrParts = Vec(5, UInt(24.W))
+    val l4 = Vec(8 + p.quicBytes, UInt(8.W))
+  }
+  val l3 = r1.l3
+  val isV4 = r1.et === 0x0800.U
+  val isV6 = r1.et === 0x86dd.U
+  val ver = l3(0)(7, 4)
+  val ihl = l3(0)(3, 0)
+  val hl = ihl ## 0.U(2.W)
+  val tot = be16(l3, 2)
+  val plen = be16(l3, 4)
+  val len1 = r1.length
+  val s2 = Wire(new S2)
+  s2.length := len1
+  s2.user := r1.user
+  s2.vlans := r1.vlans
+  s2.outerTci := r1.outerTci
+  s2.l3off := r1.l3off
+  s2.isV4 := isV4
+  s2.isV6 := isV6
+  s2.tooLong := r1.tooLong
+  s2.trunc := r1.trunc || (isV4 && (len1 < r1.l3off +& 20.U || len1 < r1.l3off +& hl)) ||
+    (isV6 && len1 < r1.l3off +& 40.U)
+  s2.badHdr := (isV4 && (ver =/= 4.U || ihl < 5.U)) || (isV6 && ver =/= 6.U)
+  s2.badLen := (isV4 && (tot < hl || tot +& r1.l3off > len1)) || (isV6 && plen +& r1.l3off +& 40.U > len1)
+  val frag = be16(l3, 6)(13, 0)
+  s2.udp := (isV4 && l3(9) === 17.U && frag === 0.U) || (isV6 && l3(6) === 17.U)
+  s2.l4Short := Mux(isV4, tot < hl +& 8.U, plen < 8.U)
+  s2.l4len := Mux(isV4, tot - hl, plen)
+  s2.l4off := Mux(isV6, r1.l3off + 40.U, Mux(isV4, r1.l3off + hl, 0.U))
+  // IPv4 header words 0..29 below IHL*2, except the checksum (word 5), summed in 5 groups of 6.
+  val words = (0 until 30).map(i => Mux(i.U < (ihl ## 0.U(1.W)) && (i != 5).B, be16(l3, 2 * i), 0.U))
+  for (g <- 0 until 5) s2.hdrParts(g) := words.slice(6 * g, 6 * g + 6).map(_.pad(24)).reduce(_ + _)
+  s2.oldCsum := be16(l3, 10)
+  // Addresses for the UDP pseudo-header: IPv4 words 6..9, IPv6 words 4..19.
+  val addr = (4 until 20).map(i => be16(l3, 2 * i))
+  for (g <- 0 until 4) s2.addrParts(g) := Mux(isV4, 0.U, addr.slice(4 * g, 4 * g + 4).map(_.pad(24)).reduce(_ + _))
+  s2.addrParts(4) := Mux(isV4, (6 until 10).map(i => be16(l3, 2 * i).pad(24)).reduce(_ + _), 0.U)
+  val sel = Mux(isV6, 10.U, Mux(ihl < 5.U, 5.U, ihl))
+  for (k <- 0 until 8 + p.quicBytes)
+    s2.l4(k) := MuxLookup(sel, l3(20 + k))((5 to 15).map(i => i.U -> l3(4 * i + k)))
+  val r2 = RegNext(s2)
+  val v2 = RegNext(v1, false.B)
+
+  // ---- stage 3: UDP, checksums, drop reason
+  val o = Wire(new Parsed(p, userGen))
+  val l4 = r2.l4
+  val ulen = be16(l4, 4)
+  o.length := r2.length
+  o.user := r2.user
+  o.vlans := r2.vlans
+  o.outerTci := r2.outerTci
+  o.l3off := r2.l3off
+  o.isV4 := r2.isV4
+  o.isV6 := r2.isV6
+  o.l4off := r2.l4off
+  o.udp := r2.udp
+  o.dport := be16(l4, 2)
+  o.ulen := ulen
+  for (k <- 0 until p.quicBytes) o.quic(k) := l4(8 + k)
+  o.tooLong := r2.tooLong
+  o.trunc := r2.trunc
+  o.badHdr := r2.badHdr
+  o.badLen := r2.badLen
+  val hdrSum = r2.hdrParts.reduce(_ + _)
+  o.badCsum := r2.isV4 && fold(hdrSum + r2.oldCsum) =/= 0xffff.U
+  o.badUdp := r2.udp && (r2.l4Short || ulen < 8.U || ulen > r2.l4len)
+  o.ipCsum := ~fold(hdrSum)
+  o.pseudo := r2.addrParts.reduce(_ + _) + 17.U + ulen
+  o.drop := PriorityMux(Seq(
+    o.tooLong -> PisaDrop.TooLong.U, o.trunc -> PisaDrop.Truncated.U, o.badHdr -> PisaDrop.BadIpHdr.U,
+    o.badLen -> PisaDrop.BadIpLen.U, o.badCsum -> PisaDrop.BadIpCsum.U, o.badUdp -> PisaDrop.BadUdpLen.U,
+    true.B -> PisaDrop.None.U))
+  io.out.valid := RegNext(v2, false.B)
+  io.out.bits := RegNext(o)
+}
+
+object Parser {
+  /** Cycles from `in` to `out`. */
+  val latency = 3
+}

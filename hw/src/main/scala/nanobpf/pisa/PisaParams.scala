@@ -1,0 +1,111 @@
+package nanobpf.pisa
+
+import chisel3._
+import chisel3.util._
+
+/** Build parameters of the PISA pipeline (docs/pisa.md). Logical and physical ports are 2 bits wide
+  * (hw/defs/soc.toml `pisa` register fields).
+  */
+case class PisaParams(
+    beatBytes: Int = 8,
+    maxFrame: Int = 1522,
+    portEntries: Int = 8,
+    profileEntries: Int = 8,
+    cidEntries: Int = 64) {
+  require(beatBytes >= 8 && isPow2(beatBytes) && beatBytes <= 128, "beat width: 8..128 bytes, a power of two")
+  require(maxFrame >= 64 && maxFrame < (1 << 16), "max frame: 64..65535 bytes")
+  require(cidEntries >= 1 && cidEntries <= 255 && portEntries <= 8 && profileEntries <= 8)
+  val beatBits = 8 * beatBytes
+  /** Header bytes the parser sees: two VLAN tags + IPv4 with options + UDP + QUIC long header CID. */
+  val windowBytes = 128
+  val windowBeats = (windowBytes / beatBytes) max 1
+  /** Data FIFO in beats: room for two longest frames, so a frame's header can be parsed while the
+    * previous one drains.
+    */
+  val fifoBeats = 1 << log2Ceil(2 * ((maxFrame + 4 + beatBytes - 1) / beatBytes + 1))
+  val metaDepth = 32
+  val maxCid = 20
+  val quicBytes = 6 + maxCid // QUIC bytes after the UDP header the parser keeps
+}
+
+/** One AXI4-Stream beat: byte i of the beat is data(8i+7, 8i); keep has contiguous low bits. */
+class Beat(p: PisaParams) extends Bundle {
+  val data = UInt(p.beatBits.W)
+  val keep = UInt(p.beatBytes.W)
+  val last = Bool()
+}
+
+/** A beat with per-frame side-band data (constant over the frame; sampled on the first beat). */
+class UserBeat[T <: Data](p: PisaParams, userGen: T) extends Bundle {
+  val beat = new Beat(p)
+  val user = userGen.cloneType
+}
+
+/** What the deparser is told about a frame: where it goes and whether to recompute checksums. */
+class EgressCmd extends Bundle {
+  val action = UInt(2.W)
+  val fixCsum = Bool()
+}
+
+/** Metadata of a frame leaving the ingress pipeline (the Python model's `Meta`). */
+class PisaMeta(p: PisaParams) extends Bundle {
+  val action = UInt(2.W)
+  val port = UInt(2.W)
+  val lport = UInt(2.W)
+  val length = UInt(16.W)
+  val vlans = UInt(2.W)
+  val l3off = UInt(8.W)
+  val ipver = UInt(3.W)
+  val l4off = UInt(8.W)
+  val udp = Bool()
+  val quic = UInt(2.W)
+  val cidLen = UInt(5.W)
+  val cid = UInt((8 * p.maxCid).W) // byte i in bits 8i+7..8i, zero past cidLen
+  val cidHit = Bool()
+  val slot = UInt(16.W)
+}
+
+/** Frame and header bytes captured for the parser. */
+class HeaderRec[T <: Data](p: PisaParams, userGen: T) extends Bundle {
+  val window = Vec(p.windowBytes, UInt(8.W))
+  val length = UInt(16.W)
+  val user = userGen.cloneType
+}
+
+/** The parser's result (the Python model's `Parsed`, plus what the deparser needs for checksums). */
+class Parsed[T <: Data](p: PisaParams, userGen: T) extends Bundle {
+  val length = UInt(16.W)
+  val user = userGen.cloneType
+  val vlans = UInt(2.W)
+  val outerTci = UInt(16.W)
+  val l3off = UInt(8.W)
+  val isV4 = Bool()
+  val isV6 = Bool()
+  val l4off = UInt(8.W)
+  val udp = Bool()
+  val dport = UInt(16.W)
+  val ulen = UInt(16.W)
+  val quic = Vec(p.quicBytes, UInt(8.W))
+  val tooLong = Bool()
+  val trunc = Bool()
+  val badHdr = Bool()
+  val badLen = Bool()
+  val badCsum = Bool()
+  val badUdp = Bool()
+  /** pisa_drop reason: the lowest that applies. */
+  val drop = UInt(4.W)
+  /** IPv4 header checksum with the checksum field as zero (the deparser's new value). */
+  val ipCsum = UInt(16.W)
+  /** Pseudo-header sum (addresses, protocol, UDP length), not folded. */
+  val pseudo = UInt(24.W)
+}
+
+object Bytes {
+  def be16(v: Seq[UInt], i: Int): UInt = Cat(v(i), v(i + 1))
+  /** One's-complement fold of a sum of 16-bit words (below 2^24). */
+  def fold(s: UInt): UInt = {
+    val a = s(15, 0) +& s(23, 16)
+    (a(15, 0) + a(16)).asUInt
+  }
+  def bytesOf(u: UInt, n: Int): Seq[UInt] = (0 until n).map(i => u(8 * i + 7, 8 * i))
+}

@@ -1,0 +1,341 @@
+"""Reference model of the PISA transport pipeline (hw/src/main/scala/nanobpf/pisa, docs/pisa.md).
+
+The cocotb tests use it as the scoreboard: every frame the RTL emits, with its metadata, and every
+counter must equal what this model computes. Register layouts and enumerations come from
+hw/defs/soc.toml (module `nanobpf_soc`), so the model and the RTL cannot disagree on encodings.
+
+`Pisa.ingress(frame, port)` parses and classifies one frame; `Pisa.egress(frame, action, fix_csum)`
+is the deparser. Table state changes only through `reg_write`, with the same semantics as the
+hardware registers, so a test can drive the model and the RTL with the same writes.
+"""
+from dataclasses import dataclass, field
+
+from nanobpf.soc import ENUMS, REGS, pack, unpack
+
+ACTION = ENUMS["pisa_action"]
+DROP = ENUMS["pisa_drop"]
+QUIC = ENUMS["pisa_quic"]
+CID_OP = ENUMS["pisa_cid_op"]
+CID_STATUS = ENUMS["pisa_cid_status"]
+COUNTER = ENUMS["pisa_counter"]
+MAX_CID = 20
+VLAN_TPIDS = (0x8100, 0x88A8)
+
+
+def be16(b, i):
+    return (b[i] << 8) | b[i + 1]
+
+
+def fold(s):
+    """One's-complement fold of a sum of 16-bit words."""
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return s
+
+
+def word_sum(b):
+    """Sum of the big-endian 16-bit words of b (odd length: padded with a zero byte)."""
+    if len(b) % 2:
+        b = bytes(b) + b"\0"
+    return sum(be16(b, i) for i in range(0, len(b), 2))
+
+
+@dataclass
+class Parsed:
+    """What the parser finds in a frame (the fields of the hardware's Parsed record)."""
+    length: int
+    drop: int = DROP["none"]
+    bad: set = field(default_factory=set)  # every pisa_drop reason that applies (drop is the lowest)
+    vlans: int = 0
+    outer_tci: int = 0
+    l3off: int = 14
+    ipver: int = 0
+    l4off: int = 0
+    udp: bool = False
+    sport: int = 0
+    dport: int = 0
+    ulen: int = 0
+
+
+def parse(frame, max_frame):
+    """Parse Ethernet / 802.1Q x2 / IPv4 / IPv6 / UDP. Error predicates are evaluated independently
+    and the lowest pisa_drop value wins, as in the hardware."""
+    b = bytes(frame) + bytes(max(0, 128 - len(frame)))  # the hardware sees zeros past the end
+    n = len(frame)
+    p = Parsed(length=n)
+    et = be16(b, 12)
+    off = 14
+    trunc = n < 14
+    for _ in range(2):
+        if et not in VLAN_TPIDS:
+            break
+        trunc |= n < off + 4
+        if p.vlans == 0:
+            p.outer_tci = be16(b, off)
+        p.vlans += 1
+        et = be16(b, off + 2)
+        off += 4
+    p.l3off = off
+    bad_hdr = bad_len = bad_csum = bad_udp = False
+    l4len = 0
+    if et == 0x0800:
+        p.ipver = 4
+        ver, ihl = b[off] >> 4, b[off] & 15
+        hl = ihl * 4
+        trunc |= n < off + 20 or n < off + hl
+        bad_hdr = ver != 4 or ihl < 5
+        tot = be16(b, off + 2)
+        bad_len = tot < hl or tot > n - off
+        bad_csum = fold(word_sum(b[off:off + hl])) != 0xFFFF
+        frag = be16(b, off + 6) & 0x3FFF
+        p.udp = b[off + 9] == 17 and frag == 0
+        p.l4off = off + hl
+        l4len = tot - hl
+    elif et == 0x86DD:
+        p.ipver = 6
+        trunc |= n < off + 40
+        bad_hdr = b[off] >> 4 != 6
+        plen = be16(b, off + 4)
+        bad_len = plen > n - off - 40
+        p.udp = b[off + 6] == 17
+        p.l4off = off + 40
+        l4len = plen
+    if p.udp:
+        u = p.l4off
+        p.sport, p.dport, p.ulen = be16(b, u), be16(b, u + 2), be16(b, u + 4)
+        bad_udp = l4len < 8 or p.ulen < 8 or p.ulen > l4len
+    for reason, bad in (("too_long", n > max_frame), ("truncated", trunc), ("bad_ip_hdr", bad_hdr),
+                        ("bad_ip_len", bad_len), ("bad_ip_csum", bad_csum), ("bad_udp_len", bad_udp)):
+        if bad:
+            p.bad.add(reason)
+    p.drop = min((DROP[r] for r in p.bad), default=DROP["none"])
+    return p
+
+
+@dataclass
+class Meta:
+    """Metadata the ingress pipeline attaches to a frame it forwards (hardware: PisaMeta)."""
+    action: int
+    port: int
+    lport: int
+    length: int
+    vlans: int
+    l3off: int
+    ipver: int
+    l4off: int
+    udp: bool
+    quic: int = QUIC["none"]
+    cid_len: int = 0
+    cid: bytes = bytes(MAX_CID)
+    cid_hit: bool = False
+    slot: int = 0
+
+
+@dataclass
+class CidEntry:
+    cid: bytes
+    slot: int
+
+
+@dataclass
+class Pisa:
+    """Table state, counters and the ingress/egress behaviour of one pipeline."""
+    beat_bytes: int = 8
+    max_frame: int = 1522
+    port_entries: int = 8
+    profile_entries: int = 8
+    cid_entries: int = 64
+    regs: dict = field(default_factory=dict)
+    cid_table: list = field(default_factory=list)
+    counters: list = field(default_factory=lambda: [0] * REGS[("pisa", "counter")].count)
+    cid_result: int = 0
+
+    def __post_init__(self):
+        self.cid_table = [None] * self.cid_entries
+
+    # ------------------------------------------------------------------ registers
+    def reg(self, name, index=0):
+        return self.regs.get((name, index), 0)
+
+    def field(self, name, index=0):
+        return unpack("pisa", name, self.reg(name, index))
+
+    def reg_write(self, name, value, index=0):
+        """Apply a register write exactly as the hardware does."""
+        g = REGS[("pisa", name)]
+        if g.access == "ro":
+            raise ValueError(f"pisa.{name} is read-only")
+        value &= (1 << g.width) - 1
+        if name == "counter_clear":
+            if value & 1:
+                self.counters = [0] * len(self.counters)
+        elif name == "cid_cmd":
+            self._cid_command(value & 3)
+        else:
+            self.regs[(name, index)] = value
+
+    def _cid_command(self, op):
+        arg = self.field("cid_arg")
+        n = arg["len"]
+        key = b"".join(self.reg("cid_key", i).to_bytes(8, "little") for i in range(3))[:MAX_CID]
+        cid = key[:n]
+        if op == CID_OP["nop"]:
+            return
+        if n > MAX_CID:
+            self.cid_result = pack("pisa", "cid_result", status=CID_STATUS["bad_len"])
+            return
+        found = next((i for i, e in enumerate(self.cid_table) if e and e.cid == cid), None)
+        status, index, slot = CID_STATUS["ok"], found or 0, 0
+        if op == CID_OP["insert"]:
+            if found is None:
+                free = next((i for i, e in enumerate(self.cid_table) if e is None), None)
+                if free is None:
+                    status = CID_STATUS["full"]
+                    self.counters[COUNTER["cid_full"]] += 1
+                else:
+                    index = free
+            if status == CID_STATUS["ok"]:
+                slot = arg["slot"]
+                self.cid_table[index] = CidEntry(cid, slot)
+        elif found is None:
+            status = CID_STATUS["not_found"]
+        elif op == CID_OP["delete"]:
+            slot = self.cid_table[found].slot
+            self.cid_table[found] = None
+        else:
+            slot = self.cid_table[found].slot
+        self.cid_result = pack("pisa", "cid_result", status=status, index=index, slot=slot)
+
+    def reg_read(self, name, index=0):
+        if name == "id":
+            return REGS[("pisa", "id")].reset
+        if name == "params":
+            return pack("pisa", "params", beat_bytes=self.beat_bytes, port_entries=self.port_entries,
+                        profile_entries=self.profile_entries, cid_entries=self.cid_entries,
+                        max_frame=self.max_frame)
+        if name == "counter":
+            return self.counters[index] & (1 << 64) - 1
+        if name == "cid_result":
+            return self.cid_result
+        if name == "cid_used":
+            return sum(e is not None for e in self.cid_table)
+        if REGS[("pisa", name)].access == "wo":
+            return 0
+        return self.reg(name, index)
+
+    def count(self, name, n=1):
+        self.counters[COUNTER[name]] += n
+
+    # ------------------------------------------------------------------ ingress
+    def _lookup_port(self, port, p):
+        for i in range(self.port_entries):
+            e = self.field("port_entry", i)
+            tagged = p.vlans > 0
+            if e["valid"] and e["port"] == port and e["tagged"] == tagged and \
+                    (not tagged or e["vid"] == p.outer_tci & 0xFFF):
+                return e["lport"]
+        return None
+
+    def _lookup_profile(self, lport, dport):
+        for i in range(self.profile_entries):
+            e = self.field("profile_entry", i)
+            if e["valid"] and e["lport"] == lport and e["udp_port"] == dport:
+                return e
+        return None
+
+    def ingress(self, frame, port):
+        """One frame in: returns (action, Meta or None, drop reason); counters updated."""
+        frame = bytes(frame)
+        self.count("rx_frames")
+        self.count("rx_bytes", len(frame))
+        p = parse(frame, self.max_frame)
+        if p.drop:
+            return self._drop(p.drop)
+        lport = self._lookup_port(port, p)
+        if lport is None:
+            self.count("port_miss")
+            return self._drop(DROP["no_lport"])
+        self.count("port_hit")
+        meta = Meta(action=self.field("lport_cfg", lport)["default_action"], port=port, lport=lport,
+                    length=len(frame), vlans=p.vlans, l3off=p.l3off, ipver=p.ipver, l4off=p.l4off, udp=p.udp)
+        if p.udp:
+            prof = self._lookup_profile(lport, p.dport)
+            self.count("profile_hit" if prof else "profile_miss")
+            if prof:
+                self._quic(frame, p, prof, meta)
+        if meta.quic == QUIC["short"] and meta.cid_hit:
+            meta.action = ACTION["to_cores"]
+        if meta.action == ACTION["drop"]:
+            return self._drop(DROP["policy"])
+        self.count({ACTION["to_host"]: "to_host", ACTION["to_network"]: "to_network",
+                    ACTION["to_cores"]: "to_cores"}[meta.action])
+        return meta.action, meta, DROP["none"]
+
+    def _quic(self, frame, p, prof, meta):
+        q = p.l4off + 8
+        avail = p.ulen - 8
+        if avail < 1:
+            return
+        if frame[q] & 0x80:
+            if avail < 6 or frame[q + 5] > MAX_CID or avail < 6 + frame[q + 5]:
+                return
+            meta.quic, n, start = QUIC["long"], frame[q + 5], q + 6
+        else:
+            n = prof["short_cid_len"]
+            if n > MAX_CID or avail < 1 + n:
+                return
+            meta.quic, start = QUIC["short"], q + 1
+        meta.cid_len = n
+        meta.cid = frame[start:start + n] + bytes(MAX_CID - n)
+        hit = next((e for e in self.cid_table if e and e.cid == frame[start:start + n]), None)
+        self.count("cid_hit" if hit else "cid_miss")
+        if hit:
+            meta.cid_hit, meta.slot = True, hit.slot
+
+    def _drop(self, reason):
+        self.count("dropped")
+        self.count("drop_" + next(k for k, v in DROP.items() if v == reason))
+        return ACTION["drop"], None, reason
+
+    # ------------------------------------------------------------------ egress (deparser)
+    def egress(self, frame, action, fix_csum):
+        """One frame to the deparser: returns (bytes, egress port), or None when it is dropped."""
+        frame = bytearray(frame)
+        p = parse(frame, self.max_frame)
+        roles = self.field("roles")
+        if action not in (ACTION["to_host"], ACTION["to_network"]) or p.drop == DROP["too_long"]:
+            self.count("tx_dropped")
+            return None
+        lport = roles["host_lport"] if action == ACTION["to_host"] else roles["network_lport"]
+        cfg = self.field("lport_cfg", lport)
+        if fix_csum:
+            fix_checksums(frame, p)
+        if cfg["egress_tagged"]:
+            if p.vlans:
+                tci = (be16(frame, 14) & 0xF000) | cfg["egress_vid"]
+                frame[14:16] = tci.to_bytes(2, "big")
+            else:
+                frame[12:12] = b"\x81\x00" + cfg["egress_vid"].to_bytes(2, "big")
+        elif p.vlans:
+            del frame[12:16]
+        self.count("tx_frames")
+        self.count("tx_bytes", len(frame))
+        return bytes(frame), cfg["egress_port"]
+
+
+def fix_checksums(frame, p):
+    """Recompute the IPv4 header checksum and the UDP checksum in place, where the headers parse."""
+    o = p.l3off
+    if p.ipver == 4 and not p.bad & {"truncated", "bad_ip_hdr"}:
+        hl = (frame[o] & 15) * 4
+        frame[o + 10:o + 12] = b"\0\0"
+        frame[o + 10:o + 12] = (~fold(word_sum(frame[o:o + hl])) & 0xFFFF).to_bytes(2, "big")
+    if p.udp and not p.bad & {"truncated", "bad_ip_hdr", "bad_ip_len", "bad_udp_len"}:
+        u = p.l4off
+        if p.ipver == 4:
+            pseudo = word_sum(frame[o + 12:o + 20]) + 17 + p.ulen
+        else:
+            pseudo = word_sum(frame[o + 8:o + 40]) + 17 + p.ulen
+        frame[u + 6:u + 8] = b"\0\0"
+        c = ~fold(pseudo + word_sum(frame[u:u + p.ulen])) & 0xFFFF
+        frame[u + 6:u + 8] = (c or 0xFFFF).to_bytes(2, "big")
