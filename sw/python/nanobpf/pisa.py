@@ -303,7 +303,7 @@ class Pisa:
         frame = bytearray(frame)
         p = parse(frame, self.max_frame)
         roles = self.field("roles")
-        if action not in (ACTION["to_host"], ACTION["to_network"]) or p.drop == DROP["too_long"]:
+        if action not in (ACTION["to_host"], ACTION["to_network"]) or p.drop == DROP["too_long"] or len(frame) < 14:
             self.count("tx_dropped")
             return None
         lport = roles["host_lport"] if action == ACTION["to_host"] else roles["network_lport"]
