@@ -4,6 +4,7 @@ pipeline's Chisel ports, a scapy traffic generator and the register programming 
 import random
 
 from cocotb.triggers import ReadOnly, RisingEdge
+from cocotb.utils import get_sim_time
 from scapy.all import ARP, IP, TCP, UDP, Dot1Q, Ether, IPv6, IPv6ExtHdrRouting, Raw
 
 from nanobpf.pisa import ACTION, CID_OP
@@ -23,6 +24,7 @@ class StreamSource:
         self.dut, self.p, self.w, self.rng, self.idle = dut, prefix, beat_bytes, rng or random.Random(1), idle
         sig(dut, f"{prefix}_valid").value = 0
         self.beats = 0
+        self.times = []  # per frame: sim time (ns) of the edges taking its first and last beat
 
     async def send(self, frame, **user):
         d, p, w = self.dut, self.p, self.w
@@ -43,7 +45,10 @@ class StreamSource:
                 await RisingEdge(d.clock)
                 if ready:
                     break
+            if i == 0:
+                t0 = get_sim_time("ns")
             self.beats += 1
+        self.times.append((t0, get_sim_time("ns")))
         sig(d, f"{p}_valid").value = 0
 
 
@@ -54,7 +59,7 @@ class StreamSink:
     def __init__(self, dut, prefix, beat_bytes, fields=(), rng=None, ready_prob=1.0):
         self.dut, self.p, self.w, self.fields = dut, prefix, beat_bytes, fields
         self.rng, self.ready_prob = rng or random.Random(2), ready_prob
-        self.frames = []  # (bytes, {field: value}, cycle of first beat, cycle of last beat)
+        self.frames = []  # (bytes, {field: value}, sim time (ns) of the edges taking first and last beat)
         self.cycle = 0
         self.stalls_inside = 0  # cycles with valid low inside a frame (bubbles)
 
@@ -71,14 +76,14 @@ class StreamSink:
                 data = int(sig(d, f"{p}_bits_beat_data").value).to_bytes(self.w, "little")
                 now = {f: int(sig(d, f"{p}_bits_{f}").value) for f in self.fields}
                 if not cur:
-                    side, t0 = now, self.cycle
+                    side, t0 = now, get_sim_time("ns") + 10  # the edge that takes the beat
                 else:
                     assert now == side, f"{p}: side-band changed inside a frame: {side} -> {now}"
                 last = sig(d, f"{p}_bits_beat_last").value == 1
                 assert last or n == self.w, f"{p}: partial beat before the last"
                 cur += data[:n]
                 if last:
-                    self.frames.append((bytes(cur), side, t0, self.cycle))
+                    self.frames.append((bytes(cur), side, t0, get_sim_time("ns") + 10))
                     cur = bytearray()
             elif cur and sig(d, f"{p}_ready").value == 1:
                 self.stalls_inside += 1

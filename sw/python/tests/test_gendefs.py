@@ -58,9 +58,33 @@ BAD = {
     "reg overlap": ("[[region]]\nname='a'\nbase=0x1000\nsize=0x1000\ndesc='a'\n"
                     "[[reg]]\nblock='a'\nname='r'\noffset=0\nwidth=64\naccess='rw'\ndesc='r'\n"
                     "[[reg]]\nblock='a'\nname='s'\noffset=4\nwidth=32\naccess='rw'\ndesc='s'\n", "overlap"),
+    "field overlap": ("[[region]]\nname='a'\nbase=0x1000\nsize=0x1000\ndesc='a'\n"
+                      "[[reg]]\nblock='a'\nname='r'\noffset=0\nwidth=32\naccess='rw'\ndesc='r'\n"
+                      "fields=[['x', 0, 4, 'x'], ['y', 3, 2, 'y']]\n", "overlaps another field"),
+    "field too wide": ("[[region]]\nname='a'\nbase=0x1000\nsize=0x1000\ndesc='a'\n"
+                       "[[reg]]\nblock='a'\nname='r'\noffset=0\nwidth=32\naccess='rw'\ndesc='r'\n"
+                       "fields=[['x', 30, 4, 'x']]\n", "does not fit"),
+    "enum repeat": ("[[region]]\nname='a'\nbase=0x1000\nsize=0x1000\ndesc='a'\n"
+                    "[[enum]]\nname='e'\ndesc='e'\nvalues=[['x', 1, 'x'], ['y', 1, 'y']]\n", "repeats"),
     "bad access": ("[[region]]\nname='a'\nbase=0x1000\nsize=0x1000\ndesc='a'\n"
                    "[[reg]]\nblock='a'\nname='r'\noffset=0\nwidth=32\naccess='rx'\ndesc='r'\n", "access must be"),
 }
+
+def test_fields_and_enums_agree():
+    """Register fields and enumerations: the Python helpers round-trip and the Scala view has them."""
+    from nanobpf.soc import ENUMS, REGS, pack, unpack
+    g = REGS[("pisa", "port_entry")]
+    word = pack("pisa", "port_entry", valid=1, port=2, tagged=1, vid=0xABC, lport=3)
+    assert unpack("pisa", "port_entry", word) == {"valid": 1, "port": 2, "tagged": 1, "vid": 0xABC, "lport": 3}
+    assert word == 1 | 2 << 1 | 1 << 3 | 0xABC << 4 | 3 << 16 and g.fields["vid"] == (4, 12)
+    with pytest.raises(ValueError):
+        pack("pisa", "port_entry", vid=1 << 12)
+    with pytest.raises(KeyError):
+        pack("pisa", "port_entry", nope=1)
+    out = gendefs("--scala", "/dev/stdout").stdout
+    assert "val PortEntryVid = Field(4, 12)" in out and "object PisaDrop {" in out
+    assert all(f"val {''.join(w.capitalize() for w in k.split('_'))} = {v}" in out for k, v in ENUMS["pisa_drop"].items())
+
 
 @pytest.mark.parametrize("case", sorted(BAD))
 def test_bad_definitions_are_refused(tmp_path, case):
