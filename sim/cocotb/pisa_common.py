@@ -60,7 +60,6 @@ class StreamSink:
         self.dut, self.p, self.w, self.fields = dut, prefix, beat_bytes, fields
         self.rng, self.ready_prob = rng or random.Random(2), ready_prob
         self.frames = []  # (bytes, {field: value}, sim time (ns) of the edges taking first and last beat)
-        self.cycle = 0
         self.stalls_inside = 0  # cycles with valid low inside a frame (bubbles)
 
     async def run(self):
@@ -88,7 +87,6 @@ class StreamSink:
             elif cur and sig(d, f"{p}_ready").value == 1:
                 self.stalls_inside += 1
             await RisingEdge(d.clock)
-            self.cycle += 1
 
 
 class Regs:

@@ -73,8 +73,10 @@ class PisaRegs(p: PisaParams) extends Module with RegSlave {
   val hasFree = freeVec.asUInt.orR
   val freeIdx = PriorityEncoder(freeVec)
   val cidFull = WireDefault(false.B)
+  /** A value placed in register field f (layout from hw/defs/soc.toml). */
+  def at(f: SocMap.Field, v: UInt): UInt = (v.pad(f.width)(f.width - 1, 0) << f.lsb).asUInt
   def result(status: Int, index: UInt, slot: UInt) =
-    cidResult := (slot ## index.pad(8) ## 0.U(5.W) ## status.U(2.W) ## 0.U(1.W))
+    cidResult := at(CidResultStatus, status.U) | at(CidResultIndex, index) | at(CidResultSlot, slot)
   when(busy2) {
     busy2 := false.B
     when(argLen > p.maxCid.U) { result(PisaCidStatus.BadLen, 0.U, 0.U) }
@@ -126,7 +128,7 @@ class PisaRegs(p: PisaParams) extends Module with RegSlave {
   array(ProfileEntry, ProfileEntryStride, profileEntry, 8)
   array(CidKey, CidKeyStride, cidKey, 3)
   rw(CidArg, cidArg)
-  ro(CidResult, cidResult | busy.asUInt)
+  ro(CidResult, cidResult | at(CidResultBusy, busy))
   ro(CidUsed, PopCount(cid.map(_.valid)))
   val clear = WireDefault(false.B)
   when(off === CounterClear.U) { err := !isWrite; clear := wr && wdata(0) }
