@@ -14,7 +14,8 @@ from nanobpf.soc import REGIONS
 from interconnect_model import FIXED, INCR, WRAP, atomic, beat_addrs
 
 OKAY, EXOKAY, SLVERR, DECERR = 0, 1, 2, 3
-REGION_LIST = list(REGIONS.values())  # slave i serves region i (SocMap.regions order)
+# slave i serves region i (SocMap.regions order: regions marked `detached` are not on the bus)
+REGION_LIST = [r for r in REGIONS.values() if "detached" not in r.attrs]
 ERR_BYTES = 0x100  # the slave models refuse the last ERR_BYTES of each region
 RAM = REGIONS["main_mem"]
 UNMAPPED = REGIONS["dpu"].base + REGIONS["dpu"].size
