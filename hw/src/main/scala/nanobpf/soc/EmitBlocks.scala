@@ -22,7 +22,11 @@ object EmitBlocks extends App {
         "pisa_parser-w8" -> (() => new nanobpf.pisa.ParserBlock()),
         "pisa_deparser-w8" -> (() => new nanobpf.pisa.DeparserBlock()),
         "pisa-w8" -> (() => new nanobpf.pisa.Pisa()),
-        "pisa-w16" -> (() => new nanobpf.pisa.Pisa(nanobpf.pisa.PisaParams(beatBytes = 16, cidEntries = 16))))
+        "pisa-w16" -> (() => new nanobpf.pisa.Pisa(nanobpf.pisa.PisaParams(beatBytes = 16, cidEntries = 16))),
+        "reasm-w8" -> (() => new nanobpf.reasm.ReasmBlock(nanobpf.reasm.PktParams(slots = 16))),
+        "dispatch-q4" -> (() => new nanobpf.coresel.Dispatch(nanobpf.reasm.PktParams(queues = 4))),
+        "dispatch-q8" -> (() => new nanobpf.coresel.Dispatch(nanobpf.reasm.PktParams(queues = 8, slots = 128))),
+        "dispatch-q3" -> (() => new nanobpf.coresel.Dispatch(nanobpf.reasm.PktParams(queues = 3, slots = 32))))
   for ((name, gen) <- blocks) {
     Emit(gen(), s"$out/$name")
     println(s"EmitBlocks: $out/$name")
