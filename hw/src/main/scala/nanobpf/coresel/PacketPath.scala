@@ -1,0 +1,67 @@
+package nanobpf.coresel
+
+import chisel3._
+import chisel3.util._
+import nanobpf.reasm.{Layout, PacketMem, PktParams, Reasm, ReasmBeat}
+import nanobpf.reorder.Released
+import nanobpf.soc.BusPort
+import nanobpf.soc.SocMap.{PktComp, PktCounter}
+
+/** The packet path between the PISA pipeline and the cores (docs/packet-path.md): reassembly buffer
+  * and packet memory, core select with per-core queues the cores pop through registers, reorder unit.
+  * Released completions leave on `egress` in order; drops (XDP aborted/drop) free their slot here and
+  * are not passed on. The egress reads the frame through `readAddr`/`readData` and then returns the
+  * slot on `free`.
+  */
+class PacketPath(p: PktParams = PktParams()) extends Module {
+  val io = IO(new Bundle {
+    val bus = Flipped(new BusPort)
+    val in = Flipped(Decoupled(new ReasmBeat(p)))
+    val egress = Decoupled(new Released(p))
+    val free = Flipped(Valid(UInt(p.slotBits.W)))
+    val readAddr = Input(Valid(UInt(p.memAddrBits.W)))
+    val readData = Output(UInt((8 * p.beatBytes).W))
+    val freeSlots = Output(UInt((p.slotBits + 1).W))
+  })
+  val reasm = Module(new Reasm(p))
+  val mem = Module(new PacketMem(p))
+  val dispatch = Module(new Dispatch(p))
+  val regs = Module(new PktRegs(p))
+  regs.io.bus <> io.bus
+  reasm.io.in <> io.in
+  mem.io.write := reasm.io.mem
+  mem.io.readAddr := io.readAddr
+  io.readData := mem.io.readData
+  dispatch.io.in <> reasm.io.desc
+  dispatch.io.sched := regs.io.sched
+  dispatch.io.order := regs.io.order
+  regs.io.cores <> dispatch.io.cores
+  dispatch.io.comp <> regs.io.comp
+  regs.io.outstanding := dispatch.io.outstanding
+  regs.io.dispatched := dispatch.io.dispatched
+  regs.io.freeSlots := reasm.io.freeCount
+
+  // Released drops free their slot here; the free port is shared with the egress, which wins.
+  val rel = dispatch.io.out
+  val isDrop = Layout.get(rel.bits.word, PktComp.Action) <= 1.U
+  io.egress.valid := rel.valid && !isDrop
+  io.egress.bits := rel.bits
+  rel.ready := Mux(isDrop, !io.free.valid, io.egress.ready)
+  reasm.io.free.valid := io.free.valid || (rel.fire && isDrop)
+  reasm.io.free.bits := Mux(io.free.valid, io.free.bits, Layout.get(rel.bits.word, PktComp.Slot)(p.slotBits - 1, 0))
+  io.freeSlots := reasm.io.freeCount
+
+  val c = regs.io.count
+  c.foreach(_ := false.B)
+  c(PktCounter.RxFrames) := reasm.io.rxFrame
+  c(PktCounter.RxDropFull) := reasm.io.dropFull
+  c(PktCounter.RxDropBad) := reasm.io.dropBad
+  c(PktCounter.Dispatched) := dispatch.io.dispatched.valid
+  c(PktCounter.HoldCycles) := dispatch.io.hold
+  c(PktCounter.Completions) := dispatch.io.completed
+  c(PktCounter.BadCompletions) := dispatch.io.badComp
+  c(PktCounter.Released) := rel.fire
+  c(PktCounter.ReleasedDrop) := rel.fire && isDrop
+  c(PktCounter.Timeouts) := dispatch.io.timeouts
+  c(PktCounter.Late) := dispatch.io.late
+}
