@@ -48,6 +48,11 @@ def test_scala_and_sv_views_agree(tmp_path):
 
 
 BAD = {
+    "layout width": ("[[region]]\nname='a'\nbase=0x1000\nsize=0x1000\ndesc='a'\n"
+                     "[[layout]]\nname='l'\nwidth=48\ndesc='l'\nfields=[]\n", "width must be 32, 64 or 128"),
+    "layout overlap": ("[[region]]\nname='a'\nbase=0x1000\nsize=0x1000\ndesc='a'\n"
+                       "[[layout]]\nname='l'\nwidth=64\ndesc='l'\nfields=[['x', 0, 8, 'x'], ['y', 4, 4, 'y']]\n",
+                       "overlaps another field"),
     "overlap": ("[[region]]\nname='a'\nbase=0x1000\nsize=0x1000\ndesc='a'\n"
                 "[[region]]\nname='b'\nbase=0x1800\nsize=0x800\ndesc='b'\n", "overlaps"),
     "unaligned": ("[[region]]\nname='a'\nbase=0x1800\nsize=0x1000\ndesc='a'\n", "naturally aligned"),
@@ -85,6 +90,34 @@ def test_fields_and_enums_agree(tmp_path):
     out = (tmp_path / "SocMap.scala").read_text()
     assert "val PortEntryVid = Field(4, 12)" in out and "object PisaDrop {" in out
     assert all(f"val {''.join(w.capitalize() for w in k.split('_'))} = {v}" in out for k, v in ENUMS["pisa_drop"].items())
+
+
+def test_layouts_agree(tmp_path):
+    """Layouts (descriptors): Python pack/unpack round-trip, C macros and the Scala view give the same bits."""
+    from nanobpf.soc import LAYOUTS, pack_layout, unpack_layout
+    width, fields = LAYOUTS["pkt_desc"]
+    assert width == 64 and fields["seq"] == (32, 16)
+    vals = {"slot": 0x5A, "len": 1514, "lport": 3, "quic": 1, "conn_valid": 1, "gso": 0, "valid": 1,
+            "seq": 0xBEEF, "conn_slot": 0x1234}
+    word = pack_layout("pkt_desc", **vals)
+    assert unpack_layout("pkt_desc", word) == vals
+    with pytest.raises(ValueError):
+        pack_layout("pkt_desc", len=1 << 12)
+    with pytest.raises(KeyError):
+        pack_layout("pkt_comp", seq=1)
+    assert pack_layout("gso_hdr", conn_slot=0xFFFF) == 0xFFFF << 112
+    gendefs("--c", tmp_path / "nanobpf_soc.h", "--scala", tmp_path / "SocMap.scala")
+    prog = tmp_path / "desc.c"
+    prog.write_text('#include <stdio.h>\n#include "nanobpf_soc.h"\nint main(void) {\n'
+                    f"  unsigned long long w = {word}ull;\n"
+                    + "".join(f'  printf("%llu\\n", NANOBPF_GET(w, NANOBPF_PKT_DESC_{k.upper()}));\n' for k in vals)
+                    + f'  printf("%llu\\n", NANOBPF_PUT(NANOBPF_PKT_DESC_SEQ, 0xBEEF) | NANOBPF_PUT(NANOBPF_PKT_DESC_SLOT, 0x5A));\n'
+                    + "  return 0;\n}\n")
+    subprocess.run(["cc", "-I", str(tmp_path), str(prog), "-o", str(tmp_path / "desc")], check=True)
+    out = subprocess.run([str(tmp_path / "desc")], capture_output=True, text=True, check=True).stdout.split()
+    assert [int(v) for v in out] == list(vals.values()) + [pack_layout("pkt_desc", seq=0xBEEF, slot=0x5A)]
+    scala = (tmp_path / "SocMap.scala").read_text()
+    assert "object PktDesc {" in scala and "val Seq = Field(32, 16)" in scala and "val ConnSlot = Field(112, 16)" in scala
 
 
 @pytest.mark.parametrize("case", sorted(BAD))
