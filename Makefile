@@ -118,13 +118,17 @@ test-block: $(VENV_STAMP) hw-blocks ## run one block's cocotb folder: BLOCK=<nam
 	@test -n "$(BLOCK)" -a -d sim/cocotb/$(BLOCK) || { echo "usage: make test-block BLOCK=<$$(ls sim/cocotb/*/test_*.py | xargs -n1 dirname | xargs -n1 basename | paste -sd'|')>"; exit 2; }
 	@$(PY) -m pytest -q sim/cocotb/$(BLOCK)
 
-bench: $(VENV_STAMP) ## run the benchmarks (tables + PNGs under build/bench: SoC, eBPF, QUIC, PISA pipeline)
+bench: $(VENV_STAMP) ## run the benchmarks (tables + PNGs under build/bench: SoC, eBPF, QUIC, PISA pipeline, core select)
 	@$(MAKE) -s firmware ebpf-tools
 	@for n in 1 2 4; do $(MAKE) -s sim CORES=$$n || exit 1; done
 	@$(PY) sw/tools/nanobpf-bench --out $(BUILD)/bench
 	@$(PY) sw/tools/nanobpf-bench-ebpf --out $(BUILD)/bench
 	@$(MAKE) -s hw-blocks
 	@$(PY) sw/tools/nanobpf-bench-pisa --out $(BUILD)/bench
+	@$(PY) sw/tools/nanobpf-bench-dispatch --out $(BUILD)/bench
+
+bench-dispatch: $(VENV_STAMP) hw-blocks ## core select only: p50/p99 latency of JBSQ/SJBSQ/RSS/RR on the RTL, 4 and 8 cores, loads 10-95% (about 5 min)
+	@$(PY) sw/tools/nanobpf-bench-dispatch --out $(BUILD)/bench
 
 bench-pisa: $(VENV_STAMP) hw-blocks ## PISA pipeline only: throughput/latency per frame size, yosys utilisation and logic depth
 	@$(PY) sw/tools/nanobpf-bench-pisa --out $(BUILD)/bench
@@ -144,4 +148,4 @@ help: ## list targets
 	@echo "  variables: CORES=$(CORES) FIRMWARE=$(FIRMWARE) MAX_CYCLES=$(MAX_CYCLES) BLOCK= WAVE="
 
 FORCE:
-.PHONY: FORCE setup defs firmware ebpf-tools hw hw-blocks sim run demo test test-prereqs test-block bench bench-pisa synth-estimate bitstream flash clean help
+.PHONY: FORCE setup defs firmware ebpf-tools hw hw-blocks sim run demo test test-prereqs test-block bench bench-pisa bench-dispatch synth-estimate bitstream flash clean help
