@@ -49,38 +49,43 @@ class Unpacker(p: PktParams) extends Module {
   }
 }
 
-/** A chunk of an output frame and whether that frame is bad. */
-class PackIn(w: Int) extends Bundle {
-  val c = new ByteChunk(w)
+/** What an output frame carries besides its bytes: bad, and the batch slot its side band comes from. */
+class FrameTag extends Bundle {
   val bad = Bool()
+  val slot = UInt(1.W)
 }
 
-class BadBeat(p: PktParams) extends Bundle {
+class PackIn(w: Int) extends Bundle {
+  val c = new ByteChunk(w)
+  val tag = new FrameTag
+}
+
+class TagBeat(p: PktParams) extends Bundle {
   val beat = new Beat(p.pisa)
-  val bad = Bool()
+  val tag = new FrameTag
 }
 
 /** Packs chunks of 1..w bytes (`end` closes a frame) back into full beats, one in and one out per
   * cycle; holds one frame at a time (the next frame's first chunk enters as the last beat leaves).
-  * `bad` is taken from each chunk and shown on every beat of its frame.
+  * `tag` is taken from each chunk and shown on every beat of its frame.
   */
 class FramePacker(p: PktParams) extends Module {
   val w = p.beatBytes
   val io = IO(new Bundle {
     val in = Flipped(Decoupled(new PackIn(w)))
-    val out = Decoupled(new BadBeat(p))
+    val out = Decoupled(new TagBeat(p))
   })
   val cap = 2 * w
   val acc = RegInit(0.U((8 * cap).W)) // bytes at and above accN are zero
   val accN = RegInit(0.U(log2Ceil(cap + 1).W))
   val accLast = RegInit(false.B)
-  val bad = RegInit(false.B)
+  val tag = RegInit(0.U.asTypeOf(new FrameTag))
   val outN = Mux(accN >= w.U, w.U, accN)
   io.out.valid := accN >= w.U || (accLast && accN =/= 0.U)
   io.out.bits.beat.data := acc(8 * w - 1, 0)
   io.out.bits.beat.keep := (UIntToOH(outN, w + 1) - 1.U)(w - 1, 0)
   io.out.bits.beat.last := accLast && accN <= w.U
-  io.out.bits.bad := bad
+  io.out.bits.tag := tag
   val outFire = io.out.fire
   val lastOut = outFire && io.out.bits.beat.last
   val restN = accN - Mux(outFire, outN, 0.U)
@@ -93,16 +98,17 @@ class FramePacker(p: PktParams) extends Module {
     accN := restN + Mux(io.in.fire, c.n, 0.U)
     accLast := (accLast && !lastOut) || (io.in.fire && c.end)
   }
-  when(io.in.fire) { bad := io.in.bits.bad }
+  when(io.in.fire) { tag := io.in.bits.tag }
 }
 
 /** A segment whose payload is complete in the payload FIFO: `len` bytes (1..seg_size), segment `idx`,
-  * `bad` when the batch ended inside it (before its seg_size bytes, and it is not the last segment).
+  * `bad` when the batch ended inside it (before its seg_size bytes, and it is not the last segment),
+  * `slot` the copy of header and template of its batch.
   */
 class SegDesc extends Bundle {
   val len = UInt(12.W)
   val idx = UInt(6.W)
-  val bad = Bool()
+  val tag = new FrameTag
 }
 
 /** One-cycle event pulses, for the pkt_counter entries gso_batches, gso_segments and gso_bad. */
@@ -148,8 +154,9 @@ class PacketizerCount extends Bundle {
   * its length is known (seg_size bytes or end of batch), a [[SegDesc]] into a descriptor queue. The output
   * side takes a descriptor, sends the patched template then the segment's payload through a
   * [[FramePacker]], so the input fills segment i+1 while frame i goes out: about one output beat per
-  * cycle and one idle cycle between frames. A batch's header is taken only when the previous batch's
-  * frames have all left (the template and header registers are shared).
+  * cycle and one idle cycle between frames. Header and template have two slots, used by batches in
+  * turn, so a batch is received while the previous one's last frames go out; a batch waits after its
+  * header until the frames of the batch before the previous one (same slot) have all left.
   */
 class Packetizer(p: PktParams) extends Module {
   val io = IO(new Bundle {
@@ -170,10 +177,11 @@ class Packetizer(p: PktParams) extends Module {
   val data = Module(new Queue(UInt((8 * w).W), fifoBeats, useSyncReadMem = true))
   val desc = Module(new Queue(new SegDesc, 4))
   val pk = Module(new FramePacker(p))
-  val tmpl = Mem(tWords, UInt((8 * w).W))
+  val tBits = log2Ceil(tWords)
+  val tmpl = Mem(2 << tBits, UInt((8 * w).W)) // two slots of template words
   unp.io.in <> io.in
 
-  // ---- the batch header: shared by both sides, written only while the output side is idle
+  // ---- the batch being received: header, IP version nibble of its template, slot
   val hdrBytes = Reg(Vec(16, UInt(8.W)))
   val hdr = hdrBytes.asUInt
   def f(x: Field) = Layout.get(hdr, x)
@@ -184,7 +192,13 @@ class Packetizer(p: PktParams) extends Module {
   val l4 = f(GsoHdr.L4Off)
   val pnOff = f(GsoHdr.PnOff)
   val pnLen = f(GsoHdr.PnLen)
-  val ver = Reg(UInt(4.W)) // IP version nibble of the template
+  val ver = Reg(UInt(4.W))
+  val slot = RegInit(0.U(1.W))
+  // ---- per slot, for the output side: header and IP version of the batch last taken in it, and its
+  // frames not yet sent (descriptors queued, in the output step or in the packer)
+  val slotHdr = Reg(Vec(2, UInt(128.W)))
+  val slotVer = Reg(Vec(2, UInt(4.W)))
+  val pending = RegInit(VecInit(Seq.fill(2)(0.U(7.W))))
 
   // ---- input side
   val sHdr :: sCheck :: sTmpl :: sTcheck :: sPay :: sDrain :: Nil = Enum(6)
@@ -193,7 +207,6 @@ class Packetizer(p: PktParams) extends Module {
   val seg = RegInit(0.U(6.W)) // segment being filled
   val ended = RegInit(false.B) // the batch's last byte has been taken
   val drainCounted = RegInit(false.B)
-  val outIdle = Wire(Bool())
   val ch = unp.io.out.bits
   val n = ch.n
   val end = ch.end
@@ -204,7 +217,6 @@ class Packetizer(p: PktParams) extends Module {
   val lastSeg = seg === segs - 1.U
   unp.io.want := MuxLookup(st, w.U)(Seq(sHdr -> hw.U, sTmpl -> upTo(hdrLen - pos), sPay -> upTo(segSize - pos)))
   unp.io.out.ready := MuxLookup(st, true.B)(Seq(
-    sHdr -> outIdle,
     sCheck -> false.B,
     sTcheck -> false.B,
     sPay -> (data.io.enq.ready && (!segDone || desc.io.enq.ready))))
@@ -213,7 +225,8 @@ class Packetizer(p: PktParams) extends Module {
   desc.io.enq.valid := st === sPay && fire && segDone && newLen =/= 0.U
   desc.io.enq.bits.len := newLen
   desc.io.enq.bits.idx := seg
-  desc.io.enq.bits.bad := end && !lastSeg && newLen =/= segSize
+  desc.io.enq.bits.tag.bad := end && !lastSeg && newLen =/= segSize
+  desc.io.enq.bits.tag.slot := slot
   def refuse(): Unit = {
     io.count.bad := true.B
     st := Mux(ended, sHdr, sDrain)
@@ -229,6 +242,7 @@ class Packetizer(p: PktParams) extends Module {
         ended := end
         when(newLen === 16.U) {
           st := sCheck
+          slot := ~slot
         }.elsewhen(end) {
           io.count.bad := true.B
           pos := 0.U
@@ -239,11 +253,13 @@ class Packetizer(p: PktParams) extends Module {
       pos := 0.U
       val ok = segs =/= 0.U && segs <= MaxSegs.U && segSize =/= 0.U && hdrLen <= MaxTemplate.U &&
         hdrLen >= l4 +& 8.U && l4 > l3 && pnOff +& pnLen +& 1.U <= hdrLen && hdrLen +& segSize <= p.maxFrame.U
-      when(ok && !ended) { st := sTmpl }.otherwise { refuse() }
+      when(pending(slot) === 0.U) {
+        when(ok && !ended) { st := sTmpl }.otherwise { refuse() }
+      }
     }
     is(sTmpl) {
       when(fire) {
-        tmpl.write((pos >> wBits)(log2Ceil(tWords) - 1, 0), ch.data)
+        tmpl.write(slot ## (pos >> wBits)(tBits - 1, 0), ch.data)
         for (j <- 0 until w) when(pos + j.U === l3 && j.U < n) { ver := ch.data(8 * j + 7, 8 * j + 4) }
         pos := newLen
         ended := end
@@ -263,6 +279,8 @@ class Packetizer(p: PktParams) extends Module {
         refuse()
       }.otherwise {
         io.count.batches := true.B
+        slotHdr(slot) := hdr
+        slotVer(slot) := ver
         when(ended) { io.count.bad := true.B } // no payload at all
         st := Mux(ended, sHdr, sPay)
       }
@@ -298,31 +316,37 @@ class Packetizer(p: PktParams) extends Module {
   // ---- output side: patched template, then the segment's payload
   val oIdle :: oTmpl :: oPay :: Nil = Enum(3)
   val ost = RegInit(oIdle)
-  val t = RegInit(0.U(log2Ceil(tWords).W)) // template word being sent
+  val t = RegInit(0.U(tBits.W)) // template word being sent
   val q = RegInit(0.U(12.W)) // payload bytes of the segment sent
   val d = desc.io.deq.bits
-  outIdle := ost === oIdle && !desc.io.deq.valid && !pk.io.out.valid
+  val oh = slotHdr(d.tag.slot)
+  def g(x: Field) = Layout.get(oh, x)
+  val oHdrLen = g(GsoHdr.HdrLen)
+  val oL3 = g(GsoHdr.L3Off)
+  val oL4 = g(GsoHdr.L4Off)
+  val oPnOff = g(GsoHdr.PnOff)
+  val oPnLen = g(GsoHdr.PnLen)
 
   val base = (t ## 0.U(wBits.W)).pad(10)
-  val tRem = hdrLen - base
-  val isV4 = ver === 4.U
-  val ipTot = (hdrLen - l3).pad(16) + d.len
-  val udpLen = (hdrLen - l4).pad(16) + d.len // also the IPv6 payload length
-  val ipId = f(GsoHdr.IpId) + d.idx
-  val pnBytes = VecInit(Bytes.bytesOf(f(GsoHdr.Pn) + d.idx, 4))
-  val word = tmpl.read(t)
+  val tRem = oHdrLen - base
+  val isV4 = slotVer(d.tag.slot) === 4.U
+  val ipTot = (oHdrLen - oL3).pad(16) + d.len
+  val udpLen = (oHdrLen - oL4).pad(16) + d.len // also the IPv6 payload length
+  val ipId = g(GsoHdr.IpId) + d.idx
+  val pnBytes = VecInit(Bytes.bytesOf(g(GsoHdr.Pn) + d.idx, 4))
+  val word = tmpl.read(d.tag.slot ## t)
   val patched = Bytes.bytesOf(word, w).zipWithIndex.map { case (b, i) =>
     val at = base + i.U
-    val j = at - pnOff
+    val j = at - oPnOff
     def hit(o: UInt, k: Int) = at === o +& k.U
     MuxCase(b, Seq(
-      (at >= pnOff && j <= pnLen) -> pnBytes(pnLen - j(1, 0)),
-      hit(l4, 4) -> udpLen(15, 8),
-      hit(l4, 5) -> udpLen(7, 0),
-      (isV4 && hit(l3, 2)) -> ipTot(15, 8),
-      (isV4 && hit(l3, 3)) -> ipTot(7, 0),
-      hit(l3, 4) -> Mux(isV4, ipId(15, 8), udpLen(15, 8)),
-      hit(l3, 5) -> Mux(isV4, ipId(7, 0), udpLen(7, 0))))
+      (at >= oPnOff && j <= oPnLen) -> pnBytes(oPnLen - j(1, 0)),
+      hit(oL4, 4) -> udpLen(15, 8),
+      hit(oL4, 5) -> udpLen(7, 0),
+      (isV4 && hit(oL3, 2)) -> ipTot(15, 8),
+      (isV4 && hit(oL3, 3)) -> ipTot(7, 0),
+      hit(oL3, 4) -> Mux(isV4, ipId(15, 8), udpLen(15, 8)),
+      hit(oL3, 5) -> Mux(isV4, ipId(7, 0), udpLen(7, 0))))
   }
   val pRem = d.len - q
   val pLast = pRem <= w.U
@@ -331,7 +355,7 @@ class Packetizer(p: PktParams) extends Module {
   in.c.data := Mux(ost === oTmpl, VecInit(patched).asUInt, data.io.deq.bits)
   in.c.n := Mux(ost === oTmpl, upTo(tRem), upTo(pRem))
   in.c.end := ost === oPay && pLast
-  in.bad := d.bad
+  in.tag := d.tag
   data.io.deq.ready := ost === oPay && pk.io.in.ready
   desc.io.deq.ready := ost === oPay && pk.io.in.fire && pLast
   switch(ost) {
@@ -357,15 +381,19 @@ class Packetizer(p: PktParams) extends Module {
   io.out.valid := pk.io.out.valid
   pk.io.out.ready := io.out.ready
   io.out.bits.beat := pk.io.out.bits.beat
-  io.out.bits.bad := pk.io.out.bits.bad
+  io.out.bits.bad := pk.io.out.bits.tag.bad
+  val frameHdr = slotHdr(pk.io.out.bits.tag.slot)
   val info = io.out.bits.info
-  info.lport := f(GsoHdr.Lport)
+  info.lport := Layout.get(frameHdr, GsoHdr.Lport)
   info.quic := 1.U
-  info.connValid := f(GsoHdr.ConnValid)
-  info.connSlot := f(GsoHdr.ConnSlot)
-  info.hash := f(GsoHdr.ConnSlot)
+  info.connValid := Layout.get(frameHdr, GsoHdr.ConnValid)
+  info.connSlot := Layout.get(frameHdr, GsoHdr.ConnSlot)
+  info.hash := Layout.get(frameHdr, GsoHdr.ConnSlot)
   info.gso := true.B
-  io.count.segments := io.out.fire && io.out.bits.beat.last && !io.out.bits.bad
+  val frameOut = io.out.fire && io.out.bits.beat.last
+  io.count.segments := frameOut && !io.out.bits.bad
+  for (s <- 0 until 2)
+    pending(s) := pending(s) + (desc.io.enq.fire && slot === s.U) - (frameOut && pk.io.out.bits.tag.slot === s.U)
 }
 
 object Packetizer {
