@@ -2,13 +2,15 @@ package nanobpf.coresel
 
 import chisel3._
 import chisel3.util._
-import nanobpf.reasm.{Layout, PacketMem, PktParams, Reasm, ReasmBeat}
+import nanobpf.pisa.Beat
+import nanobpf.reasm.{FrameMerge, Layout, PacketMem, Packetizer, PktParams, Reasm, ReasmBeat}
 import nanobpf.reorder.Released
 import nanobpf.soc.BusPort
 import nanobpf.soc.SocMap.{PktComp, PktCounter}
 
-/** The packet path between the PISA pipeline and the cores (docs/packet-path.md): reassembly buffer
-  * and packet memory, core select with per-core queues the cores pop through registers, reorder unit.
+/** The packet path between the PISA pipeline and the cores (docs/packet-path.md): frames from the
+  * pipeline (`in`) and from the packetization buffer (host GSO batches on `gso`) merged a frame at a
+  * time into the reassembly buffer and packet memory, core select with per-core queues the cores pop through registers, reorder unit.
   * Released completions leave on `egress` in order; drops (XDP aborted/drop) free their slot here and
   * are not passed on. The egress reads the frame through `readAddr`/`readData` and then returns the
   * slot on `free`.
@@ -17,6 +19,7 @@ class PacketPath(p: PktParams = PktParams()) extends Module {
   val io = IO(new Bundle {
     val bus = Flipped(new BusPort)
     val in = Flipped(Decoupled(new ReasmBeat(p)))
+    val gso = Flipped(Decoupled(new Beat(p.pisa)))
     val egress = Decoupled(new Released(p))
     val free = Flipped(Valid(UInt(p.slotBits.W)))
     val readAddr = Input(Valid(UInt(p.memAddrBits.W)))
@@ -28,7 +31,12 @@ class PacketPath(p: PktParams = PktParams()) extends Module {
   val dispatch = Module(new Dispatch(p))
   val regs = Module(new PktRegs(p))
   regs.io.bus <> io.bus
-  reasm.io.in <> io.in
+  val pktz = Module(new Packetizer(p))
+  val merge = Module(new FrameMerge(p, 2))
+  pktz.io.in <> io.gso
+  merge.io.in(0) <> io.in
+  merge.io.in(1) <> pktz.io.out
+  reasm.io.in <> merge.io.out
   mem.io.write := reasm.io.mem
   mem.io.readAddr := io.readAddr
   io.readData := mem.io.readData
@@ -64,4 +72,7 @@ class PacketPath(p: PktParams = PktParams()) extends Module {
   c(PktCounter.ReleasedDrop) := rel.fire && isDrop
   c(PktCounter.Timeouts) := dispatch.io.timeouts
   c(PktCounter.Late) := dispatch.io.late
+  c(PktCounter.GsoBatches) := pktz.io.count.batches
+  c(PktCounter.GsoSegments) := pktz.io.count.segments
+  c(PktCounter.GsoBad) := pktz.io.count.bad
 }

@@ -24,6 +24,7 @@ object EmitBlocks extends App {
         "pisa-w8" -> (() => new nanobpf.pisa.Pisa()),
         "pisa-w16" -> (() => new nanobpf.pisa.Pisa(nanobpf.pisa.PisaParams(beatBytes = 16, cidEntries = 16))),
         "packetizer-w8" -> (() => new nanobpf.reasm.PacketizerBlock()),
+        "packetizer-w16" -> (() => new nanobpf.reasm.PacketizerBlock(nanobpf.reasm.PktParams(beatBytes = 16))),
         "reasm-w8" -> (() => new nanobpf.reasm.ReasmBlock(nanobpf.reasm.PktParams(slots = 16))),
         "dispatch-q4" -> (() => new nanobpf.coresel.Dispatch(nanobpf.reasm.PktParams(queues = 4))),
         "dispatch-q8" -> (() => new nanobpf.coresel.Dispatch(nanobpf.reasm.PktParams(queues = 8, slots = 128))),
