@@ -45,6 +45,7 @@ class DispatchBench:
         self.sent = self.released = self.drops = self.late = self.bad = self.holds = 0
         self.max_out = [0] * queues
         self.dispatch_log = []  # (cycle, hash, core)
+        self.lport_of = {}
         self.out_ready = 1.0
         self.service = lambda core: rng.randint(1, 30)
         self.action = lambda: rng.choice([XDP_PASS] * 6 + [XDP_DROP, XDP_TX])
@@ -99,7 +100,8 @@ class DispatchBench:
                     f = desc_fields(c.desc)
                     c.comp = comp_word(slot=f["slot"], action=self.action(), len=f["len"], offset=256)
                     if self.bad_comp_prob and rng.random() < self.bad_comp_prob:
-                        others = [s for s in range(self.slots + 8) if self.model.owner.get(s) != i]
+                        others = [s for s in range(self.slots + 8)
+                                  if not (self.model.owner.get(s) == i and s in self.model.popped)]
                         c.comp, c.real = comp_word(slot=rng.choice(others), action=XDP_PASS), c.comp
                 comp = c.comp
                 getattr(d, f"io_comp_{i}_valid").value = int(comp is not None)
@@ -133,7 +135,8 @@ class DispatchBench:
                      if self.cores[i].comp is not None and v(getattr(d, f"io_comp_{i}_ready"))]
             out = None
             if v(d.io_out_valid) and v(d.io_out_ready):
-                out = (v(d.io_out_bits_word), v(d.io_out_bits_domain), v(d.io_out_bits_seq), v(d.io_out_bits_late))
+                out = (v(d.io_out_bits_word), v(d.io_out_bits_domain), v(d.io_out_bits_seq), v(d.io_out_bits_late),
+                       v(d.io_out_bits_lport))
             await RisingEdge(d.clock)
             self.cycle += 1
             # ---- update the models with what fired
@@ -143,6 +146,7 @@ class DispatchBench:
                 core = self.model.decide(h)
                 self.model.dispatch(core, slot)
                 self.check.enq(word)
+                self.lport_of[slot] = desc_fields(word)["lport"]
                 self.dispatch_log.append((self.cycle, h, core))
                 self.sent += 1
                 pending = None
@@ -161,10 +165,13 @@ class DispatchBench:
             for i, word in pops:
                 c = self.cores[i]
                 assert desc_fields(word)["valid"] == 1
+                self.model.pop(i, desc_fields(word)["slot"])
                 c.desc, c.busy_until = word, self.cycle + self.service(i)
             if out:
-                word, dom, seq, late = out
+                word, dom, seq, late, lport = out
+                assert not late or self.timeout, f"slot {comp_fields(word)['slot']} released late with the timeout off"
                 slot = self.check.released(word, dom, seq, late)
+                assert lport == self.lport_of.pop(slot), f"slot {slot}: released with ingress port {lport}"
                 self.free.append(slot)
                 self.released += 1
                 self.late += late

@@ -20,23 +20,30 @@ def sig(dut, name):
 class StreamSource:
     """Drives `<prefix>_valid/_bits_beat_{data,keep,last}` and side-band fields `<prefix>_bits_user*`."""
 
-    def __init__(self, dut, prefix, beat_bytes, rng=None, idle=0.0):
+    def __init__(self, dut, prefix, beat_bytes, rng=None, idle=0.0, beat="_bits_beat"):
         self.dut, self.p, self.w, self.rng, self.idle = dut, prefix, beat_bytes, rng or random.Random(1), idle
+        self.b = beat  # the beat's fields are <prefix><beat>_data/_keep/_last
         sig(dut, f"{prefix}_valid").value = 0
         self.beats = 0
         self.times = []  # per frame: sim time (ns) of the edges taking its first and last beat
 
-    async def send(self, frame, **user):
-        d, p, w = self.dut, self.p, self.w
+    async def send(self, frame, side=None, last_side=None, **user):
+        """`user`: <prefix>_bits_user_<k> on every beat; `side`: {signal suffix: value} on every beat,
+        `last_side` on the last beat only (0 on the others)."""
+        d, p, w, b = self.dut, self.p, self.w, self.b
         chunks = [frame[i:i + w] for i in range(0, len(frame), w)] or [b""]
         for i, c in enumerate(chunks):
             while self.idle and self.rng.random() < self.idle:
                 sig(d, f"{p}_valid").value = 0
                 await RisingEdge(d.clock)
             sig(d, f"{p}_valid").value = 1
-            sig(d, f"{p}_bits_beat_data").value = int.from_bytes(c.ljust(w, b"\0"), "little")
-            sig(d, f"{p}_bits_beat_keep").value = (1 << len(c)) - 1
-            sig(d, f"{p}_bits_beat_last").value = int(i == len(chunks) - 1)
+            sig(d, f"{p}{b}_data").value = int.from_bytes(c.ljust(w, b"\0"), "little")
+            sig(d, f"{p}{b}_keep").value = (1 << len(c)) - 1
+            sig(d, f"{p}{b}_last").value = int(i == len(chunks) - 1)
+            for k, v in (side or {}).items():
+                sig(d, f"{p}{k}").value = int(v)
+            for k, v in (last_side or {}).items():
+                sig(d, f"{p}{k}").value = int(v) if i == len(chunks) - 1 else 0
             for k, v in user.items():
                 sig(d, f"{p}_bits_user{'_' + k if k else ''}").value = int(v)
             while True:

@@ -17,6 +17,7 @@ from nanobpf.packetizer import gso_batch, packetize
 from nanobpf.pktpath import COUNTER, POLICY, comp_word, desc_fields
 from nanobpf.soc import REGIONS, pack, reg_offset, unpack
 from busport import BusPortDriver, start
+from pisa_common import StreamSource
 
 W, QUEUES, SLOTS, SLOT_BYTES, HEADROOM = 8, 2, 16, 2048, 256
 XDP_DROP, XDP_PASS, XDP_TX = 1, 2, 3
@@ -50,30 +51,14 @@ class Bench:
 
     async def source(self, frames, idle=0.3):
         d, rng = self.dut, self.rng
+        src = StreamSource(d, "io_in", W, rng, idle=idle)
         for n, (frame, lport) in enumerate(frames):
-            chunks = [frame[i:i + W] for i in range(0, len(frame), W)]
             while int(d.io_freeSlots.value) < self.min_free:  # never overrun the buffer: every frame gets a slot
                 await RisingEdge(d.clock)
-            self.sent[n] = (frame, lport)  # sequence numbers count accepted frames (none is dropped here)
-            for i, c in enumerate(chunks):
-                while rng.random() < idle:
-                    d.io_in_valid.value = 0
-                    await RisingEdge(d.clock)
-                d.io_in_valid.value = 1
-                d.io_in_bits_beat_data.value = int.from_bytes(c.ljust(W, b"\0"), "little")
-                d.io_in_bits_beat_keep.value = (1 << len(c)) - 1
-                d.io_in_bits_beat_last.value = int(i == len(chunks) - 1)
-                d.io_in_bits_bad.value = 0
-                d.io_in_bits_info_lport.value = lport
-                d.io_in_bits_info_connValid.value = 1
-                d.io_in_bits_info_connSlot.value = rng.randrange(8)
-                while True:  # the merge with the packetization buffer may hold the input
-                    await ReadOnly()
-                    ready = d.io_in_ready.value == 1
-                    await RisingEdge(d.clock)
-                    if ready:
-                        break
-            d.io_in_valid.value = 0
+            conn = rng.randrange(8)
+            self.sent[n] = (frame, lport, conn)  # sequence numbers count accepted frames (none is dropped here)
+            await src.send(frame, side={"_bits_info_lport": lport, "_bits_info_connValid": 1,
+                                        "_bits_info_connSlot": conn}, last_side={"_bits_bad": 0})
 
     async def egress_sink(self):
         """Takes released packets, reads them back from packet memory, frees the slot."""
@@ -127,7 +112,8 @@ class Bench:
                 assert not err
                 done += 1
                 if rng.random() < 0.05:  # a completion for a slot this core does not hold: discarded
-                    others = [s for s in range(SLOTS) if all(h["slot"] != s for h in held[core])]
+                    # the other core's packets, or no slot at all (queued, unpopped slots are unknown here)
+                    others = [h["slot"] for h in held[1 - core]] + list(range(SLOTS, 256))
                     await self.reg("core_comp", core, comp_word(slot=rng.choice(others), action=XDP_PASS))
                     bogus += 1
             outs = [await self.read("core_outstanding", i) for i in range(QUEUES)]
@@ -147,6 +133,13 @@ async def frames_through_cores_in_order(dut):
     assert unpack("pkt", "sched", await b.read("sched")) == {"policy": POLICY["jbsq"], "bound": 4}
     bound = 2
     await b.reg("sched", write=pack("pkt", "sched", policy=POLICY["sjbsq"], bound=bound))
+    await b.reg("reorder_timeout", write=1 << 20)  # far longer than any packet takes here: never fires
+    await b.reg("order_conn", write=0b0010)  # port 1 in connection order, ports 0 and 3 in port order
+    assert (await b.read("reorder_timeout"), await b.read("order_conn")) == (1 << 20, 0b0010)
+    # Narrow accesses to the pop and push registers are refused and change nothing.
+    base = reg_offset("pkt", "core_comp", 0)
+    assert (await b.bus.access(base, True, comp_word(slot=0, action=XDP_PASS), wstrb=0x0F))[1]
+    assert (await b.bus.access(reg_offset("pkt", "core_desc", 0) + 4))[1]
     # Registers of cores beyond this build read 0; read-only registers refuse writes.
     assert await b.reg("core_desc", 5) == (0, False)
     assert (await b.reg("free_slots", write=1))[1]
@@ -163,16 +156,20 @@ async def frames_through_cores_in_order(dut):
     # Every packet the cores did not drop left once, in arrival order per logical port.
     want = [s for s in sorted(b.actions) if b.actions[s] != XDP_DROP]
     assert sorted(s for s, _, _, _ in b.egress) == want, "egress lost or duplicated packets"
-    for lport in range(4):
+    for lport in (0, 3):  # port order
         seqs = [s for s, lp, _, _ in b.egress if lp == lport]
         assert seqs == sorted(seqs), f"port {lport} out of order: {seqs}"
         assert all(b.sent[s][1] == lport for s in seqs)
+    for group in range(4):  # port 1: order per connection group (connection slot mod 4)
+        seqs = [s for s, lp, _, _ in b.egress if lp == 1 and b.sent[s][2] % 4 == group]
+        assert seqs == sorted(seqs), f"port 1 connection group {group} out of order: {seqs}"
     for s, _, word, _ in b.egress:
         assert (word >> 8) & 7 == b.actions[s]
     counters = {k: await b.read("counter", i) for k, i in COUNTER.items()}
     drops = sum(a == XDP_DROP for a in b.actions.values())
     assert counters["rx_frames"] == counters["dispatched"] == counters["completions"] == counters["released"] == len(frames)
     assert counters["released_drop"] == drops and counters["bad_completions"] == bogus
+    assert counters["timeouts"] == counters["late"] == 0
     assert sum([await b.read("core_dispatched", i) for i in range(QUEUES)]) == len(frames)
     assert [await b.read("core_outstanding", i) for i in range(QUEUES)] == [0, 0]
     assert await b.read("free_slots") == SLOTS
@@ -180,22 +177,6 @@ async def frames_through_cores_in_order(dut):
     assert await b.read("counter", COUNTER["released"]) == 0
     dut._log.info(f"{len(frames)} frames, {drops} dropped by the cores, {bogus} bogus completions refused, "
                   f"{counters['hold_cycles']} hold cycles")
-
-
-async def send_gso(dut, batch, w=W):
-    for i in range(0, len(batch), w):
-        c = batch[i:i + w]
-        dut.io_gso_valid.value = 1
-        dut.io_gso_bits_data.value = int.from_bytes(c.ljust(w, b"\0"), "little")
-        dut.io_gso_bits_keep.value = (1 << len(c)) - 1
-        dut.io_gso_bits_last.value = int(i + w >= len(batch))
-        while True:
-            await ReadOnly()
-            ready = dut.io_gso_ready.value == 1
-            await RisingEdge(dut.clock)
-            if ready:
-                break
-    dut.io_gso_valid.value = 0
 
 
 @cocotb.test()
@@ -224,11 +205,13 @@ async def gso_batches_leave_in_order(dut):
     cocotb.start_soon(b.egress_sink())
     cocotb.start_soon(b.source(frames_in, idle=0.5))
 
+    gso = StreamSource(dut, "io_gso", W, rng, beat="_bits")
+
     async def host():
         for batch in batches:
             while int(dut.io_freeSlots.value) < SLOTS:
                 await RisingEdge(dut.clock)
-            await send_gso(dut, batch)
+            await gso.send(batch)
     cocotb.start_soon(host())
     b.actions = {}
     await b.cores(len(want) + len(frames_in), 4, drop=False)

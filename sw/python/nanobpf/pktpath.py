@@ -68,6 +68,7 @@ class CoreSelect:
         self.outstanding = [0] * queues
         self.rr = 0
         self.owner = {}
+        self.popped = set()
 
     def limit(self):
         if self.policy in ("jbsq", "sjbsq"):
@@ -99,11 +100,17 @@ class CoreSelect:
         if self.policy == "rr":
             self.rr = (self.rr + 1) % self.queues
 
+    def pop(self, core, slot):
+        """The core took the descriptor of `slot` from its queue."""
+        assert self.owner.get(slot) == core, f"core {core} popped slot {slot} it was not given"
+        self.popped.add(slot)
+
     def complete(self, core, slot):
-        """False (and nothing changes) for a slot this core does not hold."""
-        if self.owner.get(slot) != core:
+        """False (and nothing changes) for a slot this core was not given, has not popped, or completed."""
+        if self.owner.get(slot) != core or slot not in self.popped:
             return False
         del self.owner[slot]
+        self.popped.discard(slot)
         self.outstanding[core] -= 1
         return True
 
@@ -139,11 +146,16 @@ class ReorderCheck:
         slot = comp_fields(word)["slot"]
         assert self.completed.get(slot) == word, f"slot {slot}: released {word:#x}, completed {self.completed.get(slot)}"
         del self.completed[slot]
-        if late:
-            assert (slot, seq) in self.skipped, f"slot {slot} released late but was not skipped"
-            self.skipped.discard((slot, seq))
-            return slot
         q = self.pending.get(domain)
+        if late:  # skipped by the timeout: it and every older packet of its domain were passed over
+            if (slot, seq) in self.skipped:
+                self.skipped.discard((slot, seq))
+                return slot
+            assert q and (slot, seq) in q, f"slot {slot} seq {seq} released late but not waiting in domain {domain}"
+            while q[0] != (slot, seq):
+                self.skipped.add(q.popleft())
+            q.popleft()
+            return slot
         assert q, f"slot {slot} released from empty domain {domain}"
         # Entries before it may only have been skipped by the timeout.
         while q[0] != (slot, seq):

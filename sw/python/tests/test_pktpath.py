@@ -28,6 +28,8 @@ def test_policies_decide():
         m.dispatch(c, s)
         picks.append(c)
     assert picks == [0, 1, 2, 3, 0, 1]
+    assert not m.complete(0, 0), "completed before it was popped"
+    m.pop(0, 0)
     assert not m.complete(3, 0) and m.complete(0, 0) and not m.complete(0, 0)
 
 

@@ -27,8 +27,9 @@ class CoreComp(p: PktParams) extends Bundle {
   * round-robin baselines use the whole queue. Ties in JBSQ go to the lowest core.
   *
   * Completions come back per core; one is taken per cycle (round robin). A completion is accepted only
-  * for a slot that was given to that core and not yet completed; anything else is discarded and
-  * counted (`bad`), so a confused core cannot free another core's packet.
+  * for a slot that was given to that core, popped by it and not yet completed; anything else is
+  * discarded and counted (`bad`), so a confused core cannot free another core's packet, one still in
+  * its queue, or the same packet twice.
   */
 class CoreSelect(p: PktParams) extends Module {
   val n = p.queues
@@ -92,14 +93,17 @@ class CoreSelect(p: PktParams) extends Module {
   arb.io.in <> io.comp
   val cSlot = Layout.get(arb.io.out.bits, PktComp.Slot)(p.slotBits - 1, 0)
   val cCore = arb.io.chosen
-  val good = held(cSlot) && owner(cSlot) === cCore && (Layout.get(arb.io.out.bits, PktComp.Slot) >> p.slotBits) === 0.U
+  val popped = RegInit(VecInit(Seq.fill(p.slots)(false.B))) // the core has taken the descriptor from its queue
+  val good = held(cSlot) && popped(cSlot) && owner(cSlot) === cCore &&
+    (Layout.get(arb.io.out.bits, PktComp.Slot) >> p.slotBits) === 0.U
   io.compOut.valid := arb.io.out.valid && good
   io.compOut.bits.core := cCore
   io.compOut.bits.word := arb.io.out.bits
   arb.io.out.ready := io.compOut.ready || !good
   io.badComp := arb.io.out.valid && !good
   val compDone = arb.io.out.fire && good
-  when(compDone) { held(cSlot) := false.B }
+  for (i <- 0 until n) when(io.cores(i).fire) { popped(Layout.get(io.cores(i).bits, PktDesc.Slot)(p.slotBits - 1, 0)) := true.B }
+  when(compDone) { held(cSlot) := false.B; popped(cSlot) := false.B }
   val dSlot = Layout.get(io.in.bits.desc, PktDesc.Slot)(p.slotBits - 1, 0)
   when(io.in.fire) {
     held(dSlot) := true.B

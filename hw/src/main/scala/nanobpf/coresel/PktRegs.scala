@@ -41,6 +41,8 @@ class PktRegs(p: PktParams) extends Module with RegSlave {
   val err = WireDefault(true.B)
   val wr = fire && isWrite
   val rd = fire && !isWrite
+  /** Popping and pushing take whole 64-bit words: a narrower access is refused and changes nothing. */
+  val aligned = io.bus.req.bits.addr(2, 0) === 0.U
   def ro(at: Int, v: UInt): Unit = when(off === at.U) { rdata := v; err := isWrite }
   def rw(at: Int, r: UInt): Unit = when(off === at.U) {
     rdata := r; err := false.B
@@ -61,11 +63,11 @@ class PktRegs(p: PktParams) extends Module with RegSlave {
     val outAt = (CoreOutstanding + CoreOutstandingStride * i).U
     val dispAt = (CoreDispatched + CoreDispatchedStride * i).U
     if (i < p.queues) {
-      io.cores(i).ready := rd && off === descAt
-      when(off === descAt) { rdata := Mux(io.cores(i).valid, io.cores(i).bits, 0.U); err := isWrite }
-      io.comp(i).valid := wr && off === compAt
+      io.cores(i).ready := rd && off === descAt && aligned
+      when(off === descAt) { rdata := Mux(io.cores(i).valid, io.cores(i).bits, 0.U); err := isWrite || !aligned }
+      io.comp(i).valid := wr && off === compAt && wstrb.andR
       io.comp(i).bits := wdata
-      when(off === compAt) { err := !isWrite || !io.comp(i).ready }
+      when(off === compAt) { err := !isWrite || !wstrb.andR || !io.comp(i).ready }
       ro((CoreOutstanding + CoreOutstandingStride * i), io.outstanding(i))
       ro((CoreDispatched + CoreDispatchedStride * i), perCore(i))
       perCore(i) := Mux(clear, 0.U, perCore(i) + (io.dispatched.valid && io.dispatched.bits === i.U).asUInt)

@@ -19,6 +19,7 @@ case class PktParams(
     maxFrame: Int = 1522) {
   require(isPow2(slots) && slots >= 2 && slots <= (1 << SocMap.PktDesc.Slot.width), "slots: power of two, fits pkt_desc.slot")
   require(isPow2(slotBytes) && headroom % beatBytes == 0 && headroom + maxFrame <= slotBytes, "slot: headroom + max frame")
+  require(slotBytes - headroom < (1 << SocMap.PktDesc.Len.width), "a slot's frame length must fit pkt_desc.len")
   require(queues >= 1 && queues <= 16 && queueDepth >= 1 && queueDepth < 64)
   require(isPow2(connGroups))
   val pisa = PisaParams(beatBytes = beatBytes, maxFrame = maxFrame)

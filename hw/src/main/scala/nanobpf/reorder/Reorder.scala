@@ -68,12 +68,14 @@ class Reorder(p: PktParams) extends Module {
   val expired = VecInit((0 until nd).map(d => count(d) =/= 0.U && !done(head(d)) &&
     io.cfg.timeout =/= 0.U && timer(d) >= io.cfg.timeout))
   val lateQ = Module(new Queue(new Released(p), p.slots))
+  // The round-robin choice may change while the output waits: a register stage keeps `out` stable.
+  val outQ = Module(new Queue(new Released(p), 2))
   val rrArb = Module(new RRArbiter(UInt(1.W), nd))
   for (d <- 0 until nd) {
     rrArb.io.in(d).valid := headDone(d)
     rrArb.io.in(d).bits := 0.U
   }
-  rrArb.io.out.ready := io.out.ready && !lateQ.io.deq.valid
+  rrArb.io.out.ready := outQ.io.enq.ready && !lateQ.io.deq.valid
   val rel = rrArb.io.out.fire
   val relDom = rrArb.io.chosen
   val relSlot = head(relDom)
@@ -90,9 +92,10 @@ class Reorder(p: PktParams) extends Module {
     r.late := late
     r
   }
-  io.out.valid := lateQ.io.deq.valid || rrArb.io.out.valid
-  io.out.bits := Mux(lateQ.io.deq.valid, lateQ.io.deq.bits, released(relSlot, false.B))
-  lateQ.io.deq.ready := io.out.ready
+  outQ.io.enq.valid := lateQ.io.deq.valid || rrArb.io.out.valid
+  outQ.io.enq.bits := Mux(lateQ.io.deq.valid, lateQ.io.deq.bits, released(relSlot, false.B))
+  lateQ.io.deq.ready := outQ.io.enq.ready
+  io.out <> outQ.io.deq
 
   // ---- completions: done, or released at once if their packet was skipped
   val cSlot = Layout.get(io.comp.bits, PktComp.Slot)(sb - 1, 0)
@@ -101,12 +104,12 @@ class Reorder(p: PktParams) extends Module {
   lateQ.io.enq.valid := io.comp.fire && cLate
   lateQ.io.enq.bits := released(cSlot, true.B)
   lateQ.io.enq.bits.word := io.comp.bits
-  when(io.comp.fire) {
+  when(skip) { abandoned(skipSlot) := true.B }
+  when(io.comp.fire) { // after the skip: a packet completing as it is skipped is released late, not abandoned
     wordOf(cSlot) := io.comp.bits
     when(cLate) { abandoned(cSlot) := false.B }.otherwise { done(cSlot) := true.B }
   }
   when(rel) { done(relSlot) := false.B }
-  when(skip) { abandoned(skipSlot) := true.B }
 
   // ---- per-domain lists
   when(io.enq.valid) {
