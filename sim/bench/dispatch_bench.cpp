@@ -13,6 +13,7 @@
 #include <deque>
 #include <vector>
 #include "VDispatch.h"
+#include "nanobpf_soc.h"  // pkt_desc / pkt_comp layouts, generated from hw/defs/soc.toml
 #include "verilated.h"
 
 #ifndef QUEUES
@@ -86,7 +87,8 @@ int main(int argc, char **argv) {
     d->io_in_valid = inSlot >= 0;
     if (inSlot >= 0) {
       Pkt &p = pk[bySlot[inSlot]];
-      d->io_in_bits_desc = (uint64_t)inSlot | (64ull << 8) | (1ull << 31) | ((uint64_t)(bySlot[inSlot] & 0xffff) << 32);
+      d->io_in_bits_desc = NANOBPF_PUT(NANOBPF_PKT_DESC_SLOT, inSlot) | NANOBPF_PUT(NANOBPF_PKT_DESC_LEN, 64) |
+                           NANOBPF_PUT(NANOBPF_PKT_DESC_VALID, 1) | NANOBPF_PUT(NANOBPF_PKT_DESC_SEQ, bySlot[inSlot]);
       d->io_in_bits_hash = p.hash & 0xffff;
     }
     for (int i = 0; i < QUEUES; i++) {
@@ -94,19 +96,20 @@ int main(int argc, char **argv) {
       if (c.busy && !c.done && cycle >= c.until) { c.done = true; pk[bySlot[c.slot]].complete = cycle; }
       *ports[i].pop_ready = !c.busy;
       *ports[i].comp_valid = c.done;
-      *ports[i].comp_bits = c.slot | (2ull << 8) | (64ull << 12) | (256ull << 24);
+      *ports[i].comp_bits = NANOBPF_PUT(NANOBPF_PKT_COMP_SLOT, c.slot) | NANOBPF_PUT(NANOBPF_PKT_COMP_ACTION, 2 /* pass */) |
+                            NANOBPF_PUT(NANOBPF_PKT_COMP_LEN, 64) | NANOBPF_PUT(NANOBPF_PKT_COMP_OFFSET, 256);
     }
     d->eval();
     // ---- what fires at this edge
     bool inFire = d->io_in_valid && d->io_in_ready;
     unsigned target = d->io_dispatched_bits;
     bool outFire = d->io_out_valid && d->io_out_ready;
-    uint64_t outSlot = d->io_out_bits_word & 0xff;
+    uint64_t outSlot = NANOBPF_GET(d->io_out_bits_word, NANOBPF_PKT_COMP_SLOT);
     bool pop[QUEUES], comp[QUEUES];
     uint64_t popSlot[QUEUES];
     for (int i = 0; i < QUEUES; i++) {
       pop[i] = *ports[i].pop_valid && *ports[i].pop_ready;
-      popSlot[i] = *ports[i].pop_bits & 0xff;
+      popSlot[i] = NANOBPF_GET(*ports[i].pop_bits, NANOBPF_PKT_DESC_SLOT);
       comp[i] = *ports[i].comp_valid && *ports[i].comp_ready;
     }
     tick();

@@ -14,7 +14,7 @@ from cocotb.triggers import ReadOnly, RisingEdge
 from scapy.all import IP, UDP, Ether, Raw
 
 from nanobpf.packetizer import gso_batch, packetize
-from nanobpf.pktpath import COUNTER, POLICY, comp_word, desc_fields
+from nanobpf.pktpath import COUNTER, POLICY, comp_fields, comp_word, desc_fields
 from nanobpf.soc import REGIONS, pack, reg_offset, unpack
 from busport import BusPortDriver, start
 from pisa_common import StreamSource
@@ -73,7 +73,8 @@ class Bench:
             if got:
                 d.io_egress_ready.value = 0
                 seq, lport, word = got
-                slot, length = word & 0xFF, (word >> 12) & 0xFFF
+                f = comp_fields(word)
+                slot, length = f["slot"], f["len"]
                 data = b""
                 for i in range((length + W - 1) // W):
                     d.io_readAddr_valid.value = 1
@@ -164,7 +165,7 @@ async def frames_through_cores_in_order(dut):
         seqs = [s for s, lp, _, _ in b.egress if lp == 1 and b.sent[s][2] % 4 == group]
         assert seqs == sorted(seqs), f"port 1 connection group {group} out of order: {seqs}"
     for s, _, word, _ in b.egress:
-        assert (word >> 8) & 7 == b.actions[s]
+        assert comp_fields(word)["action"] == b.actions[s]
     counters = {k: await b.read("counter", i) for k, i in COUNTER.items()}
     drops = sum(a == XDP_DROP for a in b.actions.values())
     assert counters["rx_frames"] == counters["dispatched"] == counters["completions"] == counters["released"] == len(frames)
