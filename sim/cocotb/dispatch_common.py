@@ -10,7 +10,7 @@ from cocotb.triggers import ReadOnly, RisingEdge
 
 from nanobpf.pktpath import POLICY, CoreSelect, ReorderCheck, comp_fields, comp_word, desc_fields, desc_word
 
-XDP_DROP, XDP_PASS, XDP_TX = 1, 2, 3
+from nanobpf_ebpf_defs import NANOBPF_XDP_DROP as XDP_DROP, NANOBPF_XDP_PASS as XDP_PASS, NANOBPF_XDP_TX as XDP_TX  # noqa: E402
 
 
 def v(sig):

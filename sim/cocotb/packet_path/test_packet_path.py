@@ -20,7 +20,7 @@ from busport import BusPortDriver, start
 from pisa_common import StreamSource
 
 W, QUEUES, SLOTS, SLOT_BYTES, HEADROOM = 8, 2, 16, 2048, 256
-XDP_DROP, XDP_PASS, XDP_TX = 1, 2, 3
+from nanobpf_ebpf_defs import NANOBPF_XDP_DROP as XDP_DROP, NANOBPF_XDP_PASS as XDP_PASS, NANOBPF_XDP_TX as XDP_TX  # noqa: E402
 
 
 class Bench:

@@ -51,6 +51,7 @@ class PacketPath(p: PktParams = PktParams()) extends Module {
 
   // Released drops free their slot here; the free port is shared with the egress, which wins.
   val rel = dispatch.io.out
+  // XDP_ABORTED (0) and XDP_DROP (1), hw/defs/ebpf.toml xdp_action (no Scala view of that file yet)
   val isDrop = Layout.get(rel.bits.word, PktComp.Action) <= 1.U
   io.egress.valid := rel.valid && !isDrop
   io.egress.bits := rel.bits
