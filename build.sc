@@ -11,10 +11,14 @@ object hw extends SbtModule {
   /** The SoC definition file: single source of the address map and register layouts. */
   def socDefs = T.source(millSourcePath / "defs" / "soc.toml")
   def gendefs = T.source(millSourcePath / os.up / "sw" / "tools" / "nanobpf-gendefs")
+  /** The eBPF ABI definition (XDP actions, key table layout) and its generator. */
+  def abiDefs = T.source(millSourcePath / "defs" / "ebpf.toml")
+  def genabi = T.source(millSourcePath / os.up / "sw" / "tools" / "nanobpf-genabi")
 
-  /** Scala view of the SoC definitions, generated from `socDefs` (never edited by hand). */
+  /** Scala views of the SoC and eBPF ABI definitions (never edited by hand). */
   def generatedSources = T {
     os.proc("python3", gendefs().path, "--defs", socDefs().path, "--scala", T.dest / "SocMap.scala").call()
+    os.proc("python3", genabi().path, "--defs", abiDefs().path, "--scala", T.dest / "EbpfAbi.scala").call()
     Seq(PathRef(T.dest))
   }
 }

@@ -24,10 +24,14 @@ async def start(dut, reset_cycles=4):
 
 
 class BusPortDriver:
-    def __init__(self, dut, base, t0):
+    def __init__(self, dut, base, t0, prefix="io_bus"):
         self.dut = dut
         self.base = base
         self.t0 = t0
+        self.prefix = prefix
+
+    def _sig(self, name):
+        return getattr(self.dut, f"{self.prefix}_{name}")
 
     def cycles_at(self, t_ns):
         """Rising edges with reset low before time t_ns: what a cycle counter shows just before it."""
@@ -37,22 +41,22 @@ class BusPortDriver:
         """Returns (rdata, err, fire_time_ns, sampled): `sample(dut)` is called while the request is
         on the bus, just before the edge that takes it (to see outputs that pulse with the request)."""
         d = self.dut
-        d.io_bus_req_valid.value = 1
-        d.io_bus_req_bits_addr.value = self.base + offset
-        d.io_bus_req_bits_write.value = int(write)
-        d.io_bus_req_bits_wdata.value = wdata
-        d.io_bus_req_bits_wstrb.value = wstrb
+        self._sig('req_valid').value = 1
+        self._sig('req_bits_addr').value = self.base + offset
+        self._sig('req_bits_write').value = int(write)
+        self._sig('req_bits_wdata').value = wdata
+        self._sig('req_bits_wstrb').value = wstrb
         await ReadOnly()
-        assert d.io_bus_req_ready.value == 1, "slave not ready"
+        assert self._sig('req_ready').value == 1, "slave not ready"
         sampled = sample(d) if sample else None
         await RisingEdge(d.clock)  # the request fires on this edge
         fired = get_sim_time("ns")
-        d.io_bus_req_valid.value = 0
+        self._sig('req_valid').value = 0
         await ReadOnly()
-        assert d.io_bus_resp_valid.value == 1, "no response one cycle after the request"
-        rdata, err = int(d.io_bus_resp_bits_rdata.value), bool(d.io_bus_resp_bits_err.value)
+        assert self._sig('resp_valid').value == 1, "no response one cycle after the request"
+        rdata, err = int(self._sig('resp_bits_rdata').value), bool(self._sig('resp_bits_err').value)
         await RisingEdge(d.clock)
         await ReadOnly()
-        assert d.io_bus_resp_valid.value == 0, "response lasted more than one cycle"
+        assert self._sig('resp_valid').value == 0, "response lasted more than one cycle"
         await RisingEdge(d.clock)
         return rdata, err, fired, sampled

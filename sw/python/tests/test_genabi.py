@@ -86,3 +86,21 @@ def test_bad_definitions_are_refused(tmp_path, case):
     assert p.returncode == 1
     assert message in p.stderr
     assert not (tmp_path / "x.h").exists()
+
+
+def test_scala_object_agrees_with_python_module(tmp_path):
+    """The hardware's view (nanobpf.soc.EbpfAbi, written by mill through --scala) carries the same
+    constants and struct offsets; parsed here rather than compiled (mill compiles it in make hw)."""
+    import re
+    assert genabi("--scala", tmp_path / "EbpfAbi.scala").returncode == 0
+    text = (tmp_path / "EbpfAbi.scala").read_text()
+    vals = dict(re.findall(r"val (\w+) = BigInt\((\d+)\)", text))
+    camel = lambda n: "".join(w.capitalize() for w in n.lower().split("_"))
+    for n in (n for n in dir(abi) if n.startswith("NANOBPF_") and isinstance(getattr(abi, n), int)):
+        assert int(vals[camel(n.removeprefix("NANOBPF_"))]) == getattr(abi, n), n
+    for s in abi.STRUCTS.values():
+        body = re.search(rf"object {camel(s.name)} \{{(.*?)\}}", text, re.S).group(1)
+        fields = dict(re.findall(r"val (\w+) = (\d+)", body))
+        assert int(fields["Size"]) == s.size
+        for f, off, size in s.fields:
+            assert (int(fields[camel(f) + "Offset"]), int(fields[camel(f) + "Size"])) == (off, size), (s.name, f)

@@ -30,7 +30,9 @@ object EmitBlocks extends App {
         "dispatch-q8" -> (() => new nanobpf.coresel.Dispatch(nanobpf.reasm.PktParams(queues = 8, slots = 128))),
         "packet_path-q4" -> (() => new nanobpf.coresel.PacketPath()), // default sizes: utilisation (make bench-dispatch)
         "packet_path-q2" -> (() => new nanobpf.coresel.PacketPath(nanobpf.reasm.PktParams(queues = 2, slots = 16))),
-        "dispatch-q3" -> (() => new nanobpf.coresel.Dispatch(nanobpf.reasm.PktParams(queues = 3, slots = 32))))
+        "dispatch-q3" -> (() => new nanobpf.coresel.Dispatch(nanobpf.reasm.PktParams(queues = 3, slots = 32))),
+        "aead-r2g32" -> (() => new nanobpf.aead.AeadBlock()),
+        "aead-r1g8" -> (() => new nanobpf.aead.AeadBlock(nanobpf.aead.AeadParams(roundsPerCycle = 1, ghashBits = 8, cores = 2, perCore = 2))))
   for ((name, gen) <- blocks) {
     Emit(gen(), s"$out/$name")
     println(s"EmitBlocks: $out/$name")

@@ -1,0 +1,27 @@
+package nanobpf.aead
+
+import chisel3.util.log2Ceil
+
+/** Parameters of the AES-128-GCM engine. */
+case class AeadParams(
+    /** AES rounds computed per cycle (1, 2, 5 or 10): a block takes 10 / roundsPerCycle cycles. */
+    roundsPerCycle: Int = 2,
+    /** GHASH multiplier bits per cycle (8, 16, 32, 64 or 128): a block takes 128 / ghashBits cycles. */
+    ghashBits: Int = 32,
+    /** Connection slots of the key table storage (the key table map's hash slots). */
+    keySlots: Int = 512,
+    /** Cores with their own request registers and completion queue. */
+    cores: Int = 4,
+    /** Requests one core may have outstanding (its completion queue depth). */
+    perCore: Int = 4,
+    /** Byte address bits of the memory port (packet memory). */
+    memAddrBits: Int = 16,
+    /** Largest payload of one request, bytes. */
+    maxData: Int = 2048) {
+  require(Seq(1, 2, 5, 10).contains(roundsPerCycle), "roundsPerCycle must divide 10")
+  require(Seq(8, 16, 32, 64, 128).contains(ghashBits), "ghashBits must divide 128")
+  require(cores >= 1 && perCore >= 1)
+  require(maxData >= 16 && maxData < 4096)
+  val slotBits: Int = log2Ceil(keySlots)
+  val coreBits: Int = log2Ceil(cores max 2)
+}

@@ -1,0 +1,107 @@
+package nanobpf.aead
+
+import chisel3._
+import chisel3.util._
+import nanobpf.reasm.Layout.{get, put}
+import nanobpf.soc.{BusPort, RegSlave, SocMap}
+
+/** Register block of the AEAD engine (block `aead` of hw/defs/soc.toml, one-cycle access).
+  *
+  * Each core has its own request registers, so cores never interleave the words of a request: it
+  * writes `core_ctl` and `core_addr` (kept between requests) and submits by writing the packet
+  * number to `core_pn`. Requests of all cores share one FIFO into the engine (it cannot overflow: a
+  * core with `perCore` requests outstanding is refused). Completions return to per-core queues that
+  * the core pops by reading `core_comp`; a request counts as outstanding until then.
+  */
+class AeadRegs(p: AeadParams) extends Module with RegSlave {
+  val nCounters = SocMap.AeadRegs.CounterCount
+  val io = IO(new Bundle {
+    val bus = Flipped(new BusPort)
+    val req = Decoupled(new AeadRequest(p))
+    val comp = Flipped(Decoupled(new AeadCompletion(p)))
+    val count = Input(Vec(nCounters, UInt(16.W)))
+  })
+  def busPort = io.bus
+  import SocMap.AeadRegs._
+  import SocMap.{AeadAddr, AeadComp, AeadCounter, AeadCtl}
+
+  val off = offset(SocMap.Aead)
+  val rdata = WireDefault(0.U(64.W))
+  val err = WireDefault(true.B)
+  val wr = fire && isWrite
+  val rd = fire && !isWrite
+  val whole = io.bus.req.bits.addr(2, 0) === 0.U && (isWrite === false.B || wstrb.andR)
+  def ro(at: Int, v: UInt): Unit = when(off === at.U) { rdata := v; err := isWrite }
+
+  ro(Params, put(ParamsRoundsPerCycle, p.roundsPerCycle.U) | put(ParamsGhashBits, p.ghashBits.U) |
+    put(ParamsCores, p.cores.U) | put(ParamsPerCore, p.perCore.U) | put(ParamsKeySlots, p.keySlots.U) |
+    put(ParamsMaxData, p.maxData.U))
+  val clear = WireDefault(false.B)
+  when(off === CounterClear.U) { err := !isWrite; clear := wr && wdata(0) }
+  val counters = RegInit(VecInit(Seq.fill(nCounters)(0.U(64.W))))
+  for (i <- 0 until nCounters) {
+    ro(Counter + CounterStride * i, counters(i))
+  }
+
+  val fifo = Module(new Queue(new AeadRequest(p), p.cores * p.perCore))
+  io.req <> fifo.io.deq
+  fifo.io.enq.valid := false.B
+  fifo.io.enq.bits := DontCare
+  val ctl = RegInit(VecInit(Seq.fill(p.cores)(0.U(64.W))))
+  val addr = RegInit(VecInit(Seq.fill(p.cores)(0.U(64.W))))
+  val outstanding = RegInit(VecInit(Seq.fill(p.cores)(0.U(log2Ceil(p.perCore + 1).W))))
+  val submitted = WireDefault(false.B)
+  val refused = WireDefault(false.B)
+  val comps = Seq.fill(p.cores)(Module(new Queue(new AeadCompletion(p), p.perCore)))
+  io.comp.ready := VecInit(comps.map(_.io.enq.ready))(io.comp.bits.core)
+
+  for (c <- 0 until CoreCtlCount) {
+    val ctlAt = (CoreCtl + CoreCtlStride * c).U
+    val addrAt = (CoreAddr + CoreAddrStride * c).U
+    val pnAt = (CorePn + CorePnStride * c).U
+    val compAt = (CoreComp + CoreCompStride * c).U
+    val outAt = (CoreOutstanding + CoreOutstandingStride * c).U
+    if (c < p.cores) {
+      when(off === ctlAt) { rdata := ctl(c); err := false.B; when(wr) { ctl(c) := merge(ctl(c)) } }
+      when(off === addrAt) { rdata := addr(c); err := false.B; when(wr) { addr(c) := merge(addr(c)) } }
+      ro(CoreOutstanding + CoreOutstandingStride * c, outstanding(c))
+      val full = outstanding(c) === p.perCore.U
+      val submit = wr && off === pnAt && whole
+      when(off === pnAt) { err := !isWrite || !whole || full }
+      val q = fifo.io.enq.bits
+      when(submit && !full) {
+        fifo.io.enq.valid := true.B
+        q.op := get(ctl(c), AeadCtl.Op); q.nextPhase := get(ctl(c), AeadCtl.NextPhase)
+        q.slot := get(ctl(c), AeadCtl.Slot); q.aadLen := get(ctl(c), AeadCtl.AadLen)
+        q.dataLen := get(ctl(c), AeadCtl.DataLen); q.id := get(ctl(c), AeadCtl.Id)
+        q.aadAddr := get(addr(c), AeadAddr.AadAddr); q.dataAddr := get(addr(c), AeadAddr.DataAddr)
+        q.pn := wdata; q.core := c.U
+        submitted := true.B
+      }
+      when(submit && full) { refused := true.B }
+      val cq = comps(c).io
+      cq.enq.valid := io.comp.valid && io.comp.bits.core === c.U
+      cq.enq.bits := io.comp.bits
+      val pop = rd && off === compAt && whole
+      cq.deq.ready := pop
+      val b = cq.deq.bits
+      when(off === compAt) {
+        err := isWrite || !whole
+        rdata := Mux(cq.deq.valid, put(AeadComp.Valid, 1.U) | put(AeadComp.Id, b.id) | put(AeadComp.Status, b.status) |
+          put(AeadComp.Cycles, b.cycles), 0.U)
+      }
+      outstanding(c) := outstanding(c) + (submit && !full).asUInt - cq.deq.fire.asUInt
+    } else { // beyond this build: reads 0, writes ignored
+      when(off === ctlAt || off === addrAt || off === outAt) { err := false.B }
+      when(off === pnAt) { err := !isWrite }
+      when(off === compAt) { err := isWrite }
+    }
+  }
+  assert(!fifo.io.enq.valid || fifo.io.enq.ready, "AEAD request FIFO overflow")
+  respond(rdata, err)
+  val events = Wire(Vec(nCounters, UInt(16.W)))
+  events := io.count
+  events(AeadCounter.Requests) := submitted.asUInt
+  events(AeadCounter.Refused) := refused.asUInt
+  for (i <- 0 until nCounters) counters(i) := Mux(clear, 0.U, counters(i) + events(i))
+}
