@@ -118,7 +118,7 @@ test-block: $(VENV_STAMP) hw-blocks ## run one block's cocotb folder: BLOCK=<nam
 	@test -n "$(BLOCK)" -a -d sim/cocotb/$(BLOCK) || { echo "usage: make test-block BLOCK=<$$(ls sim/cocotb/*/test_*.py | xargs -n1 dirname | xargs -n1 basename | paste -sd'|')>"; exit 2; }
 	@$(PY) -m pytest -q sim/cocotb/$(BLOCK)
 
-bench: $(VENV_STAMP) ## run the benchmarks (tables + PNGs under build/bench: SoC, eBPF, QUIC, PISA pipeline, core select)
+bench: $(VENV_STAMP) ## run the benchmarks (tables + PNGs under build/bench: SoC, eBPF, QUIC, PISA pipeline, core select, AEAD engine)
 	@$(MAKE) -s firmware ebpf-tools
 	@for n in 1 2 4; do $(MAKE) -s sim CORES=$$n || exit 1; done
 	@$(PY) sw/tools/nanobpf-bench --out $(BUILD)/bench
@@ -126,6 +126,10 @@ bench: $(VENV_STAMP) ## run the benchmarks (tables + PNGs under build/bench: SoC
 	@$(MAKE) -s hw-blocks
 	@$(PY) sw/tools/nanobpf-bench-pisa --out $(BUILD)/bench
 	@$(PY) sw/tools/nanobpf-bench-dispatch --out $(BUILD)/bench
+	@$(PY) sw/tools/nanobpf-bench-aead --out $(BUILD)/bench
+
+bench-aead: $(VENV_STAMP) hw-blocks ## AEAD engine only: cycles per request/block, Gbit/s at 125 MHz, yosys area per build variant
+	@$(PY) sw/tools/nanobpf-bench-aead --out $(BUILD)/bench
 
 bench-dispatch: $(VENV_STAMP) hw-blocks ## core select only: p50/p99 latency of JBSQ/SJBSQ/RSS/RR on the RTL, 4 and 8 cores, loads 10-95% (about 5 min)
 	@$(PY) sw/tools/nanobpf-bench-dispatch --out $(BUILD)/bench

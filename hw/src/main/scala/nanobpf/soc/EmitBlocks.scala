@@ -32,7 +32,10 @@ object EmitBlocks extends App {
         "packet_path-q2" -> (() => new nanobpf.coresel.PacketPath(nanobpf.reasm.PktParams(queues = 2, slots = 16))),
         "dispatch-q3" -> (() => new nanobpf.coresel.Dispatch(nanobpf.reasm.PktParams(queues = 3, slots = 32))),
         "aead-r2g32" -> (() => new nanobpf.aead.AeadBlock()),
-        "aead-r1g8" -> (() => new nanobpf.aead.AeadBlock(nanobpf.aead.AeadParams(roundsPerCycle = 1, ghashBits = 8, cores = 2, perCore = 2))))
+        "aead-r1g8" -> (() => new nanobpf.aead.AeadBlock(nanobpf.aead.AeadParams(roundsPerCycle = 1, ghashBits = 8, cores = 2, perCore = 2))),
+        // the area/throughput trade-off (make bench-aead)
+        "aead-r5g64" -> (() => new nanobpf.aead.AeadBlock(nanobpf.aead.AeadParams(roundsPerCycle = 5, ghashBits = 64))),
+        "aead-r10g128" -> (() => new nanobpf.aead.AeadBlock(nanobpf.aead.AeadParams(roundsPerCycle = 10, ghashBits = 128))))
   for ((name, gen) <- blocks) {
     Emit(gen(), s"$out/$name")
     println(s"EmitBlocks: $out/$name")
