@@ -53,7 +53,7 @@ class AeadRegs(p: AeadParams) extends Module with RegSlave {
   val submitted = WireDefault(false.B)
   val refused = WireDefault(false.B)
   val comps = Seq.fill(p.cores)(Module(new Queue(new AeadCompletion(p), p.perCore)))
-  io.comp.ready := VecInit(comps.map(_.io.enq.ready))(io.comp.bits.core)
+  io.comp.ready := (if (p.cores == 1) comps(0).io.enq.ready else VecInit(comps.map(_.io.enq.ready))(io.comp.bits.core))
 
   for (c <- 0 until CoreCtlCount) {
     val ctlAt = (CoreCtl + CoreCtlStride * c).U

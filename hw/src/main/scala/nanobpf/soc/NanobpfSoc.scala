@@ -10,12 +10,14 @@ case class SocParams(
     /** Boot ROM contents: the raw binary of firmware/bootrom (no default: the SoC cannot boot without it). */
     bootRom: Seq[Byte],
     /** $readmemh file baked into main memory (board builds); empty: loaded at run time (simulation). */
-    memInitFile: String = "") {
+    memInitFile: String = "",
+    /** The AES-128-GCM engine (its `cores` follows nCores). */
+    aead: nanobpf.aead.AeadParams = nanobpf.aead.AeadParams()) {
   require(nCores >= 1 && nCores <= SocMap.MaxCores, s"nCores must be 1..${SocMap.MaxCores}, got $nCores")
 }
 
-/** NanoBPF SoC: N CVA6 cores on a serial AXI interconnect with boot ROM, CLINT, DPU registers and
-  * main memory (address map: hw/defs/soc.toml). Reset is synchronous, active high; the cores see
+/** NanoBPF SoC: N CVA6 cores on a serial AXI interconnect with boot ROM, CLINT, DPU registers,
+  * the AES-128-GCM engine with its key table storage and packet memory, and main memory (address map: hw/defs/soc.toml). Reset is synchronous, active high; the cores see
   * its inverse. The outputs carry what the simulation harness (or the board top) shows the user.
   */
 class NanobpfSoc(p: SocParams) extends Module {
@@ -34,9 +36,13 @@ class NanobpfSoc(p: SocParams) extends Module {
   val clint = Module(new Clint(p.nCores))
   val dpu = Module(new DpuRegs(p.nCores))
   val mem = Module(new MainMemory(SocMap.MainMem, p.memInitFile))
+  val aead = Module(new nanobpf.aead.AeadBlock(p.aead.copy(cores = p.nCores)))
+  val packetMem = Module(new PacketMemory(SocMap.PacketMem, p.aead.memAddrBits))
+  aead.io.mem <> packetMem.io.engine
   /** The slave serving each region of hw/defs/soc.toml; a region without hardware is an error. */
   val slaveOf: Map[String, BusPort] =
-    Map("bootrom" -> bootRom.io, "clint" -> clint.io.bus, "dpu" -> dpu.io.bus, "main_mem" -> mem.io)
+    Map("bootrom" -> bootRom.io, "clint" -> clint.io.bus, "dpu" -> dpu.io.bus, "main_mem" -> mem.io,
+      "aead" -> aead.io.bus, "keytable" -> aead.io.keys, "packet_mem" -> packetMem.io.bus)
   for ((region, port) <- SocMap.regions.zip(xbar.io.slaves))
     port <> slaveOf.getOrElse(region.name, throw new IllegalArgumentException(s"no hardware serves region ${region.name}"))
 
