@@ -138,6 +138,7 @@ struct ebpf_map {
     uint32_t count;        /* hash: entries in use */
     uint32_t n_cpus;       /* per-CPU array: copies */
     uint8_t *storage;
+    uint8_t *values;       /* hash: values kept apart from the slots, value_stride each (key table), or NULL */
     int external;          /* storage not owned by the map (key table) */
 };
 
@@ -310,6 +311,9 @@ uint64_t ebpf_cycles(void);             /* core cycle counter (host: a monotonic
 uint32_t ebpf_cpu_id(void);
 uint32_t ebpf_num_cpus(void);
 void ebpf_console_write(const char *s, size_t n); /* trace_printk output */
+/* The key table storage: 2 * NANOBPF_KEYTABLE_ENTRIES values of NANOBPF_QUIC_KEYS_SIZE bytes, slot i's
+ * at i * NANOBPF_QUIC_KEYS_SIZE (device: the AEAD engine's key table storage, which reads them). */
+uint8_t *ebpf_keytable_values(void);
 
 /* ---- Maps API (used by helpers and the control plane) ---- */
 int ebpf_map_create(struct ebpf_map *map, struct ebpf_error *err); /* fields type..name set */

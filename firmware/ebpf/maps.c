@@ -6,18 +6,24 @@
 #include <string.h>
 #include "ebpf.h"
 
-/* Hash slot layout: state byte, then key, then value, each 8-byte aligned. */
+/* Hash slot layout: state byte, then key, then value, each 8-byte aligned; the key table keeps its
+ * values apart, in the platform's key table storage (m->values), where the AEAD engine reads them. */
 enum { SLOT_FREE = 0, SLOT_USED = 1, SLOT_DELETED = 2 };
 
 static uint32_t round8(uint32_t v) { return (v + 7u) & ~7u; }
 static uint32_t key_stride(const struct ebpf_map *m) { return round8(m->key_size); }
-static uint32_t slot_size(const struct ebpf_map *m) { return 8 + key_stride(m) + m->value_stride; }
+static uint32_t slot_size(const struct ebpf_map *m) { return 8 + key_stride(m) + (m->values ? 0 : m->value_stride); }
 static uint8_t *slot(const struct ebpf_map *m, uint32_t i) { return m->storage + (size_t)i * slot_size(m); }
+static uint8_t *hash_value(const struct ebpf_map *m, uint32_t i) {
+    return m->values ? m->values + (size_t)i * m->value_stride : slot(m, i) + 8 + key_stride(m);
+}
 
-/* Device key table storage: the backing of the hash map named NANOBPF_KEYTABLE_MAP_NAME. Its slot
- * index is the connection slot the control plane and the AEAD engine use. */
+/* Device key table: the backing of the hash map named NANOBPF_KEYTABLE_MAP_NAME. Its slot index is the
+ * connection slot the control plane and the AEAD engine use; the slots (state, connection ID) are
+ * here, the values in the platform's key table storage (ebpf_keytable_values). */
 #define KEYTABLE_SLOTS (2 * NANOBPF_KEYTABLE_ENTRIES)
-#define KEYTABLE_SLOT_SIZE (8 + ((NANOBPF_QUIC_CID_SIZE + 7) & ~7) + ((NANOBPF_QUIC_KEYS_SIZE + 7) & ~7))
+#define KEYTABLE_SLOT_SIZE (8 + ((NANOBPF_QUIC_CID_SIZE + 7) & ~7))
+_Static_assert(NANOBPF_QUIC_KEYS_SIZE % 8 == 0, "key table values are packed at their size");
 static uint8_t keytable_storage[KEYTABLE_SLOTS * KEYTABLE_SLOT_SIZE] __attribute__((aligned(8)));
 static int keytable_in_use;
 
@@ -32,6 +38,7 @@ int ebpf_map_create(struct ebpf_map *m, struct ebpf_error *err) {
     m->count = 0;
     m->n_cpus = 1;
     m->external = 0;
+    m->values = NULL;
     if (m->flags) return ebpf_fail(err, -1, "map %s: flags 0x%x not supported", m->name, m->flags);
     if (m->value_size == 0 || m->value_size > 65536 || m->max_entries == 0 || m->max_entries > (1u << 20))
         return ebpf_fail(err, -1, "map %s: value size %u / entries %u out of range", m->name, m->value_size, m->max_entries);
@@ -57,9 +64,11 @@ int ebpf_map_create(struct ebpf_map *m, struct ebpf_error *err) {
             if (keytable_in_use) return ebpf_fail(err, -1, "map %s: the key table is already bound", m->name);
             m->n_slots = KEYTABLE_SLOTS;
             m->storage = keytable_storage;
+            m->values = ebpf_keytable_values();
             m->external = 1;
             keytable_in_use = 1;
             memset(m->storage, 0, sizeof keytable_storage);
+            memset(m->values, 0, (size_t)KEYTABLE_SLOTS * NANOBPF_QUIC_KEYS_SIZE);
             return 0;
         }
         break;
@@ -98,7 +107,7 @@ void *ebpf_map_lookup(struct ebpf_map *m, const void *key) {
     if (m->type == NANOBPF_MAP_TYPE_HASH) {
         int found;
         int64_t i = hash_find(m, key, &found);
-        return found ? slot(m, (uint32_t)i) + 8 + key_stride(m) : NULL;
+        return found ? hash_value(m, (uint32_t)i) : NULL;
     }
     uint32_t idx;
     memcpy(&idx, key, 4);
@@ -122,7 +131,7 @@ int ebpf_map_update(struct ebpf_map *m, const void *key, const void *value, uint
     if (!found && flags == NANOBPF_BPF_EXIST) return -ENOENT;
     if (!found && (m->count >= m->max_entries || i < 0)) return -E2BIG;
     uint8_t *s = slot(m, (uint32_t)i);
-    memcpy(s + 8 + key_stride(m), value, m->value_size);
+    memcpy(hash_value(m, (uint32_t)i), value, m->value_size);
     if (!found) {
         memcpy(s + 8, key, m->key_size);
         __atomic_store_n(&s[0], SLOT_USED, __ATOMIC_RELEASE); /* key and value before the state */

@@ -25,3 +25,8 @@ uint32_t ebpf_num_cpus(void) { return nb_num_cores(); }
 void ebpf_console_write(const char *s, size_t n) {
     for (size_t i = 0; i < n; i++) nb_putc(s[i]);
 }
+/* The AEAD engine's key table storage (uncached, so every core sees the control core's updates). */
+uint8_t *ebpf_keytable_values(void) {
+    _Static_assert(2 * NANOBPF_KEYTABLE_ENTRIES * NANOBPF_QUIC_KEYS_SIZE <= NANOBPF_KEYTABLE_SIZE, "key table storage too small");
+    return (uint8_t *)(uintptr_t)NANOBPF_KEYTABLE_BASE;
+}

@@ -34,3 +34,5 @@ void ebpf_console_write(const char *s, size_t n) {
     fwrite(s, 1, n, stdout);
     fflush(stdout);
 }
+static uint8_t keytable_values[2 * NANOBPF_KEYTABLE_ENTRIES * NANOBPF_QUIC_KEYS_SIZE] __attribute__((aligned(8)));
+uint8_t *ebpf_keytable_values(void) { return keytable_values; }
