@@ -154,6 +154,8 @@ enum ebpf_arg_type {
     EBPF_ARG_PTR_TO_UNINIT_MEM, /* writable memory whose size is the next argument */
     EBPF_ARG_CONST_SIZE,     /* size of the previous memory argument, known bounded > 0 */
     EBPF_ARG_PTR_TO_CTX,     /* the program's context */
+    EBPF_ARG_PTR_TO_RW_MEM,  /* initialised memory the helper reads and may overwrite; size is the next argument */
+    EBPF_ARG_PTR_TO_KEYTABLE_VALUE, /* a value of the key table map (NANOBPF_KEYTABLE_MAP_NAME), non-NULL, at offset 0 */
 };
 enum ebpf_ret_type {
     EBPF_RET_INTEGER = 0,

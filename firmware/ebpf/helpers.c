@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include "aead.h"
 #include "ebpf.h"
 
 #define U64 uint64_t
@@ -114,6 +115,52 @@ static U64 h_xdp_adjust_tail(U64 ctx, U64 delta, U64 a3, U64 a4, U64 a5) {
 static U64 h_nanobpf_cycles(U64 a1, U64 a2, U64 a3, U64 a4, U64 a5) {
     (void)a1; (void)a2; (void)a3; (void)a4; (void)a5;
     return ebpf_cycles();
+}
+
+/* ---- QUIC packet protection (RFC 9001 section 5) with the crypto backend of aead.h ----
+ * The verifier proved the key table value (keytable_value: a whole struct nanobpf_quic_keys) and the
+ * request or block (mem: size bytes). The request's packet ranges are checked here against
+ * [data, data_end) with 64-bit sums of 32-bit fields, which cannot overflow. Checks come in this order:
+ * the request (-EINVAL), then the next keys (-ENOKEY); nothing is written on an error. */
+static int64_t quic_aead(U64 ctx, U64 keys, U64 req_addr, U64 req_size, int seal) {
+    const struct ebpf_xdp_buff *x = PTR(ctx);
+    const struct nanobpf_quic_keys *k = PTR(keys);
+    struct nanobpf_aead_req r;
+    if (req_size != sizeof r) return -NANOBPF_EINVAL;
+    memcpy(&r, PTR(req_addr), sizeof r); /* anywhere the verifier allows: the packet has no alignment */
+    if ((r.flags & ~(uint32_t)NANOBPF_AEAD_NEXT_PHASE) || r.hdr_len == 0 || r.hdr_len > NANOBPF_AEAD_HDR_MAX ||
+        r.payload_len > NANOBPF_AEAD_PAYLOAD_MAX || (r.pn >> NANOBPF_AEAD_PN_BITS))
+        return -NANOBPF_EINVAL;
+    if ((uint64_t)r.hdr_off + r.hdr_len + r.payload_len + NANOBPF_AEAD_TAG_LEN > x->data_end - x->data)
+        return -NANOBPF_EINVAL;
+    int next = (r.flags & NANOBPF_AEAD_NEXT_PHASE) != 0;
+    if (next && !(k->flags & 1)) return -NANOBPF_ENOKEY;
+    /* nonce = IV XOR the packet number, big-endian and left-padded to 12 bytes (RFC 9001 5.3) */
+    const uint8_t *key = k->key + (next ? 16 : 0), *iv = k->iv + (next ? 12 : 0);
+    uint8_t nonce[EBPF_AEAD_NONCE_LEN];
+    for (int i = 0; i < EBPF_AEAD_NONCE_LEN; i++) nonce[i] = iv[i] ^ (i < 4 ? 0 : (uint8_t)(r.pn >> (8 * (11 - i))));
+    uint8_t *hdr = PTR(x->data + r.hdr_off), *payload = hdr + r.hdr_len, *tag = payload + r.payload_len;
+    if (seal) {
+        ebpf_aead_seal(key, nonce, hdr, r.hdr_len, payload, r.payload_len, tag);
+        return 0;
+    }
+    return ebpf_aead_open(key, nonce, hdr, r.hdr_len, payload, r.payload_len, tag) ? -NANOBPF_EBADMSG : 0;
+}
+static U64 h_quic_aead_seal(U64 ctx, U64 keys, U64 req, U64 req_size, U64 a5) {
+    (void)a5;
+    return (U64)quic_aead(ctx, keys, req, req_size, 1);
+}
+static U64 h_quic_aead_open(U64 ctx, U64 keys, U64 req, U64 req_size, U64 a5) {
+    (void)a5;
+    return (U64)quic_aead(ctx, keys, req, req_size, 0);
+}
+/* The header-protection mask (RFC 9001 5.4.3): the block (the sample) encrypted in place with hp. */
+static U64 h_quic_hp_mask(U64 keys, U64 block, U64 size, U64 a4, U64 a5) {
+    (void)a4; (void)a5;
+    if (size != NANOBPF_AEAD_HP_BLOCK_LEN) return (U64)(int64_t)-NANOBPF_EINVAL;
+    const struct nanobpf_quic_keys *k = PTR(keys);
+    ebpf_aes128_encrypt_block(k->hp, PTR(block), PTR(block));
+    return 0;
 }
 
 #define HELPER_ENTRY(id_, name_, ret_, a1, a2, a3, a4, a5, pkt_) \

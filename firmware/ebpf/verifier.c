@@ -2211,6 +2211,32 @@ static int do_ldx_st(struct env *e, uint32_t i, struct vstate *st) {
     }
 }
 
+/* The key table map: the hash map whose storage is the device key table (maps.c binds it by name). */
+static int is_keytable(const struct ebpf_map *m) {
+    return m->type == NANOBPF_MAP_TYPE_HASH && !strcmp(m->name, NANOBPF_KEYTABLE_MAP_NAME) &&
+           m->key_size == NANOBPF_QUIC_CID_SIZE && m->value_size == NANOBPF_QUIC_KEYS_SIZE;
+}
+
+/* A helper reading a connection's keys takes the start of a key table value: what a lookup in the
+ * key table returned, after its NULL check. The helper reads the whole struct nanobpf_quic_keys. */
+static int keytable_value_arg(struct env *e, uint32_t i, const struct vreg *r, uint32_t rn, const char *helper) {
+    if (r->type == T_MAP_VALUE_OR_NULL)
+        return fail(e, (int)i, "R%u may be NULL: helper %s needs a %s value (check the lookup's result first)", rn,
+                    helper, NANOBPF_KEYTABLE_MAP_NAME);
+    if (r->type != T_MAP_VALUE)
+        return fail(e, (int)i, "R%u type=%s expected=map_value of the key table %s (helper %s)", rn, tname[r->type],
+                    NANOBPF_KEYTABLE_MAP_NAME, helper);
+    const struct ebpf_map *m = e->prog->maps[r->map];
+    if (!is_keytable(m))
+        return fail(e, (int)i, "R%u is a value of map %s: helper %s needs a value of the key table %s", rn, m->name,
+                    helper, NANOBPF_KEYTABLE_MAP_NAME);
+    if (r->off || r->umin || r->umax)
+        return fail(e, (int)i, "R%u points %lld..%lld bytes into a %s value: helper %s needs its start", rn,
+                    (long long)r->off + (long long)r->umin, (long long)r->off + (long long)r->umax,
+                    NANOBPF_KEYTABLE_MAP_NAME, helper);
+    return 0;
+}
+
 static int do_helper(struct env *e, uint32_t i, struct vstate *st) {
     const struct ebpf_insn *in = &e->in[i];
     const struct ebpf_helper *h = ebpf_helper_find((uint32_t)in->imm);
@@ -2237,6 +2263,7 @@ static int do_helper(struct env *e, uint32_t i, struct vstate *st) {
             break;
         }
         case EBPF_ARG_PTR_TO_MEM:
+        case EBPF_ARG_PTR_TO_RW_MEM:
         case EBPF_ARG_PTR_TO_UNINIT_MEM: {
             int write = t == EBPF_ARG_PTR_TO_UNINIT_MEM;
             if (a == 4 || h->args[a + 1] != EBPF_ARG_CONST_SIZE)
@@ -2247,11 +2274,16 @@ static int do_helper(struct env *e, uint32_t i, struct vstate *st) {
             if (sz->umin == 0) return fail(e, (int)i, "R%u invalid zero-sized %s", rn + 1, write ? "write" : "read");
             if (sz->umax > MAX_VAR_OFF) return fail(e, (int)i, "R%u unbounded memory access size", rn + 1);
             if (helper_mem(e, i, st, rn, sz->umin, sz->umax, write)) return -1;
+            /* read and then overwritten: spilled values in it are gone, the bytes stay initialised */
+            if (t == EBPF_ARG_PTR_TO_RW_MEM && helper_mem(e, i, st, rn, sz->umin, sz->umax, 1)) return -1;
             a++;
             break;
         }
         case EBPF_ARG_PTR_TO_CTX:
             if (r->type != T_CTX) return fail(e, (int)i, "R%u type=%s expected=ctx", rn, tname[r->type]);
+            break;
+        case EBPF_ARG_PTR_TO_KEYTABLE_VALUE:
+            if (keytable_value_arg(e, i, r, rn, h->name)) return -1;
             break;
         default: return fail(e, (int)i, "helper %s: bad argument type %d", h->name, t);
         }

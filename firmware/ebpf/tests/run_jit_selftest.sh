@@ -13,11 +13,14 @@ QEMU=${QEMU:-qemu-riscv64}
 if [ ! -f "$gen/include/nanobpf_ebpf_defs.h" ]; then
     python3 "$root/sw/tools/nanobpf-genabi" --all "$gen"
 fi
+if [ ! -f "$gen/include/nanobpf_aes_tables.h" ]; then
+    python3 "$root/sw/tools/nanobpf-gen-aes-tables" "$gen/include/nanobpf_aes_tables.h"
+fi
 mkdir -p "$out"
 "${CROSS}gcc" -march=rv64imac -mabi=lp64 -misa-spec=2.2 -mcmodel=medany -O2 -g -Wall -Wextra -Werror \
     -I"$ebpf" -I"$gen/include" --specs=picolibc.specs -nostartfiles -static -Wl,--no-warn-rwx-segments \
     -T "$ebpf/platform/rv64linux.ld" "$ebpf/platform/rv64linux_start.S" "$ebpf/platform/rv64linux.c" \
-    "$ebpf/error.c" "$ebpf/interp.c" "$ebpf/maps.c" "$ebpf/helpers.c" "$ebpf/jit_rv64.c" \
+    "$ebpf/error.c" "$ebpf/interp.c" "$ebpf/maps.c" "$ebpf/helpers.c" "$ebpf/aead_soft.c" "$ebpf/jit_rv64.c" \
     "$ebpf/tests/jit_selftest.c" -o "$out/jit-selftest"
 
 status=0

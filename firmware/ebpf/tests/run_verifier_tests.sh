@@ -12,8 +12,10 @@ cd "$ROOT"
 OUT=build/ebpf/verifier-tests
 mkdir -p "$OUT"
 [ -f build/generated/include/nanobpf_ebpf_defs.h ] || python3 sw/tools/nanobpf-genabi --all build/generated
+[ -f build/generated/include/nanobpf_aes_tables.h ] ||
+    python3 sw/tools/nanobpf-gen-aes-tables build/generated/include/nanobpf_aes_tables.h
 E=firmware/ebpf
-RUNTIME="$E/verifier.c $E/error.c $E/helpers.c $E/maps.c $E/interp.c $E/image.c $E/platform/host.c"
+RUNTIME="$E/verifier.c $E/error.c $E/helpers.c $E/aead_soft.c $E/maps.c $E/interp.c $E/image.c $E/platform/host.c"
 CFLAGS="-O2 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-sanitize-recover=undefined -I$E -Ibuild/generated/include"
 
 case "$1" in

@@ -58,6 +58,7 @@
 
 struct tmap {
     uint32_t type, key_size, value_size, max_entries;
+    const char *name; /* NULL: "map<index>" */
 };
 
 struct tcase {
@@ -76,6 +77,21 @@ struct tcase {
     /* optional extra checks of an accepted program */
     int (*check)(const struct ebpf_prog *prog);
 };
+
+/* The QUIC protection helpers: map 0 the key table, map 1 a hash map with the same key and value sizes. */
+#define KEYTABLE(n) {NANOBPF_MAP_TYPE_HASH, NANOBPF_QUIC_CID_SIZE, NANOBPF_QUIC_KEYS_SIZE, n, NANOBPF_KEYTABLE_MAP_NAME}
+#define QUIC_MAPS {KEYTABLE(4), HASH(NANOBPF_QUIC_CID_SIZE, NANOBPF_QUIC_KEYS_SIZE, 4)}
+#define SEAL NANOBPF_HELPER_QUIC_AEAD_SEAL
+#define OPEN NANOBPF_HELPER_QUIC_AEAD_OPEN
+#define HP NANOBPF_HELPER_QUIC_HP_MASK
+/* r6 = ctx; a zero connection ID at fp-24; r0 = its lookup in map m: 9 insns */
+#define KT_LOOKUP(m) MOV64_REG(6, 1), ST(DW, 10, -8, 0), ST(DW, 10, -16, 0), ST(DW, 10, -24, 0), MOV64_REG(2, 10), \
+                     ALU64_IMM(ADD, 2, -24), LD_MAP(1, m), CALL(1)
+/* an initialised struct nanobpf_aead_req at fp-48: 3 insns */
+#define REQ_ON_STACK() ST(DW, 10, -48, 0), ST(DW, 10, -40, 0), ST(DW, 10, -32, 0)
+/* helper(ctx, keys = r<k>, &req, sizeof req): 6 insns */
+#define AEAD_CALL(id, k) MOV64_REG(1, 6), MOV64_REG(2, k), MOV64_REG(3, 10), ALU64_IMM(ADD, 3, -48), \
+                         MOV64_IMM(4, NANOBPF_AEAD_REQ_SIZE), CALL(id)
 
 /* An Ethernet + IPv4 (IHL 5) + UDP frame to port 53. */
 #define ETH_IP_UDP53 \
@@ -570,6 +586,82 @@ static const struct tcase tests[] = {
      REJECT(6, "cannot spill pointers to stack into stack frame of the caller")},
     {"jump_into_other_function", PROG(CALL_LOCAL(1), JA(1), MOV64_IMM(0, 0), EXIT()),
      REJECT(1, "leaves its function")},
+    /* ================= QUIC protection helpers: keytable_value, mem and mem_rw arguments ================= */
+    {"quic_aead_seal_args", PROG(KT_LOOKUP(0), JMP_IMM(JEQ, 0, 0, 9), REQ_ON_STACK(), AEAD_CALL(SEAL, 0), EXIT()),
+     QUIC_MAPS, ACCEPT},
+    {"quic_aead_open_args", PROG(KT_LOOKUP(0), JMP_IMM(JEQ, 0, 0, 9), REQ_ON_STACK(), AEAD_CALL(OPEN, 0), EXIT()),
+     QUIC_MAPS, ACCEPT},
+    {"quic_aead_req_in_map_value",
+     PROG(KT_LOOKUP(0), JMP_IMM(JEQ, 0, 0, 13), MOV64_REG(7, 0), LOOKUP(2, 0), JMP_IMM(JEQ, 0, 0, 5), /* 0-17 */
+          MOV64_REG(3, 0), MOV64_REG(1, 6), MOV64_REG(2, 7), MOV64_IMM(4, 24), CALL(SEAL), EXIT()),
+     {KEYTABLE(4), HASH(NANOBPF_QUIC_CID_SIZE, NANOBPF_QUIC_KEYS_SIZE, 4), ARRAY(4, 24, 1)}, ACCEPT},
+    {"quic_aead_keys_maybe_null", PROG(KT_LOOKUP(0), REQ_ON_STACK(), AEAD_CALL(SEAL, 0), EXIT()), QUIC_MAPS,
+     REJECT(17, "R2 may be NULL: helper quic_aead_seal needs a nanobpf_quic_keys value")},
+    {"quic_aead_keys_other_map",
+     PROG(KT_LOOKUP(1), JMP_IMM(JEQ, 0, 0, 9), REQ_ON_STACK(), AEAD_CALL(OPEN, 0), EXIT()), QUIC_MAPS,
+     REJECT(18, "R2 is a value of map map1: helper quic_aead_open needs a value of the key table nanobpf_quic_keys")},
+    {"quic_aead_keys_stack",
+     PROG(MOV64_REG(6, 1), REQ_ON_STACK(), MOV64_REG(1, 6), MOV64_REG(2, 10), ALU64_IMM(ADD, 2, -48), MOV64_REG(3, 10),
+          ALU64_IMM(ADD, 3, -48), MOV64_IMM(4, 24), CALL(SEAL), EXIT()),
+     QUIC_MAPS, REJECT(10, "R2 type=fp expected=map_value of the key table nanobpf_quic_keys")},
+    {"quic_aead_keys_packet",
+     PROG(MOV64_REG(6, 1), LDX(W, 2, 1, 0), LDX(W, 3, 1, 4), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 80), /* 0-4 */
+          JMP_REG(JGT, 4, 3, 9), REQ_ON_STACK(), MOV64_REG(1, 6), MOV64_REG(3, 10), ALU64_IMM(ADD, 3, -48), /* 5-11 */
+          MOV64_IMM(4, 24), CALL(SEAL), EXIT(), MOV64_IMM(0, 1), EXIT()),
+     QUIC_MAPS, REJECT(13, "R2 type=pkt expected=map_value of the key table")},
+    {"quic_aead_keys_ctx",
+     PROG(MOV64_REG(6, 1), REQ_ON_STACK(), MOV64_REG(1, 6), MOV64_REG(2, 6), MOV64_REG(3, 10), ALU64_IMM(ADD, 3, -48),
+          MOV64_IMM(4, 24), CALL(SEAL), EXIT()),
+     QUIC_MAPS, REJECT(9, "R2 type=ctx expected=map_value of the key table")},
+    {"quic_aead_keys_offset",
+     PROG(KT_LOOKUP(0), JMP_IMM(JEQ, 0, 0, 10), ALU64_IMM(ADD, 0, 4), REQ_ON_STACK(), AEAD_CALL(SEAL, 0), EXIT()),
+     QUIC_MAPS, REJECT(19, "R2 points 4..4 bytes into a nanobpf_quic_keys value: helper quic_aead_seal needs its start")},
+    {"quic_aead_keys_variable_offset",
+     PROG(KT_LOOKUP(0), JMP_IMM(JEQ, 0, 0, 12), LDX(B, 7, 0, 0), ALU64_IMM(AND, 7, 1), ALU64_REG(ADD, 0, 7),
+          REQ_ON_STACK(), AEAD_CALL(OPEN, 0), EXIT()),
+     QUIC_MAPS, REJECT(21, "R2 points 0..1 bytes into a nanobpf_quic_keys value")},
+    {"quic_aead_req_beyond_stack",
+     PROG(KT_LOOKUP(0), JMP_IMM(JEQ, 0, 0, 6), MOV64_REG(1, 6), MOV64_REG(2, 0), MOV64_REG(3, 10),
+          ALU64_IMM(ADD, 3, -16), MOV64_IMM(4, 24), CALL(SEAL), EXIT()),
+     QUIC_MAPS, REJECT(15, "invalid indirect access to stack R3 off=-16 size=24")},
+    {"quic_aead_req_uninitialised", PROG(KT_LOOKUP(0), JMP_IMM(JEQ, 0, 0, 6), AEAD_CALL(SEAL, 0), EXIT()), QUIC_MAPS,
+     REJECT(15, "invalid indirect read from stack R3 off -48+0 size 24")},
+    {"quic_aead_req_packet_unchecked",
+     PROG(KT_LOOKUP(0), JMP_IMM(JEQ, 0, 0, 5), MOV64_REG(1, 6), MOV64_REG(2, 0), LDX(W, 3, 6, 0), MOV64_IMM(4, 24),
+          CALL(OPEN), EXIT()),
+     QUIC_MAPS, REJECT(14, "invalid access to packet, off=0 size=24, R3 range=0")},
+    {"quic_aead_req_small_map_value",
+     PROG(KT_LOOKUP(0), JMP_IMM(JEQ, 0, 0, 13), MOV64_REG(7, 0), LOOKUP(2, 0), JMP_IMM(JEQ, 0, 0, 5), /* 0-17 */
+          MOV64_REG(3, 0), MOV64_REG(1, 6), MOV64_REG(2, 7), MOV64_IMM(4, 24), CALL(SEAL), EXIT()),
+     {KEYTABLE(4), HASH(NANOBPF_QUIC_CID_SIZE, NANOBPF_QUIC_KEYS_SIZE, 4), ARRAY(4, 16, 1)},
+     REJECT(22, "invalid access to map value, value_size=16 off=0 size=24")},
+    {"quic_hp_mask_stack_block",
+     PROG(KT_LOOKUP(0), JMP_IMM(JEQ, 0, 0, 8), ST(DW, 10, -48, 0), ST(DW, 10, -40, 0), MOV64_REG(1, 0), /* 0-12 */
+          MOV64_REG(2, 10), ALU64_IMM(ADD, 2, -48), MOV64_IMM(3, 16), CALL(HP), LDX(DW, 0, 10, -48), EXIT()),
+     QUIC_MAPS, ACCEPT},
+    /* size 8 passes the verifier (any bounded size); the helper refuses it at run time with -EINVAL */
+    {"quic_hp_mask_size_8",
+     PROG(KT_LOOKUP(0), JMP_IMM(JEQ, 0, 0, 8), ST(DW, 10, -48, 0), ST(DW, 10, -40, 0), MOV64_REG(1, 0),
+          MOV64_REG(2, 10), ALU64_IMM(ADD, 2, -48), MOV64_IMM(3, 8), CALL(HP), LDX(DW, 0, 10, -48), EXIT()),
+     QUIC_MAPS, ACCEPT},
+    /* mem_rw: the helper overwrites the block, so the constant spilled there is gone */
+    {"quic_hp_mask_overwrites_spills",
+     PROG(KT_LOOKUP(0), JMP_IMM(JEQ, 0, 0, 12), MOV64_IMM(7, 0), STX(DW, 10, 7, -48), STX(DW, 10, 7, -40), /* 0-12 */
+          MOV64_REG(1, 0), MOV64_REG(2, 10), ALU64_IMM(ADD, 2, -48), MOV64_IMM(3, 16), CALL(HP), /* 13-17 */
+          LDX(DW, 1, 10, -48), LDX(W, 2, 6, 0), ALU64_REG(ADD, 2, 1), LDX(B, 0, 2, 0), EXIT()),
+     QUIC_MAPS, REJECT(20, "R2 pointer arithmetic with unbounded scalar")},
+    {"quic_hp_mask_keys_maybe_null",
+     PROG(KT_LOOKUP(0), ST(DW, 10, -48, 0), ST(DW, 10, -40, 0), MOV64_REG(1, 0), MOV64_REG(2, 10),
+          ALU64_IMM(ADD, 2, -48), MOV64_IMM(3, 16), CALL(HP), EXIT()),
+     QUIC_MAPS, REJECT(15, "R1 may be NULL: helper quic_hp_mask needs a nanobpf_quic_keys value")},
+    {"quic_hp_mask_keys_other_map",
+     PROG(KT_LOOKUP(1), JMP_IMM(JEQ, 0, 0, 7), ST(DW, 10, -48, 0), ST(DW, 10, -40, 0), MOV64_REG(1, 0),
+          MOV64_REG(2, 10), ALU64_IMM(ADD, 2, -48), MOV64_IMM(3, 16), CALL(HP), EXIT()),
+     QUIC_MAPS, REJECT(16, "R1 is a value of map map1: helper quic_hp_mask needs a value of the key table")},
+    {"quic_hp_mask_block_uninitialised",
+     PROG(KT_LOOKUP(0), JMP_IMM(JEQ, 0, 0, 5), MOV64_REG(1, 0), MOV64_REG(2, 10), ALU64_IMM(ADD, 2, -48),
+          MOV64_IMM(3, 16), CALL(HP), EXIT()),
+     QUIC_MAPS, REJECT(14, "invalid indirect read from stack R2 off -48+0 size 16")},
     {"atomic_on_packet",
      PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 8), JMP_REG(JGT, 4, 3, 3), MOV64_IMM(5, 1),
           ATOMIC(DW, EBPF_ATOMIC_ADD, 2, 5, 0), MOV64_IMM(0, 1), EXIT()),
@@ -641,7 +733,8 @@ static int verify_one(const char *name, const struct ebpf_insn *insns, uint32_t 
         m->key_size = maps[nm].key_size;
         m->value_size = maps[nm].value_size;
         m->max_entries = maps[nm].max_entries;
-        snprintf(m->name, sizeof m->name, "map%u", nm);
+        if (maps[nm].name) snprintf(m->name, sizeof m->name, "%s", maps[nm].name);
+        else snprintf(m->name, sizeof m->name, "map%u", nm);
         if (ebpf_map_create(m, &err)) {
             printf("FAIL %-40s map: %s\n", name, err.msg);
             return 1;

@@ -1,4 +1,5 @@
-/* Maps and frame classification shared by the QUIC XDP programs (xdp_quic_classify.c, xdp_quic.c).
+/* Maps and frame classification shared by the QUIC XDP programs (xdp_quic_classify.c, xdp_quic.c,
+ * xdp_quic_hw.c).
  *
  * Classification (RFC 9000 section 17, RFC 9001): Ethernet, up to two 802.1Q/802.1ad tags, IPv4 (options
  * through IHL; fragments are the host's) or IPv6 (extension headers are the host's), UDP to or from a
@@ -17,7 +18,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 #include "nanobpf_ebpf_defs.h"
-#include "quic_crypto.h"
+#include "quic_common.h"
 
 #define ETH_HLEN_ 14
 #define ETHERTYPE_IPV4 0x0800

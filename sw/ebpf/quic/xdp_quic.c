@@ -1,51 +1,13 @@
-/* QUIC packet protection offload (RFC 9001) as one XDP program.
+/* QUIC packet protection offload (RFC 9001) as one XDP program, with AES-128-GCM computed in eBPF
+ * (quic_crypto.h). What the program does is in quic_protect.h, shared with xdp_quic_hw.c, which does the
+ * same on the device's AEAD helpers. This one loads in Linux too.
  *
- * Frames are classified as in xdp_quic_classify.c (quic_parse.h). For a protected packet whose
- * destination connection ID is in the key table:
- *   from the network (ingress port != quic_config.host_ifindex): open. Header protection is removed
- *     (AES-ECB mask of the 16-byte sample, section 5.4), the packet number decoded against the
- *     connection's largest one (RFC 9000 appendix A.3), the key phase bit picks the current or next keys,
- *     AES-128-GCM decrypts in place and checks the tag. Success: the frame leaves as XDP_PASS holding
- *     the unprotected header and the plaintext, the tag removed, UDP/IP lengths and the UDP checksum
- *     fixed. Tag failure: XDP_DROP (nothing decrypted is ever delivered).
- *   from the host (ingress port == host_ifindex): seal. The frame holds the unprotected header (with
- *     the truncated packet number) and the plaintext; the program appends the tag, encrypts in place,
- *     applies header protection, fixes lengths and checksum and redirects the frame to
- *     quic_config.net_ifindex (XDP_TX when 0).
- * Long-header packets (Initial, 0-RTT, Handshake) take the same path with long-header masks when
- * NANOBPF_QUIC_CFG_OFFLOAD_LONG is set and their destination CID is in the key table; their Length
- * field always counts the tag (unchanged by open and seal). Only the first packet of a datagram is
- * processed: a long-header packet followed by coalesced packets passes to the host untouched.
- * Everything else passes (from the network) or is forwarded (from the host); malformed frames drop. */
-#include "quic_parse.h"
+ * Like quic_open and quic_seal, the crypto's loops are global functions: each is verified once
+ * (docs/ebpf-quic.md). */
+#include "quic_crypto.h"
+#include "quic_protect.h"
 
-struct {
-    __uint(type, BPF_MAP_TYPE_HASH);
-    __uint(max_entries, NANOBPF_KEYTABLE_ENTRIES);
-    __type(key, struct nanobpf_quic_cid);
-    __type(value, struct nanobpf_quic_pn_state);
-} quic_pn SEC(".maps");
-
-/* RFC 9000 appendix A.3: the packet number closest to expected whose low bits are truncated. */
-static __always_inline __u64 quic_decode_pn(__u64 expected, __u64 truncated, __u32 pn_len) {
-    __u64 win = 1ull << (8 * pn_len), hwin = win / 2, mask = win - 1;
-    __u64 cand = (expected & ~mask) | truncated;
-    if (cand + hwin <= expected && cand < (1ull << 62) - win)
-        return cand + win;
-    if (cand > expected + hwin && cand >= win)
-        return cand - win;
-    return cand;
-}
-
-static __always_inline __u64 csum_fold(__u64 s) {
-    s = (s & 0xffffffff) + (s >> 32);
-    s = (s & 0xffff) + (s >> 16);
-    s = (s & 0xffff) + (s >> 16);
-    return (s & 0xffff) + (s >> 16);
-}
-
-/* AES-ECB of the 16-byte sample at p under the header-protection key; mask bytes 0..4 in *m0 (byte 0)
- * and *m14 (bytes 1..4, big-endian). */
+/* AES-ECB of the 16-byte sample under the header-protection key (a working block of the scratch value). */
 static __always_inline int quic_hp_mask(struct quic_crypto *c, const struct nanobpf_quic_keys *keys, const __u8 *p,
                                         const __u8 *end, __u32 *m0, __u32 *m14) {
     if (p + 16 > end)
@@ -62,99 +24,6 @@ static __always_inline int quic_hp_mask(struct quic_crypto *c, const struct nano
     return 0;
 }
 
-/* The packet number field (pn_len bytes at p; 4 bytes readable) XORed with the mask's bytes 1..pn_len
- * (m14, big-endian), in place; returns the new field's value. Branch-free: the bytes after the field
- * are XORed with zero. */
-static __always_inline __u32 quic_pn_xor(__u8 *p, __u32 pn_len, __u32 m14) {
-    __u32 shift = 8 * (4 - pn_len), keep = ~0u << shift;
-    __u32 v = quic_load_be32(p) ^ (m14 & keep);
-    quic_store_be32(p, v);
-    return v >> shift;
-}
-
-#define QUIC_SEALED 100 /* quic_seal's success (its failures return XDP_DROP) */
-
-/* Offsets bounded for the verifier: every offset of a frame is below QUIC_MAX_FRAME. */
-#define BOUND(x) ((x) & 0x3fff)
-
-/* Sum of n big-endian 32-bit words at p (inside the packet: the caller checked). */
-static __always_inline __u64 csum_words(const __u8 *p, __u32 n) {
-    __u64 s = 0;
-    NB_UNROLL
-    for (__u32 i = 0; i < n; i++)
-        s += bpf_ntohl(*(__u32 *)(p + 4 * i));
-    return s;
-}
-
-/* Lengths and checksums after the QUIC packet changed size by delta bytes (+16 seal, -16 open):
- * UDP length, IPv4 total length (header checksum updated incrementally, RFC 1624) or IPv6 payload
- * length, then the UDP checksum from the pseudo-header, the UDP header and the given sum of the UDP
- * payload (folded, as if it started at an even offset). Returns 0 or -1 (bounds). */
-static __always_inline int quic_fix_lengths(struct xdp_md *ctx, const struct quic_pkt *pk, int delta, __u64 payload_sum) {
-    __u8 *data = (__u8 *)(long)ctx->data, *end = (__u8 *)(long)ctx->data_end;
-    __u8 *ip = data + BOUND(pk->l3), *udp = data + BOUND(pk->l4);
-    if (ip + 40 > end || udp + 8 > end)
-        return -1;
-    __u32 ulen = ((__u32)udp[4] << 8 | udp[5]) + delta;
-    udp[4] = ulen >> 8;
-    udp[5] = ulen;
-    /* pseudo-header length and protocol, then the UDP header: ports and length, checksum zero */
-    __u64 s = payload_sum + ulen + IPPROTO_UDP_ + ((__u32)udp[0] << 8 | udp[1]) + ((__u32)udp[2] << 8 | udp[3]) + ulen;
-    if (pk->ipv6) {
-        __u32 plen = ((__u32)ip[4] << 8 | ip[5]) + delta;
-        ip[4] = plen >> 8;
-        ip[5] = plen;
-        s += csum_words(ip + 8, 8); /* source and destination addresses */
-    } else {
-        __u32 old = (__u32)ip[2] << 8 | ip[3], total = old + delta;
-        ip[2] = total >> 8;
-        ip[3] = total;
-        __u64 hc = (__u16) ~((__u32)ip[10] << 8 | ip[11]);
-        hc = csum_fold(hc + (__u16)~old + total);
-        hc = (__u16)~hc;
-        ip[10] = hc >> 8;
-        ip[11] = hc;
-        s += csum_words(ip + 12, 2);
-    }
-    /* UDP sends a computed zero as 0xffff (zero means "no checksum"). Branch-free: a branch on the sum
-     * would make the verifier track every accumulator's range, and no two paths would look alike. */
-    __u32 c = (__u16)~csum_fold(s);
-    c |= ((c - 1) >> 16) & 0xffff;
-    udp[6] = c >> 8;
-    udp[7] = c;
-    return 0;
-}
-
-/* Bytes in the frame. The barrier keeps clang from folding the difference into a later expression
- * (scalar - pointer), which no verifier accepts. */
-static __always_inline long quic_frame_len(struct xdp_md *ctx) {
-    long len = (long)ctx->data_end - (long)ctx->data;
-    barrier_var(len);
-    return len;
-}
-
-static __always_inline __u64 swab16_if(__u64 folded, __u32 odd) {
-    return odd ? ((folded & 0xff) << 8 | folded >> 8) : folded;
-}
-
-/* The keys and IV for the packet's key phase: offset 0 (current) or 16/12 (next), or -1 when the next
- * keys are named but not installed. Long headers always use the current keys. */
-static __always_inline int quic_key_select(const struct nanobpf_quic_keys *keys, __u32 first, __u32 long_hdr) {
-    if (long_hdr || ((first >> 2) & 1) == (keys->key_phase & 1))
-        return 0;
-    return (keys->flags & 1) ? 1 : -1;
-}
-
-static __always_inline struct nanobpf_quic_pn_state *quic_pn_state(const struct nanobpf_quic_cid *cid) {
-    struct nanobpf_quic_pn_state *st = bpf_map_lookup_elem(&quic_pn, cid);
-    if (!st) {
-        struct nanobpf_quic_pn_state fresh = {};
-        bpf_map_update_elem(&quic_pn, cid, &fresh, BPF_NOEXIST);
-        st = bpf_map_lookup_elem(&quic_pn, cid);
-    }
-    return st;
-}
-
 /* Expand the AEAD key of the selected phase, build the GHASH tables, start the operation for pn and
  * hash the header (AAD) at hdr, hdr_len bytes (16 readable bytes must follow it). */
 static __always_inline int quic_aead_start(struct xdp_md *ctx, struct quic_crypto *c, const struct nanobpf_quic_keys *keys,
@@ -165,200 +34,69 @@ static __always_inline int quic_aead_start(struct xdp_md *ctx, struct quic_crypt
     return gcm_aad(ctx, c, hdr_off, hdr_len);
 }
 
-/* Make the frame exactly len bytes long (drops Ethernet padding, removes or adds room at the end). */
-static __always_inline int quic_set_len(struct xdp_md *ctx, __u32 len) {
-    return bpf_xdp_adjust_tail(ctx, (int)len - (int)quic_frame_len(ctx));
-}
-
-/* Open a protected packet (global function: verified once, whatever way the frame was parsed). */
-__noinline int quic_open(struct xdp_md *ctx, struct quic_pkt *pk, const struct nanobpf_quic_keys *keys,
-                         struct quic_crypto *c) {
-    if (!pk || !keys || !c)
-        return XDP_ABORTED;
+static __always_inline int quic_open_payload(struct xdp_md *ctx, struct quic_crypto *c,
+                                             const struct nanobpf_quic_keys *keys, int next, __u64 pn, __u32 q,
+                                             __u32 hdr_len, __u32 ct_off, __u32 ct_len, __u32 pkt_end, __u64 *sum) {
     __u8 *data = (__u8 *)(long)ctx->data, *end = (__u8 *)(long)ctx->data_end;
-    __u32 q = BOUND(pk->q), pn_off = BOUND(pk->pn_off), pkt_end = BOUND(pk->pkt_end);
-    if (pn_off + 4 + 16 > pkt_end) /* the sample must exist (RFC 9001 section 5.4.2) */
-        return quic_drop(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
-    __u32 m0, m14;
-    if (quic_hp_mask(c, keys, data + pn_off + 4, end, &m0, &m14))
-        return quic_drop(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
-    __u8 *first = data + q, *pnp = data + pn_off;
-    if (first + 1 > end || pnp + 4 > end)
-        return quic_drop(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
-    __u32 b0 = first[0] ^ (m0 & (pk->long_hdr ? 0x0f : 0x1f));
-    __u32 pn_len = (b0 & 3) + 1;
-    /* Unmask the header in place: the AAD is the unprotected header. If the tag fails the frame is
-     * dropped, so nothing modified here leaves. */
-    first[0] = b0;
-    __u64 trunc = quic_pn_xor(pnp, pn_len, m14);
-    int next = quic_key_select(keys, b0, pk->long_hdr);
-    if (next < 0)
-        return quic_drop(NANOBPF_QUIC_DROP_NO_KEYS);
-    struct nanobpf_quic_pn_state *st = quic_pn_state(&pk->cid);
-    __u64 pn = quic_decode_pn(st ? st->rx_next : 0, trunc, pn_len);
-    /* the header is parsed: what follows is the same for every packet-number length, key phase and
-     * decoding case, and is verified once (quic_launder) */
-    pn = quic_launder64(c, pn);
-    next = quic_launder(c, next, 1);
-    __u32 ct_off = quic_launder(c, pn_off + pn_len, QUIC_OFF_MASK), hdr_len = quic_launder(c, ct_off - q, 0xff);
-    if (ct_off + QUIC_TAG_LEN > pkt_end)
-        return quic_drop(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
-    __u32 ct_len = pkt_end - QUIC_TAG_LEN - ct_off;
-    if (ct_len > QUIC_MAX_BLOCKS * 16)
-        return quic_drop(NANOBPF_QUIC_DROP_OVERSIZE);
-    if (hdr_len > QUIC_MAX_AAD)
-        return quic_drop(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
     __u8 *t = data + BOUND(ct_off + ct_len);
     if (t + 16 > end)
-        return quic_drop(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
+        return QUIC_DROPPED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
     __u32 want[4] = {quic_load_be32(t), quic_load_be32(t + 4), quic_load_be32(t + 8), quic_load_be32(t + 12)};
     struct gcm_state *g = &c->g;
     if (quic_aead_start(ctx, c, keys, next, pn, q, hdr_len))
-        return quic_drop(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
+        return QUIC_DROPPED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
     __u64 hdr_sum = g->csum; /* the unprotected header: what leaves */
     g->csum = 0;
     /* the frame now ends where the ciphertext ends */
     if (quic_set_len(ctx, pkt_end - QUIC_TAG_LEN))
-        return quic_drop(NANOBPF_QUIC_DROP_TRUNCATED);
+        return QUIC_DROPPED(NANOBPF_QUIC_DROP_TRUNCATED);
     if (gcm_crypt_all(ctx, c, ct_off, 0) < 0)
-        return quic_drop(NANOBPF_QUIC_DROP_OVERSIZE);
+        return QUIC_DROPPED(NANOBPF_QUIC_DROP_OVERSIZE);
     __u64 payload_sum = g->csum;
     struct quic_block *tag = &c->blk[1];
     gcm_tag(c, g, hdr_len, ct_len, tag);
     if ((want[0] ^ tag->w[0]) | (want[1] ^ tag->w[1]) | (want[2] ^ tag->w[2]) | (want[3] ^ tag->w[3]))
-        return quic_drop(NANOBPF_QUIC_DROP_TAG_MISMATCH);
-
-    /* Authentic: remember the packet number, then fix lengths and checksum. */
-    st = quic_pn_state(&pk->cid);
-    if (st && pn + 1 > st->rx_next)
-        st->rx_next = pn + 1;
-    __u64 sum = csum_fold(hdr_sum) + swab16_if(csum_fold(payload_sum), hdr_len & 1);
-    if (quic_fix_lengths(ctx, pk, -QUIC_TAG_LEN, sum))
-        return quic_drop(NANOBPF_QUIC_DROP_TRUNCATED);
-    quic_count(&quic_stats, NANOBPF_QUIC_STAT_OPENED);
-    return XDP_PASS;
+        return QUIC_DROPPED(NANOBPF_QUIC_DROP_TAG_MISMATCH);
+    *sum = csum_fold(hdr_sum) + swab16_if(csum_fold(payload_sum), hdr_len & 1);
+    return 0;
 }
 
-/* Seal a packet from the host (global function, like quic_open). */
-__noinline int quic_seal(struct xdp_md *ctx, struct quic_pkt *pk, const struct nanobpf_quic_keys *keys,
-                         struct quic_crypto *c) {
-    if (!pk || !keys || !c)
-        return XDP_ABORTED;
-    __u32 q = BOUND(pk->q), pn_off = BOUND(pk->pn_off), pkt_end = BOUND(pk->pkt_end);
-    /* room for the tag: the AAD reads whole blocks, 16 bytes must follow the header */
-    if (quic_set_len(ctx, pkt_end + QUIC_TAG_LEN))
-        return quic_drop(NANOBPF_QUIC_DROP_OVERSIZE);
-    __u8 *data = (__u8 *)(long)ctx->data, *end = (__u8 *)(long)ctx->data_end;
-    __u8 *first = data + q, *pnp = data + pn_off;
-    if (first + 1 > end || pnp + 4 > end)
-        return quic_drop(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
-    __u32 b0 = first[0], pn_len = (b0 & 3) + 1;
-    /* the sample (16 bytes from 4 bytes after the packet number starts) must lie inside the packet */
-    if (pn_off + 4 + 16 > pkt_end + QUIC_TAG_LEN)
-        return quic_drop(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
-    __u64 trunc = quic_load_be32(pnp) >> (8 * (4 - pn_len));
-    int next = quic_key_select(keys, b0, pk->long_hdr);
-    if (next < 0)
-        return quic_drop(NANOBPF_QUIC_DROP_NO_KEYS);
-    struct nanobpf_quic_pn_state *st = quic_pn_state(&pk->cid);
-    __u64 pn = quic_decode_pn(st ? st->tx_next : 0, trunc, pn_len);
-    if (st && pn + 1 > st->tx_next)
-        st->tx_next = pn + 1;
-    /* verified once from here on, whatever the packet-number length, key phase and decoding case */
-    pn = quic_launder64(c, pn);
-    next = quic_launder(c, next, 1);
-    pn_len = quic_launder(c, pn_len - 1, 3) + 1;
-    __u32 ct_off = quic_launder(c, pn_off + pn_len, QUIC_OFF_MASK), hdr_len = quic_launder(c, ct_off - q, 0xff);
-    if (ct_off > pkt_end)
-        return quic_drop(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
-    __u32 pt_len = pkt_end - ct_off;
-    if (pt_len > QUIC_MAX_BLOCKS * 16)
-        return quic_drop(NANOBPF_QUIC_DROP_OVERSIZE);
-    if (hdr_len > QUIC_MAX_AAD)
-        return quic_drop(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
+static __always_inline int quic_seal_payload(struct xdp_md *ctx, struct quic_crypto *c,
+                                             const struct nanobpf_quic_keys *keys, int next, __u64 pn, __u32 q,
+                                             __u32 hdr_len, __u32 ct_off, __u32 pt_len, __u32 pkt_end,
+                                             __u64 *hdr_sum, __u64 *body_sum) {
     struct gcm_state *g = &c->g;
     if (quic_aead_start(ctx, c, keys, next, pn, q, hdr_len))
-        return quic_drop(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
-    __u64 hdr_sum = g->csum; /* the unprotected header; header protection changes it below */
+        return QUIC_DROPPED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
+    *hdr_sum = g->csum; /* the unprotected header; header protection changes it afterwards */
     g->csum = 0;
     /* encrypt with the frame ending where the plaintext ends, then add the tag */
     if (quic_set_len(ctx, pkt_end))
-        return quic_drop(NANOBPF_QUIC_DROP_TRUNCATED);
+        return QUIC_DROPPED(NANOBPF_QUIC_DROP_TRUNCATED);
     if (gcm_crypt_all(ctx, c, ct_off, 1) < 0)
-        return quic_drop(NANOBPF_QUIC_DROP_OVERSIZE);
+        return QUIC_DROPPED(NANOBPF_QUIC_DROP_OVERSIZE);
     __u64 payload_sum = g->csum;
     struct quic_block *tag = &c->blk[1];
     gcm_tag(c, g, hdr_len, pt_len, tag);
     if (quic_set_len(ctx, pkt_end + QUIC_TAG_LEN))
-        return quic_drop(NANOBPF_QUIC_DROP_OVERSIZE);
-    data = (__u8 *)(long)ctx->data;
-    end = (__u8 *)(long)ctx->data_end;
+        return QUIC_DROPPED(NANOBPF_QUIC_DROP_OVERSIZE);
+    __u8 *data = (__u8 *)(long)ctx->data, *end = (__u8 *)(long)ctx->data_end;
     __u8 *t = data + BOUND(ct_off + pt_len);
     if (t + 16 > end)
-        return quic_drop(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
+        return QUIC_DROPPED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
     *(__u32 *)t = bpf_htonl(tag->w[0]);
     *(__u32 *)(t + 4) = bpf_htonl(tag->w[1]);
     *(__u32 *)(t + 8) = bpf_htonl(tag->w[2]);
     *(__u32 *)(t + 12) = bpf_htonl(tag->w[3]);
-
-    __u32 m0, m14;
-    if (quic_hp_mask(c, keys, data + BOUND(pn_off + 4), end, &m0, &m14))
-        return quic_drop(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
-    first = data + q;
-    pnp = data + pn_off;
-    if (first + 1 > end || pnp + 4 > end)
-        return quic_drop(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
-    /* apply header protection; the header sum takes each changed byte out (adding its complement)
-     * and the new one in, at its position (the first byte is at an even offset of the payload) */
-    __u32 nb0 = b0 ^ (m0 & (pk->long_hdr ? 0x0f : 0x1f));
-    first[0] = nb0;
-    hdr_sum += (nb0 << 8) + (0xffff - (b0 << 8));
-    /* the packet number bytes as two 16-bit words from pnp, swapped when pnp is at an odd offset */
-    __u32 ob = quic_load_be32(pnp), nbw = quic_pn_xor(pnp, pn_len, m14) << (8 * (4 - pn_len));
-    nbw |= ob & ~(~0u << (8 * (4 - pn_len)));
-    __u64 pn_sum = (nbw >> 16) + (nbw & 0xffff) + (0xffff - (ob >> 16)) + (0xffff - (ob & 0xffff));
-    hdr_sum += swab16_if(csum_fold(pn_sum), (pn_off - q) & 1);
     __u64 tag_sum = (__u64)tag->w[0] + tag->w[1] + tag->w[2] + tag->w[3];
     /* payload and tag sums, each swapped when it starts at an odd offset of the UDP payload */
-    __u64 sum = csum_fold(hdr_sum) + swab16_if(csum_fold(payload_sum), hdr_len & 1) +
-                swab16_if(csum_fold(tag_sum), (hdr_len + pt_len) & 1);
-    if (quic_fix_lengths(ctx, pk, QUIC_TAG_LEN, sum))
-        return quic_drop(NANOBPF_QUIC_DROP_TRUNCATED);
-    quic_count(&quic_stats, NANOBPF_QUIC_STAT_SEALED);
-    return QUIC_SEALED;
-}
-
-/* Where frames from the host go when they are not dropped. */
-static __always_inline int quic_to_network(const struct nanobpf_quic_config *cfg) {
-    return cfg->net_ifindex ? bpf_redirect(cfg->net_ifindex, 0) : XDP_TX;
+    *body_sum = swab16_if(csum_fold(payload_sum), hdr_len & 1) + swab16_if(csum_fold(tag_sum), (hdr_len + pt_len) & 1);
+    return 0;
 }
 
 SEC("xdp")
 int xdp_quic(struct xdp_md *ctx) {
-    __u32 zero = 0;
-    struct nanobpf_quic_config *cfg = bpf_map_lookup_elem(&quic_config, &zero);
-    struct quic_crypto *c = bpf_map_lookup_elem(&quic_scratch, &zero);
-    if (!cfg || !c)
-        return XDP_ABORTED;
-    int from_host = cfg->host_ifindex && ctx->ingress_ifindex == cfg->host_ifindex;
-    struct quic_pkt pk = {};
-    int cls = quic_classify(ctx, cfg, c, &pk, from_host ? QUIC_TAG_LEN : 0);
-    if (cls < 0)
-        return quic_drop(QUIC_DROPPED(0) - cls);
-    const struct nanobpf_quic_keys *keys = NULL;
-    if (cls == QUIC_CANDIDATE) {
-        keys = bpf_map_lookup_elem(&nanobpf_quic_keys, &pk.cid);
-        cls = keys ? NANOBPF_QUIC_STAT_ONE_RTT : NANOBPF_QUIC_STAT_UNKNOWN_CID;
-        if (keys && pk.pkt_end != pk.udp_end)
-            cls = NANOBPF_QUIC_STAT_LONG_HEADER, keys = NULL; /* coalesced packets follow: the host's */
-    }
-    quic_count(&quic_stats, cls);
-    if (!keys)
-        return from_host ? quic_to_network(cfg) : XDP_PASS;
-    if (!from_host)
-        return quic_open(ctx, &pk, keys, c);
-    int rc = quic_seal(ctx, &pk, keys, c);
-    return rc == QUIC_SEALED ? quic_to_network(cfg) : rc;
+    return quic_xdp(ctx);
 }
 
 char _license[] SEC("license") = "GPL";

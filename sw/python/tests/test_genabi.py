@@ -72,6 +72,10 @@ BAD = {
                                "outside the vendor range"),
     "misaligned field": ('[[struct]]\nname = "s"\ndesc = "d"\nfields = [{ name = "a", type = "u8", desc = "d" },'
                          '{ name = "b", type = "u32", desc = "d" }]\n', "misaligned"),
+    "memory argument without size": ('[[helper]]\nid = 1\nname = "a"\nret = "integer"\nargs = ["mem_rw", "anything"]\n'
+                                     'desc = "d"\n', "followed by 'size'"),
+    "size without memory argument": ('[[helper]]\nid = 1\nname = "a"\nret = "integer"\nargs = ["size", "anything"]\n'
+                                     'desc = "d"\n', "'size' must follow a memory argument"),
     "bad type": ('[[struct]]\nname = "s"\ndesc = "d"\nfields = [{ name = "a", type = "float", desc = "d" }]\n',
                  "unknown type"),
 }

@@ -1,0 +1,33 @@
+/* The crypto behind the QUIC packet protection helpers (quic_aead_seal, quic_aead_open, quic_hp_mask):
+ * AES-128 of one block and AES-128-GCM with a 96-bit nonce and a 16-byte tag, as RFC 9001 sections 5.3
+ * and 5.4.3 use them (NIST SP 800-38D). helpers.c builds the nonce and checks every range; the
+ * functions here only compute.
+ *
+ * One implementation is linked per platform: aead_soft.c (software, every platform today). The device
+ * can swap it for the AEAD engine (issue 7) without touching the helpers. Keys are passed as bytes on
+ * every call; an implementation may cache expanded keys, callers keep no state between calls. */
+#ifndef NANOBPF_EBPF_AEAD_H
+#define NANOBPF_EBPF_AEAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define EBPF_AEAD_KEY_LEN 16
+#define EBPF_AEAD_NONCE_LEN 12
+#define EBPF_AEAD_TAG_LEN 16
+
+/* out = AES-128 of in under key (FIPS 197); in and out may be the same block. */
+void ebpf_aes128_encrypt_block(const uint8_t key[EBPF_AEAD_KEY_LEN], const uint8_t in[16], uint8_t out[16]);
+
+/* AES-128-GCM encryption: text (len bytes) is encrypted in place, the tag over aad (aad_len bytes,
+ * may be 0) and the ciphertext is written to tag. aad, text and tag must not overlap. */
+void ebpf_aead_seal(const uint8_t key[EBPF_AEAD_KEY_LEN], const uint8_t nonce[EBPF_AEAD_NONCE_LEN],
+                    const uint8_t *aad, size_t aad_len, uint8_t *text, size_t len, uint8_t tag[EBPF_AEAD_TAG_LEN]);
+
+/* AES-128-GCM decryption: text (len bytes of ciphertext) is decrypted in place. Returns 0 when tag
+ * authenticates aad and the ciphertext, -1 otherwise; text then holds unauthenticated plaintext, which
+ * the caller must not deliver. */
+int ebpf_aead_open(const uint8_t key[EBPF_AEAD_KEY_LEN], const uint8_t nonce[EBPF_AEAD_NONCE_LEN],
+                   const uint8_t *aad, size_t aad_len, uint8_t *text, size_t len, const uint8_t tag[EBPF_AEAD_TAG_LEN]);
+
+#endif

@@ -1,0 +1,226 @@
+"""The QUIC packet protection device helpers (quic_aead_seal, quic_aead_open, quic_hp_mask;
+firmware/ebpf/helpers.c) at run time, on the device interpreter and the JIT (qemu-riscv64): results
+against the Python `cryptography` library (RFC 9001 5.3 nonce, AAD = header, tag after the payload;
+5.4.3 mask), and every run-time check with its documented code - bad request size, flags, header and
+payload lengths, packet numbers of 2^62 and more, ranges outside the frame (overflowing sums
+included), next-phase keys missing, forged tags - leaving the frame untouched on errors.
+
+A small program runs one helper per frame with the request, size and block taken from a map and
+stores the helper's result in another. Needs `make ebpf-tools`."""
+import platform
+import struct
+import subprocess
+
+import pytest
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+import nanobpf_ebpf_defs as abi
+from nanobpf import BUILD, ROOT
+from nanobpf.ebpf import device
+from nanobpf.quic.vectors import A2_HEADER, A2_PROTECTED, CLIENT_KEYS
+
+PROG = r"""#include "nanobpf_xdp.h"
+#include "nanobpf_helpers.h"
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 4);
+    __type(key, struct nanobpf_quic_cid);
+    __type(value, struct nanobpf_quic_keys);
+} nanobpf_quic_keys SEC(".maps");
+struct cmd {
+    __u32 op;   /* 1 seal, 2 open, 3 header-protection mask */
+    __u32 size; /* request or block size - 1 (the verifier needs a bounded size of at least 1) */
+    struct nanobpf_aead_req req;
+    __u8 block[16];
+};
+struct result {
+    __s64 rc;
+    __u8 block[16];
+};
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct cmd);
+} cmd SEC(".maps");
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct result);
+} result SEC(".maps");
+SEC("xdp")
+int prog(struct xdp_md *ctx) {
+    __u32 zero = 0;
+    struct nanobpf_quic_cid cid = {};
+    struct cmd *c = bpf_map_lookup_elem(&cmd, &zero);
+    struct result *r = bpf_map_lookup_elem(&result, &zero);
+    const struct nanobpf_quic_keys *keys = bpf_map_lookup_elem(&nanobpf_quic_keys, &cid);
+    if (!c || !r || !keys)
+        return XDP_ABORTED;
+    if (c->op == 3) {
+        __builtin_memcpy(r->block, c->block, sizeof r->block);
+        r->rc = bpf_quic_hp_mask(keys, r->block, (c->size & 15) + 1);
+    } else if (c->op == 1) {
+        r->rc = bpf_quic_aead_seal(ctx, keys, &c->req, (c->size & 31) + 1);
+    } else {
+        r->rc = bpf_quic_aead_open(ctx, keys, &c->req, (c->size & 31) + 1);
+    }
+    return XDP_PASS;
+}
+char _license[] SEC("license") = "GPL";
+"""
+SEAL, OPEN, HP = 1, 2, 3
+REQ = abi.STRUCTS["aead_req"]
+EINVAL, EBADMSG, ENOKEY = abi.NANOBPF_EINVAL, abi.NANOBPF_EBADMSG, abi.NANOBPF_ENOKEY
+NEXT = abi.NANOBPF_AEAD_NEXT_PHASE
+KEY, KEY_NEXT = bytes(range(16)), bytes(range(100, 116))
+IV, IV_NEXT = bytes.fromhex("0123456789abcdef00112233"), bytes.fromhex("a0a1a2a3a4a5a6a7a8a9aaab")
+HP_KEY = CLIENT_KEYS.hp  # RFC 9001 A.2's client header-protection key
+
+
+@pytest.fixture(scope="module")
+def obj(tmp_path_factory):
+    d = tmp_path_factory.mktemp("helpers")
+    (d / "p.c").write_text(PROG)
+    subprocess.run(["clang", "-O2", "-g", "-target", "bpf", "-Wall", "-Werror",
+                    f"-I/usr/include/{platform.machine()}-linux-gnu", f"-I{ROOT}/sw/ebpf/include",
+                    f"-I{BUILD}/generated/include", "-c", str(d / "p.c"), "-o", str(d / "p.o")], check=True)
+    return d / "p.o"
+
+
+@pytest.fixture(params=["interp", "jit"])
+def dev(request, obj):
+    ok, why = device.available(jit=request.param == "jit")
+    if not ok:
+        pytest.skip(why)
+    with device.DeviceXdp(obj, jit=request.param == "jit") as d:
+        set_keys(d, next_keys=True)
+        yield d
+
+
+def set_keys(d, next_keys):
+    value = struct.pack(abi.STRUCTS["quic_keys"].fmt, 0, 1 if next_keys else 0, 0, 0, KEY + KEY_NEXT, IV + IV_NEXT,
+                        HP_KEY, b"")
+    d.map_update(abi.KEYTABLE_MAP_NAME, bytes(abi.STRUCTS["quic_cid"].size), value)
+
+
+def run(d, op, frame, hdr_off=0, hdr_len=0, payload_len=0, flags=0, pn=0, size=None, block=bytes(16)):
+    """Run one helper over frame: (result code, frame after, result block)."""
+    size = (REQ.size if op != HP else 16) if size is None else size
+    req = struct.pack(REQ.fmt, hdr_off, hdr_len, payload_len, flags, pn)
+    d.map_update("cmd", bytes(4), struct.pack("<II", op, size - 1) + req + block)
+    action, out = d.run(frame)
+    assert action == 2  # XDP_PASS
+    rc, got_block = struct.unpack("<q16s", d.map_lookup("result", bytes(4)))
+    return rc, out, got_block
+
+
+def nonce(iv, pn):
+    return bytes(a ^ b for a, b in zip(iv, pn.to_bytes(12, "big")))
+
+
+def frame_with(hdr, body, pre=b"", post=b""):
+    return pre + hdr + body + post
+
+
+@pytest.mark.parametrize("n", [0, 1, 15, 16, 17, 100, 1200, 2048])
+def test_seal_then_open_match_cryptography(dev, n):
+    pre, hdr = bytes(range(14)), b"\x41" + bytes(range(8, 20))  # the header somewhere inside the frame
+    plain, pn = bytes((7 * i) & 0xff for i in range(n)), 0x1234567
+    frame = frame_with(hdr, plain + bytes(16), pre, b"\xee" * 3)
+    rc, out, _ = run(dev, SEAL, frame, len(pre), len(hdr), n, pn=pn)
+    sealed = AESGCM(KEY).encrypt(nonce(IV, pn), plain, hdr)
+    assert rc == 0
+    assert out == frame_with(hdr, sealed, pre, b"\xee" * 3)
+    rc, back, _ = run(dev, OPEN, out, len(pre), len(hdr), n, pn=pn)
+    assert rc == 0 and back == frame_with(hdr, plain + sealed[-16:], pre, b"\xee" * 3)
+
+
+def test_next_phase_keys(dev):
+    hdr, plain, pn = b"\x45" + bytes(8) + b"\x07", b"next phase" * 5, (1 << 62) - 1
+    rc, out, _ = run(dev, SEAL, hdr + plain + bytes(16), 0, len(hdr), len(plain), NEXT, pn)
+    assert rc == 0 and out == hdr + AESGCM(KEY_NEXT).encrypt(nonce(IV_NEXT, pn), plain, hdr)
+    rc, back, _ = run(dev, OPEN, out, 0, len(hdr), len(plain), NEXT, pn)
+    assert rc == 0 and back[:len(hdr) + len(plain)] == hdr + plain
+
+
+def test_forged_tag_ciphertext_or_header_is_ebadmsg(dev):
+    hdr, plain, pn = b"\x40" + bytes(range(8)) + b"\x01", bytes(range(50)), 9
+    sealed = hdr + AESGCM(KEY).encrypt(nonce(IV, pn), plain, hdr)
+    for pos in (len(sealed) - 1, len(sealed) - 16, len(hdr) + 3, 0):
+        bad = bytearray(sealed)
+        bad[pos] ^= 0x04
+        rc, out, _ = run(dev, OPEN, bytes(bad), 0, len(hdr), len(plain), pn=pn)
+        assert rc == -EBADMSG, pos
+        # decrypted in place all the same: unauthenticated plaintext, which the program must drop
+        ct = bytes(bad[len(hdr):-16])
+        ctr = Cipher(algorithms.AES(KEY), modes.CTR(nonce(IV, pn) + b"\0\0\0\2")).decryptor().update(ct)
+        assert out == bytes(bad[:len(hdr)]) + ctr + bytes(bad[-16:]), pos
+    rc, _, _ = run(dev, OPEN, sealed, 0, len(hdr), len(plain), pn=pn + 1)  # another nonce
+    assert rc == -EBADMSG
+
+
+def test_header_protection_mask(dev):
+    sample = A2_PROTECTED[len(A2_HEADER):len(A2_HEADER) + 16]  # A.2: 4-byte packet number ends the header
+    assert sample.hex() == "d1b1c98dd7689fb8ec11d242b123dc9b"
+    rc, out, block = run(dev, HP, b"\x00" * 20, block=sample)
+    assert rc == 0 and out == b"\x00" * 20  # the packet is not touched
+    assert block == Cipher(algorithms.AES(HP_KEY), modes.ECB()).encryptor().update(sample)
+    assert block[:5] == bytes.fromhex("437b9aec36")  # the RFC's mask
+
+
+@pytest.mark.parametrize("size", [1, 8, 15])
+def test_header_protection_size_not_16_is_einval(dev, size):
+    sample = bytes(range(16))
+    rc, _, block = run(dev, HP, b"\x00" * 20, size=size, block=sample)
+    assert rc == -EINVAL and block == sample
+
+
+FRAME = 64  # bytes in the frames of the range checks
+# (name, request fields, expected code): each on a 64-byte frame; the valid request is header 10 at
+# offset 4, payload 34, tag at 48..63 (the frame's last byte)
+BAD = [
+    ("valid", {}, 0),
+    ("size 23", {"size": 23}, -EINVAL),
+    ("size 25", {"size": 25}, -EINVAL),
+    ("size 32", {"size": 32}, -EINVAL),
+    ("unknown flag", {"flags": 2}, -EINVAL),
+    ("all flags", {"flags": 0xffffffff}, -EINVAL),
+    ("empty header", {"hdr_len": 0, "payload_len": 44}, -EINVAL),
+    ("header 256", {"hdr_off": 0, "hdr_len": 256, "payload_len": 0}, -EINVAL),
+    ("payload 2049", {"payload_len": 2049}, -EINVAL),
+    ("pn 2^62", {"pn": 1 << 62}, -EINVAL),
+    ("pn 2^64-1", {"pn": (1 << 64) - 1}, -EINVAL),
+    ("tag one byte past the end", {"payload_len": 35}, -EINVAL),
+    ("header past the end", {"hdr_off": 60}, -EINVAL),
+    ("offset 2^32-1", {"hdr_off": 0xffffffff, "hdr_len": 1, "payload_len": 0}, -EINVAL),
+    ("sum wraps 32 bits", {"hdr_off": 0xfffffff0, "hdr_len": 16, "payload_len": 16}, -EINVAL),
+    ("next keys missing", {"flags": NEXT}, -ENOKEY),
+    ("bad range before missing keys", {"flags": NEXT, "payload_len": 2049}, -EINVAL),
+]
+
+
+@pytest.mark.parametrize("op", [SEAL, OPEN], ids=["seal", "open"])
+@pytest.mark.parametrize("name,fields,want", BAD, ids=[b[0] for b in BAD])
+def test_request_checks(dev, op, name, fields, want):
+    set_keys(dev, next_keys=False)
+    frame = bytes((i * 37 + 11) & 0xff for i in range(FRAME))
+    args = {"hdr_off": 4, "hdr_len": 10, "payload_len": 34, "flags": 0, "pn": 77, "size": None, **fields}
+    if op == OPEN and want == 0:
+        want = -EBADMSG  # the ranges are right, the frame's bytes are no sealed packet
+    rc, out, _ = run(dev, op, frame, **args)
+    assert rc == want, name
+    if want in (-EINVAL, -ENOKEY):
+        assert out == frame, f"{name}: the frame was written"
+    elif op == SEAL:
+        hdr, plain = frame[4:14], frame[14:48]
+        assert out == frame[:4] + hdr + AESGCM(KEY).encrypt(nonce(IV, 77), plain, hdr)
+
+
+def test_largest_header_and_payload(dev):
+    hdr, plain, pn = bytes(range(255)), bytes(2048), 5
+    frame = hdr + plain + bytes(16)
+    rc, out, _ = run(dev, SEAL, frame, 0, 255, 2048, pn=pn)
+    assert rc == 0 and out == hdr + AESGCM(KEY).encrypt(nonce(IV, pn), plain, hdr)

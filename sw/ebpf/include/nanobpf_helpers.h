@@ -1,0 +1,35 @@
+/* The device (vendor) helpers for eBPF programs, declared as libbpf's bpf_helper_defs.h declares the
+ * Linux ones. Ids, the request struct, flags and error numbers come from the generated ABI header
+ * (hw/defs/ebpf.toml, docs/ebpf-abi.md); this file only gives them C prototypes. Linux has none of
+ * these helpers: a program that calls one loads on NanoBPF only. */
+#ifndef NANOBPF_HELPERS_H
+#define NANOBPF_HELPERS_H
+
+#include <linux/bpf.h>
+#include "nanobpf_ebpf_defs.h"
+
+/* The core's cycle counter. */
+static __u64 (*bpf_nanobpf_cycles)(void) = (void *)NANOBPF_HELPER_NANOBPF_CYCLES;
+
+/* AES-128-GCM seal in place (RFC 9001 5.3) with the keys of a key table value (keys: the non-NULL
+ * result of bpf_map_lookup_elem(&nanobpf_quic_keys, ...), unmodified): encrypts req->payload_len bytes
+ * following the header at req->hdr_off (req->hdr_len bytes, the associated data) and writes the 16-byte
+ * tag after them. req_size must be sizeof(struct nanobpf_aead_req). Returns 0, -NANOBPF_EINVAL or
+ * -NANOBPF_ENOKEY; nothing is written on an error. */
+static long (*bpf_quic_aead_seal)(struct xdp_md *ctx, const struct nanobpf_quic_keys *keys,
+                                  const struct nanobpf_aead_req *req, __u32 req_size) =
+    (void *)NANOBPF_HELPER_QUIC_AEAD_SEAL;
+
+/* AES-128-GCM open in place: decrypts req->payload_len bytes after the header and checks the tag
+ * that follows them. Returns 0, -NANOBPF_EBADMSG (the payload then holds unauthenticated plaintext:
+ * drop the packet), -NANOBPF_EINVAL or -NANOBPF_ENOKEY (nothing written). */
+static long (*bpf_quic_aead_open)(struct xdp_md *ctx, const struct nanobpf_quic_keys *keys,
+                                  const struct nanobpf_aead_req *req, __u32 req_size) =
+    (void *)NANOBPF_HELPER_QUIC_AEAD_OPEN;
+
+/* Header protection (RFC 9001 5.4.3): block := AES-128-ECB(keys->hp, block), block being 16 bytes
+ * (size must be NANOBPF_AEAD_HP_BLOCK_LEN). Returns 0 or -NANOBPF_EINVAL. */
+static long (*bpf_quic_hp_mask)(const struct nanobpf_quic_keys *keys, void *block, __u32 size) =
+    (void *)NANOBPF_HELPER_QUIC_HP_MASK;
+
+#endif
