@@ -30,4 +30,15 @@ void ebpf_aead_seal(const uint8_t key[EBPF_AEAD_KEY_LEN], const uint8_t nonce[EB
 int ebpf_aead_open(const uint8_t key[EBPF_AEAD_KEY_LEN], const uint8_t nonce[EBPF_AEAD_NONCE_LEN],
                    const uint8_t *aad, size_t aad_len, uint8_t *text, size_t len, const uint8_t tag[EBPF_AEAD_TAG_LEN]);
 
+/* The platform's AEAD engine, which the helpers try first (platform/device.c: the hardware engine of
+ * docs/aead.md; elsewhere there is none). keys is the key table value (struct nanobpf_quic_keys) the
+ * program passed, next selects its next-phase key and IV, pn the packet number (the engine makes the
+ * nonce). Returns 0 when done (open: the tag verified), 1 when open found a tag mismatch (the text then
+ * holds unauthenticated plaintext), -1 when the engine cannot take the request (no engine, keys outside
+ * its key table storage, data outside its packet memory): the caller computes in software. */
+int ebpf_aead_engine(int seal, const void *keys, int next, uint64_t pn, const uint8_t *aad, size_t aad_len,
+                     uint8_t *text, size_t len);
+/* block := AES-128-ECB(keys->hp, block) on the engine: 0, or -1 (compute in software). */
+int ebpf_hp_engine(const void *keys, uint8_t block[16]);
+
 #endif

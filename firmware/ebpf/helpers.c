@@ -135,6 +135,9 @@ static int64_t quic_aead(U64 ctx, U64 keys, U64 req_addr, U64 req_size, int seal
         return -NANOBPF_EINVAL;
     int next = (r.flags & NANOBPF_AEAD_NEXT_PHASE) != 0;
     if (next && !(k->flags & 1)) return -NANOBPF_ENOKEY;
+    uint8_t *text = PTR(x->data + r.hdr_off + r.hdr_len);
+    int hw = ebpf_aead_engine(seal, k, next, r.pn, PTR(x->data + r.hdr_off), r.hdr_len, text, r.payload_len);
+    if (hw >= 0) return seal || hw == 0 ? 0 : -NANOBPF_EBADMSG;
     /* nonce = IV XOR the packet number, big-endian and left-padded to 12 bytes (RFC 9001 5.3) */
     const uint8_t *key = k->key + (next ? 16 : 0), *iv = k->iv + (next ? 12 : 0);
     uint8_t nonce[EBPF_AEAD_NONCE_LEN];
@@ -159,6 +162,7 @@ static U64 h_quic_hp_mask(U64 keys, U64 block, U64 size, U64 a4, U64 a5) {
     (void)a4; (void)a5;
     if (size != NANOBPF_AEAD_HP_BLOCK_LEN) return (U64)(int64_t)-NANOBPF_EINVAL;
     const struct nanobpf_quic_keys *k = PTR(keys);
+    if (ebpf_hp_engine(k, PTR(block)) == 0) return 0;
     ebpf_aes128_encrypt_block(k->hp, PTR(block), PTR(block));
     return 0;
 }

@@ -35,7 +35,9 @@ def test_bench_workloads_agree_on_cva6():
 def test_quic_protection_on_cva6():
     """bench_quic (AES-128-GCM and header protection, sw/ebpf/bench/bench_quic.c) verified and
     JIT-compiled on the core, then sealed and opened natively, by the JIT and by the interpreter: the
-    same sealed bytes everywhere, the plaintext back, a forged tag dropped (quic_bench-quick)."""
+    same sealed bytes everywhere, the plaintext back, a forged tag dropped (quic_bench-quick). Then
+    bench_quic_hw, the same work through the device helpers with keys from the key table: on the
+    AEAD engine (frame in packet memory) and in software (frame in main memory), the same bytes."""
     r = sim.run(1, "quic_bench-quick", max_cycles=60_000_000, timeout=1800)
     assert r.returncode == 0 and r.bus_errors == 0, r.output
     out = r.lines(0)
@@ -44,3 +46,8 @@ def test_quic_protection_on_cva6():
     runs = {(m["size"], m["mode"]) for m in (re.match(r"BENCH workload=quic size=(?P<size>\d+) mode=(?P<mode>\w+)", line)
                                              for line in out) if m}
     assert runs == {(s, m) for s in ("64", "200") for m in ("native", "interp", "jit")}
+    # the same work through the device helpers (bench_quic_hw): on the AEAD engine from packet memory,
+    # in software from main memory; each sealed to native bench_quic's bytes and opened back
+    hw = {(m["size"], m["mode"]) for m in (re.match(r"BENCH workload=quic_hw size=(?P<size>\d+) mode=(?P<mode>\w+)", line)
+                                           for line in out) if m}
+    assert hw == {(s, m) for s in ("64", "200") for m in ("jit_engine", "jit_aead_sw")}

@@ -6,6 +6,11 @@
 bench_quic_image:
     .incbin "bench_quic.nbpf"
 bench_quic_image_end:
+    .balign 8
+    .global bench_quic_hw_image, bench_quic_hw_image_end
+bench_quic_hw_image:
+    .incbin "bench_quic_hw.nbpf"
+bench_quic_hw_image_end:
 #ifdef QUIC_BENCH_RFC
     .balign 8
     .global xdp_quic_image, xdp_quic_image_end

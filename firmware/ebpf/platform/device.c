@@ -2,7 +2,9 @@
  * memory (which is executable, so JIT code lives there too), the core's cycle counter and console. */
 #include <stdlib.h>
 #include <stdio.h>
+#include "aead.h"
 #include "ebpf.h"
+#include "nanobpf_aead.h"
 #include "nanobpf.h"
 
 void *ebpf_alloc(size_t size) { return calloc(1, size ? size : 1); }
@@ -29,4 +31,38 @@ void ebpf_console_write(const char *s, size_t n) {
 uint8_t *ebpf_keytable_values(void) {
     _Static_assert(2 * NANOBPF_KEYTABLE_ENTRIES * NANOBPF_QUIC_KEYS_SIZE <= NANOBPF_KEYTABLE_SIZE, "key table storage too small");
     return (uint8_t *)(uintptr_t)NANOBPF_KEYTABLE_BASE;
+}
+
+/* The AEAD engine (docs/aead.md) behind the QUIC helpers: the keys must be a slot of its key table
+ * storage (the key table map keeps its values there) and the data in packet memory; otherwise, or when
+ * the engine refuses, the helpers compute in software. The header-protection block usually lives on
+ * the program's stack, so it goes through this hart's 32 bytes at the top of packet memory. */
+static int keys_slot(const void *keys) {
+    uintptr_t a = (uintptr_t)keys;
+    if (a < NANOBPF_KEYTABLE_BASE || a - NANOBPF_KEYTABLE_BASE >= 2u * NANOBPF_KEYTABLE_ENTRIES * NANOBPF_QUIC_KEYS_SIZE ||
+        (a - NANOBPF_KEYTABLE_BASE) % NANOBPF_QUIC_KEYS_SIZE)
+        return -1;
+    return (int)((a - NANOBPF_KEYTABLE_BASE) / NANOBPF_QUIC_KEYS_SIZE);
+}
+
+int ebpf_aead_engine(int seal, const void *keys, int next, uint64_t pn, const uint8_t *aad, size_t aad_len,
+                     uint8_t *text, size_t len) {
+    int slot = keys_slot(keys);
+    if (slot < 0 || !nb_in_packet_mem(aad, aad_len) || !nb_in_packet_mem(text, len + 16)) return -1;
+    struct nb_aead_req r = {seal ? NB_AEAD_SEAL : NB_AEAD_OPEN, (unsigned)slot, next, aad, (unsigned)aad_len, text,
+                            (unsigned)len, pn};
+    int st = nb_aead_run(&r, NULL);
+    return st == NANOBPF_AEAD_STATUS_OK ? 0 : st == NANOBPF_AEAD_STATUS_TAG_MISMATCH && !seal ? 1 : -1;
+}
+
+int ebpf_hp_engine(const void *keys, uint8_t block[16]) {
+    int slot = keys_slot(keys);
+    if (slot < 0) return -1;
+    volatile uint8_t *scratch = (volatile uint8_t *)(uintptr_t)(NANOBPF_PACKET_MEM_BASE + NANOBPF_PACKET_MEM_SIZE -
+                                                                32u * (ebpf_cpu_id() + 1));
+    for (int i = 0; i < 16; i++) scratch[i] = block[i];
+    struct nb_aead_req r = {NB_AEAD_HP_MASK, (unsigned)slot, 0, (const void *)scratch, 0, (void *)(scratch + 16), 0, 0};
+    if (nb_aead_run(&r, NULL) != NANOBPF_AEAD_STATUS_OK) return -1;
+    for (int i = 0; i < 16; i++) block[i] = scratch[16 + i];
+    return 0;
 }
