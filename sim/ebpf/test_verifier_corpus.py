@@ -24,7 +24,7 @@ REAL = (sorted((ROOT / "sw/ebpf/examples").glob("*.c")) + sorted((ROOT / "sw/ebp
 # Privileged Linux (CAP_PERFMON) lets programs read uninitialised stack; the device never does.
 LINUX_DIFFERS = {"reject_uninitialised_key": "privileged Linux allows uninitialised stack reads"}
 # Programs calling the device helpers (vendor ids, docs/ebpf-abi.md): Linux has none of them.
-DEVICE_ONLY = {"xdp_quic_hw", "accept_quic_helpers"}
+DEVICE_ONLY = {"xdp_quic_hw", "accept_quic_helpers", "bench_quic_hw"}
 # Why the device refuses these (a substring of its message); the others only need the instruction.
 REASONS = {"reject_helper_keys_global_arg": "R1 type=mem expected=map_value of the key table nanobpf_quic_keys"}
 
