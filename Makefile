@@ -41,14 +41,17 @@ setup: ## install everything (apt packages, Python venv, mill); safe to re-run
 
 # ---------------------------------------------------------------- generated definitions
 DEFS_STAMP := $(GEN)/.stamp
-$(DEFS_STAMP): hw/defs/soc.toml sw/tools/nanobpf-gendefs hw/defs/ebpf.toml sw/tools/nanobpf-genabi sw/tools/nanobpf-gen-aes-tables
+$(DEFS_STAMP): hw/defs/soc.toml sw/tools/nanobpf-gendefs hw/defs/ebpf.toml sw/tools/nanobpf-genabi sw/tools/nanobpf-gen-aes-tables \
+		hw/defs/ctrl.toml sw/tools/nanobpf-genctrl
 	@echo "[defs] hw/defs/soc.toml -> C header, Python, SV package, docs/memory-map.md"
 	@python3 sw/tools/nanobpf-gendefs --all $(GEN)
 	@echo "[defs] hw/defs/ebpf.toml -> C header, Python, docs/ebpf-abi.md"
 	@python3 sw/tools/nanobpf-genabi --all $(GEN)
+	@echo "[defs] hw/defs/ctrl.toml -> C header, Python, docs/control-protocol.md"
+	@python3 sw/tools/nanobpf-genctrl --all $(GEN)
 	@echo "[defs] AES/GHASH tables (computed) -> nanobpf_aes_tables.h"
 	@python3 sw/tools/nanobpf-gen-aes-tables $(GEN)/include/nanobpf_aes_tables.h && touch $@
-defs: $(DEFS_STAMP) ## regenerate every view of hw/defs/*.toml (commit docs/memory-map.md, docs/ebpf-abi.md)
+defs: $(DEFS_STAMP) ## regenerate every view of hw/defs/*.toml (commit docs/memory-map.md, docs/ebpf-abi.md, docs/control-protocol.md)
 
 # ---------------------------------------------------------------- firmware
 firmware: $(DEFS_STAMP) | $(APT_STAMP) $(VENV_STAMP) ## build the boot ROM and firmware programs into build/firmware
