@@ -107,12 +107,22 @@ demo: ## boot the CORES-core SoC (default 4), then run a clang-built XDP program
 	@echo "[demo] sw/ebpf/tests/device/xdp_device_test.c on a CVA6 core: load, verify, JIT, 8 frames (about 30 s)"
 	@$(BUILD)/sim/soc-1/nanobpf-sim --firmware $(FW)/ebpf_xdp.hex --max-cycles $(MAX_CYCLES)
 
+# ---------------------------------------------------------------- host side (docs/control.md)
+DRIVER := $(BUILD)/driver
+HOSTBIN := $(BUILD)/host
+driver: $(DEFS_STAMP) | $(APT_STAMP) ## build nanobpf.ko against Debian's linux-headers into build/driver
+	@$(MAKE) -s -C sw/driver O=$(DRIVER) GEN=$(GEN)
+host-tools: $(DEFS_STAMP) | $(APT_STAMP) ## build libnanobpf and nanobpfctl into build/host
+	@$(MAKE) -s -C sw/lib O=$(HOSTBIN) GEN=$(GEN)
+test-driver: $(VENV_STAMP) driver host-tools ebpf-tools ## boot Debian's kernel in QEMU with nanobpf.ko and nanobpfctl against the reference device model
+	@$(PY) -m pytest -q sim/driver
+
 # ---------------------------------------------------------------- tests and benchmarks
 TEST_CORES := 1 4
-test-prereqs: $(VENV_STAMP) firmware ebpf-tools hw-blocks
+test-prereqs: $(VENV_STAMP) firmware ebpf-tools hw-blocks driver host-tools
 	@for n in $(TEST_CORES); do $(MAKE) -s sim CORES=$$n || exit 1; done
 
-test: ## run the whole test suite (unit, cocotb blocks, firmware on the SoC)
+test: ## run the whole test suite (unit, cocotb blocks, firmware on the SoC, driver in QEMU)
 	@$(MAKE) -s test-prereqs
 	@echo "[test] pytest (parallel)"
 	@cd $(ROOT) && $(PY) -m pytest -n 2 -q
@@ -148,11 +158,11 @@ bitstream flash: ## board flow (BOARD=genesys2): not built yet, see boards/genes
 	@echo "make $@: the $(BOARD) board flow is not built yet (boards/$(BOARD)/README.md)"; exit 2
 
 clean: ## remove build outputs (keeps the venv and tools)
-	rm -rf $(BUILD)/firmware $(BUILD)/ebpf $(BUILD)/hw $(BUILD)/sim $(BUILD)/generated $(BUILD)/synth $(BUILD)/bench $(BUILD)/cocotb out
+	rm -rf $(BUILD)/firmware $(BUILD)/ebpf $(BUILD)/driver $(BUILD)/host $(BUILD)/hw $(BUILD)/sim $(BUILD)/generated $(BUILD)/synth $(BUILD)/bench $(BUILD)/cocotb out
 
 help: ## list targets
 	@grep -E '^[a-z-]+( [a-z-]+)*:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | awk -F'\t' '{printf "  make %-16s %s\n", $$1, $$2}'
 	@echo "  variables: CORES=$(CORES) FIRMWARE=$(FIRMWARE) MAX_CYCLES=$(MAX_CYCLES) BLOCK= WAVE="
 
 FORCE:
-.PHONY: FORCE setup defs firmware ebpf-tools hw hw-blocks sim run demo test test-prereqs test-block bench bench-pisa bench-dispatch synth-estimate bitstream flash clean help
+.PHONY: FORCE setup defs firmware ebpf-tools driver host-tools test-driver hw hw-blocks sim run demo test test-prereqs test-block bench bench-pisa bench-dispatch synth-estimate bitstream flash clean help
