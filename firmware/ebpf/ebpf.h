@@ -323,6 +323,8 @@ void ebpf_map_destroy(struct ebpf_map *map);
 void *ebpf_map_lookup(struct ebpf_map *map, const void *key);
 int ebpf_map_update(struct ebpf_map *map, const void *key, const void *value, uint64_t flags);
 int ebpf_map_delete(struct ebpf_map *map, const void *key);
+/* Linux BPF_MAP_GET_NEXT_KEY: key NULL or absent gives the first key; -ENOENT after the last. */
+int ebpf_map_get_next_key(struct ebpf_map *map, const void *key, void *next);
 /* Slot index of key in a hash map (the key table's connection slot), or -1. */
 int64_t ebpf_map_slot_of(struct ebpf_map *map, const void *key);
 

@@ -155,3 +155,27 @@ int64_t ebpf_map_slot_of(struct ebpf_map *m, const void *key) {
     int64_t i = m->type == NANOBPF_MAP_TYPE_HASH ? hash_find(m, key, &found) : -1;
     return m->type == NANOBPF_MAP_TYPE_HASH && found ? i : -1;
 }
+
+/* Linux BPF_MAP_GET_NEXT_KEY: the key after key (NULL or absent: the first), in slot order; -ENOENT after the last. */
+int ebpf_map_get_next_key(struct ebpf_map *m, const void *key, void *next) {
+    if (m->type != NANOBPF_MAP_TYPE_HASH) {
+        uint32_t idx = 0;
+        if (key) {
+            memcpy(&idx, key, 4);
+            idx = idx >= m->max_entries ? 0 : idx + 1;
+        }
+        if (idx >= m->max_entries) return -ENOENT;
+        memcpy(next, &idx, 4);
+        return 0;
+    }
+    int found = 0;
+    int64_t at = key ? hash_find(m, key, &found) : -1;
+    for (uint32_t i = found ? (uint32_t)at + 1 : 0; i < m->n_slots; i++) {
+        const uint8_t *s = slot(m, i);
+        if (s[0] == SLOT_USED) {
+            memcpy(next, s + 8, m->key_size);
+            return 0;
+        }
+    }
+    return -ENOENT;
+}

@@ -33,8 +33,11 @@ static const char usage[] =
     "  --check           only verify (raw program or --image) and print 'accepted' or the error\n"
     "  --batch FILE      with --image: run the commands of FILE ('-': standard input), one per line,\n"
     "                    printing one result line each (flushed, so a driver can talk to it):\n"
-    "                      update MAP KEY VALUE  -> ok | error MSG   (hex; per-CPU maps: every CPU)\n"
+    "                      update MAP KEY VALUE [FLAGS] -> ok | error MSG (hex; FLAGS 0 any, 1 noexist,\n"
+    "                                            2 exist; per-CPU maps: every CPU)\n"
     "                      lookup MAP KEY        -> value HEX | none\n"
+    "                      delete MAP KEY        -> ok | none | error MSG\n"
+    "                      next MAP [KEY]        -> key HEX | none   (the key after KEY, or the first)\n"
     "                      run IFINDEX FRAME     -> result ACTION FRAME-HEX REDIRECT-IFINDEX\n"
     "                    (MAP by name; the frame gets --headroom bytes before it and 256 after)\n"
     "  --dump-jit FILE   write the JIT's RV64 code to FILE (raw bytes; objdump -b binary -m riscv:rv64 -D)\n"
@@ -113,17 +116,48 @@ static void print_hex(const uint8_t *b, size_t n) {
 
 /* One --batch command (line, NUL-terminated, modified); prints its result line. */
 static void batch_command(struct ebpf_prog *prog, char *line, int jit, long headroom) {
-    char *argv[4] = {0};
+    char *argv[6] = {0};
     int argc = 0;
-    for (char *t = strtok(line, " \t\r\n"); t && argc < 4; t = strtok(NULL, " \t\r\n")) argv[argc++] = t;
+    for (char *t = strtok(line, " \t\r\n"); t && argc < 6; t = strtok(NULL, " \t\r\n")) argv[argc++] = t;
     if (!argc || argv[0][0] == '#') return;
     uint8_t *key = NULL, *val = NULL;
     long klen = -1, vlen = -1;
-    if (!strcmp(argv[0], "update") || !strcmp(argv[0], "lookup")) {
+    if (!strcmp(argv[0], "delete") || !strcmp(argv[0], "next")) {
+        int del = argv[0][0] == 'd';
+        struct ebpf_map *m = argc > 1 ? map_named(prog, argv[1]) : NULL;
+        if (del ? argc != 3 : argc != 2 && argc != 3) {
+            printf("error %s takes MAP %s\n", argv[0], del ? "KEY" : "[KEY]");
+        } else if (!m) {
+            printf("error no map named '%s'\n", argv[1]);
+        } else if (argc == 3 && (klen = parse_hex(argv[2], &key)) != (long)m->key_size) {
+            if (klen < 0) printf("error map %s: the key is not hex bytes\n", m->name);
+            else printf("error map %s: key of %ld bytes, expected %u\n", m->name, klen, m->key_size);
+        } else if (del) {
+            int rc = ebpf_map_delete(m, key);
+            if (rc == -ENOENT) printf("none\n");
+            else if (rc) printf("error map %s: delete failed (%d%s)\n", m->name, rc,
+                                rc == -EINVAL ? ": array elements cannot be deleted" : "");
+            else printf("ok\n");
+        } else {
+            uint8_t *next = malloc(m->key_size);
+            if (next && ebpf_map_get_next_key(m, key, next) == 0) {
+                printf("key ");
+                print_hex(next, m->key_size);
+                putchar('\n');
+            } else {
+                printf("none\n");
+            }
+            free(next);
+        }
+    } else if (!strcmp(argv[0], "update") || !strcmp(argv[0], "lookup")) {
         int upd = argv[0][0] == 'u';
         struct ebpf_map *m = argc > 1 ? map_named(prog, argv[1]) : NULL;
-        if (argc != (upd ? 4 : 3)) {
-            printf("error %s takes MAP KEY%s\n", argv[0], upd ? " VALUE" : "");
+        char *endf = NULL;
+        unsigned long flags = upd && argc == 5 ? strtoul(argv[4], &endf, 0) : 0;
+        if (upd ? argc != 4 && argc != 5 : argc != 3) {
+            printf("error %s takes MAP KEY%s\n", argv[0], upd ? " VALUE [FLAGS]" : "");
+        } else if (endf && (*endf || flags > 2)) {
+            printf("error update: FLAGS is 0 (any), 1 (noexist) or 2 (exist)\n");
         } else if (!m) {
             printf("error no map named '%s'\n", argv[1]);
         } else if ((klen = parse_hex(argv[2], &key)) != (long)m->key_size) {
@@ -133,7 +167,7 @@ static void batch_command(struct ebpf_prog *prog, char *line, int jit, long head
             if (vlen < 0) printf("error map %s: the value is not hex bytes\n", m->name);
             else printf("error map %s: value of %ld bytes, expected %u\n", m->name, vlen, m->value_size);
         } else if (upd) {
-            int rc = ebpf_map_update(m, key, val, 0);
+            int rc = ebpf_map_update(m, key, val, flags);
             /* per-CPU maps: the same value in every CPU's copy (the update above wrote this CPU's) */
             if (!rc && m->n_cpus > 1) {
                 size_t cpu_stride = (size_t)m->n_slots * m->value_stride;
@@ -184,7 +218,7 @@ static void batch_command(struct ebpf_prog *prog, char *line, int jit, long head
             free(buf);
         }
     } else {
-        printf("error unknown command '%s' (update, lookup, run)\n", argv[0]);
+        printf("error unknown command '%s' (update, lookup, delete, next, run)\n", argv[0]);
     }
     free(key);
     free(val);

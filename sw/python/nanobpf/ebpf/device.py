@@ -121,12 +121,25 @@ class DeviceXdp:
         except KeyError:
             raise KeyError(f"{self.path}: no map '{name}' (maps: {', '.join(self._maps) or 'none'})") from None
 
-    def map_update(self, name, key, value):
-        """Create or replace; a per-CPU map gets the value for every CPU (or a one-element list)."""
+    def map_update(self, name, key, value, flags=0):
+        """Create or replace (flags: Linux BPF_ANY 0, BPF_NOEXIST 1, BPF_EXIST 2; a refusal raises
+        DeviceError with the errno in its text); a per-CPU map gets the value for every CPU (or a
+        one-element list)."""
         m = self.map_info(name)
         if m.percpu and not isinstance(value, (bytes, bytearray, memoryview)):
             (value,) = value
-        self._command(f"update {name} {bytes(key).hex()} {bytes(value).hex()}")
+        self._command(f"update {name} {bytes(key).hex()} {bytes(value).hex()} {int(flags)}")
+
+    def map_delete(self, name, key):
+        """True if the entry existed and is gone, False if there was none; arrays raise DeviceError."""
+        self.map_info(name)
+        return self._command(f"delete {name} {bytes(key).hex()}") == "ok"
+
+    def map_next_key(self, name, key=None):
+        """Linux BPF_MAP_GET_NEXT_KEY: the key after key (None or absent: the first), None after the last."""
+        self.map_info(name)
+        reply = self._command(f"next {name}" + ("" if key is None else f" {bytes(key).hex()}"))
+        return None if reply == "none" else bytes.fromhex(reply.split(" ", 1)[1])
 
     def _lookup(self, name, key):
         reply = self._command(f"lookup {name} {bytes(key).hex()}")
