@@ -86,7 +86,7 @@ def test_errors_leave_the_session_usable(image):
         "lookup seen", "run x 00", "run 1 0g", "update verdict 00000000 01000000", "run 1 00",
     ]))  # no final newline: the last line still counts
     assert rc == 0
-    assert out[:7] == ["error unknown command 'frobnicate' (update, lookup, delete, next, run)", "error no map named 'nosuch'",
+    assert out[:7] == ["error unknown command 'frobnicate' (info, update, lookup, delete, next, run)", "error no map named 'nosuch'",
                        "error map seen: key of 2 bytes, expected 4", "error map seen: the key is not hex bytes",
                        "error lookup takes MAP KEY", "error run takes IFINDEX FRAME", "error the frame is not hex bytes"]
     assert out[7:] == ["ok", "result 1 ff 0"]
@@ -117,7 +117,7 @@ def test_delete_next_and_update_flags(image):
         "update seen 02000000 0200000000000000 2", "update seen 03000000 0300000000000000 0",
         "next seen", "next seen 09000000", "delete seen 01000000", "delete seen 01000000", "next seen",
         "next seen 03000000", "delete verdict 00000000", "next verdict", "next verdict 00000000",
-        "update seen 01000000 0100000000000000 3", "delete seen", "next",
+        "update seen 01000000 0100000000000000 3", "delete seen", "next", "info", "info x",
     ]) + "\n")
     assert rc == 0
     first = out[5]
@@ -128,11 +128,13 @@ def test_delete_next_and_update_flags(image):
     assert out[11] == "error map verdict: delete failed (-22: array elements cannot be deleted)"
     assert out[12:14] == ["key 00000000", "none"]                           # one-entry array
     assert out[14] == "error update: FLAGS is 0 (any), 1 (noexist) or 2 (exist)"
-    assert out[15:] == ["error delete takes MAP KEY", "error next takes MAP [KEY]"]
+    assert out[15:] == ["error delete takes MAP KEY", "error next takes MAP [KEY]", "info 42 2",
+                        "error info takes no arguments"]
 
 
 def test_device_driver_map_iteration(image):
     with device.DeviceXdp(image) as d:
+        assert d.info() == (42, 2)   # instructions (ld_imm64 counts 2), maps
         for k in (4, 2, 3):
             d.map_update("seen", k.to_bytes(4, "little"), bytes(8))
         keys, k = [], d.map_next_key("seen")

@@ -38,6 +38,7 @@ static const char usage[] =
     "                      lookup MAP KEY        -> value HEX | none\n"
     "                      delete MAP KEY        -> ok | none | error MSG\n"
     "                      next MAP [KEY]        -> key HEX | none   (the key after KEY, or the first)\n"
+    "                      info                  -> info INSNS MAPS   (the program was verified)\n"
     "                      run IFINDEX FRAME     -> result ACTION FRAME-HEX REDIRECT-IFINDEX\n"
     "                    (MAP by name; the frame gets --headroom bytes before it and 256 after)\n"
     "  --dump-jit FILE   write the JIT's RV64 code to FILE (raw bytes; objdump -b binary -m riscv:rv64 -D)\n"
@@ -122,7 +123,10 @@ static void batch_command(struct ebpf_prog *prog, char *line, int jit, long head
     if (!argc || argv[0][0] == '#') return;
     uint8_t *key = NULL, *val = NULL;
     long klen = -1, vlen = -1;
-    if (!strcmp(argv[0], "delete") || !strcmp(argv[0], "next")) {
+    if (!strcmp(argv[0], "info")) {
+        if (argc != 1) printf("error info takes no arguments\n");
+        else printf("info %u %u\n", prog->n_insns, prog->n_maps);
+    } else if (!strcmp(argv[0], "delete") || !strcmp(argv[0], "next")) {
         int del = argv[0][0] == 'd';
         struct ebpf_map *m = argc > 1 ? map_named(prog, argv[1]) : NULL;
         if (del ? argc != 3 : argc != 2 && argc != 3) {
@@ -218,7 +222,7 @@ static void batch_command(struct ebpf_prog *prog, char *line, int jit, long head
             free(buf);
         }
     } else {
-        printf("error unknown command '%s' (update, lookup, delete, next, run)\n", argv[0]);
+        printf("error unknown command '%s' (info, update, lookup, delete, next, run)\n", argv[0]);
     }
     free(key);
     free(val);

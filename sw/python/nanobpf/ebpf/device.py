@@ -111,6 +111,11 @@ class DeviceXdp:
             raise DeviceError(f"{self.path}: {reply[6:]}")
         return reply
 
+    def info(self):
+        """(instructions, maps) of the program; raises DeviceError if the runtime refused it (verifier)."""
+        _, insns, maps = self._command("info").split(" ")
+        return int(insns), int(maps)
+
     # ------------------------------------------------------------ maps
     def map_names(self):
         return list(self._maps)
