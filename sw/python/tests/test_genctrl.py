@@ -64,7 +64,7 @@ def test_pack_unpack_round_trip_and_refusals():
     assert ctrl.unpack("ctrl_hdr", b)["seq"] == 0x01020304
     assert ctrl.unpack("prog_begin", ctrl.pack("prog_begin", total=9, name="xdp_quic"))["name"] == "xdp_quic"
     with pytest.raises(ValueError):
-        ctrl.pack("prog_begin", name="x" * 17)
+        ctrl.pack("prog_begin", name="x" * (ctrl.NANOBPF_CTRL_NAME_LEN + 1))
     with pytest.raises(TypeError):
         ctrl.pack("ctrl_hdr", bogus=1)
     with pytest.raises(ValueError):

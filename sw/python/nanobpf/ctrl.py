@@ -1,0 +1,473 @@
+"""Host/device control protocol (docs/control.md): frames, ports and a reference host client.
+
+Everything shared with the driver and the device comes from the generated module `nanobpf_ctrl_defs`
+(hw/defs/ctrl.toml). `Client` is the host algorithm of nanobpf.ko in Python: an authoritative key
+table, program and PISA table words, mirrored to the device with one request in flight, retransmission
+with back-off, and a full replay when the device was reset or answers were lost. Tests use it against
+the reference device model (nanobpf.devmodel) to show the protocol converges under injected faults.
+
+    link = MemoryLink()
+    dev = DeviceModel(host=link.b); dev.start()
+    host = Client(link.a)
+    host.key_add(cid, keys)          # returns the device's connection slot
+"""
+import fcntl
+import os
+import select
+import socket
+import struct
+import time
+import zlib
+
+import nanobpf_ctrl_defs as D
+
+__all__ = ["BROADCAST", "HOST_MAC", "DEVICE_MAC", "CtrlError", "CtrlTimeout", "Frame", "build", "parse",
+           "add_shim", "strip_shim", "crc32", "Port", "MemoryLink", "TapPort", "PacketPort", "Client"]
+
+BROADCAST = b"\xff" * 6
+HOST_MAC = bytes.fromhex("024e42000002")
+DEVICE_MAC = bytes.fromhex("024e42000001")
+HDR = D.CTRL_HDR_SIZE
+ETH = 14
+
+
+class CtrlError(Exception):
+    """The device refused a request: status (NANOBPF_CTRL_ST_*), its name and the device's text."""
+
+    def __init__(self, status, message=""):
+        self.status, self.message = status, message
+        self.name = D.STATUS_NAMES.get(status, f"status {status}")
+        super().__init__(f"device: {self.name}" + (f": {message}" if message else ""))
+
+
+class CtrlTimeout(Exception):
+    """No answer after every retransmission."""
+
+
+class Frame:
+    """A parsed control frame: dst, src, header fields (dict) and body."""
+    __slots__ = ("dst", "src", "hdr", "body")
+
+    def __init__(self, dst, src, hdr, body):
+        self.dst, self.src, self.hdr, self.body = dst, src, hdr, body
+
+    def __repr__(self):
+        h = self.hdr
+        return (f"Frame({D.MSG_NAMES.get(h['type'], h['type'])} seq={h['seq']} flags={h['flags']} "
+                f"status={h['status']} epoch={h['epoch']:#x} body={len(self.body)}B)")
+
+
+def build(dst, src, type_, seq, epoch=0, body=b"", flags=0, status=0, version=D.VERSION):
+    """A control frame (without FCS); bodies above NANOBPF_CTRL_MAX_BODY are refused."""
+    if len(body) > D.NANOBPF_CTRL_MAX_BODY:
+        raise ValueError(f"control body of {len(body)} bytes, at most {D.NANOBPF_CTRL_MAX_BODY}")
+    hdr = D.pack("ctrl_hdr", version=version, type=type_, flags=flags, status=status, seq=seq & 0xFFFFFFFF,
+                 epoch=epoch, length=len(body))
+    return dst + src + struct.pack(">H", D.ETHERTYPE) + hdr + body
+
+
+def parse(frame):
+    """Frame of a control frame, None for other EtherTypes; ValueError for a malformed one (short, body
+    beyond the frame or above the limit, reserved bits set). Padding after the body is ignored."""
+    if len(frame) < ETH or struct.unpack_from(">H", frame, 12)[0] != D.ETHERTYPE:
+        return None
+    if len(frame) < ETH + HDR:
+        raise ValueError(f"control frame of {len(frame)} bytes: shorter than its header")
+    hdr = D.unpack("ctrl_hdr", frame, ETH)
+    if hdr["length"] > D.NANOBPF_CTRL_MAX_BODY or ETH + HDR + hdr["length"] > len(frame):
+        raise ValueError(f"control body length {hdr['length']} beyond the frame or the limit")
+    if hdr["reserved"] or hdr["version"] == 0:
+        raise ValueError("control header: reserved bits set or version 0")
+    return Frame(frame[0:6], frame[6:12], hdr, bytes(frame[ETH + HDR:ETH + HDR + hdr["length"]]))
+
+
+def add_shim(frame, flags):
+    """The frame with the metadata shim (EtherType 0x88B6, flags, 0) after the MAC addresses."""
+    return frame[:12] + struct.pack(">HBB", D.SHIM_ETHERTYPE, flags, 0) + frame[12:]
+
+
+def strip_shim(frame):
+    """(flags, frame without the shim), or (None, frame) when there is none; ValueError if malformed."""
+    if len(frame) < ETH or struct.unpack_from(">H", frame, 12)[0] != D.SHIM_ETHERTYPE:
+        return None, frame
+    if len(frame) < ETH + 4 or frame[15] != 0:
+        raise ValueError("malformed shim (short, or reserved byte set)")
+    return frame[14], frame[:12] + frame[16:]
+
+
+def crc32(data):
+    """CRC-32 (IEEE 802.3) as PROG_BEGIN/COMMIT carry it."""
+    return zlib.crc32(data) & 0xFFFFFFFF
+
+
+# ---------------------------------------------------------------- ports
+class Port:
+    """A frame port: send(frame), recv(timeout) -> frame or None, fileno() for select, close()."""
+    name = "port"
+
+    def recv(self, timeout=None):
+        r, _, _ = select.select([self], [], [], timeout)
+        return self._read() if r else None
+
+
+class _DgramEnd(Port):
+    def __init__(self, sock, name):
+        self.sock, self.name = sock, name
+
+    def fileno(self):
+        return self.sock.fileno()
+
+    def send(self, frame):
+        self.sock.send(bytes(frame))
+
+    def _read(self):
+        return self.sock.recv(65536)
+
+    def close(self):
+        self.sock.close()
+
+
+class MemoryLink:
+    """Two connected in-memory ports (a and b), like a cable: for tests without TAP devices."""
+
+    def __init__(self):
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        for s in (a, b):
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+        self.a, self.b = _DgramEnd(a, "link-a"), _DgramEnd(b, "link-b")
+
+    def close(self):
+        self.a.close()
+        self.b.close()
+
+
+_TUNSETIFF = 0x400454CA
+_IFF_TAP, _IFF_NO_PI = 0x0002, 0x1000
+
+
+class TapPort(Port):
+    """A TAP device this process creates and owns (frames the kernel sends on it arrive here; frames
+    sent here arrive in the kernel as received on it). Needs root (CAP_NET_ADMIN). The interface is
+    brought up with IPv6 off, so the kernel stays quiet on it."""
+
+    def __init__(self, name):
+        if len(name.encode()) > 15:
+            raise ValueError(f"interface name '{name}' longer than 15 bytes")
+        self.name = name
+        try:
+            self.fd = os.open("/dev/net/tun", os.O_RDWR)
+        except OSError as e:
+            raise OSError(f"TAP {name}: cannot open /dev/net/tun: {e.strerror} (root or CAP_NET_ADMIN needed)") from e
+        try:
+            fcntl.ioctl(self.fd, _TUNSETIFF, struct.pack("16sH", name.encode(), _IFF_TAP | _IFF_NO_PI))
+        except OSError as e:
+            os.close(self.fd)
+            raise OSError(f"TAP {name}: TUNSETIFF failed: {e.strerror}") from e
+        _quiet_up(name)
+
+    def fileno(self):
+        return self.fd
+
+    def send(self, frame):
+        os.write(self.fd, bytes(frame))
+
+    def _read(self):
+        return os.read(self.fd, 65536)
+
+    def close(self):
+        os.close(self.fd)
+
+
+class PacketPort(Port):
+    """An existing interface (e.g. the TAP QEMU opened) through an AF_PACKET socket: frames received on
+    the interface arrive here, frames sent here leave on it. The kernel's own outgoing frames are
+    ignored. Needs root."""
+
+    def __init__(self, ifname):
+        self.name = ifname
+        self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+        try:
+            self.sock.bind((ifname, 0))
+        except OSError as e:
+            self.sock.close()
+            raise OSError(f"interface {ifname}: {e.strerror}") from e
+        _quiet_up(ifname)
+
+    def fileno(self):
+        return self.sock.fileno()
+
+    def send(self, frame):
+        self.sock.send(bytes(frame))
+
+    def _read(self):
+        data, addr = self.sock.recvfrom(65536)
+        return None if addr[2] == socket.PACKET_OUTGOING else data
+
+    def recv(self, timeout=None):
+        end = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if end is None else max(0.0, end - time.monotonic())
+            r, _, _ = select.select([self], [], [], left)
+            if not r:
+                return None
+            frame = self._read()
+            if frame is not None:
+                return frame
+
+    def close(self):
+        self.sock.close()
+
+
+def _quiet_up(ifname):
+    try:
+        with open(f"/proc/sys/net/ipv6/conf/{ifname}/disable_ipv6", "w") as f:
+            f.write("1")
+    except OSError:
+        pass
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        ifr = struct.pack("16sh", ifname.encode(), 0)
+        flags = struct.unpack("16sh", fcntl.ioctl(s, 0x8913, ifr))[1]          # SIOCGIFFLAGS
+        fcntl.ioctl(s, 0x8914, struct.pack("16sh", ifname.encode(), flags | 0x1))  # SIOCSIFFLAGS, IFF_UP
+    finally:
+        s.close()
+
+
+# ---------------------------------------------------------------- reference host
+def _cid_fields(cid):
+    cid = bytes(cid)
+    if not 1 <= len(cid) <= D.NANOBPF_CTRL_MAX_CID:
+        raise ValueError(f"connection ID of {len(cid)} bytes: 1..{D.NANOBPF_CTRL_MAX_CID}")
+    return dict(cid_len=len(cid), cid=cid)
+
+
+class Client:
+    """The host side (nanobpf.ko's algorithm): authoritative state, mirrored with acknowledgements.
+
+    A change enters the host state when the device acknowledged it; a refusal or a timeout raises
+    (CtrlError, CtrlTimeout) and leaves the host state as it was. A timeout (the device may or may not
+    have applied the request) or STALE_EPOCH/NEED_HELLO marks the link out of sync: the next request
+    first replays everything (HELLO, KEY_FLUSH, program, tables, keys), then is sent itself."""
+
+    def __init__(self, port, mac=HOST_MAC, retry_ms=D.NANOBPF_CTRL_RETRY_MS, retry_max_ms=D.NANOBPF_CTRL_RETRY_MAX_MS,
+                 retries=D.NANOBPF_CTRL_RETRIES, first_seq=1):
+        self.port, self.mac = port, mac
+        self.retry_ms, self.retry_max_ms, self.retries = retry_ms, retry_max_ms, retries
+        self.seq = first_seq - 1
+        self.epoch, self.version, self.peer = 0, None, BROADCAST
+        self.synced = False
+        self.keys = {}         # cid -> 80-byte struct nanobpf_quic_keys
+        self.slots = {}        # cid -> the device's slot (this epoch)
+        self.program = None    # (name, image)
+        self.tables = {}       # (table, index) -> word
+        self.limits = {}
+        self.counters = dict(tx=0, retransmits=0, timeouts=0, rx=0, unmatched=0, resyncs=0)
+
+    # ------------------------------------------------------------ transport
+    def exchange(self, type_, body=b""):
+        """Send one request and wait for its response: (status, flags, body). Raises CtrlTimeout."""
+        self.seq = (self.seq + 1) & 0xFFFFFFFF or 1
+        epoch = 0 if type_ == D.NANOBPF_CTRL_MSG_HELLO else self.epoch
+        frame = build(self.peer, self.mac, type_, self.seq, epoch, body, version=self.version or D.VERSION)
+        wait = self.retry_ms / 1000
+        for attempt in range(self.retries + 1):
+            if attempt:
+                self.counters["retransmits"] += 1
+            self.port.send(frame)
+            self.counters["tx"] += 1
+            end = time.monotonic() + wait
+            while (left := end - time.monotonic()) > 0:
+                raw = self.port.recv(left)
+                if raw is None:
+                    break
+                try:
+                    f = parse(raw)
+                except ValueError:
+                    continue
+                if f is None or not f.hdr["flags"] & D.NANOBPF_CTRL_F_RESPONSE:
+                    continue
+                self.counters["rx"] += 1
+                if f.hdr["seq"] != self.seq or f.hdr["type"] != type_:
+                    self.counters["unmatched"] += 1
+                    continue
+                self.peer = f.src
+                if f.hdr["status"] == D.NANOBPF_CTRL_ST_OK or type_ == D.NANOBPF_CTRL_MSG_HELLO:
+                    self.epoch = f.hdr["epoch"]
+                return f.hdr["status"], f.hdr["flags"], f.body
+            wait = min(wait * 2, self.retry_max_ms / 1000)
+        self.counters["timeouts"] += 1
+        raise CtrlTimeout(f"{D.MSG_NAMES.get(type_, type_)} seq {self.seq}: no answer after {self.retries} retries")
+
+    def _checked(self, type_, body=b""):
+        status, _, rbody = self.exchange(type_, body)
+        if status != D.NANOBPF_CTRL_ST_OK:
+            raise CtrlError(status, rbody.decode(errors="replace"))
+        return rbody
+
+    def hello(self):
+        body = self._checked(D.NANOBPF_CTRL_MSG_HELLO, D.pack("hello_req", ver_min=D.MIN_VERSION, ver_max=D.VERSION))
+        self.limits = D.unpack("hello_resp", body)
+        self.version = self.limits["version"]
+        return self.limits
+
+    def resync(self):
+        """HELLO, then the whole host state replayed: the device converges to it."""
+        self.counters["resyncs"] += 1
+        self.hello()
+        self._checked(D.NANOBPF_CTRL_MSG_KEY_FLUSH)
+        if self.program:
+            self._send_program(*self.program)
+        for (table, index), word in sorted(self.tables.items()):
+            self._checked(D.NANOBPF_CTRL_MSG_TABLE_SET, D.pack("table_msg", table=table, index=index, value=word))
+        self.slots = {}
+        for cid, keys in self.keys.items():
+            body = self._checked(D.NANOBPF_CTRL_MSG_KEY_ADD, D.pack("key_msg", **_cid_fields(cid), keys=keys))
+            self.slots[cid] = D.unpack("key_resp", body)["slot"]
+        self.synced = True
+
+    def call(self, type_, body=b""):
+        """A request in the session, replaying first when out of sync; response body or raises."""
+        for _ in range(3):
+            try:
+                if not self.synced:
+                    self.resync()
+                status, _, rbody = self.exchange(type_, body)
+            except CtrlTimeout:
+                self.synced = False
+                raise
+            except CtrlError as e:
+                if e.status in (D.NANOBPF_CTRL_ST_STALE_EPOCH, D.NANOBPF_CTRL_ST_NEED_HELLO):
+                    self.synced = False
+                    continue
+                raise
+            if status in (D.NANOBPF_CTRL_ST_STALE_EPOCH, D.NANOBPF_CTRL_ST_NEED_HELLO):
+                self.synced = False
+                continue
+            if status != D.NANOBPF_CTRL_ST_OK:
+                raise CtrlError(status, rbody.decode(errors="replace"))
+            return rbody
+        raise CtrlError(D.NANOBPF_CTRL_ST_STALE_EPOCH, "the device keeps changing epochs")
+
+    # ------------------------------------------------------------ keys
+    def key_add(self, cid, keys):
+        """Add a connection: its slot on the device."""
+        cid, keys = bytes(cid), bytes(keys)
+        if cid in self.keys:
+            raise CtrlError(D.NANOBPF_CTRL_ST_EXIST, "already in the host table")
+        body = self.call(D.NANOBPF_CTRL_MSG_KEY_ADD, D.pack("key_msg", **_cid_fields(cid), keys=keys))
+        self.keys[cid] = keys
+        self.slots[cid] = D.unpack("key_resp", body)["slot"]
+        return self.slots[cid]
+
+    def key_update(self, cid, keys):
+        """Replace a connection's keys (key update): its slot."""
+        cid, keys = bytes(cid), bytes(keys)
+        if cid not in self.keys:
+            raise CtrlError(D.NANOBPF_CTRL_ST_NOENT, "not in the host table")
+        body = self.call(D.NANOBPF_CTRL_MSG_KEY_UPDATE, D.pack("key_msg", **_cid_fields(cid), keys=keys))
+        self.keys[cid] = keys
+        return D.unpack("key_resp", body)["slot"]
+
+    def key_del(self, cid):
+        cid = bytes(cid)
+        if cid not in self.keys:
+            raise CtrlError(D.NANOBPF_CTRL_ST_NOENT, "not in the host table")
+        self.call(D.NANOBPF_CTRL_MSG_KEY_DEL, D.pack("key_del", **_cid_fields(cid)))
+        del self.keys[cid]
+        self.slots.pop(cid, None)
+
+    # ------------------------------------------------------------ program
+    def _send_program(self, name, image):
+        meta = D.pack("prog_begin", total=len(image), crc32=crc32(image), name=name)
+        self._checked(D.NANOBPF_CTRL_MSG_PROG_BEGIN, meta)
+        for off in range(0, len(image), D.NANOBPF_CTRL_CHUNK):
+            self._checked(D.NANOBPF_CTRL_MSG_PROG_CHUNK,
+                          D.pack("prog_chunk", offset=off) + image[off:off + D.NANOBPF_CTRL_CHUNK])
+        return D.unpack("prog_info", self._checked(D.NANOBPF_CTRL_MSG_PROG_COMMIT, meta))
+
+    def prog_load(self, image, name="prog"):
+        """Load and attach a program image (nanobpf-load output): its prog_info. A refused program
+        leaves the attached one in place."""
+        image = bytes(image)
+        if not 1 <= len(image) <= D.NANOBPF_CTRL_MAX_IMAGE:
+            raise ValueError(f"image of {len(image)} bytes: 1..{D.NANOBPF_CTRL_MAX_IMAGE}")
+        if len(name.encode()) > D.NANOBPF_CTRL_NAME_LEN:
+            raise ValueError(f"program name longer than {D.NANOBPF_CTRL_NAME_LEN} bytes")
+        for _ in range(3):
+            if not self.synced:
+                self.resync()
+            try:
+                info = self._send_program(name, image)
+            except CtrlTimeout:
+                self.synced = False
+                raise
+            except CtrlError as e:
+                if e.status in (D.NANOBPF_CTRL_ST_STALE_EPOCH, D.NANOBPF_CTRL_ST_NEED_HELLO):
+                    self.synced = False
+                    continue
+                raise
+            self.program = (name, image)
+            return info
+        raise CtrlError(D.NANOBPF_CTRL_ST_STALE_EPOCH, "the device keeps changing epochs")
+
+    def prog_unload(self):
+        self.call(D.NANOBPF_CTRL_MSG_PROG_UNLOAD)
+        self.program = None
+
+    def prog_info(self):
+        return D.unpack("prog_info", self.call(D.NANOBPF_CTRL_MSG_PROG_INFO))
+
+    # ------------------------------------------------------------ maps, tables, stats
+    def _map(self, type_, name, key=b"", value=b"", flags=0):
+        body = D.pack("map_req", name=name, flags=flags, key_len=len(key), value_len=len(value)) + bytes(key) + bytes(value)
+        return self.call(type_, body)
+
+    def map_lookup(self, name, key):
+        try:
+            return self._map(D.NANOBPF_CTRL_MSG_MAP_LOOKUP, name, key)
+        except CtrlError as e:
+            if e.status == D.NANOBPF_CTRL_ST_NOENT:
+                return None
+            raise
+
+    def map_update(self, name, key, value, flags=0):
+        self._map(D.NANOBPF_CTRL_MSG_MAP_UPDATE, name, key, value, flags)
+
+    def map_delete(self, name, key):
+        self._map(D.NANOBPF_CTRL_MSG_MAP_DELETE, name, key)
+
+    def map_keys(self, name):
+        """Every key of a map (MAP_NEXT until NOENT)."""
+        keys, key = [], b""
+        while True:
+            try:
+                key = self._map(D.NANOBPF_CTRL_MSG_MAP_NEXT, name, key)
+            except CtrlError as e:
+                if e.status == D.NANOBPF_CTRL_ST_NOENT:
+                    return keys
+                raise
+            keys.append(key)
+
+    def table_set(self, table, index, word):
+        self.call(D.NANOBPF_CTRL_MSG_TABLE_SET, D.pack("table_msg", table=table, index=index, value=word))
+        self.tables[(table, index)] = word
+
+    def table_del(self, table, index):
+        self.call(D.NANOBPF_CTRL_MSG_TABLE_DEL, D.pack("table_msg", table=table, index=index))
+        self.tables.pop((table, index), None)
+
+    def stats(self):
+        """{counter name: value} of the device."""
+        body = self.call(D.NANOBPF_CTRL_MSG_STATS)
+        out = {}
+        for off in range(0, len(body) - len(body) % D.STAT_ENTRY_SIZE, D.STAT_ENTRY_SIZE):
+            e = D.unpack("stat_entry", body, off)
+            out[D.STAT_NAMES.get(e["id"], f"stat{e['id']}")] = e["value"]
+        return out
+
+    def device_reset(self):
+        """RESET the device, then replay the host state to it."""
+        self.call(D.NANOBPF_CTRL_MSG_RESET)
+        self.synced = False
+        self.resync()

@@ -1,0 +1,639 @@
+"""Reference device model: the DPU's control side and packet behaviour, in Python (docs/control.md).
+
+It answers the control protocol exactly as the device must (sessions, epochs, the at-most-once
+sequence window with its replay cache, every status code), keeps the device state (key table,
+attached program, PISA table words, counters) and forwards data frames between its host port and its
+network port, running the attached XDP program in the device's own eBPF runtime (nanobpf-run, the
+firmware's loader, verifier and interpreter). Control frames are accepted only on the host port.
+
+Ports are nanobpf.ctrl ports: MemoryLink ends (tests), TapPort (a TAP the model owns) or PacketPort
+(an existing interface, e.g. the TAP QEMU opened). Port numbers seen by programs (ingress_ifindex,
+bpf_redirect): host 1, network 2. A host frame asking for encryption (shim ENCRYPT) runs the program;
+other host frames go to the network as they are. Network frames run the program; those it passes go to
+the host, with the DECRYPTED shim when the program counted them as opened (its `quic_stats` map,
+entry NANOBPF_QUIC_STAT_OPENED, as the QUIC programs do). XDP_TX sends back out of the ingress port,
+XDP_REDIRECT to port 1 or 2, XDP_PASS onwards (host -> network, network -> host), anything else drops.
+
+Fault injection (set_faults) applies to control frames in both directions, from a seeded RNG.
+
+    python -m nanobpf.devmodel --host-tap nbh0 --net-tap nbn0     # or sw/tools/nanobpf-devmodel
+"""
+import argparse
+import os
+import random
+import select
+import struct
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter, OrderedDict
+from pathlib import Path
+
+import nanobpf_ctrl_defs as D
+import nanobpf_ebpf_defs as abi
+
+from . import ctrl
+from .ebpf.device import DeviceError, DeviceXdp
+from .ebpf.loader import LoadError, parse_image
+
+__all__ = ["DeviceModel", "HOST_PORT", "NET_PORT", "main"]
+
+HOST_PORT, NET_PORT = 1, 2
+KEYTABLE = abi.KEYTABLE_MAP_NAME
+TABLES = {D.NANOBPF_CTRL_TABLE_PORT: "port_entry", D.NANOBPF_CTRL_TABLE_PROFILE: "profile_entry",
+          D.NANOBPF_CTRL_TABLE_LPORT_CFG: "lport_cfg"}
+ERRNO_STATUS = {17: D.NANOBPF_CTRL_ST_EXIST, 2: D.NANOBPF_CTRL_ST_NOENT, 7: D.NANOBPF_CTRL_ST_FULL,
+                22: D.NANOBPF_CTRL_ST_INVALID}
+
+
+class _Refuse(Exception):
+    def __init__(self, status, message=""):
+        self.status, self.message = status, message
+
+
+def _serial_newer(a, b):
+    """a is after b in 32-bit serial number arithmetic (RFC 1982)."""
+    return a != b and ((a - b) & 0xFFFFFFFF) < 0x80000000
+
+
+def _table_limits(name):
+    import nanobpf_soc as soc
+    reg = soc.REGS[("pisa", name)]
+    mask = 0
+    for lsb, width in reg.fields.values():
+        mask |= ((1 << width) - 1) << lsb
+    return reg.count, mask
+
+
+class DeviceModel:
+    """The device on two ports. Drive it with start()/stop() (a thread) or poll() (tests)."""
+
+    def __init__(self, host, net=None, key_slots=abi.NANOBPF_KEYTABLE_ENTRIES, cores=4, seed=None, mac=ctrl.DEVICE_MAC, jit=False, log=None):
+        self.host, self.net = host, net
+        self.key_slots, self.cores, self.mac, self.jit = key_slots, cores, mac, jit
+        self.rng = random.Random(seed)
+        self.log = log
+        self.lock = threading.RLock()
+        self.faults = dict(loss=0.0, dup=0.0, reorder=0.0)
+        self._held = {}           # direction -> frame held back for reordering
+        self._thread, self._stop = None, threading.Event()
+        self._tmp = tempfile.TemporaryDirectory(prefix="nanobpf-devmodel-")
+        self.resets = 0
+        self._power_on()
+
+    # ------------------------------------------------------------ state
+    def _power_on(self):
+        self.epoch = self.rng.randrange(1, 1 << 32)
+        self.session = False
+        self.version = None
+        self.last_seq = 0
+        self.cache = OrderedDict()     # seq -> (type, status, body)
+        self._keys = {}                # cid -> (slot, keys)
+        self._prog = None              # (DeviceXdp, info dict)
+        self._loading = None           # dict(total, crc32, name, data)
+        self._tables = {}
+        self.counters = Counter()
+        self.applied = []              # (epoch, seq, type, status) in the order applied
+
+    def reset(self):
+        """A device reset (power cycle or RESET): new epoch, everything cleared."""
+        with self.lock:
+            if self._prog:
+                self._prog[0].close()
+            self.resets += 1
+            self._power_on()
+
+    def keys(self):
+        with self.lock:
+            return {cid: (slot, keys) for cid, (slot, keys) in self._keys.items()}
+
+    def program(self):
+        with self.lock:
+            return dict(self._prog[1]) if self._prog else None
+
+    def tables(self):
+        with self.lock:
+            return dict(self._tables)
+
+    def stats(self):
+        with self.lock:
+            c = Counter(self.counters)
+            c["keys"], c["resets"], c["epoch"] = len(self._keys), self.resets, self.epoch
+            return {name: c[name] for name in D.STAT_NAMES.values()}
+
+    def map_lookup(self, name, key):
+        with self.lock:
+            if not self._prog:
+                return None
+            return self._prog[0].map_lookup(name, key)
+
+    def set_faults(self, loss=0.0, dup=0.0, reorder=0.0):
+        """Probabilities of dropping, duplicating and holding back (behind the next frame) each control frame."""
+        with self.lock:
+            self.faults = dict(loss=loss, dup=dup, reorder=reorder)
+            if not (loss or dup or reorder):
+                self._held.clear()
+
+    # ------------------------------------------------------------ running
+    def start(self):
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="devmodel", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        if self._thread:
+            self._thread.join(timeout=10)
+            self._thread = None
+        with self.lock:
+            if self._prog:
+                self._prog[0].close()
+                self._prog = None
+        self._tmp.cleanup()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.poll(0.05)
+
+    def poll(self, timeout=0.0):
+        """Handle the frames waiting on the ports (waiting up to timeout for the first)."""
+        ports = [p for p in (self.host, self.net) if p is not None]
+        r, _, _ = select.select(ports, [], [], timeout)
+        for p in r:
+            frame = p._read()
+            if frame is None:
+                continue
+            with self.lock:
+                if p is self.host:
+                    self._from_host(frame)
+                else:
+                    self._from_net(frame)
+
+    # ------------------------------------------------------------ fault injection
+    def _through_faults(self, direction, frame):
+        """Frames to handle now for one control frame, after loss/duplication/reordering."""
+        f = self.faults
+        if not (f["loss"] or f["dup"] or f["reorder"]):
+            return [frame]
+        out = []
+        if self.rng.random() >= f["loss"]:
+            out = [frame, frame] if self.rng.random() < f["dup"] else [frame]
+        if out and self.rng.random() < f["reorder"] and direction not in self._held:
+            self._held[direction] = out.pop()
+            return out
+        if direction in self._held:
+            out.append(self._held.pop(direction))
+        return out
+
+    def _send(self, port, frame):
+        if port is not None:
+            port.send(frame)
+
+    # ------------------------------------------------------------ frames
+    def _from_host(self, frame):
+        try:
+            f = ctrl.parse(frame)
+        except ValueError:
+            self.counters["ctrl_malformed"] += 1
+            return
+        if f is not None:
+            for fr in self._through_faults("in", frame):
+                self._control(ctrl.parse(fr))
+            return
+        try:
+            flags, inner = ctrl.strip_shim(frame)
+        except ValueError:
+            self.counters["ctrl_malformed"] += 1
+            return
+        self.counters["host_rx"] += 1
+        if flags is not None and flags & D.NANOBPF_SHIM_F_ENCRYPT and self._prog:
+            self.counters["encrypt_req"] += 1
+            self._run_prog(inner, HOST_PORT)
+        else:
+            self._out(NET_PORT, inner)
+
+    def _from_net(self, frame):
+        try:
+            is_ctrl = ctrl.parse(frame) is not None
+        except ValueError:
+            is_ctrl = True
+        if is_ctrl:
+            self.counters["ctrl_foreign"] += 1      # control frames from the network are never obeyed
+            return
+        self.counters["net_rx"] += 1
+        if len(frame) >= 14 and struct.unpack_from(">H", frame, 12)[0] == D.SHIM_ETHERTYPE:
+            self.counters["xdp_drop"] += 1          # a shim is host-link metadata, not network traffic
+            return
+        if self._prog:
+            self._run_prog(frame, NET_PORT)
+        else:
+            self._out(HOST_PORT, frame)
+
+    def _out(self, port, frame, shim=0):
+        if port == HOST_PORT:
+            self.counters["host_tx"] += 1
+            if shim:
+                self.counters["decrypted"] += 1
+                frame = ctrl.add_shim(frame, shim)
+            self._send(self.host, frame)
+        else:
+            self.counters["net_tx"] += 1
+            self._send(self.net, frame)
+
+    def _opened(self, xdp):
+        try:
+            v = xdp.map_lookup_percpu("quic_stats", struct.pack("<I", abi.NANOBPF_QUIC_STAT_OPENED))
+        except (KeyError, TypeError, DeviceError):
+            return None
+        return int.from_bytes(v[0][:8], "little") if v else 0
+
+    def _run_prog(self, frame, ingress):
+        xdp = self._prog[0]
+        before = self._opened(xdp) if ingress == NET_PORT else None
+        try:
+            action, out = xdp.run(frame, ingress_ifindex=ingress)
+        except DeviceError:
+            action, out = abi.NANOBPF_XDP_ABORTED, b""
+        if action == abi.NANOBPF_XDP_PASS:
+            self.counters["xdp_pass"] += 1
+            if ingress == NET_PORT:
+                opened = before is not None and (self._opened(xdp) or 0) > before
+                self._out(HOST_PORT, out, D.NANOBPF_SHIM_F_DECRYPTED if opened else 0)
+            else:
+                self._out(NET_PORT, out)
+        elif action in (abi.NANOBPF_XDP_TX, abi.NANOBPF_XDP_REDIRECT):
+            port = ingress if action == abi.NANOBPF_XDP_TX else xdp.redirect_ifindex
+            if port not in (HOST_PORT, NET_PORT):
+                self.counters["xdp_drop"] += 1
+                return
+            self.counters["xdp_tx"] += 1
+            self._out(port, out)
+        else:
+            self.counters["xdp_drop"] += 1
+
+    # ------------------------------------------------------------ control
+    def _respond(self, req, type_, status, body=b"", replay=False):
+        flags = D.NANOBPF_CTRL_F_RESPONSE | (D.NANOBPF_CTRL_F_REPLAY if replay else 0)
+        frame = ctrl.build(req.src, self.mac, type_, req.hdr["seq"], self.epoch, body, flags=flags, status=status,
+                           version=self.version or D.VERSION)
+        for fr in self._through_faults("out", frame):
+            self._send(self.host, fr)
+
+    def _control(self, req):
+        h = req.hdr
+        self.counters["ctrl_rx"] += 1
+        if h["flags"] & D.NANOBPF_CTRL_F_RESPONSE:
+            self.counters["ctrl_malformed"] += 1
+            return
+        if h["type"] == D.NANOBPF_CTRL_MSG_HELLO:
+            return self._hello(req)
+        if not self.session or h["epoch"] != self.epoch:
+            self.counters["ctrl_stale"] += 1
+            st = D.NANOBPF_CTRL_ST_NEED_HELLO if not self.session else D.NANOBPF_CTRL_ST_STALE_EPOCH
+            return self._respond(req, h["type"], st)
+        seq = h["seq"]
+        if seq in self.cache:
+            self.counters["ctrl_replayed"] += 1
+            type_, status, body = self.cache[seq]
+            return self._respond(req, type_, status, body, replay=True)
+        if not _serial_newer(seq, self.last_seq):
+            self.counters["ctrl_stale"] += 1
+            return self._respond(req, h["type"], D.NANOBPF_CTRL_ST_STALE_SEQ)
+        if h["version"] != self.version:
+            self.counters["ctrl_errors"] += 1
+            return self._respond(req, h["type"], D.NANOBPF_CTRL_ST_BAD_VERSION,
+                                 f"session version {self.version}, request version {h['version']}".encode())
+        epoch = self.epoch
+        try:
+            status, body = D.NANOBPF_CTRL_ST_OK, self._apply(h["type"], req.body)
+        except _Refuse as e:
+            status, body = e.status, e.message.encode()[:D.NANOBPF_CTRL_MAX_ERRMSG]
+            self.counters["ctrl_errors"] += 1
+        self.applied.append((epoch, seq, h["type"], status))
+        self.counters["ctrl_applied"] += 1
+        if h["type"] == D.NANOBPF_CTRL_MSG_RESET and status == D.NANOBPF_CTRL_ST_OK:
+            return self._respond(req, h["type"], status, body)     # answered with the new epoch, no session
+        self.last_seq = seq
+        self.cache[seq] = (h["type"], status, body)
+        while len(self.cache) > D.NANOBPF_CTRL_REPLAY_CACHE:
+            self.cache.popitem(last=False)
+        if self.log:
+            self.log(f"applied {D.MSG_NAMES.get(h['type'], h['type'])} seq {seq}: {D.STATUS_NAMES[status]}")
+        self._respond(req, h["type"], status, body)
+
+    def _hello(self, req):
+        try:
+            b = D.unpack("hello_req", req.body)
+        except ValueError:
+            self.counters["ctrl_errors"] += 1
+            return self._respond(req, req.hdr["type"], D.NANOBPF_CTRL_ST_BAD_LENGTH)
+        ver = min(D.VERSION, b["ver_max"])
+        if ver < max(D.MIN_VERSION, b["ver_min"]):
+            self.counters["ctrl_errors"] += 1
+            return self._respond(req, req.hdr["type"], D.NANOBPF_CTRL_ST_BAD_VERSION,
+                                 f"device speaks {D.MIN_VERSION}..{D.VERSION}".encode())
+        self.session, self.version = True, ver
+        self.last_seq = req.hdr["seq"]
+        self.cache.clear()
+        body = D.pack("hello_resp", version=ver, cores=self.cores, key_slots=self.key_slots,
+                      max_image=D.NANOBPF_CTRL_MAX_IMAGE, max_body=D.NANOBPF_CTRL_MAX_BODY)
+        self.cache[self.last_seq] = (req.hdr["type"], D.NANOBPF_CTRL_ST_OK, body)
+        self._respond(req, req.hdr["type"], D.NANOBPF_CTRL_ST_OK, body)
+
+    # ------------------------------------------------------------ requests
+    def _apply(self, type_, body):
+        handler = self._HANDLERS.get(type_)
+        if handler is None:
+            raise _Refuse(D.NANOBPF_CTRL_ST_BAD_TYPE, f"unknown message type {type_:#x}")
+        return handler(self, body)
+
+    @staticmethod
+    def _exact(body, name, extra_ok=False):
+        size = D.STRUCTS[name][0].size
+        if len(body) < size or (len(body) != size and not extra_ok):
+            raise _Refuse(D.NANOBPF_CTRL_ST_BAD_LENGTH, f"{name}: {len(body)} bytes, expected {size}")
+        return D.unpack(name, body)
+
+    @staticmethod
+    def _cid(m):
+        n = m["cid_len"]
+        if not 1 <= n <= D.NANOBPF_CTRL_MAX_CID or any(m["reserved"]) or any(m["cid"][n:]):
+            raise _Refuse(D.NANOBPF_CTRL_ST_INVALID, "CID length 1..20, reserved bytes and bytes after the CID zero")
+        return m["cid"][:n]
+
+    def _do_reset(self, body):
+        if body:
+            raise _Refuse(D.NANOBPF_CTRL_ST_BAD_LENGTH, "RESET has no body")
+        self.reset()
+        return b""
+
+    def _do_stats(self, body):
+        if body:
+            raise _Refuse(D.NANOBPF_CTRL_ST_BAD_LENGTH, "STATS has no body")
+        ids = {v: k for k, v in D.STAT_NAMES.items()}
+        return b"".join(D.pack("stat_entry", id=ids[n], value=v) for n, v in self.stats().items())
+
+    def _keytable_map(self):
+        if self._prog and KEYTABLE in self._prog[0].map_names():
+            return self._prog[0]
+        return None
+
+    @staticmethod
+    def _cid_key(cid):
+        return D.pack("key_del", cid_len=len(cid), cid=cid)[:1] + cid.ljust(20, b"\0") + bytes(3)
+
+    def _do_key(self, body, update):
+        m = self._exact(body, "key_msg")
+        cid, keys = self._cid(m), m["keys"]
+        phase, flags, cid_len = keys[0], keys[1], keys[2]
+        if phase > 1 or flags > 1 or cid_len != len(cid) or keys[3] or any(keys[76:80]):
+            raise _Refuse(D.NANOBPF_CTRL_ST_INVALID,
+                          "keys: key_phase 0/1, flags bit 0 only, cid_len = the CID's length, reserved and pad zero")
+        if update:
+            if cid not in self._keys:
+                raise _Refuse(D.NANOBPF_CTRL_ST_NOENT, "no such connection")
+            slot = self._keys[cid][0]
+        else:
+            if cid in self._keys:
+                raise _Refuse(D.NANOBPF_CTRL_ST_EXIST, "connection already present")
+            used = {s for s, _ in self._keys.values()}
+            slot = next((s for s in range(self.key_slots) if s not in used), None)
+            if slot is None:
+                raise _Refuse(D.NANOBPF_CTRL_ST_FULL, f"key table full ({self.key_slots} connections)")
+        self._keys[cid] = (slot, bytes(keys))
+        if (x := self._keytable_map()):
+            x.map_update(KEYTABLE, self._cid_key(cid), keys)
+        return D.pack("key_resp", slot=slot)
+
+    def _do_key_del(self, body):
+        cid = self._cid(self._exact(body, "key_del"))
+        if cid not in self._keys:
+            raise _Refuse(D.NANOBPF_CTRL_ST_NOENT, "no such connection")
+        del self._keys[cid]
+        if (x := self._keytable_map()):
+            x.map_delete(KEYTABLE, self._cid_key(cid))
+        return b""
+
+    def _do_key_flush(self, body):
+        if body:
+            raise _Refuse(D.NANOBPF_CTRL_ST_BAD_LENGTH, "KEY_FLUSH has no body")
+        if (x := self._keytable_map()):
+            for cid in self._keys:
+                x.map_delete(KEYTABLE, self._cid_key(cid))
+        self._keys.clear()
+        return b""
+
+    def _do_prog_begin(self, body):
+        m = self._exact(body, "prog_begin")
+        if not 1 <= m["total"] <= D.NANOBPF_CTRL_MAX_IMAGE:
+            raise _Refuse(D.NANOBPF_CTRL_ST_INVALID, f"image of {m['total']} bytes: 1..{D.NANOBPF_CTRL_MAX_IMAGE}")
+        self._loading = dict(m, data=bytearray())
+        return b""
+
+    def _do_prog_chunk(self, body):
+        m = self._exact(body, "prog_chunk", extra_ok=True)
+        data = body[D.PROG_CHUNK_SIZE:]
+        ld = self._loading
+        if ld is None:
+            raise _Refuse(D.NANOBPF_CTRL_ST_SEQUENCE, "PROG_CHUNK without PROG_BEGIN")
+        if m["offset"] != len(ld["data"]) or len(ld["data"]) + len(data) > ld["total"]:
+            raise _Refuse(D.NANOBPF_CTRL_ST_SEQUENCE,
+                          f"chunk at {m['offset']}+{len(data)}: have {len(ld['data'])} of {ld['total']} bytes")
+        ld["data"] += data
+        return b""
+
+    def _do_prog_commit(self, body):
+        m = self._exact(body, "prog_begin")
+        ld = self._loading
+        if ld is None or (m["total"], m["crc32"], m["name"]) != (ld["total"], ld["crc32"], ld["name"]):
+            raise _Refuse(D.NANOBPF_CTRL_ST_SEQUENCE, "PROG_COMMIT does not match PROG_BEGIN")
+        if len(ld["data"]) != ld["total"]:
+            raise _Refuse(D.NANOBPF_CTRL_ST_SEQUENCE, f"have {len(ld['data'])} of {ld['total']} bytes")
+        image = bytes(ld["data"])
+        self._loading = None
+        if ctrl.crc32(image) != ld["crc32"]:
+            raise _Refuse(D.NANOBPF_CTRL_ST_SEQUENCE, "image CRC-32 mismatch")
+        try:
+            parse_image(image)
+        except (LoadError, ValueError, struct.error) as e:
+            raise _Refuse(D.NANOBPF_CTRL_ST_VERIFIER, f"image: {e}")
+        path = Path(self._tmp.name) / f"prog-{self.epoch:08x}-{time.monotonic_ns()}.nbpf"
+        path.write_bytes(image)
+        try:
+            if self._prog:                      # the key table binds to one program at a time
+                old = self._prog
+                self._prog = None
+                old[0].close()
+            xdp = DeviceXdp(path, jit=self.jit)
+            insns, maps = xdp.info()
+        except DeviceError as e:
+            try:
+                xdp.close()
+            except Exception:
+                pass
+            raise _Refuse(D.NANOBPF_CTRL_ST_VERIFIER, str(e).split(": ", 1)[-1])
+        info = dict(name=ld["name"], image_len=len(image), crc32=ld["crc32"], insns=insns, maps=maps)
+        self._prog = (xdp, info)
+        if KEYTABLE in xdp.map_names():
+            for cid, (_, keys) in self._keys.items():
+                xdp.map_update(KEYTABLE, self._cid_key(cid), keys)
+        return D.pack("prog_info", **info)
+
+    def _do_prog_unload(self, body):
+        if body:
+            raise _Refuse(D.NANOBPF_CTRL_ST_BAD_LENGTH, "PROG_UNLOAD has no body")
+        if not self._prog:
+            raise _Refuse(D.NANOBPF_CTRL_ST_NO_PROG, "no program attached")
+        self._prog[0].close()
+        self._prog = None
+        return b""
+
+    def _do_prog_info(self, body):
+        if body:
+            raise _Refuse(D.NANOBPF_CTRL_ST_BAD_LENGTH, "PROG_INFO has no body")
+        if not self._prog:
+            raise _Refuse(D.NANOBPF_CTRL_ST_NO_PROG, "no program attached")
+        return D.pack("prog_info", **self._prog[1])
+
+    def _do_map(self, body, type_):
+        m = self._exact(body, "map_req", extra_ok=True)
+        kl, vl = m["key_len"], m["value_len"]
+        if len(body) != D.MAP_REQ_SIZE + kl + vl:
+            raise _Refuse(D.NANOBPF_CTRL_ST_BAD_LENGTH, f"map_req: {len(body)} bytes, header + key {kl} + value {vl}")
+        if m["reserved"] or m["flags"] > 2 or (m["flags"] and type_ != D.NANOBPF_CTRL_MSG_MAP_UPDATE):
+            raise _Refuse(D.NANOBPF_CTRL_ST_INVALID, "flags: 0..2 on MAP_UPDATE only; reserved zero")
+        if vl and type_ != D.NANOBPF_CTRL_MSG_MAP_UPDATE:
+            raise _Refuse(D.NANOBPF_CTRL_ST_INVALID, "only MAP_UPDATE carries a value")
+        if not self._prog:
+            raise _Refuse(D.NANOBPF_CTRL_ST_NO_PROG, "no program attached")
+        xdp, name = self._prog[0], m["name"]
+        if name not in xdp.map_names():
+            raise _Refuse(D.NANOBPF_CTRL_ST_NO_MAP, f"no map '{name}' (maps: {', '.join(xdp.map_names())})")
+        info = xdp.map_info(name)
+        key, value = body[D.MAP_REQ_SIZE:D.MAP_REQ_SIZE + kl], body[D.MAP_REQ_SIZE + kl:]
+        if not (kl == info.key_size or (type_ == D.NANOBPF_CTRL_MSG_MAP_NEXT and kl == 0)):
+            raise _Refuse(D.NANOBPF_CTRL_ST_NO_MAP, f"map {name}: key of {kl} bytes, the map's is {info.key_size}")
+        if type_ == D.NANOBPF_CTRL_MSG_MAP_UPDATE and vl != info.value_size:
+            raise _Refuse(D.NANOBPF_CTRL_ST_NO_MAP, f"map {name}: value of {vl} bytes, the map's is {info.value_size}")
+        if name == KEYTABLE and type_ in (D.NANOBPF_CTRL_MSG_MAP_UPDATE, D.NANOBPF_CTRL_MSG_MAP_DELETE):
+            raise _Refuse(D.NANOBPF_CTRL_ST_INVALID, "the key table is changed with KEY_* messages")
+        try:
+            if type_ == D.NANOBPF_CTRL_MSG_MAP_LOOKUP:
+                if info.percpu:
+                    vals = xdp.map_lookup_percpu(name, key)
+                    v = vals[0] if vals else None
+                else:
+                    v = xdp.map_lookup(name, key)
+                if v is None:
+                    raise _Refuse(D.NANOBPF_CTRL_ST_NOENT, "no such entry")
+                return v
+            if type_ == D.NANOBPF_CTRL_MSG_MAP_UPDATE:
+                xdp.map_update(name, key, value, m["flags"])
+                return b""
+            if type_ == D.NANOBPF_CTRL_MSG_MAP_DELETE:
+                if not xdp.map_delete(name, key):
+                    raise _Refuse(D.NANOBPF_CTRL_ST_NOENT, "no such entry")
+                return b""
+            nxt = xdp.map_next_key(name, key or None)
+            if nxt is None:
+                raise _Refuse(D.NANOBPF_CTRL_ST_NOENT, "no more keys")
+            return nxt
+        except DeviceError as e:
+            text = str(e)
+            errno = next((int(t) for t in text.replace("(", " ").replace(")", " ").replace(":", " ").split()
+                          if t.lstrip("-").isdigit() and int(t) < 0), -22)
+            raise _Refuse(ERRNO_STATUS.get(-errno, D.NANOBPF_CTRL_ST_INVALID), text.split(": ", 1)[-1])
+
+    def _do_table(self, body, set_):
+        m = self._exact(body, "table_msg")
+        if m["table"] not in TABLES or m["reserved"]:
+            raise _Refuse(D.NANOBPF_CTRL_ST_INVALID, f"table {m['table']}: 0..{len(TABLES) - 1}, reserved zero")
+        count, mask = _table_limits(TABLES[m["table"]])
+        if m["index"] >= count:
+            raise _Refuse(D.NANOBPF_CTRL_ST_INVALID, f"{TABLES[m['table']]}[{m['index']}]: {count} entries")
+        if set_ and m["value"] & ~mask:
+            raise _Refuse(D.NANOBPF_CTRL_ST_INVALID, f"{TABLES[m['table']]}: bits {m['value'] & ~mask:#x} are not fields")
+        if set_:
+            self._tables[(m["table"], m["index"])] = m["value"]
+        else:
+            self._tables.pop((m["table"], m["index"]), None)
+        return b""
+
+    _HANDLERS = {
+        D.NANOBPF_CTRL_MSG_RESET: _do_reset,
+        D.NANOBPF_CTRL_MSG_STATS: _do_stats,
+        D.NANOBPF_CTRL_MSG_KEY_ADD: lambda s, b: s._do_key(b, update=False),
+        D.NANOBPF_CTRL_MSG_KEY_UPDATE: lambda s, b: s._do_key(b, update=True),
+        D.NANOBPF_CTRL_MSG_KEY_DEL: _do_key_del,
+        D.NANOBPF_CTRL_MSG_KEY_FLUSH: _do_key_flush,
+        D.NANOBPF_CTRL_MSG_PROG_BEGIN: _do_prog_begin,
+        D.NANOBPF_CTRL_MSG_PROG_CHUNK: _do_prog_chunk,
+        D.NANOBPF_CTRL_MSG_PROG_COMMIT: _do_prog_commit,
+        D.NANOBPF_CTRL_MSG_PROG_UNLOAD: _do_prog_unload,
+        D.NANOBPF_CTRL_MSG_PROG_INFO: _do_prog_info,
+        D.NANOBPF_CTRL_MSG_MAP_LOOKUP: lambda s, b: s._do_map(b, D.NANOBPF_CTRL_MSG_MAP_LOOKUP),
+        D.NANOBPF_CTRL_MSG_MAP_UPDATE: lambda s, b: s._do_map(b, D.NANOBPF_CTRL_MSG_MAP_UPDATE),
+        D.NANOBPF_CTRL_MSG_MAP_DELETE: lambda s, b: s._do_map(b, D.NANOBPF_CTRL_MSG_MAP_DELETE),
+        D.NANOBPF_CTRL_MSG_MAP_NEXT: lambda s, b: s._do_map(b, D.NANOBPF_CTRL_MSG_MAP_NEXT),
+        D.NANOBPF_CTRL_MSG_TABLE_SET: lambda s, b: s._do_table(b, True),
+        D.NANOBPF_CTRL_MSG_TABLE_DEL: lambda s, b: s._do_table(b, False),
+    }
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="nanobpf-devmodel", description="Run the NanoBPF reference device model on "
+                                 "network interfaces until interrupted (docs/control.md). Needs root.")
+    host = ap.add_mutually_exclusive_group(required=True)
+    host.add_argument("--host-tap", metavar="NAME", help="create TAP NAME as the host port")
+    host.add_argument("--host-if", metavar="IF", help="use existing interface IF (e.g. QEMU's TAP) as the host port")
+    net = ap.add_mutually_exclusive_group()
+    net.add_argument("--net-tap", metavar="NAME", help="create TAP NAME as the network port")
+    net.add_argument("--net-if", metavar="IF", help="use existing interface IF as the network port")
+    ap.add_argument("--key-slots", type=int, default=abi.NANOBPF_KEYTABLE_ENTRIES, help=f"connections the key table holds (default {abi.NANOBPF_KEYTABLE_ENTRIES})")
+    ap.add_argument("--seed", type=int, help="seed of the epoch and fault RNG")
+    ap.add_argument("--loss", type=float, default=0.0, help="control frame loss probability (default 0)")
+    ap.add_argument("--dup", type=float, default=0.0, help="control frame duplication probability")
+    ap.add_argument("--reorder", type=float, default=0.0, help="control frame reordering probability")
+    ap.add_argument("--jit", action="store_true", help="run programs as RV64 JIT code under qemu-riscv64")
+    ap.add_argument("-v", "--verbose", action="store_true", help="print every applied request")
+    a = ap.parse_args(argv)
+    for name in ("loss", "dup", "reorder"):
+        if not 0.0 <= getattr(a, name) <= 1.0:
+            ap.error(f"--{name} is a probability, 0..1")
+    if not 1 <= a.key_slots <= abi.NANOBPF_KEYTABLE_ENTRIES:
+        ap.error(f"--key-slots: 1..{abi.NANOBPF_KEYTABLE_ENTRIES}")
+    try:
+        hp = ctrl.TapPort(a.host_tap) if a.host_tap else ctrl.PacketPort(a.host_if)
+        np_ = ctrl.TapPort(a.net_tap) if a.net_tap else ctrl.PacketPort(a.net_if) if a.net_if else None
+    except OSError as e:
+        print(f"nanobpf-devmodel: {e}", file=sys.stderr)
+        return 1
+    log = (lambda m: print(f"[devmodel] {m}", flush=True)) if a.verbose else None
+    dev = DeviceModel(hp, np_, key_slots=a.key_slots, seed=a.seed, jit=a.jit, log=log)
+    dev.set_faults(a.loss, a.dup, a.reorder)
+    print(f"[devmodel] host port {hp.name}, network port {np_.name if np_ else 'none'}, epoch {dev.epoch:#010x}; "
+          "Ctrl-C stops", flush=True)
+    dev.start()
+    try:
+        while True:
+            time.sleep(10)
+            s = dev.stats()
+            print(f"[devmodel] ctrl {s['ctrl_rx']} rx / {s['ctrl_applied']} applied, keys {s['keys']}, "
+                  f"host {s['host_rx']}/{s['host_tx']}, net {s['net_rx']}/{s['net_tx']}", flush=True)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        dev.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
