@@ -306,7 +306,13 @@ class Client:
         return rbody
 
     def hello(self):
-        body = self._checked(D.NANOBPF_CTRL_MSG_HELLO, D.pack("hello_req", ver_min=D.MIN_VERSION, ver_max=D.VERSION))
+        req = D.pack("hello_req", ver_min=D.MIN_VERSION, ver_max=D.VERSION)
+        status, _, body = self.exchange(D.NANOBPF_CTRL_MSG_HELLO, req)
+        if status == D.NANOBPF_CTRL_ST_STALE_SEQ and len(body) == 4:
+            self.seq = struct.unpack(">I", body)[0]       # a restarted host continues after the device's window
+            status, _, body = self.exchange(D.NANOBPF_CTRL_MSG_HELLO, req)
+        if status != D.NANOBPF_CTRL_ST_OK:
+            raise CtrlError(status, body.decode(errors="replace"))
         self.limits = D.unpack("hello_resp", body)
         self.version = self.limits["version"]
         return self.limits
@@ -337,12 +343,12 @@ class Client:
                 self.synced = False
                 raise
             except CtrlError as e:
-                if e.status in (D.NANOBPF_CTRL_ST_STALE_EPOCH, D.NANOBPF_CTRL_ST_NEED_HELLO):
+                if e.status in (D.NANOBPF_CTRL_ST_STALE_EPOCH, D.NANOBPF_CTRL_ST_NEED_HELLO, D.NANOBPF_CTRL_ST_STALE_SEQ):
                     self.synced = False
                     continue
                 raise
-            if status in (D.NANOBPF_CTRL_ST_STALE_EPOCH, D.NANOBPF_CTRL_ST_NEED_HELLO):
-                self.synced = False
+            if status in (D.NANOBPF_CTRL_ST_STALE_EPOCH, D.NANOBPF_CTRL_ST_NEED_HELLO, D.NANOBPF_CTRL_ST_STALE_SEQ):
+                self.synced = False          # STALE_SEQ: another host instance used these numbers; HELLO moves on
                 continue
             if status != D.NANOBPF_CTRL_ST_OK:
                 raise CtrlError(status, rbody.decode(errors="replace"))
@@ -403,7 +409,7 @@ class Client:
                 self.synced = False
                 raise
             except CtrlError as e:
-                if e.status in (D.NANOBPF_CTRL_ST_STALE_EPOCH, D.NANOBPF_CTRL_ST_NEED_HELLO):
+                if e.status in (D.NANOBPF_CTRL_ST_STALE_EPOCH, D.NANOBPF_CTRL_ST_NEED_HELLO, D.NANOBPF_CTRL_ST_STALE_SEQ):
                     self.synced = False
                     continue
                 raise

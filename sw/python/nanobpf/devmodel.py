@@ -88,7 +88,7 @@ class DeviceModel:
         self.session = False
         self.version = None
         self.last_seq = 0
-        self.cache = OrderedDict()     # seq -> (type, status, body)
+        self.cache = OrderedDict()     # seq -> (type, status, body, (request type, request body))
         self._keys = {}                # cid -> (slot, keys)
         self._prog = None              # (DeviceXdp, info dict)
         self._loading = None           # dict(total, crc32, name, data)
@@ -293,20 +293,29 @@ class DeviceModel:
         if h["flags"] & D.NANOBPF_CTRL_F_RESPONSE:
             self.counters["ctrl_malformed"] += 1
             return
+        seq = h["seq"]
+        digest = (h["type"], req.body)
+        if h["type"] == D.NANOBPF_CTRL_MSG_HELLO and self.session and self._cached(seq, digest):
+            self.counters["ctrl_replayed"] += 1
+            type_, status, body, _ = self.cache[seq]
+            return self._respond(req, type_, status, body, replay=True)
+        if h["type"] == D.NANOBPF_CTRL_MSG_HELLO and self.session and not _serial_newer(seq, self.last_seq):
+            # a late duplicate must not restart the window; a restarted host learns where to continue
+            self.counters["ctrl_stale"] += 1
+            return self._respond(req, h["type"], D.NANOBPF_CTRL_ST_STALE_SEQ, struct.pack(">I", self.last_seq))
         if h["type"] == D.NANOBPF_CTRL_MSG_HELLO:
             return self._hello(req)
         if not self.session or h["epoch"] != self.epoch:
             self.counters["ctrl_stale"] += 1
             st = D.NANOBPF_CTRL_ST_NEED_HELLO if not self.session else D.NANOBPF_CTRL_ST_STALE_EPOCH
             return self._respond(req, h["type"], st)
-        seq = h["seq"]
-        if seq in self.cache:
+        if self._cached(seq, digest):
             self.counters["ctrl_replayed"] += 1
-            type_, status, body = self.cache[seq]
+            type_, status, body, _ = self.cache[seq]
             return self._respond(req, type_, status, body, replay=True)
-        if not _serial_newer(seq, self.last_seq):
+        if not _serial_newer(seq, self.last_seq):     # old, or a different request under a cached number
             self.counters["ctrl_stale"] += 1
-            return self._respond(req, h["type"], D.NANOBPF_CTRL_ST_STALE_SEQ)
+            return self._respond(req, h["type"], D.NANOBPF_CTRL_ST_STALE_SEQ, struct.pack(">I", self.last_seq))
         if h["version"] != self.version:
             self.counters["ctrl_errors"] += 1
             return self._respond(req, h["type"], D.NANOBPF_CTRL_ST_BAD_VERSION,
@@ -322,7 +331,7 @@ class DeviceModel:
         if h["type"] == D.NANOBPF_CTRL_MSG_RESET and status == D.NANOBPF_CTRL_ST_OK:
             return self._respond(req, h["type"], status, body)     # answered with the new epoch, no session
         self.last_seq = seq
-        self.cache[seq] = (h["type"], status, body)
+        self.cache[seq] = (h["type"], status, body, digest)
         while len(self.cache) > D.NANOBPF_CTRL_REPLAY_CACHE:
             self.cache.popitem(last=False)
         if self.log:
@@ -343,10 +352,16 @@ class DeviceModel:
         self.session, self.version = True, ver
         self.last_seq = req.hdr["seq"]
         self.cache.clear()
+        self.applied.append((self.epoch, self.last_seq, req.hdr["type"], D.NANOBPF_CTRL_ST_OK))
+        self.counters["ctrl_applied"] += 1
         body = D.pack("hello_resp", version=ver, cores=self.cores, key_slots=self.key_slots,
                       max_image=D.NANOBPF_CTRL_MAX_IMAGE, max_body=D.NANOBPF_CTRL_MAX_BODY)
-        self.cache[self.last_seq] = (req.hdr["type"], D.NANOBPF_CTRL_ST_OK, body)
+        self.cache[self.last_seq] = (req.hdr["type"], D.NANOBPF_CTRL_ST_OK, body, (req.hdr["type"], req.body))
         self._respond(req, req.hdr["type"], D.NANOBPF_CTRL_ST_OK, body)
+
+    def _cached(self, seq, digest):
+        """seq is in the replay cache for this very request (same type and body): a duplicate."""
+        return seq in self.cache and self.cache[seq][3] == digest
 
     # ------------------------------------------------------------ requests
     def _apply(self, type_, body):
