@@ -1,0 +1,489 @@
+/* libnanobpf: one function per generic-netlink command of the family nanobpf (hw/defs/ctrl.toml).
+ * Arguments are checked here before anything is sent. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "nanobpf_int.h"
+
+#define PUT(call) do { if ((call) < 0) goto nomem; } while (0)
+
+static int put_fail(struct nanobpf *h, struct nl_msg *msg)
+{
+	nlmsg_free(msg);
+	return nb_fail(h, ENOMEM, "out of memory building the request");
+}
+
+/* a request without attributes and without a reply payload */
+static int simple(struct nanobpf *h, int cmd, const char *what)
+{
+	struct nb_req r = { 0 };
+	struct nl_msg *msg;
+
+	nb_clear(h);
+	msg = nb_msg(h, cmd, 0, 0);
+	if (!msg)
+		return -ENOMEM;
+	return nb_transact(h, msg, &r, what);
+}
+
+static int check_name(struct nanobpf *h, const char *what, const char *kind, const char *name, size_t maxlen)
+{
+	size_t n;
+
+	if (!name || !name[0])
+		return nb_fail(h, EINVAL, "%s: the %s is empty", what, kind);
+	n = strlen(name);
+	if (n > maxlen)
+		return nb_fail(h, EINVAL, "%s: %s '%s' is %zu bytes long, at most %zu fit", what, kind, name, n, maxlen);
+	return 0;
+}
+
+static int check_cid(struct nanobpf *h, const char *what, const void *cid, size_t cid_len)
+{
+	if (!cid || cid_len < 1 || cid_len > NANOBPF_CTRL_MAX_CID)
+		return nb_fail(h, EINVAL, "%s: a connection ID has 1 to %d bytes, not %zu", what,
+			       NANOBPF_CTRL_MAX_CID, cid ? cid_len : 0);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ device */
+
+int nanobpf_dev_attach(struct nanobpf *h, const char *ifname, const char *vdev_name)
+{
+	struct nb_req r = { 0 };
+	struct nl_msg *msg;
+	int ret;
+
+	nb_clear(h);
+	ret = check_name(h, "dev attach", "interface name", ifname, NANOBPF_ATTR_LEN_IFNAME - 1);
+	if (!ret && vdev_name)
+		ret = check_name(h, "dev attach", "virtual device name", vdev_name, NANOBPF_ATTR_LEN_VDEV_NAME - 1);
+	if (ret)
+		return ret;
+	msg = nb_msg(h, NANOBPF_CMD_DEV_ATTACH, 0, 64);
+	if (!msg)
+		return -ENOMEM;
+	PUT(nla_put_string(msg, NANOBPF_ATTR_IFNAME, ifname));
+	if (vdev_name)
+		PUT(nla_put_string(msg, NANOBPF_ATTR_VDEV_NAME, vdev_name));
+	return nb_transact(h, msg, &r, "dev attach");
+nomem:
+	return put_fail(h, msg);
+}
+
+int nanobpf_dev_detach(struct nanobpf *h)
+{
+	return simple(h, NANOBPF_CMD_DEV_DETACH, "dev detach");
+}
+
+int nanobpf_dev_reset(struct nanobpf *h)
+{
+	return simple(h, NANOBPF_CMD_DEV_RESET, "dev reset");
+}
+
+static int parse_dev(struct nb_req *r, struct nlattr **tb)
+{
+	struct nanobpf_dev_info *d = r->arg;
+
+	if (nb_get_str(tb[NANOBPF_ATTR_IFNAME], d->ifname, sizeof(d->ifname)))
+		d->present |= NANOBPF_DEV_HAS_IFNAME;
+	if (nb_get_str(tb[NANOBPF_ATTR_VDEV_NAME], d->vdev_name, sizeof(d->vdev_name)))
+		d->present |= NANOBPF_DEV_HAS_VDEV;
+	if (nb_get_u8(tb[NANOBPF_ATTR_LINK_STATE], &d->link_state))
+		d->present |= NANOBPF_DEV_HAS_LINK_STATE;
+	if (nb_get_u32(tb[NANOBPF_ATTR_EPOCH], &d->epoch))
+		d->present |= NANOBPF_DEV_HAS_EPOCH;
+	if (nb_get_u16(tb[NANOBPF_ATTR_VERSION], &d->version))
+		d->present |= NANOBPF_DEV_HAS_VERSION;
+	if (nb_get_u32(tb[NANOBPF_ATTR_KEY_COUNT], &d->key_count))
+		d->present |= NANOBPF_DEV_HAS_KEY_COUNT;
+	if (nb_get_u8(tb[NANOBPF_ATTR_DEV_STATUS], &d->dev_status))
+		d->present |= NANOBPF_DEV_HAS_STATUS;
+	nb_get_str(tb[NANOBPF_ATTR_ERRMSG], d->errmsg, sizeof(d->errmsg));
+	return 0;
+}
+
+int nanobpf_dev_get(struct nanobpf *h, struct nanobpf_dev_info *info)
+{
+	struct nb_req r = { .parse = parse_dev, .arg = info };
+	struct nl_msg *msg;
+
+	if (!h->in_followup)
+		nb_clear(h);
+	memset(info, 0, sizeof(*info));
+	msg = nb_msg(h, NANOBPF_CMD_DEV_GET, 0, 0);
+	if (!msg)
+		return -ENOMEM;
+	return nb_transact(h, msg, &r, "dev show");
+}
+
+/* ------------------------------------------------------------------ keys */
+
+static int key_set(struct nanobpf *h, int cmd, const char *what, const void *cid, size_t cid_len,
+		   const void *keys, size_t keys_len)
+{
+	struct nb_req r = { 0 };
+	struct nl_msg *msg;
+	int ret;
+
+	nb_clear(h);
+	ret = check_cid(h, what, cid, cid_len);
+	if (ret)
+		return ret;
+	if (!keys || keys_len != NANOBPF_CTRL_KEYS_SIZE)
+		return nb_fail(h, EINVAL, "%s: a key entry (struct nanobpf_quic_keys) is %d bytes, not %zu", what,
+			       NANOBPF_CTRL_KEYS_SIZE, keys ? keys_len : 0);
+	msg = nb_msg(h, cmd, 0, 128);
+	if (!msg)
+		return -ENOMEM;
+	PUT(nla_put(msg, NANOBPF_ATTR_CID, (int)cid_len, cid));
+	PUT(nla_put(msg, NANOBPF_ATTR_KEYS, (int)keys_len, keys));
+	return nb_transact(h, msg, &r, what);
+nomem:
+	return put_fail(h, msg);
+}
+
+int nanobpf_key_add(struct nanobpf *h, const void *cid, size_t cid_len, const void *keys, size_t keys_len)
+{
+	return key_set(h, NANOBPF_CMD_KEY_ADD, "key add", cid, cid_len, keys, keys_len);
+}
+
+int nanobpf_key_update(struct nanobpf *h, const void *cid, size_t cid_len, const void *keys, size_t keys_len)
+{
+	return key_set(h, NANOBPF_CMD_KEY_UPDATE, "key update", cid, cid_len, keys, keys_len);
+}
+
+int nanobpf_key_del(struct nanobpf *h, const void *cid, size_t cid_len)
+{
+	struct nb_req r = { 0 };
+	struct nl_msg *msg;
+	int ret;
+
+	nb_clear(h);
+	ret = check_cid(h, "key del", cid, cid_len);
+	if (ret)
+		return ret;
+	msg = nb_msg(h, NANOBPF_CMD_KEY_DEL, 0, 32);
+	if (!msg)
+		return -ENOMEM;
+	PUT(nla_put(msg, NANOBPF_ATTR_CID, (int)cid_len, cid));
+	return nb_transact(h, msg, &r, "key del");
+nomem:
+	return put_fail(h, msg);
+}
+
+struct key_walk {
+	nanobpf_key_cb cb;
+	void *arg;
+	int bad;
+};
+
+static int parse_key(struct nb_req *r, struct nlattr **tb)
+{
+	struct key_walk *w = r->arg;
+	struct nanobpf_key_entry e;
+	struct nlattr *cid = tb[NANOBPF_ATTR_CID];
+
+	memset(&e, 0, sizeof(e));
+	if (!cid || nla_len(cid) < 1 || nla_len(cid) > NANOBPF_CTRL_MAX_CID) {
+		w->bad++;	/* an entry without a usable CID: skipped, reported after the walk */
+		return 0;
+	}
+	e.cid_len = (uint8_t)nla_len(cid);
+	memcpy(e.cid, nla_data(cid), e.cid_len);
+	if (nb_get_u8(tb[NANOBPF_ATTR_KEY_PHASE], &e.key_phase))
+		e.present |= NANOBPF_KEY_HAS_PHASE;
+	if (nb_get_u32(tb[NANOBPF_ATTR_SLOT], &e.slot))
+		e.present |= NANOBPF_KEY_HAS_SLOT;
+	if (nb_get_u8(tb[NANOBPF_ATTR_SYNCED], &e.synced))
+		e.present |= NANOBPF_KEY_HAS_SYNCED;
+	return w->cb ? w->cb(&e, w->arg) : 0;
+}
+
+int nanobpf_key_list(struct nanobpf *h, nanobpf_key_cb cb, void *arg)
+{
+	struct key_walk w = { .cb = cb, .arg = arg };
+	struct nb_req r = { .parse = parse_key, .arg = &w };
+	struct nl_msg *msg;
+	int ret;
+
+	nb_clear(h);
+	msg = nb_msg(h, NANOBPF_CMD_KEY_GET, NLM_F_DUMP, 0);
+	if (!msg)
+		return -ENOMEM;
+	ret = nb_transact(h, msg, &r, "key list");
+	if (ret)
+		return ret;
+	if (w.bad)
+		return nb_fail(h, EPROTO, "key list: %d entr%s from the driver without a valid CID", w.bad,
+			       w.bad == 1 ? "y" : "ies");
+	return (int)r.count;
+}
+
+/* ------------------------------------------------------------------ programs */
+
+int nanobpf_prog_load(struct nanobpf *h, const void *image, size_t len, const char *name)
+{
+	struct nb_req r = { 0 };
+	struct nl_msg *msg;
+	int ret;
+
+	nb_clear(h);
+	if (!image || len == 0)
+		return nb_fail(h, EINVAL, "prog load: the image is empty");
+	if (len > NANOBPF_CTRL_MAX_IMAGE)
+		return nb_fail(h, EFBIG, "prog load: image is %zu bytes, more than the %d bytes the device accepts",
+			       len, NANOBPF_CTRL_MAX_IMAGE);
+	if (name) {
+		ret = check_name(h, "prog load", "program name", name, NANOBPF_ATTR_LEN_PROG_NAME - 1);
+		if (ret)
+			return ret;
+	}
+	msg = nb_msg(h, NANOBPF_CMD_PROG_LOAD, 0, len + 64);
+	if (!msg)
+		return -ENOMEM;
+	PUT(nla_put(msg, NANOBPF_ATTR_IMAGE, (int)len, image));
+	if (name)
+		PUT(nla_put_string(msg, NANOBPF_ATTR_PROG_NAME, name));
+	return nb_transact(h, msg, &r, "prog load");
+nomem:
+	return put_fail(h, msg);
+}
+
+int nanobpf_prog_unload(struct nanobpf *h)
+{
+	return simple(h, NANOBPF_CMD_PROG_UNLOAD, "prog unload");
+}
+
+static int parse_prog(struct nb_req *r, struct nlattr **tb)
+{
+	struct nanobpf_prog_desc *p = r->arg;
+
+	if (nb_get_str(tb[NANOBPF_ATTR_PROG_NAME], p->name, sizeof(p->name)))
+		p->present |= NANOBPF_PROG_HAS_NAME;
+	if (nb_get_u32(tb[NANOBPF_ATTR_IMAGE_LEN], &p->image_len))
+		p->present |= NANOBPF_PROG_HAS_IMAGE_LEN;
+	if (nb_get_u32(tb[NANOBPF_ATTR_PROG_CRC], &p->crc32))
+		p->present |= NANOBPF_PROG_HAS_CRC;
+	if (nb_get_u32(tb[NANOBPF_ATTR_PROG_INSNS], &p->insns))
+		p->present |= NANOBPF_PROG_HAS_INSNS;
+	return 0;
+}
+
+int nanobpf_prog_get(struct nanobpf *h, struct nanobpf_prog_desc *info)
+{
+	struct nb_req r = { .parse = parse_prog, .arg = info };
+	struct nl_msg *msg;
+
+	nb_clear(h);
+	memset(info, 0, sizeof(*info));
+	msg = nb_msg(h, NANOBPF_CMD_PROG_GET, 0, 0);
+	if (!msg)
+		return -ENOMEM;
+	return nb_transact(h, msg, &r, "prog show");
+}
+
+/* ------------------------------------------------------------------ maps */
+
+struct map_out {
+	int attr;		/* NANOBPF_ATTR_MAP_VALUE or NANOBPF_ATTR_MAP_KEY */
+	void *buf;
+	size_t cap;
+	size_t len;
+	int found;
+	int too_small;
+};
+
+static int parse_map(struct nb_req *r, struct nlattr **tb)
+{
+	struct map_out *o = r->arg;
+	struct nlattr *a = tb[o->attr];
+
+	if (!a)
+		return 0;
+	o->found = 1;
+	o->len = (size_t)nla_len(a);
+	if (o->len > o->cap)
+		o->too_small = 1;
+	else if (o->buf)
+		memcpy(o->buf, nla_data(a), o->len);
+	return 0;
+}
+
+static int map_req(struct nanobpf *h, int cmd, const char *what, const char *name, const void *key,
+		   size_t key_len, int key_required, const void *value, size_t value_len, int flags_too,
+		   uint64_t flags, struct map_out *out)
+{
+	/* get_next: ENOENT after the last key is an answer */
+	struct nb_req r = { .parse = out ? parse_map : NULL, .arg = out,
+			    .expected_errno = cmd == NANOBPF_CMD_MAP_GET_NEXT ? ENOENT : 0 };
+	struct nl_msg *msg;
+	int ret;
+
+	nb_clear(h);
+	ret = check_name(h, what, "map name", name, NANOBPF_ATTR_LEN_MAP_NAME - 1);
+	if (ret)
+		return ret;
+	if (key_required || key_len) {
+		if (!key || key_len < 1 || key_len > NANOBPF_CTRL_MAX_MAP_KEY)
+			return nb_fail(h, EINVAL, "%s: a map key has 1 to %d bytes, not %zu", what,
+				       NANOBPF_CTRL_MAX_MAP_KEY, key ? key_len : 0);
+	}
+	if (value && (value_len < 1 || value_len > NANOBPF_CTRL_MAX_MAP_VALUE))
+		return nb_fail(h, EINVAL, "%s: a map value has 1 to %d bytes, not %zu", what,
+			       NANOBPF_CTRL_MAX_MAP_VALUE, value_len);
+	if (flags_too && flags > NANOBPF_BPF_EXIST)
+		return nb_fail(h, EINVAL, "%s: flags %llu: BPF_ANY (0), BPF_NOEXIST (1) or BPF_EXIST (2)", what,
+			       (unsigned long long)flags);
+	msg = nb_msg(h, cmd, 0, key_len + value_len + 64);
+	if (!msg)
+		return -ENOMEM;
+	PUT(nla_put_string(msg, NANOBPF_ATTR_MAP_NAME, name));
+	if (key_len)
+		PUT(nla_put(msg, NANOBPF_ATTR_MAP_KEY, (int)key_len, key));
+	if (value)
+		PUT(nla_put(msg, NANOBPF_ATTR_MAP_VALUE, (int)value_len, value));
+	if (flags_too)
+		PUT(nla_put_u64(msg, NANOBPF_ATTR_MAP_FLAGS, flags));
+	ret = nb_transact(h, msg, &r, what);
+	if (ret || !out)
+		return ret;
+	if (!out->found)
+		return nb_fail(h, EPROTO, "%s: the driver's answer has no %s", what,
+			       out->attr == NANOBPF_ATTR_MAP_KEY ? "key" : "value");
+	if (out->too_small)
+		return nb_fail(h, ENOSPC, "%s: the answer has %zu bytes, the buffer %zu", what, out->len, out->cap);
+	return 0;
+nomem:
+	return put_fail(h, msg);
+}
+
+int nanobpf_map_lookup(struct nanobpf *h, const char *name, const void *key, size_t key_len,
+		       void *value, size_t value_cap, size_t *value_len)
+{
+	struct map_out o = { .attr = NANOBPF_ATTR_MAP_VALUE, .buf = value, .cap = value_cap };
+	int ret = map_req(h, NANOBPF_CMD_MAP_LOOKUP, "map lookup", name, key, key_len, 1, NULL, 0, 0, 0, &o);
+
+	if (value_len)
+		*value_len = o.len;
+	return ret;
+}
+
+int nanobpf_map_update(struct nanobpf *h, const char *name, const void *key, size_t key_len,
+		       const void *value, size_t value_len, uint64_t flags)
+{
+	if (!value) {
+		nb_clear(h);
+		return nb_fail(h, EINVAL, "map update: no value");
+	}
+	return map_req(h, NANOBPF_CMD_MAP_UPDATE, "map update", name, key, key_len, 1, value, value_len, 1, flags,
+		       NULL);
+}
+
+int nanobpf_map_delete(struct nanobpf *h, const char *name, const void *key, size_t key_len)
+{
+	return map_req(h, NANOBPF_CMD_MAP_DELETE, "map delete", name, key, key_len, 1, NULL, 0, 0, 0, NULL);
+}
+
+int nanobpf_map_get_next(struct nanobpf *h, const char *name, const void *key, size_t key_len,
+			 void *next_key, size_t next_cap, size_t *next_len)
+{
+	struct map_out o = { .attr = NANOBPF_ATTR_MAP_KEY, .buf = next_key, .cap = next_cap };
+	int ret = map_req(h, NANOBPF_CMD_MAP_GET_NEXT, "map get_next", name, key, key ? key_len : 0, 0, NULL, 0,
+			  0, 0, &o);
+
+	if (next_len)
+		*next_len = o.len;
+	return ret;
+}
+
+/* ------------------------------------------------------------------ tables */
+
+static int table_req(struct nanobpf *h, int cmd, const char *what, unsigned table, unsigned index,
+		     int with_value, uint32_t value)
+{
+	struct nb_req r = { 0 };
+	struct nl_msg *msg;
+
+	nb_clear(h);
+	if (table >= NANOBPF_TABLE_COUNT)
+		return nb_fail(h, EINVAL, "%s: table %u: there are %d tables", what, table, NANOBPF_TABLE_COUNT);
+	if (index > 0xffff)
+		return nb_fail(h, EINVAL, "%s: index %u does not fit 16 bits", what, index);
+	msg = nb_msg(h, cmd, 0, 32);
+	if (!msg)
+		return -ENOMEM;
+	PUT(nla_put_u8(msg, NANOBPF_ATTR_TABLE, (uint8_t)table));
+	PUT(nla_put_u16(msg, NANOBPF_ATTR_TABLE_INDEX, (uint16_t)index));
+	if (with_value)
+		PUT(nla_put_u32(msg, NANOBPF_ATTR_TABLE_VALUE, value));
+	return nb_transact(h, msg, &r, what);
+nomem:
+	return put_fail(h, msg);
+}
+
+int nanobpf_table_set(struct nanobpf *h, unsigned table, unsigned index, uint32_t value)
+{
+	return table_req(h, NANOBPF_CMD_TABLE_SET, "table add", table, index, 1, value);
+}
+
+int nanobpf_table_del(struct nanobpf *h, unsigned table, unsigned index)
+{
+	return table_req(h, NANOBPF_CMD_TABLE_DEL, "table del", table, index, 0, 0);
+}
+
+/* ------------------------------------------------------------------ counters */
+
+static void parse_stat_nest(struct nanobpf_stats *st, struct nlattr *nest, int drv)
+{
+	struct nlattr *a, *tb[NANOBPF_ATTR_MAX + 1];
+	int rem;
+
+	nla_for_each_nested(a, nest, rem) {
+		uint32_t id;
+		uint64_t v;
+
+		if (nla_type(a) != NANOBPF_ATTR_STAT || nla_parse_nested(tb, NANOBPF_ATTR_MAX, a, NULL) < 0)
+			continue;
+		if (!nb_get_u32(tb[NANOBPF_ATTR_STAT_ID], &id) || !nb_get_u64(tb[NANOBPF_ATTR_STAT_VALUE], &v)) {
+			st->unknown++;
+			continue;
+		}
+		if (!drv && id < NANOBPF_STAT_COUNT) {
+			st->dev[id] = v;
+			st->dev_present |= 1ull << id;
+		} else if (drv && id < NANOBPF_DRV_STAT_COUNT) {
+			st->drv[id] = v;
+			st->drv_present |= 1ull << id;
+		} else {
+			st->unknown++;
+		}
+	}
+}
+
+static int parse_stats(struct nb_req *r, struct nlattr **tb)
+{
+	struct nanobpf_stats *st = r->arg;
+
+	if (tb[NANOBPF_ATTR_STATS])
+		parse_stat_nest(st, tb[NANOBPF_ATTR_STATS], 0);
+	if (tb[NANOBPF_ATTR_DRV_STATS])
+		parse_stat_nest(st, tb[NANOBPF_ATTR_DRV_STATS], 1);
+	return 0;
+}
+
+_Static_assert(NANOBPF_STAT_COUNT <= 64 && NANOBPF_DRV_STAT_COUNT <= 64, "counter bitmaps hold 64 ids");
+
+int nanobpf_stats_get(struct nanobpf *h, struct nanobpf_stats *st)
+{
+	struct nb_req r = { .parse = parse_stats, .arg = st };
+	struct nl_msg *msg;
+
+	nb_clear(h);
+	memset(st, 0, sizeof(*st));
+	msg = nb_msg(h, NANOBPF_CMD_STATS_GET, 0, 0);
+	if (!msg)
+		return -ENOMEM;
+	return nb_transact(h, msg, &r, "stats");
+}
