@@ -119,11 +119,11 @@ test-driver: $(VENV_STAMP) driver host-tools ebpf-tools ## boot Debian's kernel 
 
 # ---------------------------------------------------------------- tests and benchmarks
 TEST_CORES := 1 4
-# (driver and host-tools join the prerequisites when sw/driver and sw/lib land: issue 8 in progress)
-test-prereqs: $(VENV_STAMP) firmware ebpf-tools hw-blocks
+# (driver joins the prerequisites with its QEMU test: issue 8 in progress)
+test-prereqs: $(VENV_STAMP) firmware ebpf-tools hw-blocks host-tools
 	@for n in $(TEST_CORES); do $(MAKE) -s sim CORES=$$n || exit 1; done
 
-test: ## run the whole test suite (unit, cocotb blocks, firmware on the SoC, control protocol and device model)
+test: ## run the whole test suite (unit, cocotb blocks, firmware on the SoC, control protocol, device model, nanobpfctl)
 	@$(MAKE) -s test-prereqs
 	@echo "[test] pytest (parallel)"
 	@cd $(ROOT) && $(PY) -m pytest -n 2 -q
