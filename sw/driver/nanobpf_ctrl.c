@@ -206,6 +206,13 @@ static int nbpf_xchg(struct nbpf_link *link, u8 type, const void *body, u16 len)
 	spin_lock_bh(&link->rx_lock);
 	link->pending = false;
 	spin_unlock_bh(&link->rx_lock);
+	/* STALE_SEQ carries the device's last sequence number: continue after it (next HELLO). */
+	if (!err && link->resp->status == NANOBPF_CTRL_ST_STALE_SEQ && link->resp->len >= 4) {
+		u32 last = get_unaligned_be32(link->resp->body);
+
+		if ((s32)(last - link->seq) > 0)
+			link->seq = last;
+	}
 	return err;
 }
 
@@ -282,6 +289,8 @@ static int nbpf_hello(struct nbpf_link *link)
 	int err;
 
 	err = nbpf_xchg(link, NANOBPF_CTRL_MSG_HELLO, &req, sizeof(req));
+	if (!err && r->status == NANOBPF_CTRL_ST_STALE_SEQ)	/* the device's window is ahead of us */
+		err = nbpf_xchg(link, NANOBPF_CTRL_MSG_HELLO, &req, sizeof(req));
 	if (err)
 		return err;
 	if (r->status != NANOBPF_CTRL_ST_OK) {
@@ -441,7 +450,8 @@ int nbpf_request(struct nbpf_link *link, u8 type, const void *body, u16 len, uns
 		st = link->resp->status;
 		if (st == NANOBPF_CTRL_ST_OK)
 			return 0;
-		if ((flags & NBPF_REQ_RESET) && st == NANOBPF_CTRL_ST_STALE_EPOCH)
+		if ((flags & NBPF_REQ_RESET) &&
+		    (st == NANOBPF_CTRL_ST_STALE_EPOCH || st == NANOBPF_CTRL_ST_NEED_HELLO))
 			return 0;	/* a retransmitted RESET after the first was applied */
 		if (nbpf_status_stale(st)) {
 			nbpf_mark_unsynced(link);

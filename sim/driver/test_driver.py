@@ -1,0 +1,624 @@
+"""nanobpf.ko in QEMU against the reference device model (docs/control.md, section "nanobpf.ko").
+
+Debian's kernel (/boot/vmlinuz-<ver>, the version of the installed linux-headers-*-amd64) boots in
+QEMU (TCG) from a busybox initramfs built here: the virtio-net modules of that kernel, nanobpf.ko
+(build/driver), nanobpfctl-static (build/host) and nbtest (sim/driver/guest/nbtest.c, built static
+here: raw generic netlink, bulk key operations, UDP with SO_MARK/SO_RCVMARK). The guest NIC is a TAP
+this test creates; the reference device model (nanobpf.devmodel) answers on it through AF_PACKET, with
+a second TAP as its network port. The guest runs one shell command per line read from a second serial
+port (a UNIX socket here) and answers with its output and exit status; the kernel console (first
+serial port) is logged and must show no BUG/WARNING/Oops/Call Trace.
+
+Two boots, each a test (they run in parallel under pytest-xdist):
+  test_control_path        (a) attach, key add/update/del/list checked against the model's table;
+                           (b) a real program image (xdp_quic), prog show, map update/lookup/dump;
+                           (c) device and driver counters (netlink, debugfs); (d) control-frame loss,
+                           duplication and reordering during many key operations: device table ==
+                           host table, no request applied twice; (e) device resets in the middle of
+                           a sequence and while idle (keepalive): the driver replays and converges;
+                           DEV_RESET; detach/attach keeps the host table.
+  test_netlink_and_data    (f) malformed and fuzzed netlink messages all get errors, device refusals
+                           roll back and show in DEV_GET; (g) the data path: SO_MARK=encrypt mark ->
+                           sealed by the model's QUIC program, protected packets from the network ->
+                           delivered with the decrypt mark (SO_RCVMARK), other frames unmarked;
+                           lower device unregistered under the driver, module unloaded while a
+                           request is in flight.
+Skipped only when qemu-system-x86_64 or the kernel image is absent.
+"""
+import json
+import os
+import platform
+import re
+import shutil
+import socket
+import struct
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import nanobpf_ctrl_defs as D
+import nanobpf_ebpf_defs as abi
+from nanobpf import BUILD, ROOT
+from nanobpf import ctrl
+from nanobpf.ctrl import PacketPort, TapPort
+from nanobpf.devmodel import HOST_PORT, NET_PORT, DeviceModel
+
+
+def _kernel_version():
+    """The newest installed linux-headers-*-amd64 (what sw/driver/Makefile builds against)."""
+    vers = [p.name[len("linux-headers-"):] for p in Path("/usr/src").glob("linux-headers-*-amd64")]
+    if not vers:
+        return None
+    key = lambda v: [int(x) if x.isdigit() else x for x in re.split(r"[.-]", v)]
+    return sorted(vers, key=key)[-1]
+
+
+KVER = _kernel_version()
+KERNEL = Path(f"/boot/vmlinuz-{KVER}") if KVER else None
+MODDIR = Path(f"/lib/modules/{KVER}") if KVER else None
+QEMU = shutil.which("qemu-system-x86_64")
+DRIVER = BUILD / "driver/nanobpf.ko"
+CTL = BUILD / "host/nanobpfctl-static"
+GUEST_MAC = "52:54:00:4e:42:10"
+PEER_MAC = "02:4e:42:00:00:99"       # the network-side peer of the guest (static neighbour entry)
+GUEST_IP, PEER_IP = "10.0.0.2", "10.0.0.1"
+BOOT_TIMEOUT = 120
+LOG_BAD = re.compile(r"BUG[: ]|WARNING:|Oops|Call Trace|general protection|Kernel panic|kernel BUG|RIP: ")
+
+pytestmark = pytest.mark.skipif(not QEMU or not KERNEL or not KERNEL.exists(),
+                                reason=f"needs qemu-system-x86_64 ({QEMU or 'absent'}) and "
+                                       f"{KERNEL or '/boot/vmlinuz-<linux-headers version>'}")
+
+# virtio-net on q35: PCI transport, the NIC and its failover dependency
+GUEST_MODULES = ["virtio_pci", "virtio_net"]
+
+
+# ---------------------------------------------------------------- initramfs
+def _module_order(names):
+    """Module files (relative to MODDIR) in load order, dependencies first (modules.dep)."""
+    deps = {}
+    for line in (MODDIR / "modules.dep").read_text().splitlines():
+        mod, _, rest = line.partition(":")
+        deps[mod] = rest.split()
+    by_name = {re.sub(r"\.ko(\.xz|\.zst|\.gz)?$", "", Path(m).name).replace("-", "_"): m for m in deps}
+    order = []
+
+    def visit(m):
+        if m in order:
+            return
+        for d in deps[m]:
+            visit(d)
+        order.append(m)
+
+    for n in names:
+        if n not in by_name:
+            raise FileNotFoundError(f"module {n} not in {MODDIR}/modules.dep")
+        visit(by_name[n])
+    return order
+
+
+def _module_bytes(rel):
+    data = (MODDIR / rel).read_bytes()
+    if rel.endswith(".xz"):
+        import lzma
+        data = lzma.decompress(data)
+    elif rel.endswith(".gz"):
+        import gzip
+        data = gzip.decompress(data)
+    elif rel.endswith(".zst"):
+        data = subprocess.run(["zstd", "-dc", str(MODDIR / rel)], check=True, capture_output=True).stdout
+    return data
+
+
+def _cpio(entries):
+    """A newc cpio archive of (name, mode, data, rdev) entries."""
+    out = bytearray()
+
+    def pad():
+        out.extend(b"\0" * (-len(out) % 4))
+
+    for ino, (name, mode, data, rdev) in enumerate(entries + [("TRAILER!!!", 0, b"", (0, 0))], 1):
+        fields = (ino, mode, 0, 0, 1, 0, len(data), 0, 0, rdev[0], rdev[1], len(name) + 1, 0)
+        out += b"070701" + "".join(f"{v:08x}" for v in fields).encode() + name.encode() + b"\0"
+        pad()
+        out += data
+        pad()
+    return bytes(out)
+
+
+INIT = r"""#!/bin/sh
+export PATH=/bin
+/bin/busybox --install -s /bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t debugfs debugfs /sys/kernel/debug
+mount -t tmpfs tmpfs /tmp
+echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6
+echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6
+while read -r m; do insmod "/lib/modules/$m" || echo "nbpf-init: insmod $m failed"; done < /modules.order
+n=0; while [ ! -d /sys/class/net/eth0 ] && [ $n -lt 200 ]; do sleep 0.05; n=$((n+1)); done
+ip link set lo up
+ip link set eth0 up
+insmod /nanobpf.ko || echo "nbpf-init: insmod nanobpf.ko failed"
+stty -F /dev/ttyS1 raw -echo
+exec 3<>/dev/ttyS1
+echo NBPF-READY >&3
+while IFS= read -r line <&3; do
+    [ "$line" = NBPF-POWEROFF ] && break
+    sh -c "$line" > /tmp/cmd.out 2>&1 < /dev/null
+    rc=$?
+    cat /tmp/cmd.out >&3
+    echo "NBPF-DONE $rc" >&3
+done
+echo nbpf-init: powering off
+poweroff -f
+"""
+
+
+@pytest.fixture(scope="module")
+def initramfs(tmp_path_factory, quic_image):
+    for f, how in ((DRIVER, "make driver"), (CTL, "make host-tools")):
+        if not f.exists():
+            pytest.fail(f"{f} is missing ({how})")
+    d = tmp_path_factory.mktemp("initramfs")
+    nbtest = d / "nbtest"
+    subprocess.run(["gcc", "-static", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{BUILD}/generated/include",
+                    "-o", str(nbtest), str(ROOT / "sim/driver/guest/nbtest.c")], check=True)
+    order = _module_order(GUEST_MODULES)
+    entries = [(p, 0o40755, b"", (0, 0)) for p in
+               ("bin", "dev", "proc", "sys", "tmp", "lib", "lib/modules", "etc")]
+    entries.append(("dev/console", 0o20600, b"", (5, 1)))
+    entries.append(("bin/busybox", 0o100755, Path("/bin/busybox").read_bytes(), (0, 0)))
+    entries.append(("bin/sh", 0o120777, b"busybox", (0, 0)))
+    names = []
+    for rel in order:
+        name = re.sub(r"\.(xz|zst|gz)$", "", Path(rel).name)
+        entries.append((f"lib/modules/{name}", 0o100644, _module_bytes(rel), (0, 0)))
+        names.append(name)
+    entries.append(("modules.order", 0o100644, ("\n".join(names) + "\n").encode(), (0, 0)))
+    entries.append(("nanobpf.ko", 0o100644, DRIVER.read_bytes(), (0, 0)))
+    entries.append(("bin/nanobpfctl", 0o100755, CTL.read_bytes(), (0, 0)))
+    entries.append(("bin/nbtest", 0o100755, nbtest.read_bytes(), (0, 0)))
+    entries.append(("xdp_quic.nbpf", 0o100644, quic_image.read_bytes(), (0, 0)))
+    entries.append(("init", 0o100755, INIT.encode(), (0, 0)))
+    path = d / "initramfs.cpio"
+    path.write_bytes(_cpio(entries))
+    return path
+
+
+@pytest.fixture(scope="module")
+def quic_image(tmp_path_factory):
+    """xdp_quic.c as a device load image (clang, then nanobpf-load)."""
+    d = tmp_path_factory.mktemp("bpf")
+    obj, img = d / "xdp_quic.o", d / "xdp_quic.nbpf"
+    subprocess.run(["clang", "-O2", "-g", "-target", "bpf", "-Wall", "-Werror",
+                    f"-I/usr/include/{platform.machine()}-linux-gnu", f"-I{ROOT}/sw/ebpf/include",
+                    f"-I{BUILD}/generated/include", "-c", str(ROOT / "sw/ebpf/quic/xdp_quic.c"), "-o", str(obj)],
+                   check=True)
+    subprocess.run([str(BUILD / "venv/bin/python"), str(ROOT / "sw/tools/nanobpf-load"), str(obj), "-o", str(img)],
+                   check=True)
+    return img
+
+
+# ---------------------------------------------------------------- the guest
+class Guest:
+    """QEMU with the test initramfs: run(cmd) executes one shell command in the guest."""
+
+    def __init__(self, workdir, initrd, tap):
+        self.workdir = workdir
+        self.sock_path = workdir / "cmd.sock"
+        self.console_path = workdir / "console.log"
+        self.console = bytearray()
+        self.buf = b""
+        args = [QEMU, "-machine", "q35,accel=tcg", "-m", "512", "-smp", "1", "-nographic", "-no-reboot",
+                "-kernel", str(KERNEL), "-initrd", str(initrd), "-append", "console=ttyS0 panic=-1",
+                "-netdev", f"tap,id=n0,ifname={tap},script=no,downscript=no",
+                "-device", f"virtio-net-pci,netdev=n0,mac={GUEST_MAC}",
+                "-chardev", f"socket,id=cmd,path={self.sock_path},server=on,wait=on",
+                "-serial", "mon:stdio", "-serial", "chardev:cmd"]      # ttyS0 console, ttyS1 commands
+        self.t0 = time.monotonic()
+        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self._pump_thread = threading.Thread(target=self._pump, daemon=True)
+        self._pump_thread.start()
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        end = time.monotonic() + 30
+        while True:
+            try:
+                self.sock.connect(str(self.sock_path))
+                break
+            except (FileNotFoundError, ConnectionRefusedError):
+                if time.monotonic() > end or self.proc.poll() is not None:
+                    raise RuntimeError(f"QEMU did not open its command socket:\n{self.console_text()[-3000:]}")
+                time.sleep(0.05)
+        self._read_until(rb"NBPF-READY\n", BOOT_TIMEOUT)
+        self.boot_seconds = time.monotonic() - self.t0
+
+    def _pump(self):
+        with open(self.console_path, "wb") as log:
+            while True:
+                chunk = self.proc.stdout.read1(4096)
+                if not chunk:
+                    break
+                self.console += chunk
+                log.write(chunk)
+                log.flush()
+
+    def console_text(self):
+        return bytes(self.console).decode(errors="replace")
+
+    def _read_until(self, pattern, timeout):
+        rx = re.compile(pattern)
+        end = time.monotonic() + timeout
+        while True:
+            m = rx.search(self.buf)
+            if m:
+                before, self.buf = self.buf[:m.start()], self.buf[m.end():]
+                return before, m
+            left = end - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"guest: no {pattern!r} within {timeout} s; got {self.buf[-2000:]!r}\n"
+                                   f"console:\n{self.console_text()[-3000:]}")
+            self.sock.settimeout(min(left, 1.0))
+            try:
+                data = self.sock.recv(65536)
+            except socket.timeout:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"QEMU exited ({self.proc.returncode}):\n{self.console_text()[-4000:]}")
+                continue
+            if not data:
+                raise RuntimeError(f"guest command channel closed:\n{self.console_text()[-4000:]}")
+            self.buf += data
+
+    def send(self, cmd):
+        assert "\n" not in cmd
+        self.sock.sendall(cmd.encode() + b"\n")
+
+    def wait(self, timeout=120):
+        out, m = self._read_until(rb"NBPF-DONE (\d+)\n", timeout)
+        return int(m.group(1)), out.decode(errors="replace")
+
+    def run(self, cmd, timeout=120, check=True):
+        self.send(cmd)
+        rc, out = self.wait(timeout)
+        if check and rc:
+            raise AssertionError(f"guest: `{cmd}` exited {rc}:\n{out}")
+        return out if check else (rc, out)
+
+    def ctl(self, args, check=True):
+        """nanobpfctl --json ARGS: the parsed JSON (with check=False: (exit status, JSON))."""
+        rc, out = self.run(f"nanobpfctl --json {args}", check=False)
+        try:
+            doc = json.loads(out) if out.strip() else None
+        except json.JSONDecodeError:
+            raise AssertionError(f"nanobpfctl {args}: not JSON (exit {rc}):\n{out}")
+        if check:
+            assert rc == 0, f"nanobpfctl {args}: exit {rc}: {doc}"
+            return doc
+        return rc, doc
+
+    def host_keys(self):
+        """The driver's key table: {cid: (phase, slot, synced)} (KEY_GET dump)."""
+        keys = {}
+        for line in self.run("nbtest keys").splitlines():
+            f = line.split()
+            if f and f[0] == "KEY":
+                keys[bytes.fromhex(f[1])] = tuple(int(x) for x in f[2:5])
+        return keys
+
+    def dev_get(self):
+        line = next(l for l in self.run("nbtest dev").splitlines() if l.startswith("DEV"))
+        head, sep, errmsg = line.partition(" errmsg=")       # the device's text comes last
+        d = dict(kv.split("=", 1) for kv in head.split()[1:])
+        if sep:
+            d["errmsg"] = errmsg
+        return d
+
+    def close(self):
+        try:
+            if self.proc.poll() is None:
+                self.send("NBPF-POWEROFF")
+                self.proc.wait(timeout=30)
+        except Exception:
+            pass
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+            self.sock.close()
+            self._pump_thread.join(timeout=5)
+
+    def assert_log_clean(self):
+        dmesg = self.run("dmesg")
+        text = self.console_text() + "\n" + dmesg
+        bad = [l for l in text.splitlines() if LOG_BAD.search(l)]
+        assert not bad, "guest kernel log:\n" + "\n".join(bad) + f"\n(console log: {self.console_path})"
+
+
+def _ip(*args):
+    subprocess.run(["ip", *args], check=True, capture_output=True)
+
+
+class Rig:
+    """TAP + reference device model + booted guest."""
+
+    def __init__(self, workdir, initrd, seed):
+        tag = f"{os.getpid() % 10000}{seed}"
+        self.tap, self.nettap = f"nbq{tag}", f"nbn{tag}"
+        _ip("tuntap", "add", "dev", self.tap, "mode", "tap")
+        self.dev = self.guest = self.net = self.net_model_port = self.host_port = None
+        try:
+            Path(f"/proc/sys/net/ipv6/conf/{self.tap}/disable_ipv6").write_text("1")
+            _ip("link", "set", self.tap, "up")
+            self.guest = Guest(workdir, initrd, self.tap)
+            # the model binds to the TAP once QEMU has it (a packet socket on a TAP nobody holds
+            # sees it go down when QEMU attaches)
+            self.host_port = PacketPort(self.tap)
+            self.net_model_port = TapPort(self.nettap)
+            self.net = PacketPort(self.nettap)              # the test's end of the network port
+            self.dev = DeviceModel(host=self.host_port, net=self.net_model_port, seed=seed).start()
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self):
+        if self.guest:
+            self.guest.close()
+        if self.dev:
+            self.dev.stop()
+        for p in (self.net, self.net_model_port, self.host_port):
+            if p:
+                p.close()
+        subprocess.run(["ip", "link", "del", self.tap], capture_output=True)
+
+
+@pytest.fixture
+def rig(request, initramfs, tmp_path):
+    r = Rig(tmp_path, initramfs, seed=len(request.node.name) % 10)
+    yield r
+    r.close()
+
+
+# ---------------------------------------------------------------- helpers
+def keys80(cid, phase=0, fill=1, next_keys=False):
+    """A struct nanobpf_quic_keys for cid (bytes distinct per fill; next-phase keys zero unless
+    next_keys, as nanobpfctl writes them)."""
+    b = bytes((fill * 7 + i) & 0xFF for i in range(72))
+    key, iv = b[:32], b[32:56]
+    if not next_keys:
+        key, iv = key[:16] + bytes(16), iv[:12] + bytes(12)
+    return struct.pack(abi.STRUCTS["quic_keys"].fmt, phase, 1 if next_keys else 0, len(cid), 0,
+                       key, iv, b[56:72], bytes(4))
+
+
+def ctl_key_args(cid, k):
+    key, iv, hp = k[4:36], k[36:60], k[60:76]
+    a = f"cid {cid.hex()} key {key[:16].hex()} iv {iv[:12].hex()} hp {hp.hex()} phase {k[0]}"
+    if k[1] & 1:
+        a += f" next-key {key[16:].hex()} next-iv {iv[12:].hex()}"
+    return a
+
+
+def wait_for(cond, timeout, what):
+    end = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out ({timeout} s) waiting for {what}")
+        time.sleep(0.1)
+
+
+def device_keys(dev):
+    return {cid: keys for cid, (_, keys) in dev.keys().items()}
+
+
+def parse_bulk(out):
+    expect = {}
+    fails = []
+    summary = None
+    for line in out.splitlines():
+        f = line.split()
+        if not f:
+            continue
+        if f[0] == "EXPECT":
+            expect[bytes.fromhex(f[1])] = bytes.fromhex(f[2])
+        elif f[0] == "FAIL":
+            fails.append(line)
+        elif f[0] == "BULK":
+            summary = dict(kv.split("=") for kv in f[1:])
+    assert summary is not None, f"nbtest bulk did not finish:\n{out}"
+    return expect, fails, summary
+
+
+def assert_no_double_apply(applied):
+    seen = set()
+    for e in applied:
+        k = (e[0], e[1])
+        assert k not in seen, f"request epoch {e[0]:#x} seq {e[1]} applied twice"
+        seen.add(k)
+
+
+def drv_stats(guest):
+    """The driver counters from debugfs (name value lines)."""
+    vdev = guest.dev_get()["vdev"]
+    out = guest.run(f"cat /sys/kernel/debug/nanobpf/{vdev}/stats")
+    return {l.split()[0]: int(l.split()[1]) for l in out.splitlines() if len(l.split()) == 2}
+
+
+def ctl_errno(doc):
+    return abs(doc["error"]["errno"])
+
+
+def kt_key(cid):
+    """Key of the key-table map nanobpf_quic_keys: struct nanobpf_quic_cid."""
+    return struct.pack(abi.STRUCTS["quic_cid"].fmt, len(cid), cid, bytes(3))
+
+
+def sync_and_compare(g, dev, expected):
+    """After a request (STATS: replays first if the link is out of sync), the driver's table, the
+    device's table and the expected one agree, every entry acknowledged."""
+    g.ctl("stats")
+    host = g.host_keys()
+    assert set(host) == set(expected), f"host table differs: extra {set(host) - set(expected)}, " \
+                                       f"missing {set(expected) - set(host)}"
+    assert all(v[2] == 1 for v in host.values()), "host entries not synced"
+    wait_for(lambda: device_keys(dev) == expected, 10, "the device key table to equal the host's")
+    slots = {cid: slot for cid, (slot, _) in dev.keys().items()}
+    assert {cid: v[1] for cid, v in host.items()} == slots
+
+
+# ---------------------------------------------------------------- boot 1: control path
+def test_control_path(rig, quic_image):
+    g, dev = rig.guest, rig.dev
+    image = quic_image.read_bytes()
+
+    # (a) attach, then keys add/update/del/list, the model's table checked after each step
+    g.ctl("dev attach eth0")
+    info = g.ctl("dev show")
+    assert (info["link_state"], info["ifname"], info["vdev"], info["epoch"], info["version"]) == \
+        ("in_sync", "eth0", "nbpf0", dev.epoch, D.VERSION)
+    assert "nbpf0" in g.run("ls /sys/class/net").split()
+    rc, doc = g.ctl("dev attach eth0", check=False)
+    assert rc == 1 and ctl_errno(doc) == 16, doc                                  # EBUSY
+    expected = {}
+    cids = [b"\x11", b"\x22" * 4, b"\x33" * 8, b"\x44" * 13, b"\x55" * 20]
+    for i, cid in enumerate(cids):
+        k = keys80(cid, phase=i & 1, fill=i + 1, next_keys=bool(i & 1))
+        g.ctl("key add " + ctl_key_args(cid, k))
+        expected[cid] = k
+        assert device_keys(dev) == expected, f"after key add {cid.hex()}"
+    listing = g.ctl("key list")
+    assert {bytes.fromhex(e["cid"]): (e["key_phase"], e["slot"], e["synced"]) for e in listing} == \
+        {cid: (k[0], dev.keys()[cid][0], True) for cid, k in expected.items()}
+    k = keys80(cids[2], phase=1, fill=40, next_keys=True)
+    slot = dev.keys()[cids[2]][0]
+    g.ctl("key update " + ctl_key_args(cids[2], k))
+    expected[cids[2]] = k
+    assert device_keys(dev) == expected and dev.keys()[cids[2]][0] == slot
+    g.ctl(f"key del cid {cids[0].hex()}")
+    del expected[cids[0]]
+    assert device_keys(dev) == expected
+    for args, errno in ((f"key add {ctl_key_args(cids[1], expected[cids[1]])}", 17),     # EEXIST
+                        (f"key del cid {cids[0].hex()}", 2),                              # ENOENT
+                        (f"key update {ctl_key_args(cids[0], keys80(cids[0]))}", 2)):
+        rc, doc = g.ctl(args, check=False)
+        assert rc == 1 and ctl_errno(doc) == errno, (args, doc)
+    assert device_keys(dev) == expected
+    sync_and_compare(g, dev, expected)
+
+    # (b) a real program image, prog show, maps; the key table survives the load
+    g.ctl("prog load /xdp_quic.nbpf")
+    p = dev.program()
+    assert p and (p["image_len"], p["crc32"]) == (len(image), ctrl.crc32(image))
+    show = g.ctl("prog show")
+    assert (show["name"], show["insns"], show["crc32"], show["image_len"]) == \
+        (p["name"], p["insns"], p["crc32"], p["image_len"]), show
+    for cid, k in expected.items():
+        assert dev.map_lookup(abi.KEYTABLE_MAP_NAME, kt_key(cid)) == k
+    cfg = struct.pack(abi.STRUCTS["quic_config"].fmt, HOST_PORT, NET_PORT, 8, 0)
+    g.ctl(f"map update quic_config key 00000000 value {cfg.hex()}")
+    assert dev.map_lookup("quic_config", bytes(4)) == cfg
+    for port in (443, 4433):
+        g.ctl(f"map update quic_ports key {struct.pack('<H', port).hex()} value 01000000 noexist")
+    assert dev.map_lookup("quic_ports", struct.pack("<H", 443)) == struct.pack("<I", 1)
+    got = g.ctl(f"map lookup quic_ports key {struct.pack('<H', 4433).hex()}")
+    assert bytes.fromhex(got["value"].replace(":", "")) == struct.pack("<I", 1), got
+    dump = {bytes.fromhex(e["key"].replace(":", "")): bytes.fromhex(e["value"].replace(":", ""))
+            for e in g.ctl("map dump quic_ports")}
+    assert dump == {struct.pack("<H", 443): struct.pack("<I", 1), struct.pack("<H", 4433): struct.pack("<I", 1)}
+    g.ctl(f"map delete quic_ports key {struct.pack('<H', 4433).hex()}")
+    assert dev.map_lookup("quic_ports", struct.pack("<H", 4433)) is None
+    for args, errno in ((f"map lookup quic_ports key {struct.pack('<H', 4433).hex()}", 2),          # ENOENT
+                        (f"map update quic_ports key {struct.pack('<H', 443).hex()} value 02000000 noexist", 17),
+                        ("map lookup no_such_map key 00000000", 6),                                  # ENXIO
+                        (f"map delete {abi.KEYTABLE_MAP_NAME} key {kt_key(cids[1]).hex()}", 22)):    # EINVAL
+        rc, doc = g.ctl(args, check=False)
+        assert rc == 1 and ctl_errno(doc) == errno, (args, doc)
+    # PISA table words (replayed after resets too)
+    g.ctl("table add port 0 0x10003")
+    g.ctl("table add profile 1 0x08bb0103")
+    g.ctl("table add lport_cfg 3 0x5")
+    g.ctl("table del lport_cfg 3")
+    assert dev.tables() == {(0, 0): 0x10003, (1, 1): 0x08bb0103}
+    rc, doc = g.ctl("table add port 1 0xffffffff", check=False)                 # bits that are no field
+    assert rc == 1 and ctl_errno(doc) == 22 and dev.tables() == {(0, 0): 0x10003, (1, 1): 0x08bb0103}
+    # a refused program leaves the attached one; the device's reason shows in dev show
+    g.run("cp /xdp_quic.nbpf /tmp/bad.nbpf && dd if=/dev/zero of=/tmp/bad.nbpf bs=1 seek=200 count=4000 conv=notrunc")
+    rc, doc = g.ctl("prog load /tmp/bad.nbpf name bad", check=False)
+    assert rc == 1 and ctl_errno(doc) == 13, doc                                 # EACCES (VERIFIER)
+    assert dev.program()["crc32"] == ctrl.crc32(image)
+    err = g.ctl("dev show")["last_error"]
+    assert err and err["status"] == "verifier" and err["message"], err
+
+    # (c) counters: the device's (STATS) and the driver's (netlink and debugfs)
+    st = g.ctl("stats")
+    ds = dev.stats()
+    assert set(st["device"]) == set(D.STAT_NAMES.values()) and set(st["driver"]) == set(D.DRV_STAT_NAMES.values())
+    assert st["device"]["keys"] == ds["keys"] == len(expected) and st["device"]["epoch"] == dev.epoch
+    assert 0 < st["device"]["ctrl_applied"] <= ds["ctrl_applied"]
+    drv = st["driver"]
+    assert drv["ctrl_tx"] >= drv["ctrl_rx"] > 0 and drv["resyncs"] == 1 and drv["ctrl_timeouts"] == 0
+    dbg = drv_stats(g)
+    assert set(dbg) == set(D.DRV_STAT_NAMES.values())
+    assert all(dbg[n] >= drv[n] for n in dbg) and dbg["ctrl_rx"] == drv["ctrl_rx"] and dbg["ctrl_timeouts"] == 0
+    session = g.run("cat /sys/kernel/debug/nanobpf/nbpf0/session")
+    assert "state 2" in session and f"epoch {dev.epoch}" in session
+
+    # (d) control-frame loss, duplication and reordering while adding, updating and deleting keys
+    dev.set_faults(loss=0.2, dup=0.1, reorder=0.1)
+    t = time.monotonic()
+    expect, fails, summary = parse_bulk(g.run("nbtest bulk 3 150 208", timeout=600))
+    dev.set_faults()
+    print(f"(d) {summary} in {time.monotonic() - t:.1f} s; failures: {fails}")
+    assert all(" ETIMEDOUT " in f for f in fails), fails           # only lost causes; rolled back
+    assert int(summary["ok"]) >= 140
+    expected.update(expect)
+    sync_and_compare(g, dev, expected)
+    assert_no_double_apply(dev.applied)
+    dbg = drv_stats(g)
+    assert dbg["ctrl_retransmits"] > 0 and dbg["ctrl_unmatched"] > 0, dbg
+    assert dev.stats()["ctrl_replayed"] > 0
+
+    # (e) device resets: in the middle of a sequence, while idle (keepalive), and DEV_RESET
+    resyncs = drv_stats(g)["resyncs"]
+    n0 = len(dev.applied)
+    g.send("nbtest bulk 5 120 224")
+    wait_for(lambda: len(dev.applied) >= n0 + 40, 60, "40 requests applied")
+    epoch = dev.epoch
+    dev.reset()
+    rc, out = g.wait(300)
+    assert rc == 0 and dev.epoch != epoch
+    expect, fails, summary = parse_bulk(out)
+    assert not fails, fails
+    expected.update(expect)
+    sync_and_compare(g, dev, expected)
+    assert_no_double_apply(dev.applied)
+    assert dev.program()["crc32"] == ctrl.crc32(image) and dev.tables() == {(0, 0): 0x10003, (1, 1): 0x08bb0103}
+    assert dev.map_lookup("quic_config", bytes(4)) != cfg       # map contents are not replayed
+    assert drv_stats(g)["resyncs"] == resyncs + 1
+    dev.reset()                                                 # idle: the keepalive notices
+    wait_for(lambda: device_keys(dev) == expected and dev.program() is not None, 15,
+             "the keepalive to replay the host state after an idle reset")
+    assert dev.tables() == {(0, 0): 0x10003, (1, 1): 0x08bb0103}
+    epoch = dev.epoch
+    g.ctl("dev reset")
+    assert dev.epoch != epoch and g.ctl("dev show")["epoch"] == dev.epoch
+    assert device_keys(dev) == expected and dev.program()["crc32"] == ctrl.crc32(image)
+    assert_no_double_apply(dev.applied)
+
+    # detach keeps the host table; attaching again (another name) replays it to a fresh device
+    g.ctl("dev detach")
+    assert "nbpf0" not in g.run("ls /sys/class/net").split()
+    info = g.ctl("dev show")
+    assert info["link_state"] == "detached" and info["key_count"] == len(expected), info
+    dev.reset()
+    g.ctl("dev attach eth0 name dpu0")
+    assert g.ctl("dev show")["vdev"] == "dpu0" and "dpu0" in g.run("ls /sys/kernel/debug/nanobpf").split()
+    sync_and_compare(g, dev, expected)
+    assert dev.program()["crc32"] == ctrl.crc32(image)
+    g.assert_log_clean()
