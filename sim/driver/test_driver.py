@@ -622,3 +622,205 @@ def test_control_path(rig, quic_image):
     sync_and_compare(g, dev, expected)
     assert dev.program()["crc32"] == ctrl.crc32(image)
     g.assert_log_clean()
+
+
+# ---------------------------------------------------------------- boot 2: netlink input, data path, teardown
+MALFORMED = {   # nbtest malformed: case -> the errno the driver (or netlink core) must answer
+    "unknown_cmd": "EOPNOTSUPP", "cmd_unspec": "EOPNOTSUPP", "short_genl_header": "EINVAL",
+    "genl_reserved_set": "EINVAL", "attr_unknown_type": "EINVAL", "attr_truncated": "EINVAL",
+    "attr_len_below_header": "EINVAL", "trailing_garbage": "EINVAL", "dump_unknown_attr": "EINVAL",
+    "key_add_no_cid": "EINVAL", "key_add_cid_empty": "EINVAL", "key_add_cid_21": "ERANGE",
+    "key_add_no_keys": "EINVAL", "key_add_keys_79": "ERANGE", "key_add_keys_81": "ERANGE",
+    "key_add_cid_len_mismatch": "EINVAL", "key_add_phase_2": "EINVAL", "key_add_bad_flags": "EINVAL",
+    "key_add_device_refuses": "EINVAL", "key_get_after_refusal": "ENOENT", "key_add_ok": "OK",
+    "key_add_duplicate": "EEXIST", "key_update_ok": "OK", "key_del_ok": "OK", "key_del_missing": "ENOENT",
+    "key_update_missing": "ENOENT", "key_del_u32_cid": "ENOENT",
+    "attach_no_ifname": "EINVAL", "attach_ifname_no_nul": "EINVAL", "attach_ifname_long": "EINVAL",
+    "attach_bad_vdev_name": "EINVAL", "attach_again": "EBUSY",
+    "prog_no_image": "EINVAL", "prog_image_empty": "EINVAL", "prog_image_too_big": "ERANGE",
+    "prog_image_garbage": "EACCES", "prog_name_empty": "EINVAL", "prog_name_long": "EINVAL",
+    "map_no_name": "EINVAL", "map_name_empty": "EINVAL", "map_lookup_no_key": "EINVAL", "map_key_257": "ERANGE",
+    "map_value_1025": "ERANGE", "map_update_no_value": "EINVAL", "map_update_bad_flags": "EINVAL",
+    "map_lookup_with_value": "EINVAL", "map_unknown": "ENOEXEC", "map_key_wrong_size": "ENOEXEC",
+    "table_no_table": "EINVAL", "table_unknown": "EINVAL", "table_port_index_8": "EINVAL",
+    "table_lport_index_4": "EINVAL", "table_set_no_value": "EINVAL", "table_del_with_value": "EINVAL",
+    "table_index_short": "EINVAL", "table_device_refuses": "EINVAL", "stats_short_nest": "EINVAL",
+    "unpriv_key_add": "EPERM", "unpriv_detach": "EPERM", "unpriv_map_lookup": "EPERM", "unpriv_dev_get": "OK",
+}
+QUIC_CID = bytes.fromhex("0011223344556677")
+
+
+def quic_plain(pn, payload):
+    from nanobpf.quic.protection import encode_pn
+    tpn = encode_pn(pn, -1)
+    return bytes([0x40 | (len(tpn) - 1)]) + QUIC_CID + tpn + payload
+
+
+def recv_udp(port, dport, timeout=10):
+    """The next UDP frame to dport arriving on a PacketPort."""
+    from nanobpf.pcap import parse_udp
+    end = time.monotonic() + timeout
+    while (left := end - time.monotonic()) > 0:
+        f = port.recv(left)
+        if f is None:
+            break
+        try:
+            u = parse_udp(f)
+        except ValueError:
+            continue
+        if u is not None and u.dport == dport:
+            return f, u
+    raise AssertionError(f"no UDP frame to port {dport} within {timeout} s")
+
+
+def guest_recv(g, port, send):
+    """Start a receiver on the guest's UDP port (SO_RCVMARK), call send(), return (mark, payload)."""
+    g.run(f"(nbtest udprecv {port} 10000 > /tmp/r.out 2>&1 &); "
+          "while ! grep -q LISTEN /tmp/r.out 2>/dev/null; do sleep 0.05; done")
+    send()
+    out = g.run("for i in $(seq 150); do grep -q RECV /tmp/r.out && break; sleep 0.1; done; cat /tmp/r.out")
+    m = re.search(r"RECV mark=(0x[0-9a-f]+) hex=([0-9a-f]*)", out)
+    assert m, f"nothing received on port {port}:\n{out}"
+    return int(m.group(1), 16), bytes.fromhex(m.group(2))
+
+
+def test_netlink_and_data(rig, quic_image):
+    from nanobpf.pcap import udp_frame
+    from nanobpf.quic import PacketKeys, protect, unprotect
+    g, dev = rig.guest, rig.dev
+    g.ctl("dev attach eth0")
+
+    # (f) malformed messages: every one gets its error; refusals roll back and show in DEV_GET
+    out = g.run("nbtest malformed eth0")
+    cases = {}
+    for line in out.splitlines():
+        m = re.match(r'CASE (\S+) (-?\d+) (\S+) "(.*)"$', line)
+        if m:
+            cases[m.group(1)] = (m.group(3), m.group(4))
+    assert set(cases) == set(MALFORMED), f"cases: {sorted(set(cases) ^ set(MALFORMED))}\n{out}"
+    wrong = {c: (cases[c], e) for c, e in MALFORMED.items() if cases[c][0] != e}
+    assert not wrong, f"unexpected answers (got, expected): {wrong}"
+    quiet = {"unknown_cmd", "cmd_unspec", "short_genl_header"}
+    assert all(msg for c, (err, msg) in cases.items() if err in ("EINVAL", "ERANGE") and c not in quiet), \
+        "validation errors come with an extended-ack message"
+    devs = [dict(kv.split("=", 1) for kv in l.partition(" errmsg=")[0].split()[1:]) | {"errmsg": l.partition(" errmsg=")[2]}
+            for l in out.splitlines() if l.startswith("DEV ")]
+    assert devs[0]["status"] == "9" and "pad" in devs[0]["errmsg"], devs[0]
+    assert devs[1]["status"] == "10" and "magic" in devs[1]["errmsg"], devs[1]
+    assert devs[2]["status"] == "9" and "port_entry" in devs[2]["errmsg"], devs[2]
+    assert all(d["state"] == "2" for d in devs)
+    assert dev.keys() == {} and dev.tables() == {} and dev.program() is None and g.host_keys() == {}
+
+    # fuzzing: random commands and attributes (the commands that tear the set-up down left out)
+    out = g.run("nbtest fuzz 7 500", timeout=300)
+    m = re.search(r"FUZZ sent=(\d+) ok=(\d+)", out)
+    assert m and int(m.group(1)) == 500, out
+    print(out.strip())
+    g.ctl("stats")
+    host = g.host_keys()
+    assert {c: v[1] for c, v in host.items()} == {c: s for c, (s, _) in dev.keys().items()}
+
+    # device garbage on the host link: short and inconsistent control frames, malformed shims
+    guest_mac, dmac = bytes.fromhex(GUEST_MAC.replace(":", "")), ctrl.DEVICE_MAC
+    before = drv_stats(g)
+    hdr = lambda length, flags=D.NANOBPF_CTRL_F_RESPONSE, seq=12345: D.pack(
+        "ctrl_hdr", version=1, type=D.NANOBPF_CTRL_MSG_STATS, flags=flags, status=0, seq=seq, epoch=dev.epoch,
+        length=length)
+    eth = lambda et: guest_mac + dmac + struct.pack(">H", et)
+    ctrl_garbage = [eth(D.ETHERTYPE) + b"\x01\x03",                              # shorter than the header
+                    eth(D.ETHERTYPE) + hdr(600) + bytes(40),                     # body beyond the frame
+                    eth(D.ETHERTYPE) + hdr(D.NANOBPF_CTRL_MAX_BODY + 1) + bytes(D.NANOBPF_CTRL_MAX_BODY + 1),
+                    eth(D.ETHERTYPE) + hdr(0),                                   # answers nothing in flight
+                    eth(D.ETHERTYPE) + hdr(0, flags=0)]                          # a request
+    ip = udp_frame(b"x" * 20, PEER_IP, GUEST_IP, 1, 9)[12:]
+    shim_garbage = [eth(D.SHIM_ETHERTYPE) + b"\x01",                              # truncated shim
+                    eth(D.SHIM_ETHERTYPE) + b"\x01\x05" + ip,                      # reserved byte set
+                    eth(D.SHIM_ETHERTYPE) + b"\x80\x00" + ip,                      # unknown flag
+                    eth(D.SHIM_ETHERTYPE) + b"\x01\x00" + struct.pack(">H", D.ETHERTYPE) + bytes(40)]
+    g.run("ip link set nbpf0 up")
+    for f in ctrl_garbage + shim_garbage:
+        rig.host_port.send(f)
+    time.sleep(0.5)
+    after = drv_stats(g)
+    assert after["ctrl_unmatched"] - before["ctrl_unmatched"] >= len(ctrl_garbage), (before, after)
+    assert after["rx_bad_shim"] - before["rx_bad_shim"] == len(shim_garbage), (before, after)
+    assert g.ctl("dev show")["link_state"] == "in_sync"
+
+    # (g) the data path through the model's QUIC program, with marks
+    k0 = PacketKeys.from_secret(bytes(range(32)))
+    g.ctl("prog load /xdp_quic.nbpf")
+    cfg = struct.pack(abi.STRUCTS["quic_config"].fmt, HOST_PORT, NET_PORT, len(QUIC_CID), 0)
+    g.ctl(f"map update quic_config key 00000000 value {cfg.hex()}")
+    g.ctl(f"map update quic_ports key {struct.pack('<H', 443).hex()} value 01000000")
+    g.ctl(f"key add cid {QUIC_CID.hex()} key {k0.key.hex()} iv {k0.iv.hex()} hp {k0.hp.hex()}")
+    g.run(f"ip addr add {GUEST_IP}/24 dev nbpf0 && arp -i nbpf0 -s {PEER_IP} {PEER_MAC}")
+    while rig.net.recv(0.2) is not None:
+        pass
+    before = drv_stats(g)
+    plain = quic_plain(5, b"sealed by the device " * 3)
+    g.run(f"nbtest udpsend {PEER_IP} 443 {D.ENCRYPT_MARK:#x} {plain.hex()} 50000")
+    frame, u = recv_udp(rig.net, 443)
+    assert frame[12:14] == b"\x08\x00" and frame[:6] == bytes.fromhex(PEER_MAC.replace(":", ""))
+    assert u.payload != plain and unprotect(u.payload, k0, -1, len(QUIC_CID)).plain == plain
+    g.run(f"nbtest udpsend {PEER_IP} 9999 0x1234 {b'not for the device'.hex()} 50000")   # other marks: as is
+    frame, u = recv_udp(rig.net, 9999)
+    assert frame[12:14] == b"\x08\x00" and u.payload == b"not for the device"
+    plain2 = quic_plain(9, b"opened by the device " * 3)
+    prot = protect(plain2, k0, largest_pn=-1, short_cid_len=len(QUIC_CID))
+    to_guest = lambda payload, dport: rig.net.send(
+        udp_frame(payload, PEER_IP, GUEST_IP, 50000, dport, src_mac=PEER_MAC, dst_mac=GUEST_MAC))
+    assert guest_recv(g, 443, lambda: to_guest(prot, 443)) == (D.DECRYPT_MARK, plain2)
+    assert guest_recv(g, 9999, lambda: to_guest(b"plain udp", 9999)) == (0, b"plain udp")
+    g.run("echo 0x77 > /sys/module/nanobpf/parameters/decrypt_mark")             # module parameter
+    plain3 = quic_plain(10, b"another mark " * 4)
+    prot3 = protect(plain3, k0, largest_pn=9, short_cid_len=len(QUIC_CID))
+    assert guest_recv(g, 443, lambda: to_guest(prot3, 443)) == (0x77, plain3)
+    g.run(f"echo {D.DECRYPT_MARK} > /sys/module/nanobpf/parameters/decrypt_mark")
+    after = drv_stats(g)
+    assert after["tx_encrypt"] - before["tx_encrypt"] == 1 and after["rx_decrypted"] - before["rx_decrypted"] == 2
+    assert after["tx_frames"] - before["tx_frames"] >= 2 and after["rx_frames"] - before["rx_frames"] >= 3
+    ds = dev.stats()
+    assert ds["encrypt_req"] == 1 and ds["decrypted"] == 2
+
+    # the lower device goes away while a request waits for an answer (control frames all lost)
+    keys_before = device_keys(dev)
+    dev.set_faults(loss=1.0)
+    out = g.run("(nbtest bulk 11 3 241 > /tmp/b.out 2>&1 &); sleep 0.5; "
+                "d=$(ls /sys/bus/virtio/drivers/virtio_net | grep virtio); echo $d > /tmp/virtio; "
+                "echo $d > /sys/bus/virtio/drivers/virtio_net/unbind; "
+                "for i in $(seq 100); do grep -q BULK /tmp/b.out && break; sleep 0.1; done; cat /tmp/b.out; "
+                "echo NETDEVS $(ls /sys/class/net); echo DEBUGFS $(ls /sys/kernel/debug/nanobpf)", timeout=60)
+    dev.set_faults()
+    expect, fails, summary = parse_bulk(out)
+    assert summary["ok"] == "0" and fails and all("ENODEV" in f for f in fails), out
+    print(out)
+    assert re.search(r"NETDEVS lo\s*$", out, re.M) and re.search(r"DEBUGFS\s*$", out, re.M), out
+    info = g.ctl("dev show")
+    assert info["link_state"] == "detached" and info["key_count"] == len(keys_before)
+    g.run("cat /tmp/virtio > /sys/bus/virtio/drivers/virtio_net/bind; "
+          "n=0; while [ ! -d /sys/class/net/eth0 ] && [ $n -lt 100 ]; do sleep 0.05; n=$((n+1)); done; "
+          "ip link set eth0 up")
+    dev.reset()
+    g.ctl("dev attach eth0")
+    sync_and_compare(g, dev, keys_before)
+
+    # module unload with the device attached and a request in flight
+    dev.set_faults(loss=1.0)
+    out = g.run("(nbtest bulk 12 3 242 > /tmp/c.out 2>&1 &); sleep 0.5; rmmod nanobpf; echo rmmod=$?; "
+                "for i in $(seq 100); do grep -q BULK /tmp/c.out && break; sleep 0.1; done; cat /tmp/c.out; "
+                "echo MODULES $(lsmod | grep -c nanobpf); echo NETDEVS $(ls /sys/class/net)", timeout=60)
+    dev.set_faults()
+    assert "rmmod=0" in out and "MODULES 0" in out and not re.search(r"NETDEVS .*nbpf", out), out
+    expect, fails, summary = parse_bulk(out)
+    assert summary["ok"] == "0", out
+    print(out)
+    g.run(f"insmod /nanobpf.ko encrypt_mark=0x99")
+    assert g.run("cat /sys/module/nanobpf/parameters/encrypt_mark").strip() == str(0x99)
+    # the device is still in the old module's session: the new module's first HELLO (its sequence
+    # numbers start again) gets STALE_SEQ with the device's last number, and it continues after it
+    stale = dev.stats()["ctrl_stale"]
+    g.ctl("dev attach eth0")
+    assert dev.stats()["ctrl_stale"] > stale
+    assert g.ctl("dev show")["key_count"] == 0 and dev.keys() == {}          # a new module: empty host table
+    assert dev.program() is None                                              # ... and no program
+    g.assert_log_clean()

@@ -129,6 +129,7 @@ extern struct nbpf_prog *nbpf_prog_cur;
 extern u32 nbpf_tables[NANOBPF_TABLE_COUNT][NBPF_TABLE_MAX_ENTRIES];
 extern unsigned long nbpf_tables_touched[NANOBPF_TABLE_COUNT];
 extern const unsigned int nbpf_table_entries[NANOBPF_TABLE_COUNT];
+extern u32 nbpf_seq_next;
 extern u8 nbpf_last_status;
 extern char nbpf_last_errmsg[NANOBPF_CTRL_MAX_ERRMSG];
 

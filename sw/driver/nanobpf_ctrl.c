@@ -10,7 +10,6 @@
 #include <linux/slab.h>
 #include <linux/crc32.h>
 #include <linux/jiffies.h>
-#include <linux/random.h>
 #include <linux/pkt_sched.h>
 #include <linux/if_ether.h>
 #include <asm/unaligned.h>
@@ -39,7 +38,7 @@ int nbpf_link_init(struct nbpf_link *link)
 		kfree(link->resp);
 		return -ENOMEM;
 	}
-	link->seq = get_random_u32();
+	link->seq = nbpf_seq_next;	/* continues across attach/detach; from 0 at module load */
 	link->state = NBPF_LINK_NO_SESSION;
 	link->version = NANOBPF_CTRL_VERSION;
 	link->key_slots = NBPF_DEFAULT_KEY_SLOTS;
@@ -50,6 +49,7 @@ int nbpf_link_init(struct nbpf_link *link)
 
 void nbpf_link_free(struct nbpf_link *link)
 {
+	nbpf_seq_next = link->seq;
 	kfree(link->txbuf);
 	kfree(link->resp);
 	kfree(link);

@@ -36,6 +36,12 @@ const unsigned int nbpf_table_entries[NANOBPF_TABLE_COUNT] = {
 static_assert(NANOBPF_PISA_PORT_ENTRY_COUNT <= NBPF_TABLE_MAX_ENTRIES);
 static_assert(NANOBPF_PISA_PROFILE_ENTRY_COUNT <= NBPF_TABLE_MAX_ENTRIES);
 static_assert(NANOBPF_PISA_LPORT_CFG_COUNT <= NBPF_TABLE_MAX_ENTRIES);
+/*
+ * Sequence numbers continue across detach/attach. After a module reload they start again from 0: a
+ * device still in the old session answers STALE_SEQ with its last number and the driver continues
+ * after it (docs/control.md).
+ */
+u32 nbpf_seq_next;
 u8 nbpf_last_status;
 char nbpf_last_errmsg[NANOBPF_CTRL_MAX_ERRMSG];
 

@@ -33,6 +33,7 @@
 #include <linux/genetlink.h>
 
 #include "nanobpf_ctrl.h"
+#include "nanobpf_ebpf_defs.h"
 
 #ifndef SO_RCVMARK
 #define SO_RCVMARK 75
@@ -589,11 +590,97 @@ static void malformed(const char *ifname)
 
 /* ------------------------------------------------------------------ fuzz */
 
+/* The attribute kinds of the family (for well-formed attributes with random contents). */
+enum kind { K_U8, K_U16, K_U32, K_U64, K_STR, K_BIN, K_NEST };
+
+static enum kind attr_kind(int type, int *max)
+{
+	*max = 0;
+	switch (type) {
+	case NANOBPF_ATTR_LINK_STATE: case NANOBPF_ATTR_KEY_PHASE: case NANOBPF_ATTR_SYNCED:
+	case NANOBPF_ATTR_TABLE: case NANOBPF_ATTR_DEV_STATUS:
+		return K_U8;
+	case NANOBPF_ATTR_VERSION: case NANOBPF_ATTR_TABLE_INDEX:
+		return K_U16;
+	case NANOBPF_ATTR_MAP_FLAGS: case NANOBPF_ATTR_STAT_VALUE:
+		return K_U64;
+	case NANOBPF_ATTR_IFNAME: case NANOBPF_ATTR_VDEV_NAME: *max = NANOBPF_ATTR_LEN_IFNAME; return K_STR;
+	case NANOBPF_ATTR_PROG_NAME: case NANOBPF_ATTR_MAP_NAME: *max = NANOBPF_ATTR_LEN_MAP_NAME; return K_STR;
+	case NANOBPF_ATTR_ERRMSG: *max = NANOBPF_ATTR_LEN_ERRMSG; return K_STR;
+	case NANOBPF_ATTR_CID: *max = NANOBPF_ATTR_LEN_CID; return K_BIN;
+	case NANOBPF_ATTR_KEYS: *max = NANOBPF_ATTR_LEN_KEYS; return K_BIN;
+	case NANOBPF_ATTR_IMAGE: *max = 4096; return K_BIN;
+	case NANOBPF_ATTR_MAP_KEY: *max = NANOBPF_ATTR_LEN_MAP_KEY; return K_BIN;
+	case NANOBPF_ATTR_MAP_VALUE: *max = NANOBPF_ATTR_LEN_MAP_VALUE; return K_BIN;
+	case NANOBPF_ATTR_STATS: case NANOBPF_ATTR_DRV_STATS: case NANOBPF_ATTR_STAT:
+		return K_NEST;
+	default:
+		return K_U32;
+	}
+}
+
+static void fuzz_attr(struct msg *m, unsigned char *data, size_t cap)
+{
+	static const char *const words[] = { "eth0", "nbpf0", "quic_config", "quic_ports", "quic_stats",
+					     NANOBPF_KEYTABLE_MAP_NAME, "xdp_quic", "" };
+	int type = rnd() % (NANOBPF_ATTR_MAX + 3), max, len;
+	enum kind k = attr_kind(type, &max);
+
+	if (rnd() % 4 == 0) {		/* anything at all */
+		len = rnd() % 4 ? rnd() % 24 : rnd() % cap;
+		for (int j = 0; j < len; j++)
+			data[j] = rnd() % 3 ? rnd() : 0;
+		m_attr(m, type, data, len);
+		return;
+	}
+	switch (k) {
+	case K_U8: m_u8(m, type, rnd() % 4 ? rnd() % 4 : rnd()); break;
+	case K_U16: m_u16(m, type, rnd() % 4 ? rnd() % 10 : rnd()); break;
+	case K_U32: m_u32(m, type, rnd() % 4 ? rnd() % 4 : rnd()); break;
+	case K_U64: m_u64(m, type, rnd() % 4 ? rnd() % 4 : rnd()); break;
+	case K_STR:
+		if (rnd() % 2) {
+			m_str(m, type, words[rnd() % (sizeof(words) / sizeof(words[0]))]);
+		} else {
+			len = rnd() % (max + 4);
+			for (int j = 0; j < len; j++)
+				data[j] = 'a' + rnd() % 26;
+			data[len] = 0;
+			m_attr(m, type, data, len + 1);
+		}
+		break;
+	case K_BIN:
+		len = rnd() % 2 ? max : (int)(rnd() % (max + 3));
+		for (int j = 0; j < len; j++)
+			data[j] = rnd();
+		if (type == NANOBPF_ATTR_KEYS && len >= 4) {	/* often a plausible entry */
+			data[0] &= 1;
+			data[1] &= 1;
+			data[2] = 1 + rnd() % 8;
+			data[3] = 0;
+		}
+		if (type == NANOBPF_ATTR_CID && rnd() % 2)
+			len = 1 + rnd() % 8;
+		m_attr(m, type, data, len);
+		break;
+	case K_NEST: {
+		struct nlattr nest = { .nla_len = NLA_HDRLEN, .nla_type = type | (rnd() % 4 ? NLA_F_NESTED : 0) };
+		size_t at = m->len;
+
+		m_raw(m, &nest, sizeof(nest));
+		for (int j = rnd() % 3; j > 0; j--)
+			m_u32(m, NANOBPF_ATTR_STAT_ID, rnd() % 20);
+		((struct nlattr *)(m->buf + at))->nla_len = m->len - at;
+		break;
+	}
+	}
+}
+
 static void fuzz(uint64_t seed, int n)
 {
 	/* commands that would undo the test's set-up (attach, detach, reset, unload) are left out */
 	static const uint8_t cmds[] = { 0, 3, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15, 16, 17, 18, 19, 77, 255 };
-	static unsigned char data[2048];
+	static unsigned char data[4200];
 	int counts[256] = { 0 }, ok = 0;
 
 	rng_state = seed * 0x9e3779b97f4a7c15ull + 1;
@@ -601,16 +688,10 @@ static void fuzz(uint64_t seed, int n)
 		int nattrs = rnd() % 6, err;
 
 		m_start(&M, family_id, cmds[rnd() % sizeof(cmds)], (rnd() % 8 == 0) ? NLM_F_DUMP : 0);
-		for (int a = 0; a < nattrs; a++) {
-			int type = rnd() % (NANOBPF_ATTR_MAX + 3);
-			int len = rnd() % 4 ? rnd() % 24 : rnd() % sizeof(data);
-
-			for (int j = 0; j < len; j++)
-				data[j] = rnd() % 3 ? rnd() : 0;
-			if (rnd() % 4 == 0 && len)
-				data[len - 1] = 0;	/* a string now and then */
-			m_attr(&M, type, data, len);
-		}
+		if (rnd() % 32 == 0)
+			((struct genlmsghdr *)(M.buf + NLMSG_HDRLEN))->version = rnd();
+		for (int a = 0; a < nattrs; a++)
+			fuzz_attr(&M, data, sizeof(data) - 1);
 		if (rnd() % 16 == 0)
 			m_raw(&M, data, 1 + rnd() % 7);	/* trailing garbage */
 		M.h.nlmsg_len = 0;
