@@ -351,7 +351,7 @@ def _ip(*args):
 class Rig:
     """TAP + reference device model + booted guest."""
 
-    def __init__(self, workdir, initrd, seed):
+    def __init__(self, workdir, initrd, seed, key_slots=abi.NANOBPF_KEYTABLE_ENTRIES):
         tag = f"{os.getpid() % 10000}{seed}"
         self.tap, self.nettap = f"nbq{tag}", f"nbn{tag}"
         _ip("tuntap", "add", "dev", self.tap, "mode", "tap")
@@ -365,7 +365,8 @@ class Rig:
             self.host_port = PacketPort(self.tap)
             self.net_model_port = TapPort(self.nettap)
             self.net = PacketPort(self.nettap)              # the test's end of the network port
-            self.dev = DeviceModel(host=self.host_port, net=self.net_model_port, seed=seed).start()
+            self.dev = DeviceModel(host=self.host_port, net=self.net_model_port, seed=seed,
+                                   key_slots=key_slots).start()
         except BaseException:
             self.close()
             raise
@@ -382,10 +383,16 @@ class Rig:
 
 
 @pytest.fixture
-def rig(request, initramfs, tmp_path):
-    r = Rig(tmp_path, initramfs, seed=len(request.node.name) % 10)
-    yield r
-    r.close()
+def make_rig(request, initramfs, tmp_path):
+    """make_rig(**model options) -> a booted Rig, shut down after the test."""
+    rigs = []
+
+    def make(**kw):
+        rigs.append(Rig(tmp_path, initramfs, seed=len(request.node.name) % 10, **kw))
+        return rigs[-1]
+    yield make
+    for r in rigs:
+        r.close()
 
 
 # ---------------------------------------------------------------- helpers
@@ -479,7 +486,8 @@ def sync_and_compare(g, dev, expected):
 
 
 # ---------------------------------------------------------------- boot 1: control path
-def test_control_path(rig, quic_image):
+def test_control_path(make_rig, quic_image):
+    rig = make_rig()
     g, dev = rig.guest, rig.dev
     image = quic_image.read_bytes()
 
@@ -690,9 +698,10 @@ def guest_recv(g, port, send):
     return int(m.group(1), 16), bytes.fromhex(m.group(2))
 
 
-def test_netlink_and_data(rig, quic_image):
+def test_netlink_and_data(make_rig, quic_image):
     from nanobpf.pcap import udp_frame
     from nanobpf.quic import PacketKeys, protect, unprotect
+    rig = make_rig(key_slots=16)
     g, dev = rig.guest, rig.dev
     g.ctl("dev attach eth0")
 
@@ -725,6 +734,17 @@ def test_netlink_and_data(rig, quic_image):
     g.ctl("stats")
     host = g.host_keys()
     assert {c: v[1] for c, v in host.items()} == {c: s for c, (s, _) in dev.keys().items()}
+
+    # the key table holds what the device said in HELLO (key_slots 16 here)
+    assert "key_slots 16" in g.run("cat /sys/kernel/debug/nanobpf/nbpf0/session")
+    table = {bytes([0xa0, i, i, i]): keys80(bytes([0xa0, i, i, i]), fill=i) for i in range(16)}
+    g.run("; ".join(f"nanobpfctl key add {ctl_key_args(c, k)}" for c, k in table.items()))
+    extra = bytes([0xa1] * 4)
+    rc, doc = g.ctl("key add " + ctl_key_args(extra, keys80(extra)), check=False)
+    assert rc == 1 and ctl_errno(doc) == 28 and "full" in doc["error"]["message"], doc   # ENOSPC
+    assert device_keys(dev) == table
+    g.run("; ".join(f"nanobpfctl key del cid {c.hex()}" for c in table))
+    assert dev.keys() == {} and g.host_keys() == {}
 
     # device garbage on the host link: short and inconsistent control frames, malformed shims
     guest_mac, dmac = bytes.fromhex(GUEST_MAC.replace(":", "")), ctrl.DEVICE_MAC

@@ -162,7 +162,7 @@ static void nbpf_reap_fn(struct work_struct *work)
 
 void nbpf_keepalive_arm(void)
 {
-	mod_delayed_work(system_wq, &nbpf_keepalive_work, msecs_to_jiffies(NBPF_KEEPALIVE_MS));
+	mod_delayed_work(system_long_wq, &nbpf_keepalive_work, msecs_to_jiffies(NBPF_KEEPALIVE_MS));
 }
 
 static void nbpf_keepalive_fn(struct work_struct *work)
@@ -171,7 +171,7 @@ static void nbpf_keepalive_fn(struct work_struct *work)
 	nbpf_reap_locked();
 	if (nbpf_cur) {
 		nbpf_probe(nbpf_cur);
-		schedule_delayed_work(&nbpf_keepalive_work, msecs_to_jiffies(NBPF_KEEPALIVE_MS));
+		queue_delayed_work(system_long_wq, &nbpf_keepalive_work, msecs_to_jiffies(NBPF_KEEPALIVE_MS));
 	}
 	mutex_unlock(&nbpf_cfg_lock);
 }
