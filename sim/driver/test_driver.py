@@ -635,6 +635,9 @@ def test_control_path(make_rig, quic_image):
     assert g.ctl("dev show")["vdev"] == "dpu0" and "dpu0" in g.run("ls /sys/kernel/debug/nanobpf").split()
     sync_and_compare(g, dev, expected)
     assert dev.program()["crc32"] == ctrl.crc32(image)
+    g.run("ip link set dpu0 name dpu1")                          # debugfs follows a rename
+    assert g.run("ls /sys/kernel/debug/nanobpf").split() == ["dpu1"] and g.ctl("dev show")["vdev"] == "dpu1"
+    assert "ctrl_tx" in g.run("cat /sys/kernel/debug/nanobpf/dpu1/stats")
     g.assert_log_clean()
 
 
