@@ -119,11 +119,10 @@ test-driver: $(VENV_STAMP) driver host-tools ebpf-tools ## boot Debian's kernel 
 
 # ---------------------------------------------------------------- tests and benchmarks
 TEST_CORES := 1 4
-# (driver joins the prerequisites with its QEMU test: issue 8 in progress)
-test-prereqs: $(VENV_STAMP) firmware ebpf-tools hw-blocks host-tools
+test-prereqs: $(VENV_STAMP) firmware ebpf-tools hw-blocks driver host-tools
 	@for n in $(TEST_CORES); do $(MAKE) -s sim CORES=$$n || exit 1; done
 
-test: ## run the whole test suite (unit, cocotb blocks, firmware on the SoC, control protocol, device model, nanobpfctl)
+test: ## run the whole test suite (unit, cocotb blocks, firmware on the SoC, control protocol, device model, nanobpfctl, nanobpf.ko in QEMU)
 	@$(MAKE) -s test-prereqs
 	@echo "[test] pytest (parallel)"
 	@cd $(ROOT) && $(PY) -m pytest -n 2 -q
