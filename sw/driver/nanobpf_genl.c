@@ -38,6 +38,10 @@ static bool nbpf_str_empty(const struct nlattr *a)
 
 static struct nbpf_link *nbpf_need_link(struct genl_info *info)
 {
+	/* DEV_GET's DEV_STATUS/ERRMSG describe this command's refusal only: a failure the driver raises
+	 * itself must not be blamed on an older device refusal with the same errno. */
+	nbpf_last_status = 0;
+	nbpf_last_errmsg[0] = '\0';
 	nbpf_reap_locked();
 	if (!nbpf_cur)
 		GENL_SET_ERR_MSG(info, "no DPU link attached (DEV_ATTACH first)");
