@@ -27,13 +27,10 @@ set_property -dict { PACKAGE_PIN R19   IOSTANDARD LVCMOS33 } [get_ports { cpu_re
 
 ## USB-UART bridge (bank 12, 3.3 V).
 # Digilent names these nets from the bridge's side: uart_rx_out (Y23) is the FPGA's output into the
-# bridge's RXD, uart_tx_in (Y20) the bridge's TXD into the FPGA (Digilent's board.xml maps the UART's
-# TxD to Y23 and RxD to Y20; the verilog-ethernet and CVA6 Genesys2 designs do the same). The top
-# declares the two the other way round (uart_tx_in is its console output), so the pins follow the
-# signal's direction, not its name: the console must leave on Y23. If the top's two ports are ever
-# swapped to match Digilent's meaning, swap these two PACKAGE_PINs back.
-set_property -dict { PACKAGE_PIN Y23   IOSTANDARD LVCMOS33 } [get_ports { uart_tx_in }]
-set_property -dict { PACKAGE_PIN Y20   IOSTANDARD LVCMOS33 } [get_ports { uart_rx_out }]
+# bridge's RXD (the console), uart_tx_in (Y20) the bridge's TXD into the FPGA (Digilent's board.xml maps
+# the UART's TxD to Y23 and RxD to Y20; the verilog-ethernet and CVA6 Genesys2 designs do the same).
+set_property -dict { PACKAGE_PIN Y23   IOSTANDARD LVCMOS33 } [get_ports { uart_rx_out }]
+set_property -dict { PACKAGE_PIN Y20   IOSTANDARD LVCMOS33 } [get_ports { uart_tx_in }]
 
 ## LEDs (bank 14, 3.3 V).
 set_property -dict { PACKAGE_PIN T28   IOSTANDARD LVCMOS33 } [get_ports { led[0] }]
@@ -115,5 +112,5 @@ set_clock_groups -name async_domains -asynchronous \
     -group [get_clocks -include_generated_clocks eth_rxck]
 
 ## Slow or asynchronous pins: synchronised (or only seen by humans) inside, nothing to time.
-set_false_path -from [get_ports {cpu_resetn sw[*] uart_rx_out}]
-set_false_path -to   [get_ports {led[*] uart_tx_in eth_phyrst_n}]
+set_false_path -from [get_ports {cpu_resetn sw[*] uart_tx_in}]
+set_false_path -to   [get_ports {led[*] uart_rx_out eth_phyrst_n}]

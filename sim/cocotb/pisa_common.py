@@ -63,8 +63,8 @@ class StreamSink:
     """Collects frames from `<prefix>_valid/_ready/_bits_beat_*`, with random back-pressure; `fields`
     are side-band signals sampled on each frame's first beat, checked constant over the frame."""
 
-    def __init__(self, dut, prefix, beat_bytes, fields=(), rng=None, ready_prob=1.0):
-        self.dut, self.p, self.w, self.fields = dut, prefix, beat_bytes, fields
+    def __init__(self, dut, prefix, beat_bytes, fields=(), rng=None, ready_prob=1.0, beat="_bits_beat"):
+        self.dut, self.p, self.w, self.fields, self.b = dut, prefix, beat_bytes, fields, beat
         self.rng, self.ready_prob = rng or random.Random(2), ready_prob
         self.frames = []  # (bytes, {field: value}, sim time (ns) of the edges taking first and last beat)
         self.stalls_inside = 0  # cycles with valid low inside a frame (bubbles)
@@ -76,16 +76,16 @@ class StreamSink:
             sig(d, f"{p}_ready").value = int(self.rng.random() < self.ready_prob)
             await ReadOnly()
             if sig(d, f"{p}_valid").value == 1 and sig(d, f"{p}_ready").value == 1:
-                keep = int(sig(d, f"{p}_bits_beat_keep").value)
+                keep = int(sig(d, f"{p}{self.b}_keep").value)
                 n = bin(keep).count("1")
                 assert keep == (1 << n) - 1, f"{p}: keep 0x{keep:x} is not contiguous"
-                data = int(sig(d, f"{p}_bits_beat_data").value).to_bytes(self.w, "little")
+                data = int(sig(d, f"{p}{self.b}_data").value).to_bytes(self.w, "little")
                 now = {f: int(sig(d, f"{p}_bits_{f}").value) for f in self.fields}
                 if not cur:
                     side, t0 = now, get_sim_time("ns") + 10  # the edge that takes the beat
                 else:
                     assert now == side, f"{p}: side-band changed inside a frame: {side} -> {now}"
-                last = sig(d, f"{p}_bits_beat_last").value == 1
+                last = sig(d, f"{p}{self.b}_last").value == 1
                 assert last or n == self.w, f"{p}: partial beat before the last"
                 cur += data[:n]
                 if last:

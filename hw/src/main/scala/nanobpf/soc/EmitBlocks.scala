@@ -7,9 +7,10 @@ import chisel3.RawModule
   * so test workers never run mill concurrently.
   */
 object EmitBlocks extends App {
-  val usage = "usage: EmitBlocks --out DIR"
-  val out = args.toSeq match {
-    case Seq("--out", dir) => dir
+  val usage = "usage: EmitBlocks --out DIR [--only NAME]"
+  val (out, only) = args.toSeq match {
+    case Seq("--out", dir) => (dir, None)
+    case Seq("--out", dir, "--only", name) => (dir, Some(name))
     case Seq("--help") | Seq("-h") => println(usage); sys.exit(0)
     case _ => System.err.println(usage); sys.exit(2)
   }
@@ -31,12 +32,16 @@ object EmitBlocks extends App {
         "packet_path-q4" -> (() => new nanobpf.coresel.PacketPath()), // default sizes: utilisation (make bench-dispatch)
         "packet_path-q2" -> (() => new nanobpf.coresel.PacketPath(nanobpf.reasm.PktParams(queues = 2, slots = 16))),
         "dispatch-q3" -> (() => new nanobpf.coresel.Dispatch(nanobpf.reasm.PktParams(queues = 3, slots = 32))),
+        "eth_mac-w8" -> (() => new nanobpf.mac.EthMac()),
         "aead-r2g32" -> (() => new nanobpf.aead.AeadBlock()),
         "aead-r1g8" -> (() => new nanobpf.aead.AeadBlock(nanobpf.aead.AeadParams(roundsPerCycle = 1, ghashBits = 8, cores = 2, perCore = 2))),
         // the area/throughput trade-off (make bench-aead)
         "aead-r5g64" -> (() => new nanobpf.aead.AeadBlock(nanobpf.aead.AeadParams(roundsPerCycle = 5, ghashBits = 64))),
         "aead-r10g128" -> (() => new nanobpf.aead.AeadBlock(nanobpf.aead.AeadParams(roundsPerCycle = 10, ghashBits = 128))))
-  for ((name, gen) <- blocks) {
+  for (n <- only if !blocks.exists(_._1 == n)) {
+    System.err.println(s"EmitBlocks: no block $n (blocks: ${blocks.map(_._1).mkString(" ")})"); sys.exit(2)
+  }
+  for ((name, gen) <- blocks if only.forall(_ == name)) {
     Emit(gen(), s"$out/$name")
     println(s"EmitBlocks: $out/$name")
   }
