@@ -150,12 +150,43 @@ bench-dispatch: $(VENV_STAMP) hw-blocks ## core select only: p50/p99 latency of 
 bench-pisa: $(VENV_STAMP) hw-blocks ## PISA pipeline only: throughput/latency per frame size, yosys utilisation and logic depth
 	@$(PY) sw/tools/nanobpf-bench-pisa --out $(BUILD)/bench
 
-synth-estimate: $(VENV_STAMP) ## yosys synth_xilinx utilisation of the SoC against the XC7K325T (CORES=N)
+# ---------------------------------------------------------------- board (BOARD=genesys2)
+BOARD_CORES ?= 2
+BOARD_HW_DIR := $(BUILD)/hw/board-$(BOARD)-$(BOARD_CORES)
+BITSTREAM_DIR := $(BUILD)/bitstream/$(BOARD)
+BIT ?= $(BITSTREAM_DIR)/nanobpf_$(BOARD).bit
+FLASH ?= jtag
+VIVADO ?=
+BOARD_RTL := $(wildcard boards/$(BOARD)/rtl/*.sv)
+$(BOARD_HW_DIR)/filelist.f: $(SCALA_SRCS) $(FW)/bootrom.bin $(FW)/board.hex $(DEFS_STAMP) | $(MILL)
+	@echo "[board] elaborating NanobpfBoard for $(BOARD) with $(BOARD_CORES) core(s), firmware board.hex baked in -> $(BOARD_HW_DIR)"
+	@$(MILL) --no-server -j 1 hw.runMain nanobpf.board.ElaborateBoard --board $(BOARD) --cores $(BOARD_CORES) \
+	    --bootrom $(FW)/bootrom.bin --mem-init $(FW)/board.hex --out $(BOARD_HW_DIR)
+$(FW)/board.hex: firmware
+board-hw: $(VENV_STAMP) $(BOARD_HW_DIR)/filelist.f ## elaborate the board's Chisel part (BOARD=genesys2, BOARD_CORES=N, default 2)
+
+board-check: $(VENV_STAMP) board-hw ## without Vivado: XDC ports = top-level ports, the board top lints in Verilator
+	@$(PY) sw/tools/nanobpf-xdc-check --xdc constraints/$(BOARD).xdc --top boards/$(BOARD)/rtl/nanobpf_$(BOARD)_top.sv
+	@$(PY) sw/tools/nanobpf-board-lint --board $(BOARD) --chisel $(BOARD_HW_DIR)
+
+bitstream: $(VENV_STAMP) board-hw ## FPGA bitstream with Vivado, batch mode (BOARD=genesys2, VIVADO=path): build/bitstream/BOARD
+	@$(PY) sw/tools/nanobpf-bitstream --board $(BOARD) --chisel $(BOARD_HW_DIR) --out $(BITSTREAM_DIR) $(if $(VIVADO),--vivado $(VIVADO))
+
+flash: ## program the board with openFPGALoader: FLASH=jtag (default, volatile) or FLASH=spi (configuration flash), BIT=file
+	@case "$(FLASH)" in jtag|spi) ;; *) echo "make flash: FLASH=jtag or FLASH=spi (got '$(FLASH)')"; exit 2;; esac
+	@python3 sw/tools/nanobpf-flash --board $(BOARD) --bit $(BIT) $(if $(filter spi,$(FLASH)),--spi)
+
+# The SoC alone (CORES=N), or with BOARD=... on the command line the board design (BOARD_CORES=N) and
+# the number of cores that fit, from a second synthesis of one core tile.
+ifeq ($(origin BOARD),command line)
+synth-estimate: $(VENV_STAMP) board-hw ## yosys synth_xilinx utilisation vs the XC7K325T: the SoC (CORES=N), or BOARD=genesys2: the board and how many cores fit
+	@$(PY) sw/tools/nanobpf-synth-estimate --chisel $(BOARD_HW_DIR) --top NanobpfBoard --out $(BUILD)/synth/board-$(BOARD)-$(BOARD_CORES) \
+	    --fit-cores $(BOARD_CORES) --tile-out $(BUILD)/synth/cva6-tile
+else
+synth-estimate: $(VENV_STAMP)
 	@$(MAKE) -s hw CORES=$(CORES)
 	@$(PY) sw/tools/nanobpf-synth-estimate --chisel $(HW_DIR) --out $(BUILD)/synth/soc-$(CORES)
-
-bitstream flash: ## board flow (BOARD=genesys2): not built yet, see boards/genesys2/README.md
-	@echo "make $@: the $(BOARD) board flow is not built yet (boards/$(BOARD)/README.md)"; exit 2
+endif
 
 clean: ## remove build outputs (keeps the venv and tools)
 	rm -rf $(BUILD)/firmware $(BUILD)/ebpf $(BUILD)/driver $(BUILD)/host $(BUILD)/hw $(BUILD)/sim $(BUILD)/generated $(BUILD)/synth $(BUILD)/bench $(BUILD)/cocotb out
@@ -165,4 +196,4 @@ help: ## list targets
 	@echo "  variables: CORES=$(CORES) FIRMWARE=$(FIRMWARE) MAX_CYCLES=$(MAX_CYCLES) BLOCK= WAVE="
 
 FORCE:
-.PHONY: FORCE setup defs firmware ebpf-tools driver host-tools test-driver hw hw-blocks sim run demo test test-prereqs test-block bench bench-pisa bench-dispatch synth-estimate bitstream flash clean help
+.PHONY: FORCE setup defs firmware ebpf-tools driver host-tools test-driver hw hw-blocks sim run demo test test-prereqs test-block bench bench-pisa bench-dispatch synth-estimate board-hw board-check bitstream flash clean help

@@ -1,5 +1,6 @@
 /* NanoBPF bare-metal runtime: the few calls every firmware program uses.
- * Console output goes through stdio (printf, puts): each hart writes to its own console register. */
+ * Console output goes through stdio (printf, puts): each hart writes to its own console register (the
+ * simulation prints it) and, a whole line at a time, to the UART (the board's USB-UART console). */
 #ifndef NANOBPF_H
 #define NANOBPF_H
 
@@ -45,10 +46,17 @@ static inline uint64_t nb_mailbox_read(unsigned hart) {
     return NB_REG64(NANOBPF_DPU_BASE + NANOBPF_DPU_MAILBOX_OFFSET(hart));
 }
 
-/* One character to this hart's console. */
+/* One character to this hart's console (and, line by line, the UART). */
 void nb_putc(char c);
 
-/* End the simulation with `code` (0 = pass). Does not return. */
+/* Send this hart's unfinished line to the UART and wait until the UART has sent everything. */
+void nb_console_flush(void);
+
+/* The board's LEDs 7..4 (bit 0 = LED4) and slide switches (bit 0 = SW0); 0 in simulation. */
+static inline void nb_leds(unsigned v) { NB_REG32(NANOBPF_DPU_BASE + NANOBPF_DPU_LEDS_OFFSET) = v & 0xf; }
+static inline unsigned nb_switches(void) { return NB_REG32(NANOBPF_DPU_BASE + NANOBPF_DPU_SWITCHES_OFFSET) & 0xff; }
+
+/* End the simulation with `code` (0 = pass), after flushing the console. Does not return. */
 __attribute__((noreturn)) void nb_sim_end(unsigned code);
 
 #endif

@@ -5,11 +5,43 @@
 
 extern char __tdata_start[], __tdata_end[], __tbss_start[], __tbss_size[], __stack_top[], __stack_size[];
 
+/* UART: each hart collects a line and sends it whole under a lock, so lines of different harts do
+ * not mix. The lock is taken and released with AMOs, which go to memory (the caches are not coherent). */
+#define UART_LINE 120
+static char uart_line[NANOBPF_MAX_CORES][UART_LINE];
+static unsigned uart_len[NANOBPF_MAX_CORES];
+static int uart_lock;
+
+static void uart_send_line(unsigned hart) {
+    if (!uart_len[hart]) return;
+    while (__atomic_exchange_n(&uart_lock, 1, __ATOMIC_ACQUIRE)) {
+    }
+    for (unsigned i = 0; i < uart_len[hart]; i++) {
+        while (NB_REG32(NANOBPF_DPU_BASE + NANOBPF_DPU_UART_STATUS_OFFSET) & (1u << NANOBPF_DPU_UART_STATUS_FULL_SHIFT)) {
+        }
+        NB_REG32(NANOBPF_DPU_BASE + NANOBPF_DPU_UART_TX_OFFSET) = (uint8_t)uart_line[hart][i];
+    }
+    (void)__atomic_exchange_n(&uart_lock, 0, __ATOMIC_RELEASE);
+    uart_len[hart] = 0;
+}
+
 void nb_putc(char c) {
-    NB_REG32(NANOBPF_DPU_BASE + NANOBPF_DPU_CONSOLE_OFFSET(nb_hart_id())) = (uint8_t)c;
+    unsigned hart = nb_hart_id();
+    NB_REG32(NANOBPF_DPU_BASE + NANOBPF_DPU_CONSOLE_OFFSET(hart)) = (uint8_t)c;
+    if (uart_len[hart] >= UART_LINE - 1) uart_send_line(hart); /* room for CR LF */
+    if (c == '\n') uart_line[hart][uart_len[hart]++] = '\r';  /* terminals want CR LF */
+    uart_line[hart][uart_len[hart]++] = c;
+    if (c == '\n') uart_send_line(hart);
+}
+
+void nb_console_flush(void) {
+    uart_send_line(nb_hart_id());
+    while (!(NB_REG32(NANOBPF_DPU_BASE + NANOBPF_DPU_UART_STATUS_OFFSET) & (1u << NANOBPF_DPU_UART_STATUS_IDLE_SHIFT))) {
+    }
 }
 
 void nb_sim_end(unsigned code) {
+    nb_console_flush();
     __asm__ volatile("fence" ::: "memory");
     NB_REG32(NANOBPF_DPU_BASE + NANOBPF_DPU_SIM_END_OFFSET) = code & 0xff;
     for (;;) __asm__ volatile("wfi");

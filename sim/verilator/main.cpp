@@ -31,11 +31,12 @@ constexpr uint64_t kResetCycles = 16;
 constexpr char kCva6Trace[] = "trace_hart_00.dasm";
 
 const char kUsage[] =
-    "usage: nanobpf-sim --firmware FILE.hex [--max-cycles N] [--wave FILE.fst] [--insn-trace FILE] [--quiet]\n"
+    "usage: nanobpf-sim --firmware FILE.hex [--max-cycles N] [--wave FILE.fst] [--insn-trace FILE] [--uart FILE] [--quiet]\n"
     "  --firmware FILE   main-memory image ($readmemh of 64-bit words, from nanobpf-elf2hex)\n"
     "  --max-cycles N    give up after N core cycles (default 20000000): exit 124\n"
     "  --wave FILE.fst   write an FST waveform of the whole run\n"
     "  --insn-trace FILE write CVA6's instruction trace (every retired instruction, all cores) to FILE\n"
+    "  --uart FILE       decode the UART line (8N1 at the reset bit time, dpu.uart_div) into FILE\n"
     "  --quiet           do not echo the console, print only the summary\n"
     "exit code: the firmware's sim_end code (0 = pass), or the harness's own codes listed in\n"
     "docs/memory-map.md (timeout, bus_error, usage, finish)\n";
@@ -44,6 +45,7 @@ struct Options {
     std::string firmware;
     std::string wave;
     std::string insn_trace; // CVA6's own tracer output; empty: discarded
+    std::string uart;       // decoded UART bytes; empty: not decoded
     uint64_t max_cycles = 20000000;
     bool quiet = false;
 };
@@ -75,6 +77,8 @@ Options parse(int argc, char **argv) {
             char *end = nullptr;
             o.max_cycles = std::strtoull(v.c_str(), &end, 0);
             if (v.empty() || *end || o.max_cycles == 0) usage_error("--max-cycles: not a positive number: " + v);
+        } else if (a == "--uart") {
+            o.uart = value();
         } else if (a == "--quiet") {
             o.quiet = true;
         } else {
@@ -119,6 +123,39 @@ void first_eval_without_trace(VNanobpfSoc &top, const std::string &insn_trace) {
     unlink(link.c_str());
     rmdir(scratch);
 }
+
+// Decodes the UART line as a receiver would: 8N1 at the reset bit time, sampled mid-bit. Framing
+// errors (a stop bit that is not high) are counted and reported: the firmware changed uart_div, or
+// the hardware is wrong.
+class UartDecoder {
+  public:
+    explicit UartDecoder(FILE *out) : out_(out) {}
+    void sample(bool line) {
+        const unsigned div = NANOBPF_DPU_UART_DIV_RESET;
+        if (phase_ == 0) {
+            if (!line) phase_ = 1, timer_ = div / 2;  // start bit edge: sample in its middle
+            return;
+        }
+        if (timer_-- > 0) return;
+        timer_ = div - 1;
+        if (phase_ == 1) {  // middle of the start bit
+            phase_ = line ? 0 : 2, bits_ = 0, byte_ = 0;
+        } else if (phase_ < 10) {
+            byte_ |= (unsigned)line << bits_++;
+            phase_++;
+        } else {
+            if (line) std::fputc((int)byte_, out_), bytes_++;
+            else framing_errors_++;
+            phase_ = 0;
+        }
+    }
+    uint64_t bytes_ = 0, framing_errors_ = 0;
+
+  private:
+    FILE *out_;
+    unsigned phase_ = 0, bits_ = 0, byte_ = 0;
+    int timer_ = 0;
+};
 
 // Collects console characters per core and prints whole lines, so output of cores that print at
 // the same time does not interleave mid-line.
@@ -171,6 +208,13 @@ int main(int argc, char **argv) {
     }
 
     Console console(opt.quiet);
+    std::unique_ptr<FILE, int (*)(FILE *)> uart_file(nullptr, std::fclose);
+    std::unique_ptr<UartDecoder> uart;
+    if (!opt.uart.empty()) {
+        uart_file.reset(std::fopen(opt.uart.c_str(), "wb"));
+        if (!uart_file) usage_error("cannot write UART output " + opt.uart);
+        uart = std::make_unique<UartDecoder>(uart_file.get());
+    }
     uint64_t cycle = 0, bus_errors = 0;
     bool ended = false;
     int code = 0;
@@ -194,6 +238,7 @@ int main(int argc, char **argv) {
         top->clock = 0;
         top->eval();
         if (top->io_console_valid) console.put(top->io_console_bits_core, (char)top->io_console_bits_char);
+        if (uart) uart->sample(top->io_board_uartTx);
         if (top->io_busError_valid) {
             bus_errors++;
             std::printf("[bus] error: core %u %s at 0x%016" PRIx64 " (cycle %" PRIu64 ")\n",
@@ -212,6 +257,9 @@ int main(int argc, char **argv) {
     top->final();
     if (fst) fst->close();
 
+    if (uart && uart->framing_errors_)
+        std::printf("nanobpf-sim: UART: %" PRIu64 " framing error(s) (bytes decoded: %" PRIu64 ")\n",
+                    uart->framing_errors_, uart->bytes_);
     int rc = code;
     const char *how = code == 0 ? "PASS" : "FAIL";
     if (!ended && ctx->gotFinish()) {

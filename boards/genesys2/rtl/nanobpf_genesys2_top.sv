@@ -11,7 +11,9 @@ module nanobpf_genesys2_top #(
     input  logic       cpu_resetn,    // CPU RESET button, active low
     // Digilent names the UART nets from the USB-UART bridge's side:
     output logic       uart_rx_out,   // FPGA -> bridge (its RXD): the console
+    /* verilator lint_off UNUSEDSIGNAL */
     input  logic       uart_tx_in,    // bridge (its TXD) -> FPGA: unused, the console is output only
+    /* verilator lint_on UNUSEDSIGNAL */
     output logic [7:0] led,
     input  logic [7:0] sw,
     // RTL8211E RGMII

@@ -9,18 +9,32 @@ class ConsoleChar(nCores: Int) extends Bundle {
   val char = UInt(8.W)
 }
 
+/** What the DPU registers exchange with the board (all in the core clock domain except as noted). */
+class BoardIo extends Bundle {
+  /** UART console line (idle high). */
+  val uartTx = Output(Bool())
+  /** Slide switches, asynchronous (synchronised inside). */
+  val switches = Input(UInt(8.W))
+  /** The firmware's LEDs (dpu.leds). */
+  val leds = Output(UInt(4.W))
+  /** Ethernet MAC counters, already brought into the core clock domain (0 without a MAC). */
+  val ethCounters = Input(Vec(SocMap.DpuRegs.EthCounterCount, UInt(32.W)))
+}
+
 /** DPU control/status registers (layout: hw/defs/soc.toml, block `dpu`).
   *
   * Identity, core count and cycle counter; a per-core console (each write to `console[c]` emits one
   * character on `io.console`, at most one per cycle since the bus is serial); `sim_end` (a write
-  * pulses `io.simEnd` with the exit code); per-core uncached `mailbox` words for rendezvous.
-  * One-cycle access latency. Errors: offsets with no register, writes to read-only registers.
+  * pulses `io.simEnd` with the exit code); per-core uncached `mailbox` words for rendezvous; the board
+  * I/O: UART transmitter (`uart_*`, bit time `uartDiv` cycles after reset), switches, LEDs, Ethernet
+  * counters. One-cycle access latency. Errors: offsets with no register, writes to read-only registers.
   */
-class DpuRegs(nCores: Int) extends Module with RegSlave {
+class DpuRegs(nCores: Int, uartDiv: Int = SocMap.DpuRegs.UartDivReset.toInt) extends Module with RegSlave {
   val io = IO(new Bundle {
     val bus = Flipped(new BusPort)
     val console = Valid(new ConsoleChar(nCores))
     val simEnd = Valid(UInt(8.W))
+    val board = new BoardIo
   })
   def busPort = io.bus
   import SocMap.DpuRegs._
@@ -58,6 +72,38 @@ class DpuRegs(nCores: Int) extends Module with RegSlave {
       when(fire && isWrite) { mailbox(c) := merge(mailbox(c)) }
     }
   }
+  // board I/O
+  val uart = Module(new UartTx())
+  val uartDivReg = RegInit(uartDiv.U(16.W))
+  val uartDropped = RegInit(0.U(16.W))
+  val leds = RegInit(0.U(4.W))
+  uart.io.div := uartDivReg
+  uart.io.enq.valid := false.B
+  uart.io.enq.bits := wdata(7, 0)
+  io.board.uartTx := uart.io.txd
+  io.board.leds := leds
+  val switches = RegNext(RegNext(io.board.switches, 0.U), 0.U)
+  when(off === UartTx.U) {
+    err := !isWrite
+    when(fire && isWrite && wstrb(0)) {
+      uart.io.enq.valid := true.B
+      when(!uart.io.enq.ready && uartDropped =/= "hFFFF".U) { uartDropped := uartDropped + 1.U }
+    }
+  }
+  readOnly(UartStatus, uartDropped ## 0.U(14.W) ## uart.io.idle ## !uart.io.enq.ready)
+  when(off === UartDiv.U) {
+    err := false.B
+    rdata := uartDivReg
+    when(fire && isWrite) { uartDivReg := merge(uartDivReg.pad(64))(15, 0) }
+  }
+  readOnly(Switches, switches)
+  when(off === Leds.U) {
+    err := false.B
+    rdata := leds
+    when(fire && isWrite && wstrb(0)) { leds := wdata(3, 0) }
+  }
+  for (i <- 0 until EthCounterCount) readOnly(EthCounter + EthCounterStride * i, io.board.ethCounters(i))
+
   // Per-core arrays are sized for SocMap.MaxCores; entries beyond nCores read 0 and ignore writes.
   val inArray = (base: Int, stride: Int) => off >= base.U && off < (base + stride * SocMap.MaxCores).U
   when(inArray(Console, ConsoleStride) || inArray(Mailbox, MailboxStride)) { err := false.B }

@@ -11,6 +11,8 @@ case class SocParams(
     bootRom: Seq[Byte],
     /** $readmemh file baked into main memory (board builds); empty: loaded at run time (simulation). */
     memInitFile: String = "",
+    /** UART bit time in core cycles after reset (dpu.uart_div): the simulation's default, or core clock / baud on a board. */
+    uartDiv: Int = SocMap.DpuRegs.UartDivReset.toInt,
     /** The AES-128-GCM engine (its `cores` follows nCores). */
     aead: nanobpf.aead.AeadParams = nanobpf.aead.AeadParams()) {
   require(nCores >= 1 && nCores <= SocMap.MaxCores, s"nCores must be 1..${SocMap.MaxCores}, got $nCores")
@@ -28,13 +30,15 @@ class NanobpfSoc(p: SocParams) extends Module {
     val simEnd = Valid(UInt(8.W))
     /** Pulses on a refused bus access (unmapped, slave error, unsupported atomic). */
     val busError = Valid(new BusError(p.nCores))
+    /** UART, switches, LEDs and Ethernet counters (hw/defs/soc.toml block dpu). */
+    val board = new BoardIo
   })
 
   require(SocMap.BusBytes == 8, "the SoC bus is 64 bit (CVA6's AXI width)")
   val xbar = Module(new AxiInterconnect(p.nCores, SocMap.regions))
   val bootRom = Module(new BootRom(p.bootRom, SocMap.Bootrom))
   val clint = Module(new Clint(p.nCores))
-  val dpu = Module(new DpuRegs(p.nCores))
+  val dpu = Module(new DpuRegs(p.nCores, p.uartDiv))
   val mem = Module(new MainMemory(SocMap.MainMem, p.memInitFile))
   val aead = Module(new nanobpf.aead.AeadBlock(p.aead.copy(cores = p.nCores)))
   val packetMem = Module(new PacketMemory(SocMap.PacketMem, p.aead.memAddrBits))
@@ -58,4 +62,5 @@ class NanobpfSoc(p: SocParams) extends Module {
   io.console := dpu.io.console
   io.simEnd := dpu.io.simEnd
   io.busError := xbar.io.error
+  io.board <> dpu.io.board
 }

@@ -1,0 +1,147 @@
+package nanobpf.board
+
+import chisel3._
+import chisel3.util._
+import nanobpf.mac.{AxisBeat, EthMac, GmiiRx, GmiiTx, MacParams}
+import nanobpf.soc.{NanobpfSoc, SocMap, SocParams}
+
+/** Build parameters of a board design. */
+case class BoardParams(
+    /** The SoC; on a board its main memory is baked in (memInitFile) and uartDiv = core clock / baud. */
+    soc: SocParams,
+    /** The Ethernet MAC. */
+    mac: MacParams = MacParams(),
+    /** Core clock in Hz (LED heartbeat). */
+    coreHz: Int = 50_000_000,
+    /** Datapath clock in Hz (activity LEDs). */
+    netHz: Int = 125_000_000)
+
+/** The clock-domain-independent part of a board (docs/board.md): the SoC in the core clock, the
+  * Ethernet MAC in the datapath clock (its receive side in the PHY's clock), the link self-test, the
+  * Ethernet counters brought into the core clock, and the status LEDs. The board's top-level
+  * SystemVerilog adds clocking, resets and the PHY's I/O primitives.
+  *
+  * Until the packet path joins the SoC, the Ethernet port runs a link self-test: with SW0 on, every
+  * good frame received goes back out with its MAC addresses swapped (EthEcho); with SW0 off, frames are
+  * counted and discarded. LEDs: 0 heartbeat (core clock), 1 clocks locked, 2 frame received, 3 frame
+  * sent, 7..4 the firmware's (dpu.leds).
+  */
+class NanobpfBoard(p: BoardParams) extends RawModule {
+  val coreClock = IO(Input(Clock()))
+  val coreReset = IO(Input(Bool()))
+  val netClock = IO(Input(Clock()))
+  val netReset = IO(Input(Bool()))
+  val rxClock = IO(Input(Clock()))
+  val rxReset = IO(Input(Bool()))
+  val io = IO(new Bundle {
+    val gmiiRx = Input(new GmiiRx)
+    val gmiiTx = Output(new GmiiTx)
+    val uartTx = Output(Bool())
+    val switches = Input(UInt(8.W))
+    val locked = Input(Bool())
+    val leds = Output(UInt(8.W))
+  })
+  val nCounters = SocMap.DpuRegs.EthCounterCount
+
+  val (macCounters, rxLed, txLed) = withClockAndReset(netClock, netReset) {
+    val mac = Module(new EthMac(p.mac))
+    mac.io.rxClock := rxClock
+    mac.io.rxReset := rxReset
+    mac.io.gmiiRx := io.gmiiRx
+    io.gmiiTx := mac.io.gmiiTx
+    val echo = Module(new EthEcho(p.mac.beatBytes))
+    echo.io.enable := RegNext(RegNext(io.switches(0), false.B), false.B)
+    echo.io.in <> mac.io.rx
+    mac.io.tx <> echo.io.out
+    val rxSeen = RegNext(mac.io.counters(SocMap.EthCounter.RxFrames)) =/= mac.io.counters(SocMap.EthCounter.RxFrames)
+    val txSeen = RegNext(mac.io.counters(SocMap.EthCounter.TxFrames)) =/= mac.io.counters(SocMap.EthCounter.TxFrames)
+    (mac.io.counters, Stretch(rxSeen, p.netHz / 20), Stretch(txSeen, p.netHz / 20))
+  }
+
+  // Counters into the core clock: every 64 datapath cycles a snapshot is taken and a toggle flips;
+  // the core side copies the snapshot when it sees the toggle (the snapshot is stable for 64 cycles,
+  // far longer than the toggle's synchroniser).
+  val (snapshot, toggle) = withClockAndReset(netClock, netReset) {
+    val tick = Counter(64).inc()
+    val snap = RegEnable(macCounters, VecInit(Seq.fill(nCounters)(0.U(32.W))), tick)
+    val tog = RegInit(false.B)
+    when(tick) { tog := !tog }
+    (snap, tog)
+  }
+
+  withClockAndReset(coreClock, coreReset) {
+    val soc = Module(new NanobpfSoc(p.soc))
+    // console and sim_end are simulation outputs; the bus errors are shown on an LED instead
+    val togSync = RegNext(RegNext(RegNext(toggle, false.B), false.B), false.B)
+    val counters = RegInit(VecInit(Seq.fill(nCounters)(0.U(32.W))))
+    when(togSync =/= RegNext(togSync, false.B)) { counters := snapshot }
+    soc.io.board.ethCounters := counters
+    soc.io.board.switches := io.switches
+    io.uartTx := soc.io.board.uartTx
+    val heartbeat = Counter(p.coreHz / 2)
+    val beat = RegInit(false.B)
+    when(heartbeat.inc()) { beat := !beat }
+    io.leds := soc.io.board.leds ## txLed ## rxLed ## io.locked ## beat
+  }
+}
+
+/** Holds a pulse high for `cycles` cycles (an LED you can see). */
+object Stretch {
+  def apply(pulse: Bool, cycles: Int): Bool = {
+    val left = RegInit(0.U(log2Ceil(cycles + 1).W))
+    when(pulse) { left := cycles.U }.elsewhen(left =/= 0.U) { left := left - 1.U }
+    left =/= 0.U
+  }
+}
+
+/** Link self-test: with `enable`, each frame goes back out with destination and source MAC
+  * addresses swapped; without, frames are consumed and dropped. Frames have at least two beats (the
+  * MAC drops runts; a one-beat frame is dropped here). One beat per cycle but one bubble per frame.
+  */
+class EthEcho(beatBytes: Int) extends Module {
+  require(beatBytes == 8, "EthEcho is written for 8-byte beats")
+  val io = IO(new Bundle {
+    val enable = Input(Bool())
+    val in = Flipped(Decoupled(new AxisBeat(beatBytes)))
+    val out = Decoupled(new AxisBeat(beatBytes))
+  })
+  object S extends ChiselEnum { val First, Second, SecondOut, Rest, Drop = Value }
+  val state = RegInit(S.First)
+  val first = Reg(Vec(8, UInt(8.W))) // destination 0-5, source 0-1
+  val inB = io.in.bits.data.asTypeOf(Vec(8, UInt(8.W)))
+
+  io.out.valid := false.B
+  io.out.bits := io.in.bits
+  io.in.ready := false.B
+  switch(state) {
+    is(S.First) {
+      io.in.ready := true.B
+      when(io.in.fire) {
+        first := inB
+        state := Mux(io.in.bits.last, S.First, Mux(io.enable, S.Second, S.Drop))
+      }
+    }
+    is(S.Second) { // out: the source address then destination 0-1; the second beat stays in
+      io.out.valid := io.in.valid
+      io.out.bits.data := VecInit(first(6), first(7), inB(0), inB(1), inB(2), inB(3), first(0), first(1)).asUInt
+      io.out.bits.keep := Fill(8, 1.U(1.W))
+      io.out.bits.last := false.B
+      when(io.out.fire) { state := S.SecondOut }
+    }
+    is(S.SecondOut) { // out: destination 2-5, then the second beat's own bytes 4-7
+      io.out.valid := io.in.valid
+      io.in.ready := io.out.ready
+      io.out.bits.data := VecInit(first(2), first(3), first(4), first(5), inB(4), inB(5), inB(6), inB(7)).asUInt
+      when(io.in.fire) { state := Mux(io.in.bits.last, S.First, S.Rest) }
+    }
+    is(S.Rest) {
+      io.out.valid := io.in.valid
+      io.in.ready := io.out.ready
+      when(io.in.fire && io.in.bits.last) { state := S.First }
+    }
+    is(S.Drop) {
+      io.in.ready := true.B
+      when(io.in.fire && io.in.bits.last) { state := S.First }
+    }
+  }
+}
