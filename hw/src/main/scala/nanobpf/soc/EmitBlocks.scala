@@ -33,6 +33,7 @@ object EmitBlocks extends App {
         "packet_path-q2" -> (() => new nanobpf.coresel.PacketPath(nanobpf.reasm.PktParams(queues = 2, slots = 16))),
         "dispatch-q3" -> (() => new nanobpf.coresel.Dispatch(nanobpf.reasm.PktParams(queues = 3, slots = 32))),
         "eth_mac-w8" -> (() => new nanobpf.mac.EthMac()),
+        "eth_echo-w8" -> (() => new nanobpf.board.EthEcho(8)), // with eth_mac-w8 and the RGMII PHY: sim/cocotb/eth_rgmii
         "aead-r2g32" -> (() => new nanobpf.aead.AeadBlock()),
         "aead-r1g8" -> (() => new nanobpf.aead.AeadBlock(nanobpf.aead.AeadParams(roundsPerCycle = 1, ghashBits = 8, cores = 2, perCore = 2))),
         // the area/throughput trade-off (make bench-aead)
