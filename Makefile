@@ -121,6 +121,7 @@ test-driver: $(VENV_STAMP) driver host-tools ebpf-tools ## boot Debian's kernel 
 TEST_CORES := 1 4
 test-prereqs: $(VENV_STAMP) firmware ebpf-tools hw-blocks driver host-tools
 	@for n in $(TEST_CORES); do $(MAKE) -s sim CORES=$$n || exit 1; done
+	@$(MAKE) -s board-hw BOARD=genesys2 BOARD_CORES=2
 
 test: ## run the whole test suite (unit, cocotb blocks, firmware on the SoC, control protocol, device model, nanobpfctl, nanobpf.ko in QEMU)
 	@$(MAKE) -s test-prereqs

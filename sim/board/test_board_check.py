@@ -1,0 +1,53 @@
+"""`make board-check` as tests: the Genesys2 top level, with the board's Chisel part, the SoC and CVA6,
+elaborates in Verilator lint with no warning in the board's own files, and the XDC matches the top.
+
+Needs the board's Chisel part built by `make test-prereqs` (`make board-hw`, BOARD_CORES=2).
+"""
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from nanobpf import BUILD, ROOT
+
+BOARD = "genesys2"
+CHISEL = BUILD / "hw" / f"board-{BOARD}-2"
+LINT = ROOT / "sw/tools/nanobpf-board-lint"
+XDC_CHECK = ROOT / "sw/tools/nanobpf-xdc-check"
+
+
+def lint(*args):
+    if not (CHISEL / "filelist.f").exists():
+        pytest.fail(f"{CHISEL}/filelist.f not found: run `make board-hw BOARD_CORES=2`")
+    return subprocess.run([sys.executable, str(LINT), "--board", BOARD, "--chisel", str(CHISEL), *args],
+                          capture_output=True, text=True, timeout=900)
+
+
+def test_board_top_lints_clean():
+    r = lint()
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"nanobpf_{BOARD}_top: 0 error(s)/warning(s) in the board's files" in r.stdout, r.stdout
+
+
+def test_lint_reports_a_warning_in_the_board_files(tmp_path):
+    """The same lint on a copy of the board folder whose top truncates a constant into an unused signal
+    must fail and report both warnings."""
+    copy = tmp_path / BOARD
+    shutil.copytree(ROOT / "boards" / BOARD, copy)
+    top = copy / "rtl" / f"nanobpf_{BOARD}_top.sv"
+    text = top.read_text()
+    assert text.rstrip().endswith("endmodule")
+    top.write_text(text.rstrip()[: -len("endmodule")] + "  logic [3:0] lint_probe;\n  assign lint_probe = 8'hff;\nendmodule\n")
+    r = lint("--board-dir", str(copy))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "%Warning-WIDTHTRUNC" in r.stdout and "Signal is not used: 'lint_probe'" in r.stdout, r.stdout
+    assert "2 error(s)/warning(s) in the board's files" in r.stdout, r.stdout
+
+
+def test_xdc_matches_the_top():
+    r = subprocess.run([sys.executable, str(XDC_CHECK), "--xdc", str(ROOT / f"constraints/{BOARD}.xdc"),
+                        "--top", str(ROOT / f"boards/{BOARD}/rtl/nanobpf_{BOARD}_top.sv")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "all constrained, 0 problems" in r.stdout, r.stdout
