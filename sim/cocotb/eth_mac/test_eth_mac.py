@@ -9,19 +9,17 @@ Every test checks the frames delivered, packet by packet, and all counters.
 """
 import os
 import random
-import struct
-import zlib
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, RisingEdge, Timer
+from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.eth import GmiiFrame, GmiiSink, GmiiSource
 
+from nanobpf.ethmac import MAX_FRAME, rx_verdict, wire_frame
 from nanobpf.soc import ENUMS
 from pisa_common import StreamSink, StreamSource
 
 W = 8
-MAX_FRAME = 1522  # with FCS
 COUNTERS = ENUMS["eth_counter"]
 NET_PS = 8000
 RX_PS = 8002  # +250 ppm
@@ -36,21 +34,12 @@ class MacModel:
 
     def rx(self, wire, error=False, preamble_ok=True):
         """`wire`: the bytes after the SFD, FCS included."""
-        if error or not preamble_ok:
-            reason = "rx_phy_err"
-        elif len(wire) < 64:
-            reason = "rx_runt"
-        elif len(wire) > MAX_FRAME:
-            reason = "rx_oversize"
-        elif struct.pack("<L", zlib.crc32(wire[:-4])) != wire[-4:]:
-            reason = "rx_fcs_err"
-        else:
+        verdict = rx_verdict(wire, error or not preamble_ok)
+        self.c[verdict] += 1
+        if verdict == "rx_frames":
             self.rx_out.append(bytes(wire[:-4]))
-            self.c["rx_frames"] += 1
             self.c["rx_bytes"] += len(wire) - 4
-            return True
-        self.c[reason] += 1
-        return False
+        return verdict == "rx_frames"
 
     def tx(self, frame):
         if not frame or len(frame) > MAX_FRAME - 4:
@@ -120,11 +109,6 @@ class Tb:
         for i, (g, e) in enumerate(zip(got, exp)):
             assert g == e, f"{what}: received frame {i} differs ({len(g)} vs {len(e)} bytes)"
         assert self.counters() == self.model.c, f"{what}: counters {self.counters()}, model {self.model.c}"
-
-
-def wire_frame(payload):
-    """Payload + FCS, no padding (so runts are possible)."""
-    return bytes(payload) + struct.pack("<L", zlib.crc32(payload))
 
 
 def sizes():

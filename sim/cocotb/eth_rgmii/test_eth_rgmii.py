@@ -12,8 +12,6 @@ ETH_RGMII_QUICK=1 runs fewer frame lengths and frames.
 import logging
 import os
 import random
-import struct
-import zlib
 
 import cocotb
 from cocotb.clock import Clock
@@ -22,21 +20,16 @@ from cocotb.utils import get_sim_steps, get_sim_time
 from cocotbext.eth import GmiiFrame, RgmiiSink, RgmiiSource
 
 from nanobpf import ROOT
+from nanobpf.ethmac import rx_verdict, wire_frame
 from nanobpf.soc import ENUMS
 
 COUNTERS = ENUMS["eth_counter"]
-MAX_FRAME = 1522  # with FCS
 TX_PS = 8000      # clk_tx, 125 MHz
 TX90_PS = 2000    # clk_tx90: clk_tx delayed by 90 degrees
 RXC_PS = 8002     # the PHY's receive clock, 250 ppm slow
 REF_PS = 5000     # clk_ref, 200 MHz
 PREAMBLE = b"\x55" * 7 + b"\xd5"
 QUICK = bool(os.environ.get("ETH_RGMII_QUICK"))
-
-
-def wire_frame(payload):
-    """Payload + FCS, no padding (so runts are possible)."""
-    return bytes(payload) + struct.pack("<L", zlib.crc32(payload))
 
 
 def echoed(frame):
@@ -54,25 +47,16 @@ class EchoModel:
 
     def rx(self, wire, error=False):
         """`wire`: the bytes after the SFD, FCS included; `error`: RX_ER during the frame."""
-        if error:
-            reason = "rx_phy_err"
-        elif len(wire) < 64:
-            reason = "rx_runt"
-        elif len(wire) > MAX_FRAME:
-            reason = "rx_oversize"
-        elif struct.pack("<L", zlib.crc32(wire[:-4])) != wire[-4:]:
-            reason = "rx_fcs_err"
-        else:
+        verdict = rx_verdict(wire, error)
+        self.c[verdict] += 1
+        if verdict == "rx_frames":
             frame = bytes(wire[:-4])
-            self.c["rx_frames"] += 1
             self.c["rx_bytes"] += len(frame)
             if self.enable:  # at least 60 bytes: no padding on the way back
                 self.tx_out.append(echoed(frame))
                 self.c["tx_frames"] += 1
                 self.c["tx_bytes"] += len(frame)
-            return True
-        self.c[reason] += 1
-        return False
+        return verdict == "rx_frames"
 
 
 class Tb:
