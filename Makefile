@@ -182,7 +182,7 @@ flash: ## program the board with openFPGALoader: FLASH=jtag (default, volatile) 
 ifeq ($(origin BOARD),command line)
 synth-estimate: $(VENV_STAMP) board-hw hw-blocks ## yosys synth_xilinx utilisation vs the XC7K325T: the SoC (CORES=N), or BOARD=genesys2: the board and how many cores fit
 	@$(PY) sw/tools/nanobpf-synth-estimate --chisel $(BOARD_HW_DIR) --top NanobpfBoard --out $(BUILD)/synth/board-$(BOARD)-$(BOARD_CORES) \
-	    --fit-cores $(BOARD_CORES) --tile-out $(BUILD)/synth/cva6-tile \
+	    --fit-cores $(BOARD_CORES) --tile-out $(BUILD)/synth/cva6-tile --reuse \
 	    --with-block $(BLOCKS_DIR)/pisa-w8:Pisa --with-block $(BLOCKS_DIR)/packet_path-q4:PacketPath
 else
 synth-estimate: $(VENV_STAMP)

@@ -24,3 +24,31 @@ def test_table_shows_capacity_and_percentages():
     assert "| FF | 4076 | 407600 | 1.0% |" in text
     assert "| BRAM36 | 89 | 445 | 20.0% |" in text
     assert "| DSP | 0 | 840 | 0.0% |" in text
+
+
+def test_fit_counts_cores_by_the_scarcest_resource():
+    # a 2-core design: 100 BRAM36 of which 2 x 40 are the cores; one more block of 5 to come
+    used = {"LUT": 50_000, "FF": 40_000, "BRAM36": 100, "DSP": 4}
+    tile = {"LUT": 20_000, "FF": 15_000, "BRAM36": 40, "DSP": 2}
+    extra = {"LUT": 0, "FF": 0, "BRAM36": 5, "DSP": 0}
+    f = tool.fit(used, tile, extra, 2)
+    assert f["BRAM36"] == (445 - (100 - 80 + 5)) // 40 == 10
+    assert f["LUT"] == (203_800 - 10_000) // 20_000 == 9
+    assert f["cores"] == 9 and f["cores_80"] == int((0.8 * 203_800 - 10_000) // 20_000)
+
+
+def test_a_synthesis_is_reused_only_for_the_same_unchanged_files(tmp_path):
+    src = tmp_path / "a.sv"
+    src.write_text("module a; endmodule\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    files = ["+define+X", str(src)]
+    (out / "files.f").write_text("\n".join(files) + "\n")
+    (out / "utilisation.json").write_text('{"top": "a", "LUT": 1, "FF": 2, "BRAM36": 0, "DSP": 0, "lutram": 0}\n')
+    assert tool.reusable(out, files, "a")["LUT"] == 1
+    assert tool.reusable(out, files, "b") is None                      # another top
+    assert tool.reusable(out, files + [str(src)], "a") is None         # another file list
+    import os
+    t = (out / "utilisation.json").stat().st_mtime
+    os.utime(src, (t + 10, t + 10))                                    # a source changed since
+    assert tool.reusable(out, files, "a") is None
