@@ -52,3 +52,20 @@ def test_a_synthesis_is_reused_only_for_the_same_unchanged_files(tmp_path):
     t = (out / "utilisation.json").stat().st_mtime
     os.utime(src, (t + 10, t + 10))                                    # a source changed since
     assert tool.reusable(out, files, "a") is None
+
+
+def test_a_recorded_digest_survives_a_rewrite_with_the_same_contents(tmp_path):
+    src = tmp_path / "a.sv"
+    src.write_text("module a; endmodule\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    files = [str(src)]
+    (out / "files.f").write_text(str(src) + "\n")
+    (out / "utilisation.json").write_text(
+        '{"top": "a", "LUT": 1, "FF": 2, "BRAM36": 0, "DSP": 0, "lutram": 0, "sources": "%s"}\n' % tool.digest(files))
+    import os
+    t = (out / "utilisation.json").stat().st_mtime
+    os.utime(src, (t + 10, t + 10))                                    # written again, same contents
+    assert tool.reusable(out, files, "a")["LUT"] == 1
+    src.write_text("module a; wire w; endmodule\n")                    # contents changed
+    assert tool.reusable(out, files, "a") is None
