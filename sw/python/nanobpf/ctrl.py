@@ -40,6 +40,10 @@ class CtrlError(Exception):
         super().__init__(f"device: {self.name}" + (f": {message}" if message else ""))
 
 
+# Answers meaning the device no longer knows this session: replay it (HELLO, then the host's state).
+RESYNC_STATUSES = frozenset((D.NANOBPF_CTRL_ST_STALE_EPOCH, D.NANOBPF_CTRL_ST_NEED_HELLO, D.NANOBPF_CTRL_ST_STALE_SEQ))
+
+
 class CtrlTimeout(Exception):
     """No answer after every retransmission."""
 
@@ -332,28 +336,28 @@ class Client:
             self.slots[cid] = D.unpack("key_resp", body)["slot"]
         self.synced = True
 
-    def call(self, type_, body=b""):
-        """A request in the session, replaying first when out of sync; response body or raises."""
+    def _in_session(self, step):
+        """Run `step()` in the session: replay first when out of sync. An answer saying the session is gone
+        (RESYNC_STATUSES) marks the link out of sync and `step` runs again, at most 3 times; a timeout
+        marks it out of sync and is raised (the device may or may not have applied the request)."""
         for _ in range(3):
             try:
                 if not self.synced:
                     self.resync()
-                status, _, rbody = self.exchange(type_, body)
+                return step()
             except CtrlTimeout:
                 self.synced = False
                 raise
             except CtrlError as e:
-                if e.status in (D.NANOBPF_CTRL_ST_STALE_EPOCH, D.NANOBPF_CTRL_ST_NEED_HELLO, D.NANOBPF_CTRL_ST_STALE_SEQ):
-                    self.synced = False
+                if e.status in RESYNC_STATUSES:
+                    self.synced = False      # STALE_SEQ: another host instance used these numbers; HELLO moves on
                     continue
                 raise
-            if status in (D.NANOBPF_CTRL_ST_STALE_EPOCH, D.NANOBPF_CTRL_ST_NEED_HELLO, D.NANOBPF_CTRL_ST_STALE_SEQ):
-                self.synced = False          # STALE_SEQ: another host instance used these numbers; HELLO moves on
-                continue
-            if status != D.NANOBPF_CTRL_ST_OK:
-                raise CtrlError(status, rbody.decode(errors="replace"))
-            return rbody
         raise CtrlError(D.NANOBPF_CTRL_ST_STALE_EPOCH, "the device keeps changing epochs")
+
+    def call(self, type_, body=b""):
+        """A request in the session, replaying first when out of sync; response body or raises."""
+        return self._in_session(lambda: self._checked(type_, body))
 
     # ------------------------------------------------------------ keys
     def key_add(self, cid, keys):
@@ -400,22 +404,9 @@ class Client:
             raise ValueError(f"image of {len(image)} bytes: 1..{D.NANOBPF_CTRL_MAX_IMAGE}")
         if len(name.encode()) > D.NANOBPF_CTRL_NAME_LEN:
             raise ValueError(f"program name longer than {D.NANOBPF_CTRL_NAME_LEN} bytes")
-        for _ in range(3):
-            if not self.synced:
-                self.resync()
-            try:
-                info = self._send_program(name, image)
-            except CtrlTimeout:
-                self.synced = False
-                raise
-            except CtrlError as e:
-                if e.status in (D.NANOBPF_CTRL_ST_STALE_EPOCH, D.NANOBPF_CTRL_ST_NEED_HELLO, D.NANOBPF_CTRL_ST_STALE_SEQ):
-                    self.synced = False
-                    continue
-                raise
-            self.program = (name, image)
-            return info
-        raise CtrlError(D.NANOBPF_CTRL_ST_STALE_EPOCH, "the device keeps changing epochs")
+        info = self._in_session(lambda: self._send_program(name, image))
+        self.program = (name, image)
+        return info
 
     def prog_unload(self):
         self.call(D.NANOBPF_CTRL_MSG_PROG_UNLOAD)
