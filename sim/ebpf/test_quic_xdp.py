@@ -12,40 +12,13 @@ kernel with BPF_PROG_TEST_RUN ("linux", nanobpf.ebpf.linux; skipped where the ke
 has no device helpers, so xdp_quic_hw is not run there). The default build (QUIC_MAX_PAYLOAD=1504) is
 tested. test_linux_and_device_agree compares the backends directly, test_helpers_match_ebpf_crypto
 the two programs."""
-import platform
-import struct
-import subprocess
-
 import pytest
 
-import nanobpf_ebpf_defs as abi
-from nanobpf import BUILD, ROOT
-from nanobpf.ebpf import device, linux
-from nanobpf.pcap import fix_udp_checksum, inet_checksum, parse_udp, read_pcap, udp_frame
-from nanobpf.quic import PacketKeys, next_secret, protect, unprotect
-from nanobpf.quic.protection import encode_pn
+from nanobpf.pcap import fix_udp_checksum, parse_udp, read_pcap, udp_frame
+from nanobpf.quic import PacketKeys, next_secret, unprotect
 from nanobpf.quic.vectors import A2_PROTECTED, A3_PLAIN, A3_PROTECTED, SERVER_KEYS
-
-MAX_PAYLOAD = 1504  # the default build
-BACKENDS = ["interp", "jit", "linux"]
-PROGRAMS = ["xdp_quic", "xdp_quic_hw"]
-# Programs that call NanoBPF device helpers: Linux refuses them, they run on the device backends only.
-DEVICE_ONLY = {"xdp_quic_hw"}
-XDP_DROP, XDP_PASS, XDP_TX = 1, 2, 3
-LO = 1
-
-
-def const(name):
-    return getattr(abi, name)
-
-
-def pack(struct_name, *values):
-    """One of the ABI structs (hw/defs/ebpf.toml), laid out by its generated format."""
-    return struct.pack(abi.STRUCTS[struct_name].fmt, *values)
-
-
-def cid_key(cid):
-    return pack("quic_cid", len(cid), cid, b"")
+from quic_device import (BACKENDS, CID, DEVICE_ONLY, K0, K1, LO, MAX_PAYLOAD, NET, OPEN, PROGRAMS, SEAL, XDP_DROP,
+                         XDP_PASS, XDP_TX, Device, available, build, const, frame_of, short_packet, shim, with_payload)
 
 
 def pytest_generate_tests(metafunc):
@@ -59,14 +32,6 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("prog", PROGRAMS, indirect=True, scope="module")
 
 
-def build(prog, out_dir):
-    out = out_dir / f"{prog}.o"
-    subprocess.run(["clang", "-O2", "-g", "-target", "bpf", "-Wall", "-Werror",
-                    f"-I/usr/include/{platform.machine()}-linux-gnu", f"-I{ROOT}/sw/ebpf/include", f"-I{BUILD}/generated/include",
-                    "-c", str(ROOT / f"sw/ebpf/quic/{prog}.c"), "-o", str(out)], check=True)
-    return out
-
-
 @pytest.fixture(scope="module")
 def prog(request):
     return request.param
@@ -75,10 +40,6 @@ def prog(request):
 @pytest.fixture(scope="module")
 def obj(prog, tmp_path_factory):
     return build(prog, tmp_path_factory.mktemp("quic"))
-
-
-def available(name):
-    return linux.available() if name == "linux" else device.available(jit=name == "jit")
 
 
 @pytest.fixture(scope="module")
@@ -90,42 +51,6 @@ def backend(request):
     return name
 
 
-def open_backend(obj, backend):
-    return linux.LinuxXdp(obj) if backend == "linux" else device.DeviceXdp(obj, jit=backend == "jit")
-
-
-class Device:
-    """The program loaded in a backend with its maps set up like the control plane would."""
-
-    def __init__(self, obj, backend, cid_len=8, ports=(443,), host_ifindex=0, flags=0):
-        self.x = open_backend(obj, backend)
-        self.config(cid_len=cid_len, host_ifindex=host_ifindex, flags=flags)
-        for p in ports:
-            self.x.map_update("quic_ports", struct.pack("<H", p), struct.pack("<I", 1))
-
-    def config(self, cid_len=8, host_ifindex=0, flags=0):
-        self.x.map_update("quic_config", struct.pack("<I", 0), pack("quic_config", host_ifindex, 0, cid_len, flags))
-
-    def add_keys(self, cid, cur: PacketKeys, nxt: PacketKeys | None = None, key_phase=0):
-        value = pack("quic_keys", key_phase, 1 if nxt else 0, len(cid), 0,
-                     cur.key + (nxt.key if nxt else bytes(16)), cur.iv + (nxt.iv if nxt else bytes(12)), cur.hp, b"")
-        self.x.map_update("nanobpf_quic_keys", cid_key(cid), value)
-
-    def set_pn(self, cid, rx_next=0, tx_next=0):
-        self.x.map_update("quic_pn", cid_key(cid), pack("quic_pn_state", rx_next, tx_next))
-
-    def counters(self, name):
-        n = self.x.map_info(name).max_entries
-        return [sum(struct.unpack("<Q", v)[0] for v in self.x.map_lookup_percpu(name, struct.pack("<I", i)))
-                for i in range(n)]
-
-    def run(self, frame, ifindex=LO):
-        return self.x.run(frame, ingress_ifindex=ifindex)
-
-    def close(self):
-        self.x.close()
-
-
 @pytest.fixture
 def dev(obj, backend):
     d = Device(obj, backend)
@@ -133,32 +58,15 @@ def dev(obj, backend):
     d.close()
 
 
-def with_payload(frame, payload):
-    """frame with its UDP payload replaced: lengths, IPv4 header checksum and UDP checksum fixed."""
-    u = parse_udp(frame)
-    head = bytearray(frame[:u.payload_offset])
-    udp_off = u.payload_offset - 8
-    struct.pack_into(">H", head, udp_off + 4, 8 + len(payload))
-    if u.ip_version == 4:
-        ip = udp_off - ((head[14 + 4 * bool(u.vlan)] & 0xf) * 4)
-        struct.pack_into(">H", head, ip + 2, udp_off - ip + 8 + len(payload))
-        struct.pack_into(">H", head, ip + 10, 0)
-        struct.pack_into(">H", head, ip + 10, inet_checksum(bytes(head[ip:udp_off])))
-    else:
-        struct.pack_into(">H", head, udp_off - 40 + 4, 8 + len(payload))
-    return fix_udp_checksum(bytes(head) + payload)
-
-
 def test_rfc9001_a3_server_initial_open_and_seal(dev):
     """The long-header path (OFFLOAD_LONG) with the RFC's server Initial keys: bit-exact both ways."""
-    dev.config(flags=const("NANOBPF_QUIC_CFG_OFFLOAD_LONG"))
-    dev.add_keys(b"", SERVER_KEYS)  # A.3's destination CID is empty
+    dev.config(flags=const("NANOBPF_QUIC_CFG_OFFLOAD_LONG"), host_ifindex=LO)
     prot = udp_frame(A3_PROTECTED, "192.0.2.1", "192.0.2.2", 443, 50000)
     plain = udp_frame(A3_PLAIN, "192.0.2.1", "192.0.2.2", 443, 50000)
+    dev.add_keys(b"", SERVER_KEYS, frame=prot)  # A.3's destination CID is empty: keyed by the peer's address
     # A.3's Length field counts the tag, as the plain form keeps it
     assert dev.run(prot) == (XDP_PASS, plain)
-    dev.config(flags=const("NANOBPF_QUIC_CFG_OFFLOAD_LONG"), host_ifindex=LO)
-    assert dev.run(plain) == (XDP_TX, prot)
+    assert dev.seal(plain, 0) == (XDP_TX, prot)
     stats = dev.counters("quic_stats")
     assert stats[const("NANOBPF_QUIC_STAT_OPENED")] == 1 and stats[const("NANOBPF_QUIC_STAT_SEALED")] == 1
 
@@ -166,53 +74,37 @@ def test_rfc9001_a3_server_initial_open_and_seal(dev):
 def test_rfc9001_a2_client_initial_open_and_seal(dev):
     """A.2's client Initial (a 1162-byte payload padded to the 1200-byte minimum): bit-exact both ways."""
     from nanobpf.quic.vectors import A2_PLAIN, CLIENT_KEYS, DCID
-    dev.config(flags=const("NANOBPF_QUIC_CFG_OFFLOAD_LONG"))
+    dev.config(flags=const("NANOBPF_QUIC_CFG_OFFLOAD_LONG"), host_ifindex=LO)
     dev.add_keys(DCID, CLIENT_KEYS)
     prot = udp_frame(A2_PROTECTED, "192.0.2.2", "192.0.2.1", 50000, 443)
     plain = udp_frame(A2_PLAIN, "192.0.2.2", "192.0.2.1", 50000, 443)
     assert dev.run(prot) == (XDP_PASS, plain)
-    dev.config(flags=const("NANOBPF_QUIC_CFG_OFFLOAD_LONG"), host_ifindex=LO)
-    assert dev.run(plain) == (XDP_TX, prot)
+    assert dev.seal(plain, len(DCID)) == (XDP_TX, prot)
 
 
 def test_long_headers_pass_without_offload(dev):
-    dev.add_keys(b"", SERVER_KEYS)
     frame = udp_frame(A3_PROTECTED, "192.0.2.1", "192.0.2.2", 443, 50000)
+    dev.add_keys(b"", SERVER_KEYS, frame=frame)
     assert dev.run(frame) == (XDP_PASS, frame)
-    assert dev.counters("quic_stats")[const("NANOBPF_QUIC_STAT_LONG_HEADER")] == 1
+    assert dev.stat("LONG_HEADER") == 1
+    # the host cannot have them sealed: a marked long header is dropped, not sent as it is
+    dev.config(host_ifindex=LO)
+    assert dev.seal(udp_frame(A3_PLAIN, "192.0.2.1", "192.0.2.2", 443, 50000), 0)[0] == XDP_DROP
+    assert dev.drops() == {"NOT_SEALABLE": 1}
 
 
 # ---------------------------------------------------------------- 1-RTT packets built with the reference
-CID = bytes.fromhex("0011223344556677")
-K0 = PacketKeys.from_secret(bytes(range(32)))
-K1 = PacketKeys.from_secret(next_secret(bytes(range(32))), hp=K0.hp)
-
-
-def short_packet(pn, payload, keys=K0, phase=0, largest=-1, pn_len=None, cid=CID):
-    tpn = encode_pn(pn, largest) if pn_len is None else (pn & ((1 << (8 * pn_len)) - 1)).to_bytes(pn_len, "big")
-    first = 0x40 | (phase << 2) | (len(tpn) - 1)
-    plain = bytes([first]) + cid + tpn + payload
-    return plain, protect(plain, keys, largest_pn=largest, short_cid_len=len(cid))
-
-
-def frame_of(quic, v6=False, vlan=None):
-    if v6:
-        return udp_frame(quic, "2001:db8::1", "2001:db8::2", 50000, 443, vlan=vlan)
-    return udp_frame(quic, "10.0.0.1", "10.0.0.2", 50000, 443, vlan=vlan)
-
-
 @pytest.mark.parametrize("v6,vlan", [(False, None), (True, None), (False, 7), (True, 9)])
 @pytest.mark.parametrize("size", [1, 15, 16, 17, 100, 496, MAX_PAYLOAD - 16])
 def test_short_header_open_and_seal(obj, backend, v6, vlan, size):
-    d = Device(obj, backend)
+    d = Device(obj, backend, host_ifindex=LO)
     try:
         d.add_keys(CID, K0, K1)
         payload = bytes((7 * i + size) & 0xff for i in range(size)) + bytes(max(0, 3 - size))
         plain, prot = short_packet(5, payload)
         pf, cf = frame_of(plain, v6, vlan), frame_of(prot, v6, vlan)
         assert d.run(cf) == (XDP_PASS, pf)
-        d.config(host_ifindex=LO)
-        assert d.run(pf) == (XDP_TX, cf)
+        assert d.seal(pf, len(CID)) == (XDP_TX, cf)
     finally:
         d.close()
 
@@ -280,7 +172,7 @@ def test_packet_numbers_across_2_to_the_32(dev):
     """RFC 9000 A.3 decoding near a wrap of the truncated number: 1- and 2-byte encodings."""
     dev.add_keys(CID, K0)
     base = (1 << 32) - 3
-    dev.set_pn(CID, rx_next=base)
+    dev.set_pn(CID, rx_next=base, direction=OPEN)
     largest = base - 1
     for pn in range(base, base + 6):
         for pn_len in (1, 2):
@@ -340,7 +232,7 @@ def test_aioquic_traffic_open_and_reseal(obj, backend, capture):
                 continue
             want = with_payload(f, ref.plain)
             assert (action, got) == (XDP_PASS, want)
-            assert tx.run(want) == (XDP_TX, f)  # re-sealing gives the original bytes
+            assert tx.seal(want, len(cid)) == (XDP_TX, f)  # re-sealing gives the original bytes
             opened += 1
     finally:
         rx.close()
@@ -411,33 +303,43 @@ def comparison_sessions():
     opened += [frame_of(short_packet(100 + n, payload(n), keys=K1, phase=1, largest=99 + n)[1], v6, vlan)
                for n in (1, 17, 600) for v6, vlan in families]
     opened.append(frame_of(short_packet(1, b"y" * (MAX_PAYLOAD + 1))[1]))  # oversize
-    sealed = [frame_of(short_packet(200 + n, payload(n), phase=phase, largest=199 + n)[0], v6, vlan)
-              for n in sizes for v6, vlan in families for phase in (0, 1)]
+    # each sealed packet has a packet number of its own: the device refuses to seal one twice
+    sealed = [frame_of(short_packet(200 + k, payload(n), phase=phase, largest=199 + k)[0], v6, vlan)
+              for k, (n, (v6, vlan), phase) in enumerate((n, f, ph) for n in sizes for f in families for ph in (0, 1))]
     plain = frame_of(short_packet(300, payload(40))[0])
     sealed += [plain[:n] for n in range(14, len(plain), 3)]
     sealed += [with_payload(plain, parse_udp(plain).payload[:n]) for n in range(1, 30)]
     sealed.append(frame_of(short_packet(301, b"y" * (MAX_PAYLOAD + 1))[0]))
     # empty and 2-byte connection IDs: headers of 2..7 bytes (checksums of fewer than 8 bytes)
-    tiny = {cid: [short_packet(400 + n, payload(n), pn_len=k, cid=cid, largest=399 + n) for n in (4, 5, 7, 20)
-                  for k in (1, 2, 3, 4)] for cid in (b"", b"\x5a\xa5")}
+    tiny = {cid: [short_packet(400 + 4 * n + k, payload(n), pn_len=k, cid=cid, largest=399 + 4 * n + k)
+                  for n in (4, 5, 7, 20) for k in (1, 2, 3, 4)] for cid in (b"", b"\x5a\xa5")}
     a3 = udp_frame(A3_PROTECTED, "192.0.2.1", "192.0.2.2", 443, 50000)
     a2 = udp_frame(A2_PROTECTED, "192.0.2.2", "192.0.2.1", 50000, 443)
     a2_plain = udp_frame(A2_PLAIN, "192.0.2.2", "192.0.2.1", 50000, 443)
     a3_plain = udp_frame(A3_PLAIN, "192.0.2.1", "192.0.2.2", 443, 50000)
+    empty_v4, empty_v6 = frame_of(tiny[b""][0][1]), frame_of(tiny[b""][0][1], True)
+
+    def open_empty(d):
+        d.config(cid_lens=(0,))
+        for f in (empty_v4, empty_v6):  # one connection per address family, keyed by the peer's address
+            d.add_keys(b"", K0, frame=f)
+            d.set_pn(b"", rx_next=400, frame=f)
+
     return [
-        ("open", lambda d: d.add_keys(CID, K0, K1), [(f, LO) for f in opened]),
-        ("open without next keys", lambda d: d.add_keys(CID, K0), [(f, LO) for f in opened[:40]]),
-        ("seal", lambda d: (d.config(host_ifindex=LO), d.add_keys(CID, K0, K1)), [(f, LO) for f in sealed]),
+        ("open", lambda d: d.add_keys(CID, K0, K1), [(f, NET) for f in opened]),
+        ("open without next keys", lambda d: d.add_keys(CID, K0), [(f, NET) for f in opened[:40]]),
+        ("seal", lambda d: (d.config(host_ifindex=LO), d.add_keys(CID, K0, K1)), [(shim(f, 8), LO) for f in sealed]),
         ("seal without next keys", lambda d: (d.config(host_ifindex=LO), d.add_keys(CID, K0)),
-         [(f, LO) for f in sealed[:40]]),
-        # IPv6: the program drops IPv4 frames that end less than 40 bytes after the IP header start
-        ("open, empty CID", lambda d: (d.config(cid_len=0), d.add_keys(b"", K0), d.set_pn(b"", rx_next=400)),
-         [(frame_of(prot, True, vlan), LO) for _, prot in tiny[b""] for vlan in (None, 4)]),
-        ("seal, 2-byte CID", lambda d: (d.config(cid_len=2, host_ifindex=LO), d.add_keys(b"\x5a\xa5", K0)),
-         [(frame_of(plain, False, 3), LO) for plain, _ in tiny[b"\x5a\xa5"]]),
-        ("long headers", lambda d: (d.config(flags=offload, host_ifindex=2), d.add_keys(b"", SERVER_KEYS),
+         [(shim(f, 8), LO) for f in sealed[:40]]),
+        # IPv4 packets that end less than 40 bytes after the IP header start included (finding 4)
+        ("open, empty CID", open_empty,
+         [(frame_of(prot, v6, vlan), NET) for _, prot in tiny[b""] for v6 in (False, True) for vlan in (None, 4)]),
+        ("seal, 2-byte CID", lambda d: (d.config(cid_lens=(2,), host_ifindex=LO), d.add_keys(b"\x5a\xa5", K0)),
+         [(shim(frame_of(plain, False, 3), 2), LO) for plain, _ in tiny[b"\x5a\xa5"]]),
+        ("long headers", lambda d: (d.config(flags=offload, host_ifindex=2), d.add_keys(b"", SERVER_KEYS, frame=a3),
                                     d.add_keys(DCID, CLIENT_KEYS)),
-         [(a3, LO), (a2, LO), (a3_plain, 2), (a2_plain, 2), (a3[:-5], LO), (a2_plain[:100], 2)]),
+         [(a3, LO), (a2, LO), (shim(a3_plain, 0), 2), (shim(a2_plain, 8), 2), (a3[:-5], LO),
+          (shim(a2_plain[:100], 8), 2)]),
     ]
 
 
@@ -478,6 +380,7 @@ def test_helpers_match_ebpf_crypto(tmp_path_factory):
     # the sessions exercise what they should: opened, sealed and dropped frames of every kind; short
     # headers of 2..7 bytes opened and sealed (checked against the reference where the frames say it)
     assert all(a == XDP_PASS for a, _ in ref["open, empty CID"][0])
+    assert ref["open, empty CID"][1][const("NANOBPF_QUIC_STAT_OPENED")] == len(ref["open, empty CID"][0])
     assert all(a == XDP_TX for a, _ in ref["seal, 2-byte CID"][0])
     stats = [sum(c) for c in zip(*(r[1] for r in ref.values()))]
     drops = [sum(c) for c in zip(*(r[2] for r in ref.values()))]

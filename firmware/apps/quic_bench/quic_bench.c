@@ -13,6 +13,7 @@
 #include "nanobpf.h"
 #include "nanobpf_aead.h"
 #include "nanobpf_xdp.h"
+#include "nanobpf_ctrl.h" /* the seal request shim */
 
 int bench_quic(struct xdp_md *ctx);
 extern const uint8_t bench_quic_image[], bench_quic_image_end[];
@@ -73,14 +74,27 @@ static struct ebpf_map *map_named(const struct ebpf_prog *p, const char *name) {
     return NULL;
 }
 
-static int add_keys(struct ebpf_prog *p, const uint8_t *cid, unsigned cid_len, const uint8_t *key, const uint8_t *iv,
-                    const uint8_t *hp) {
+/* The key table entry of a connection for one direction. A zero-length CID is keyed by the peer's
+ * address and the ports (NANOBPF_QUIC_ADDR_*), taken from frame: its source for OPEN (a frame from
+ * the network), its destination for SEAL (a frame from the host); an untagged IPv4 frame. */
+static int add_keys(struct ebpf_prog *p, const uint8_t *cid, unsigned cid_len, unsigned dir, const uint8_t *frame,
+                    const uint8_t *key, const uint8_t *iv, const uint8_t *hp) {
     struct nanobpf_quic_cid k;
     struct nanobpf_quic_keys v;
     memset(&k, 0, sizeof k);
     memset(&v, 0, sizeof v);
     k.len = (uint8_t)cid_len;
+    k.dir = (uint8_t)dir;
     memcpy(k.id, cid, cid_len);
+    if (cid_len == 0) {
+        const uint8_t *ip = frame + 14, *udp = ip + 20, *peer = dir == NANOBPF_QUIC_DIR_OPEN ? ip + 12 : ip + 16;
+        const uint8_t *peer_port = dir == NANOBPF_QUIC_DIR_OPEN ? udp : udp + 2;
+        const uint8_t *local_port = dir == NANOBPF_QUIC_DIR_OPEN ? udp + 2 : udp;
+        k.id[NANOBPF_QUIC_ADDR_IP_OFF + 10] = k.id[NANOBPF_QUIC_ADDR_IP_OFF + 11] = 0xff;
+        memcpy(k.id + NANOBPF_QUIC_ADDR_IP_OFF + 12, peer, 4);
+        memcpy(k.id + NANOBPF_QUIC_ADDR_PEER_PORT_OFF, peer_port, 2);
+        memcpy(k.id + NANOBPF_QUIC_ADDR_LOCAL_PORT_OFF, local_port, 2);
+    }
     v.cid_len = (uint8_t)cid_len;
     memcpy(v.key, key, 16);
     memcpy(v.iv, iv, 12);
@@ -88,11 +102,22 @@ static int add_keys(struct ebpf_prog *p, const uint8_t *cid, unsigned cid_len, c
     return ebpf_map_update(map_named(p, "nanobpf_quic_keys"), &k, &v, 0);
 }
 
+#define HOST_IFINDEX 9 /* frames from this port are the host's: marked with the shim, sealed */
+
 /* One RFC vector through the JIT: `in` on ingress port `ifindex` must give `action` and `want`. */
 static int vector(struct ebpf_prog *p, const char *name, const uint8_t *in, size_t in_len, uint32_t ifindex, int action,
                   const uint8_t *want, size_t want_len) {
     uint8_t *data = buf + 256;
-    memcpy(data, in, in_len);
+    if (ifindex == HOST_IFINDEX) { /* the host marks what it wants sealed: the shim after the MACs */
+        static const uint8_t shim[4] = {NANOBPF_SHIM_ETHERTYPE >> 8, NANOBPF_SHIM_ETHERTYPE & 0xff, NANOBPF_SHIM_F_ENCRYPT, 0};
+        memcpy(data, in, 12);
+        memcpy(data + 12, shim, 4);
+        data[15] = in[14 + 20 + 8] & 0x80 ? in[14 + 20 + 8 + 5] : 0; /* long header: its DCID length */
+        memcpy(data + 16, in + 12, in_len - 12);
+        in_len += 4;
+    } else {
+        memcpy(data, in, in_len);
+    }
     struct ebpf_xdp_buff xdp = {.data = (uintptr_t)data, .data_end = (uintptr_t)(data + in_len), .data_meta = (uintptr_t)data,
                                 .data_hard_start = (uintptr_t)buf, .frame_end = (uintptr_t)(buf + sizeof buf),
                                 .ingress_ifindex = ifindex};
@@ -126,13 +151,15 @@ static int rfc_vectors(void) {
     uint32_t zero = 0, one = 1;
     uint16_t port = 443;
     /* frames from port 9 are the host's (sealed); long headers offloaded for the RFC's Initial packets */
-    struct nanobpf_quic_config cfg = {.host_ifindex = 9, .net_ifindex = 0, .short_cid_len = 8,
+    struct nanobpf_quic_config cfg = {.host_ifindex = HOST_IFINDEX, .net_ifindex = 0, .open_cid_lens = 1u << 8,
                                       .flags = NANOBPF_QUIC_CFG_OFFLOAD_LONG};
     if (!map_named(&p, "quic_config") || !map_named(&p, "quic_ports") || !map_named(&p, "nanobpf_quic_keys") ||
         ebpf_map_update(map_named(&p, "quic_config"), &zero, &cfg, 0) ||
         ebpf_map_update(map_named(&p, "quic_ports"), &port, &one, 0) ||
-        add_keys(&p, quic_a2_dcid, 8, quic_client_key, quic_client_iv, quic_client_hp) ||
-        add_keys(&p, quic_a2_dcid, 0, quic_server_key, quic_server_iv, quic_server_hp)) {
+        add_keys(&p, quic_a2_dcid, 8, NANOBPF_QUIC_DIR_OPEN, quic_a2_protected, quic_client_key, quic_client_iv, quic_client_hp) ||
+        add_keys(&p, quic_a2_dcid, 8, NANOBPF_QUIC_DIR_SEAL, quic_a2_plain, quic_client_key, quic_client_iv, quic_client_hp) ||
+        add_keys(&p, quic_a2_dcid, 0, NANOBPF_QUIC_DIR_OPEN, quic_a3_protected, quic_server_key, quic_server_iv, quic_server_hp) ||
+        add_keys(&p, quic_a2_dcid, 0, NANOBPF_QUIC_DIR_SEAL, quic_a3_plain, quic_server_key, quic_server_iv, quic_server_hp)) {
         printf("FAIL xdp_quic: map setup\n");
         ebpf_prog_free(&p);
         return 1;
@@ -140,11 +167,11 @@ static int rfc_vectors(void) {
     int bad = 0;
     bad |= vector(&p, "RFC 9001 A.2 open", quic_a2_protected, sizeof quic_a2_protected, 1, NANOBPF_XDP_PASS,
                   quic_a2_plain, sizeof quic_a2_plain);
-    bad |= vector(&p, "RFC 9001 A.2 seal", quic_a2_plain, sizeof quic_a2_plain, 9, NANOBPF_XDP_TX, quic_a2_protected,
+    bad |= vector(&p, "RFC 9001 A.2 seal", quic_a2_plain, sizeof quic_a2_plain, HOST_IFINDEX, NANOBPF_XDP_TX, quic_a2_protected,
                   sizeof quic_a2_protected);
     bad |= vector(&p, "RFC 9001 A.3 open", quic_a3_protected, sizeof quic_a3_protected, 1, NANOBPF_XDP_PASS,
                   quic_a3_plain, sizeof quic_a3_plain);
-    bad |= vector(&p, "RFC 9001 A.3 seal", quic_a3_plain, sizeof quic_a3_plain, 9, NANOBPF_XDP_TX, quic_a3_protected,
+    bad |= vector(&p, "RFC 9001 A.3 seal", quic_a3_plain, sizeof quic_a3_plain, HOST_IFINDEX, NANOBPF_XDP_TX, quic_a3_protected,
                   sizeof quic_a3_protected);
     uint8_t forged[sizeof quic_a3_protected];
     memcpy(forged, quic_a3_protected, sizeof forged);

@@ -7,8 +7,13 @@
  *   long header (0x80): Version Negotiation (version 0) and other versions pass; v1 needs the fixed bit
  *     and valid connection ID, token and length fields; Initial/0-RTT/Handshake/Retry pass to the host
  *     unless NANOBPF_QUIC_CFG_OFFLOAD_LONG is set and the destination CID is in the key table;
- *   short header: needs the fixed bit (0x40); its destination CID (quic_config.short_cid_len bytes) is
- *     looked up in the key table: known -> the 1-RTT path, unknown -> pass.
+ *   short header: needs the fixed bit (0x40). Its destination CID has no length field: a frame to seal
+ *     names it (the ENCRYPT shim's cid_len); a frame to open is looked up at each length of
+ *     quic_config.open_cid_lens (quic_protect.h). Known -> the 1-RTT path, unknown -> pass.
+ *   Several QUIC packets in one datagram (coalesced, RFC 9000 section 12.2: only behind long headers)
+ *   are a class of their own (NANOBPF_QUIC_STAT_COALESCED).
+ * Zero-length connection IDs name no connection: the key table holds such a peer under its address and
+ * the ports (NANOBPF_QUIC_ADDR_*, RFC 9000 section 5.2), computed here from the IP and UDP headers.
  * Anything malformed is dropped with a reason (NANOBPF_QUIC_DROP_*, counted in quic_drops).
  * Counters and reasons come from hw/defs/ebpf.toml (nanobpf_ebpf_defs.h). */
 #ifndef NANOBPF_QUIC_PARSE_H
@@ -18,6 +23,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 #include "nanobpf_ebpf_defs.h"
+#include "nanobpf_ctrl.h" /* the metadata shim (EtherType, flags) */
 #include "quic_common.h"
 
 #define ETH_HLEN_ 14
@@ -96,8 +102,12 @@ struct quic_pkt {
     __u32 pkt_end; /* end of the first QUIC packet in the datagram */
     __u32 ipv6;
     __u32 long_hdr;
-    struct nanobpf_quic_cid cid;
+    __u32 lens; /* quic_find_open's working copy of quic_config.open_cid_lens */
+    struct nanobpf_quic_cid cid; /* the key table key: set by classification (long headers, or the shim's
+                                  * length), or by quic_find_open; dir by the path */
 };
+
+#define QUIC_CID_UNKNOWN 0xff /* quic_classify's short_cid_len when the frame does not say it (open) */
 
 /* Classification results besides the NANOBPF_QUIC_STAT_* pass counters. */
 #define QUIC_CANDIDATE 100 /* protected packet whose CID must be looked up (pk->cid) */
@@ -203,16 +213,60 @@ static __always_inline int quic_parse_long(const __u8 *data, const __u8 *end, co
     pk->pn_off = o;
     pk->pkt_end = quic_launder(c, o + (__u32)v - missing, QUIC_OFF_MASK);
     pk->long_hdr = 1;
+    if (pk->pkt_end != pk->udp_end)
+        return NANOBPF_QUIC_STAT_COALESCED; /* more packets follow: the datagram is handled as a whole */
     if (!(cfg->flags & NANOBPF_QUIC_CFG_OFFLOAD_LONG) || o + 4 - pk->q > QUIC_MAX_AAD)
         return NANOBPF_QUIC_STAT_LONG_HEADER; /* not offloaded, or a header (token) longer than QUIC_MAX_AAD */
     return QUIC_CANDIDATE;
 }
 
+/* The key of a peer that uses zero-length connection IDs (NANOBPF_QUIC_ADDR_*): its IPv6 address (IPv4
+ * mapped), its UDP port and the local one. The peer is the source (peer_is_src: frames from the
+ * network) or the destination (frames from the host). Sets pk->cid's len 0 and id; -1 if the headers
+ * are cut. A global function: it is verified once for its three callers. */
+__noinline int quic_addr_id(struct xdp_md *ctx, struct quic_pkt *pk, int peer_is_src) {
+    if (!pk)
+        return -1;
+    const __u8 *data = (const __u8 *)(long)ctx->data, *end = (const __u8 *)(long)ctx->data_end;
+    struct nanobpf_quic_cid *cid = &pk->cid;
+    const __u8 *ip = data + (pk->l3 & QUIC_OFF_MASK), *udp = data + (pk->l4 & QUIC_OFF_MASK);
+    if (udp + 8 > end)
+        return -1;
+    __builtin_memset(cid->id, 0, sizeof cid->id);
+    cid->len = 0;
+    if (pk->ipv6) {
+        if (ip + 40 > end)
+            return -1;
+        const __u8 *a = peer_is_src ? ip + 8 : ip + 24;
+#pragma clang loop unroll(disable)
+        for (int i = 0; i < 16; i++)
+            cid->id[NANOBPF_QUIC_ADDR_IP_OFF + i] = a[i];
+    } else {
+        if (ip + 20 > end)
+            return -1;
+        const __u8 *a = peer_is_src ? ip + 12 : ip + 16;
+        cid->id[NANOBPF_QUIC_ADDR_IP_OFF + 10] = 0xff;
+        cid->id[NANOBPF_QUIC_ADDR_IP_OFF + 11] = 0xff;
+        NB_UNROLL
+        for (int i = 0; i < 4; i++)
+            cid->id[NANOBPF_QUIC_ADDR_IP_OFF + 12 + i] = a[i];
+    }
+    const __u8 *peer = peer_is_src ? udp : udp + 2, *local = peer_is_src ? udp + 2 : udp;
+    cid->id[NANOBPF_QUIC_ADDR_PEER_PORT_OFF] = peer[0];
+    cid->id[NANOBPF_QUIC_ADDR_PEER_PORT_OFF + 1] = peer[1];
+    cid->id[NANOBPF_QUIC_ADDR_LOCAL_PORT_OFF] = local[0];
+    cid->id[NANOBPF_QUIC_ADDR_LOCAL_PORT_OFF + 1] = local[1];
+    return 0;
+}
+
 /* Classify the frame: a NANOBPF_QUIC_STAT_* pass counter, QUIC_CANDIDATE, or QUIC_DROPPED(reason).
  * missing: bytes a long header's Length counts that are not in the frame yet (16, the tag, for
- * packets from the host that are still to be sealed; 0 otherwise). */
+ * packets from the host that are still to be sealed; 0 otherwise). short_cid_len: the destination CID
+ * length of a short header (0..20, copied into pk->cid and pk->pn_off set), or QUIC_CID_UNKNOWN (the
+ * caller finds it: quic_find_open). */
 static __always_inline int quic_classify(struct xdp_md *ctx, const struct nanobpf_quic_config *cfg,
-                                         struct quic_crypto *c, struct quic_pkt *pk, __u32 missing) {
+                                         struct quic_crypto *c, struct quic_pkt *pk, __u32 missing,
+                                         __u32 short_cid_len) {
     const __u8 *data = (const __u8 *)(long)ctx->data, *end = (const __u8 *)(long)ctx->data_end;
     if (data + QUIC_MAX_FRAME < end)
         return QUIC_DROPPED(NANOBPF_QUIC_DROP_OVERSIZE);
@@ -277,13 +331,63 @@ static __always_inline int quic_classify(struct xdp_md *ctx, const struct nanobp
         return quic_parse_long(data, end, cfg, c, pk, missing);
     if (!(q[0] & 0x40))
         return QUIC_DROPPED(NANOBPF_QUIC_DROP_NO_FIXED_BIT);
-    __u32 cid_len = cfg->short_cid_len;
-    if (cid_len > NANOBPF_KEYTABLE_CID_MAX || quic_copy_cid(data, end, pk->q + 1, cid_len, &pk->cid) ||
-        pk->q + 1 + cid_len > pk->udp_end)
-        return QUIC_DROPPED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
-    pk->pn_off = pk->q + 1 + cid_len;
     pk->pkt_end = pk->udp_end;
+    if (short_cid_len == QUIC_CID_UNKNOWN)
+        return QUIC_CANDIDATE;
+    if (short_cid_len > NANOBPF_KEYTABLE_CID_MAX || quic_copy_cid(data, end, pk->q + 1, short_cid_len, &pk->cid) ||
+        pk->q + 1 + short_cid_len > pk->udp_end)
+        return QUIC_DROPPED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
+    pk->pn_off = pk->q + 1 + short_cid_len;
     return QUIC_CANDIDATE;
+}
+
+/* Whether a short header's destination CID of l bytes has an OPEN entry, when pk->lens has bit l
+ * (then pk->cid and pk->pn_off are set for it). */
+__noinline int quic_try_open_cid(struct xdp_md *ctx, struct quic_pkt *pk, __u32 l) {
+    if (!pk || l == 0 || l > NANOBPF_KEYTABLE_CID_MAX || !((pk->lens >> l) & 1))
+        return 0;
+    const __u8 *data = (const __u8 *)(long)ctx->data, *end = (const __u8 *)(long)ctx->data_end;
+    __u32 q = pk->q & QUIC_OFF_MASK, udp_end = pk->udp_end & QUIC_OFF_MASK;
+    if (q + 1 + l > udp_end)
+        return 0;
+    __builtin_memset(&pk->cid, 0, sizeof pk->cid);
+    if (quic_copy_cid(data, end, q + 1, l, &pk->cid))
+        return 0;
+    pk->cid.dir = NANOBPF_QUIC_DIR_OPEN;
+    if (!bpf_map_lookup_elem(&nanobpf_quic_keys, &pk->cid))
+        return 0;
+    pk->pn_off = q + 1 + l;
+    return 1;
+}
+
+/* The OPEN entry of a packet from the network: its destination CID tried at each length
+ * of lens (quic_config.open_cid_lens), longest first, then (bit 0) the peer's address for a
+ * zero-length CID; a long header's own destination CID. Sets pk->cid (and a short header's pk->pn_off);
+ * returns the CID length, or -1 (not ours). A global
+ * function: the caller sees one unknown length, so what follows is verified once. */
+__noinline int quic_find_open(struct xdp_md *ctx, struct quic_pkt *pk, __u32 lens) {
+    if (!pk)
+        return -1;
+    if (pk->long_hdr) { /* the header says the length; zero-length: by address */
+        if (pk->cid.len == 0 && quic_addr_id(ctx, pk, 1))
+            return -1;
+        pk->cid.dir = NANOBPF_QUIC_DIR_OPEN;
+        return pk->cid.len;
+    }
+    pk->lens = lens;
+    /* one global call per length: the verifier sees an unknown result each time, so the 2^20 ways
+     * through the loop are one */
+#pragma clang loop unroll(disable)
+    for (__u32 l = NANOBPF_KEYTABLE_CID_MAX; l > 0; l--)
+        if (quic_try_open_cid(ctx, pk, l))
+            return l;
+    if (!(pk->lens & 1))
+        return -1;
+    if (quic_addr_id(ctx, pk, 1))
+        return -1;
+    pk->cid.dir = NANOBPF_QUIC_DIR_OPEN;
+    pk->pn_off = (pk->q & QUIC_OFF_MASK) + 1;
+    return 0;
 }
 
 #endif

@@ -4,23 +4,33 @@
  * classification (quic_parse.h), header protection removal and application, packet number decoding,
  * key phase selection, lengths, checksums, counters and the program's decisions.
  *
- * Frames are classified as in xdp_quic_classify.c. For a protected packet whose destination connection
- * ID is in the key table:
- *   from the network (ingress port != quic_config.host_ifindex): open. Header protection is removed
- *     (AES-ECB mask of the 16-byte sample, section 5.4), the packet number decoded against the
- *     connection's largest one (RFC 9000 appendix A.3), the key phase bit picks the current or next keys,
+ * The key table has an entry per connection and direction (struct nanobpf_quic_cid.dir); a zero-length
+ * connection ID is keyed by the peer's address and the ports (quic_addr_id).
+ *
+ *   From the network (ingress port != quic_config.host_ifindex): open. Frames are classified as in
+ *     xdp_quic_classify.c; a short header's destination CID is looked up among the OPEN entries at each
+ *     length of quic_config.open_cid_lens, longest first (quic_find_open). Known: header protection is
+ *     removed (AES-ECB mask of the 16-byte sample, section 5.4), the packet number decoded against the
+ *     connection's largest one (RFC 9000 appendix A.3), the key phase bit and the packet number pick
+ *     the keys (quic_open_slot: current, next, or the previous phase's kept after a key update),
  *     AES-128-GCM decrypts in place and checks the tag. Success: the frame leaves as XDP_PASS holding
  *     the unprotected header and the plaintext, the tag removed, UDP/IP lengths and the UDP checksum
- *     fixed. Tag failure: XDP_DROP (nothing decrypted is ever delivered).
- *   from the host (ingress port == host_ifindex): seal. The frame holds the unprotected header (with
- *     the truncated packet number) and the plaintext; the program appends the tag, encrypts in place,
- *     applies header protection, fixes lengths and checksum and redirects the frame to
- *     quic_config.net_ifindex (XDP_TX when 0).
- * Long-header packets (Initial, 0-RTT, Handshake) take the same path with long-header masks when
+ *     fixed. Tag failure: XDP_DROP (nothing decrypted is ever delivered). Unknown connections, other
+ *     traffic and datagrams of several QUIC packets (coalesced) pass untouched: the host opens them.
+ *   From the host (ingress port == host_ifindex), the seal contract: a frame that carries the metadata
+ *     shim (EtherType 0x88B6) with flag ENCRYPT asks to be sealed, and the shim's cid_len names the
+ *     length of its destination CID (the peer's choice, which the device cannot guess). The program
+ *     removes the shim and seals the packet with the SEAL entry of that CID: it appends the tag,
+ *     encrypts in place, applies header protection, fixes lengths and checksum and redirects the frame
+ *     to quic_config.net_ifindex (XDP_TX when 0). A marked frame that cannot be sealed - unknown
+ *     connection, key phase without keys, a packet number not above the last one sealed for the
+ *     connection (the AES-GCM nonce would repeat), anything but one 1-RTT (or offloaded long-header)
+ *     packet, malformed - is dropped and counted by reason: it never leaves in plaintext. Frames without
+ *     the shim are the host's own (it protected them) and are forwarded unchanged (FORWARDED).
+ *   A shim arriving from the network is dropped (BAD_SHIM).
+ * Long-header packets (Initial, 0-RTT, Handshake) take the same paths with long-header masks when
  * NANOBPF_QUIC_CFG_OFFLOAD_LONG is set and their destination CID is in the key table; their Length
- * field always counts the tag (unchanged by open and seal). Only the first packet of a datagram is
- * processed: a long-header packet followed by coalesced packets passes to the host untouched.
- * Everything else passes (from the network) or is forwarded (from the host); malformed frames drop.
+ * field always counts the tag (unchanged by open and seal).
  *
  * quic_open and quic_seal are global functions: each is verified once, whatever way the frame was
  * parsed (docs/ebpf-quic.md). They look the connection's keys up themselves, so that the helpers of
@@ -120,7 +130,8 @@ static __always_inline __u64 csum_words(const __u8 *p, __u32 n) {
 static __always_inline int quic_fix_lengths(struct xdp_md *ctx, const struct quic_pkt *pk, int delta, __u64 payload_sum) {
     __u8 *data = (__u8 *)(long)ctx->data, *end = (__u8 *)(long)ctx->data_end;
     __u8 *ip = data + BOUND(pk->l3), *udp = data + BOUND(pk->l4);
-    if (ip + 40 > end || udp + 8 > end)
+    /* each family's own header size: an IPv4 packet may end less than 40 bytes after its header start */
+    if (udp + 8 > end || ip + 20 > end || (pk->ipv6 && ip + 40 > end))
         return -1;
     __u32 ulen = ((__u32)udp[4] << 8 | udp[5]) + delta;
     udp[4] = ulen >> 8;
@@ -128,6 +139,8 @@ static __always_inline int quic_fix_lengths(struct xdp_md *ctx, const struct qui
     /* pseudo-header length and protocol, then the UDP header: ports and length, checksum zero */
     __u64 s = payload_sum + ulen + IPPROTO_UDP_ + ((__u32)udp[0] << 8 | udp[1]) + ((__u32)udp[2] << 8 | udp[3]) + ulen;
     if (pk->ipv6) {
+        if (ip + 40 > end)
+            return -1;
         __u32 plen = ((__u32)ip[4] << 8 | ip[5]) + delta;
         ip[4] = plen >> 8;
         ip[5] = plen;
@@ -165,25 +178,43 @@ static __always_inline __u64 swab16_if(__u64 folded, __u32 odd) {
     return odd ? ((folded & 0xff) << 8 | folded >> 8) : folded;
 }
 
-/* The keys and IV for the packet's key phase: offset 0 (current) or 16/12 (next), or -1 when the next
- * keys are named but not installed. Long headers always use the current keys. */
-static __always_inline int quic_key_select(const struct nanobpf_quic_keys *keys, __u32 first, __u32 long_hdr) {
+/* Which key slot seals a packet: 0 (current keys) when the packet's key phase bit is the current one,
+ * 1 (the second slot) when it names the next phase and the next keys are installed, -1 otherwise (the
+ * previous phase's keys never seal). Long headers always use the current keys. */
+static __always_inline int quic_seal_slot(const struct nanobpf_quic_keys *keys, __u32 first, __u32 long_hdr) {
     if (long_hdr || ((first >> 2) & 1) == (keys->key_phase & 1))
         return 0;
-    return (keys->flags & 1) ? 1 : -1;
+    return (keys->flags & NANOBPF_QUIC_KEY_NEXT) ? 1 : -1;
 }
 
-/* The keys of the packet's connection ID, or NULL: unknown CID, or a long-header packet followed by
- * coalesced packets (those are the host's). Counts the packet as ONE_RTT, UNKNOWN_CID or LONG_HEADER. */
+/* Which key slot opens a packet (RFC 9001 section 6): the current keys for the current key phase bit;
+ * for the other bit the second slot when it holds the next keys, or when it holds the previous keys
+ * and the packet is older than the current phase (its packet number below the smallest one opened
+ * with the current keys, st->phase_pn; before any, every such packet may be an old one). -1: no keys
+ * for that phase (a phase flip before the host installed next keys). The tag decides the rest. */
+static __always_inline int quic_open_slot(const struct nanobpf_quic_keys *keys, const struct nanobpf_quic_pn_state *st,
+                                          __u32 first, __u32 long_hdr, __u64 pn) {
+    __u32 kp = keys->key_phase & 1;
+    if (long_hdr || ((first >> 2) & 1) == kp)
+        return 0;
+    if (keys->flags & NANOBPF_QUIC_KEY_NEXT)
+        return 1;
+    if ((keys->flags & NANOBPF_QUIC_KEY_PREV) && (st->phase != (2 | kp) || pn < st->phase_pn))
+        return 1;
+    return -1;
+}
+
+/* The keys of the packet's key table entry (pk->cid, direction set), or NULL. Counts the packet as
+ * ONE_RTT or UNKNOWN_CID. */
 static __always_inline const struct nanobpf_quic_keys *quic_keys(const struct quic_pkt *pk) {
     const struct nanobpf_quic_keys *keys = bpf_map_lookup_elem(&nanobpf_quic_keys, &pk->cid);
-    __u32 cls = keys ? NANOBPF_QUIC_STAT_ONE_RTT : NANOBPF_QUIC_STAT_UNKNOWN_CID;
-    if (keys && pk->pkt_end != pk->udp_end)
-        cls = NANOBPF_QUIC_STAT_LONG_HEADER, keys = NULL;
-    quic_count(&quic_stats, cls);
+    quic_count(&quic_stats, keys ? NANOBPF_QUIC_STAT_ONE_RTT : NANOBPF_QUIC_STAT_UNKNOWN_CID);
     return keys;
 }
 
+/* The entry's packet-number state, created on first use; NULL when quic_pn is full (the caller drops:
+ * without it neither nonce uniqueness nor decoding can be kept). The control plane removes it with the
+ * key table entry. */
 static __always_inline struct nanobpf_quic_pn_state *quic_pn_state(const struct nanobpf_quic_cid *cid) {
     struct nanobpf_quic_pn_state *st = bpf_map_lookup_elem(&quic_pn, cid);
     if (!st) {
@@ -199,14 +230,24 @@ static __always_inline int quic_set_len(struct xdp_md *ctx, __u32 len) {
     return bpf_xdp_adjust_tail(ctx, (int)len - (int)quic_frame_len(ctx));
 }
 
-/* Open a protected packet (pk: what classification found, in the scratch value c). */
-__noinline int quic_open(struct xdp_md *ctx, struct quic_pkt *pk, struct quic_crypto *c) {
+/* Open a protected packet (pk: what classification found, in the scratch value c; lens:
+ * quic_config.open_cid_lens). */
+__noinline int quic_open(struct xdp_md *ctx, struct quic_pkt *pk, struct quic_crypto *c, __u32 lens) {
     if (!pk || !c)
         return XDP_ABORTED;
+    __u8 *data = (__u8 *)(long)ctx->data, *end = (__u8 *)(long)ctx->data_end;
+    if (quic_find_open(ctx, pk, lens) < 0) {
+        quic_count(&quic_stats, NANOBPF_QUIC_STAT_UNKNOWN_CID);
+        return QUIC_NOT_MINE;
+    }
     const struct nanobpf_quic_keys *keys = quic_keys(pk);
     if (!keys)
         return QUIC_NOT_MINE;
-    __u8 *data = (__u8 *)(long)ctx->data, *end = (__u8 *)(long)ctx->data_end;
+    struct nanobpf_quic_pn_state *st = quic_pn_state(&pk->cid);
+    if (!st)
+        return quic_drop(NANOBPF_QUIC_DROP_NO_PN_STATE);
+    data = (__u8 *)(long)ctx->data;
+    end = (__u8 *)(long)ctx->data_end;
     __u32 q = BOUND(pk->q), pn_off = BOUND(pk->pn_off), pkt_end = BOUND(pk->pkt_end);
     if (pn_off + 4 + 16 > pkt_end) /* the sample must exist (RFC 9001 section 5.4.2) */
         return quic_drop(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
@@ -222,11 +263,10 @@ __noinline int quic_open(struct xdp_md *ctx, struct quic_pkt *pk, struct quic_cr
      * dropped, so nothing modified here leaves. */
     first[0] = b0;
     __u64 trunc = quic_pn_xor(pnp, pn_len, m14);
-    int next = quic_key_select(keys, b0, pk->long_hdr);
+    __u64 pn = quic_decode_pn(st->rx_next, trunc, pn_len);
+    int next = quic_open_slot(keys, st, b0, pk->long_hdr, pn);
     if (next < 0)
         return quic_drop(NANOBPF_QUIC_DROP_NO_KEYS);
-    struct nanobpf_quic_pn_state *st = quic_pn_state(&pk->cid);
-    __u64 pn = quic_decode_pn(st ? st->rx_next : 0, trunc, pn_len);
     /* the header is parsed: what follows is the same for every packet-number length, key phase and
      * decoding case, and is verified once (quic_launder) */
     pn = quic_launder64(c, pn);
@@ -244,23 +284,39 @@ __noinline int quic_open(struct xdp_md *ctx, struct quic_pkt *pk, struct quic_cr
     if (rc < 0)
         return quic_drop(QUIC_DROPPED(0) - rc);
 
-    /* Authentic: remember the packet number, then fix lengths and checksum. */
-    st = quic_pn_state(&pk->cid);
-    if (st && pn + 1 > st->rx_next)
-        st->rx_next = pn + 1;
+    /* Authentic: fix lengths and checksum, then remember the packet number and, for the current keys,
+     * where their phase began (quic_open_slot). */
     if (quic_fix_lengths(ctx, pk, -QUIC_TAG_LEN, sum))
         return quic_drop(NANOBPF_QUIC_DROP_TRUNCATED);
+    st = quic_pn_state(&pk->cid);
+    if (!st)
+        return quic_drop(NANOBPF_QUIC_DROP_NO_PN_STATE);
+    if (pn + 1 > st->rx_next)
+        st->rx_next = pn + 1;
+    if (!next && !pk->long_hdr) {
+        __u32 cur = 2 | (keys->key_phase & 1);
+        if (st->phase != cur) {
+            st->phase = cur;
+            st->phase_pn = pn;
+        } else if (pn < st->phase_pn) {
+            st->phase_pn = pn;
+        }
+    }
     quic_count(&quic_stats, NANOBPF_QUIC_STAT_OPENED);
     return XDP_PASS;
 }
 
-/* Seal a packet from the host (like quic_open). */
+/* Seal a packet from the host that asked for it (the shim removed; pk->cid: its destination CID, as
+ * long as the shim said). Every failure drops: a frame to seal never leaves in plaintext. */
 __noinline int quic_seal(struct xdp_md *ctx, struct quic_pkt *pk, struct quic_crypto *c) {
     if (!pk || !c)
         return XDP_ABORTED;
+    if (pk->cid.len == 0 && quic_addr_id(ctx, pk, 0))
+        return quic_drop(NANOBPF_QUIC_DROP_TRUNCATED);
+    pk->cid.dir = NANOBPF_QUIC_DIR_SEAL;
     const struct nanobpf_quic_keys *keys = quic_keys(pk);
     if (!keys)
-        return QUIC_NOT_MINE;
+        return quic_drop(NANOBPF_QUIC_DROP_NO_SEAL_KEYS);
     __u32 q = BOUND(pk->q), pn_off = BOUND(pk->pn_off), pkt_end = BOUND(pk->pkt_end);
     /* room for the tag: the AAD reads whole blocks, 16 bytes must follow the header */
     if (quic_set_len(ctx, pkt_end + QUIC_TAG_LEN))
@@ -274,13 +330,20 @@ __noinline int quic_seal(struct xdp_md *ctx, struct quic_pkt *pk, struct quic_cr
     if (pn_off + 4 + 16 > pkt_end + QUIC_TAG_LEN)
         return quic_drop(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
     __u64 trunc = quic_load_be32(pnp) >> (8 * (4 - pn_len));
-    int next = quic_key_select(keys, b0, pk->long_hdr);
+    int next = quic_seal_slot(keys, b0, pk->long_hdr);
     if (next < 0)
         return quic_drop(NANOBPF_QUIC_DROP_NO_KEYS);
     struct nanobpf_quic_pn_state *st = quic_pn_state(&pk->cid);
-    __u64 pn = quic_decode_pn(st ? st->tx_next : 0, trunc, pn_len);
-    if (st && pn + 1 > st->tx_next)
-        st->tx_next = pn + 1;
+    if (!st)
+        return quic_drop(NANOBPF_QUIC_DROP_NO_PN_STATE);
+    /* Nonce uniqueness: a packet number is sealed once per connection, across key phases (the packet
+     * number space goes on increasing). The decoded number is what the nonce uses, whatever the host
+     * meant; below the next unused one it is refused. The number is claimed before anything else can
+     * fail, so no later failure lets it be used again. */
+    __u64 pn = quic_decode_pn(st->tx_next, trunc, pn_len);
+    if (pn < st->tx_next)
+        return quic_drop(NANOBPF_QUIC_DROP_PN_REUSED);
+    st->tx_next = pn + 1;
     /* verified once from here on, whatever the packet-number length, key phase and decoding case */
     pn = quic_launder64(c, pn);
     next = quic_launder(c, next, 1);
@@ -328,7 +391,30 @@ static __always_inline int quic_to_network(const struct nanobpf_quic_config *cfg
     return cfg->net_ifindex ? bpf_redirect(cfg->net_ifindex, 0) : XDP_TX;
 }
 
-/* The XDP program: classify, then open or seal the packets whose connection ID has keys. */
+#define QUIC_SHIM_LEN 4 /* EtherType 0x88B6, flags, cid_len (hw/defs/ctrl.toml struct shim) */
+
+/* A frame from the host that carries the shim asking for sealing: removes the shim and returns the
+ * destination CID length it names (0..20); QUIC_CID_UNKNOWN when there is no shim (the frame is the
+ * host's own, forwarded unchanged); QUIC_DROPPED(BAD_SHIM) for a malformed one. */
+static __always_inline int quic_take_shim(struct xdp_md *ctx) {
+    __u8 *data = (__u8 *)(long)ctx->data, *end = (__u8 *)(long)ctx->data_end;
+    if (data + ETH_HLEN_ + QUIC_SHIM_LEN > end || ((__u32)data[12] << 8 | data[13]) != NANOBPF_SHIM_ETHERTYPE)
+        return QUIC_CID_UNKNOWN;
+    __u32 flags = data[14], cid_len = data[15];
+    if (flags != NANOBPF_SHIM_F_ENCRYPT || cid_len > NANOBPF_KEYTABLE_CID_MAX)
+        return QUIC_DROPPED(NANOBPF_QUIC_DROP_BAD_SHIM);
+    /* the MAC addresses move up over the shim (all read before any is written: the ranges overlap) */
+    __u64 macs = *(__u64 *)data;
+    __u32 tail = *(__u32 *)(data + 8);
+    *(__u32 *)(data + 8 + QUIC_SHIM_LEN) = tail;
+    *(__u64 *)(data + QUIC_SHIM_LEN) = macs;
+    if (bpf_xdp_adjust_head(ctx, QUIC_SHIM_LEN))
+        return QUIC_DROPPED(NANOBPF_QUIC_DROP_BAD_SHIM);
+    return cid_len;
+}
+
+/* The XDP program. From the host: seal what the shim asks to (or drop), forward the rest unchanged.
+ * From the network: open the packets whose connection has keys, pass the rest. */
 static __always_inline int quic_xdp(struct xdp_md *ctx) {
     __u32 zero = 0;
     struct nanobpf_quic_config *cfg = bpf_map_lookup_elem(&quic_config, &zero);
@@ -336,20 +422,38 @@ static __always_inline int quic_xdp(struct xdp_md *ctx) {
     if (!cfg || !c)
         return XDP_ABORTED;
     int from_host = cfg->host_ifindex && ctx->ingress_ifindex == cfg->host_ifindex;
+    int cid_len = QUIC_CID_UNKNOWN;
+    if (from_host) {
+        cid_len = quic_take_shim(ctx);
+        if (cid_len < 0)
+            return quic_drop(QUIC_DROPPED(0) - cid_len);
+        if (cid_len == QUIC_CID_UNKNOWN) {
+            quic_count(&quic_stats, NANOBPF_QUIC_STAT_FORWARDED);
+            return quic_to_network(cfg);
+        }
+    } else {
+        __u8 *data = (__u8 *)(long)ctx->data, *end = (__u8 *)(long)ctx->data_end;
+        if (data + ETH_HLEN_ <= end && ((__u32)data[12] << 8 | data[13]) == NANOBPF_SHIM_ETHERTYPE)
+            return quic_drop(NANOBPF_QUIC_DROP_BAD_SHIM); /* host-link metadata has no business here */
+    }
+    /* one classification for both paths: what differs is laundered, so it is verified once */
+    from_host = quic_launder(c, from_host, 1);
+    cid_len = quic_launder(c, cid_len, 0xff);
     struct quic_pkt pk = {};
-    int cls = quic_classify(ctx, cfg, c, &pk, from_host ? QUIC_TAG_LEN : 0);
+    int cls = quic_classify(ctx, cfg, c, &pk, from_host ? QUIC_TAG_LEN : 0, cid_len);
     if (cls < 0)
         return quic_drop(QUIC_DROPPED(0) - cls);
-    int rc = QUIC_NOT_MINE;
-    if (cls != QUIC_CANDIDATE)
+    if (from_host) {
+        if (cls != QUIC_CANDIDATE)
+            return quic_drop(NANOBPF_QUIC_DROP_NOT_SEALABLE);
+        return quic_seal(ctx, &pk, c) == QUIC_SEALED ? quic_to_network(cfg) : XDP_DROP;
+    }
+    if (cls != QUIC_CANDIDATE) {
         quic_count(&quic_stats, cls);
-    else if (from_host)
-        rc = quic_seal(ctx, &pk, c);
-    else
-        rc = quic_open(ctx, &pk, c);
-    if (rc == QUIC_NOT_MINE)
-        return from_host ? quic_to_network(cfg) : XDP_PASS;
-    return rc == QUIC_SEALED ? quic_to_network(cfg) : rc;
+        return XDP_PASS;
+    }
+    int rc = quic_open(ctx, &pk, c, cfg->open_cid_lens);
+    return rc == QUIC_NOT_MINE ? XDP_PASS : rc;
 }
 
 #endif
