@@ -12,7 +12,7 @@ import pytest
 
 from nanobpf import BUILD
 from nanobpf import ctrl
-from nanobpf.ctrl import Client, CtrlError, CtrlTimeout, MemoryLink
+from nanobpf.ctrl import OPEN, SEAL, Client, CtrlError, CtrlTimeout, KeyId, MemoryLink, addr_id, key_id
 from nanobpf.devmodel import DeviceModel
 from nanobpf.ebpf import device
 
@@ -21,12 +21,13 @@ M = D  # message/status constants
 pytestmark = pytest.mark.skipif(not device.available()[0], reason=device.available()[1])
 
 
-def keys_for(cid, phase=0, fill=1, nxt=False):
-    """A struct nanobpf_quic_keys for cid (bytes distinct per fill)."""
+def keys_for(cid, phase=0, fill=1, nxt=False, flags=None):
+    """A struct nanobpf_quic_keys for cid (bytes, or a KeyId; bytes distinct per fill)."""
     k = bytes((fill * 7 + i) & 0xFF for i in range(32))
     iv = bytes((fill * 5 + i) & 0xFF for i in range(24))
     hp = bytes((fill * 3 + i) & 0xFF for i in range(16))
-    return struct.pack(abi.STRUCTS["quic_keys"].fmt, phase, int(nxt), len(cid), 0, k, iv, hp, b"")
+    n = cid.cid_len if isinstance(cid, KeyId) else len(cid)
+    return struct.pack(abi.STRUCTS["quic_keys"].fmt, phase, int(nxt) if flags is None else flags, n, 0, k, iv, hp, b"")
 
 
 @pytest.fixture
@@ -118,7 +119,7 @@ def test_duplicates_are_answered_from_the_cache_never_applied_twice(raw):
     for _ in range(D.NANOBPF_CTRL_REPLAY_CACHE):
         assert status(r.ask(M.NANOBPF_CTRL_MSG_STATS)) == "ok"
     assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_DEL, D.pack("key_del", cid_len=2, cid=b"\xab\xcd"), seq=seq)) == "stale_seq"
-    assert list(dev.keys()) == [b"\xab\xcd"]
+    assert list(dev.keys()) == [key_id(b"\xab\xcd")]
     # a sequence number from the future is fine (the host gave up on some in between)
     assert status(r.ask(M.NANOBPF_CTRL_MSG_STATS, seq=r.seq + 1000)) == "ok"
 
@@ -170,21 +171,80 @@ def test_key_messages(raw):
     assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_ADD, ok)) == "exist"
     new = keys_for(cid, phase=1, fill=9, nxt=True)
     assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_UPDATE, D.pack("key_msg", cid_len=20, cid=cid, keys=new))) == "ok"
-    assert dev.keys()[cid] == (0, new)
-    bad = [D.pack("key_msg", cid_len=0, cid=cid, keys=keys_for(b"")),                  # CID length 0
-           D.pack("key_msg", cid_len=21, cid=cid, keys=keys_for(cid)),                 # 21
-           D.pack("key_msg", cid_len=2, cid=cid[:3], keys=keys_for(cid[:2])),          # bytes after the CID
-           D.pack("key_msg", cid_len=2, cid=cid[:2], keys=keys_for(cid[:3])),          # keys.cid_len differs
-           D.pack("key_msg", cid_len=2, cid=cid[:2], keys=keys_for(cid[:2], phase=2)),  # key phase 2
-           D.pack("key_msg", cid_len=2, reserved=b"\1", cid=cid[:2], keys=keys_for(cid[:2]))]
-    for b in bad:
-        f = r.ask(M.NANOBPF_CTRL_MSG_KEY_ADD, b)
-        assert status(f) == "invalid" and f.body
+    assert dev.keys()[key_id(cid)] == (0, new)
     assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_ADD, ok[:-1])) == "bad_length"
     assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_DEL, D.pack("key_del", cid_len=3, cid=b"xyz"))) == "noent"
     assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_DEL, D.pack("key_del", cid_len=20, cid=cid))) == "ok"
     assert status(r.ask(0x7F)) == "bad_type"
     assert list(dev.keys()) == []
+
+
+def test_key_entries_per_direction_and_by_address(raw):
+    """One CID can name an open and a seal entry (two slots); a zero-length CID is the peer's address id."""
+    r, dev = raw
+    r.hello()
+    cid = b"\x0c\x1d"
+    add = lambda **kw: r.ask(M.NANOBPF_CTRL_MSG_KEY_ADD, D.pack("key_msg", **kw))
+    f_open = add(cid_len=2, dir=OPEN, cid=cid, keys=keys_for(cid, fill=1))
+    f_seal = add(cid_len=2, dir=SEAL, cid=cid, keys=keys_for(cid, fill=2))
+    assert status(f_open) == status(f_seal) == "ok"
+    assert D.unpack("key_resp", f_open.body)["slot"] != D.unpack("key_resp", f_seal.body)["slot"]
+    assert status(add(cid_len=2, dir=SEAL, cid=cid, keys=keys_for(cid, fill=3))) == "exist"
+    a4, a6 = addr_id("192.0.2.7", 4433, 443), addr_id("2001:db8::7", 4433, 443)
+    assert a4 == bytes(10) + b"\xff\xff" + bytes([192, 0, 2, 7]) + struct.pack(">HH", 4433, 443)
+    for a, d in ((a4, OPEN), (a4, SEAL), (a6, SEAL)):
+        assert status(add(cid_len=0, dir=d, cid=a, keys=keys_for(b"", fill=4))) == "ok"
+    assert set(dev.keys()) == {KeyId(OPEN, 2, cid.ljust(20, b"\0")), KeyId(SEAL, 2, cid.ljust(20, b"\0")),
+                               KeyId(OPEN, 0, a4), KeyId(SEAL, 0, a4), KeyId(SEAL, 0, a6)}
+    assert len({s for s, _ in dev.keys().values()}) == 5
+    # KEY_DEL names the direction: the other entry stays
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_DEL, D.pack("key_del", cid_len=0, dir=SEAL, cid=a4))) == "ok"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_DEL, D.pack("key_del", cid_len=0, dir=SEAL, cid=a4))) == "noent"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_DEL, D.pack("key_del", cid_len=2, dir=OPEN, cid=cid))) == "ok"
+    assert set(dev.keys()) == {KeyId(SEAL, 2, cid.ljust(20, b"\0")), KeyId(OPEN, 0, a4), KeyId(SEAL, 0, a6)}
+    # KEY_UPDATE of the remaining seal entry
+    new = keys_for(cid, phase=1, fill=8, nxt=True)
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_UPDATE, D.pack("key_msg", cid_len=2, dir=SEAL, cid=cid, keys=new))) == "ok"
+    assert dev.keys()[key_id(cid, SEAL)][1] == new
+
+
+KEY_REFUSALS = [   # (key_msg fields, text the refusal must hold, the fault is in the entry's name: KEY_DEL too)
+    (dict(cid_len=2, dir=2, cid=b"\1\2", keys=keys_for(b"12")), "dir 2", True),
+    (dict(cid_len=2, dir=0xFF, cid=b"\1\2", keys=keys_for(b"12")), "dir 255", True),
+    (dict(cid_len=21, cid=bytes(range(1, 21)), keys=keys_for(bytes(21))), "cid_len 21", True),
+    (dict(cid_len=2, reserved=b"\0\1", cid=b"\1\2", keys=keys_for(b"12")), "reserved", True),
+    (dict(cid_len=2, cid=b"\1\2\3", keys=keys_for(b"12")), "after the 2-byte CID", True),
+    (dict(cid_len=0, cid=bytes(20), keys=keys_for(b"")), "address id", True),
+    (dict(cid_len=2, cid=b"\1\2", keys=keys_for(b"123")), "cid_len 3", False),
+    (dict(cid_len=0, cid=b"\1" * 20, keys=keys_for(b"1")), "cid_len 1", False),
+    (dict(cid_len=2, cid=b"\1\2", keys=keys_for(b"12", phase=2)), "key_phase 2", False),
+    (dict(cid_len=2, cid=b"\1\2", keys=keys_for(b"12", flags=3)), "not both", False),
+    (dict(cid_len=2, cid=b"\1\2", keys=keys_for(b"12", flags=4)), "flags 0x4", False),
+    (dict(cid_len=2, dir=SEAL, cid=b"\1\2", keys=keys_for(b"12", flags=abi.NANOBPF_QUIC_KEY_PREV)), "PREV", False),
+    (dict(cid_len=2, cid=b"\1\2", keys=keys_for(b"12")[:3] + b"\1" + keys_for(b"12")[4:]), "reserved and pad", False),
+    (dict(cid_len=2, cid=b"\1\2", keys=keys_for(b"12")[:79] + b"\1"), "pad", False),
+]
+
+
+@pytest.mark.parametrize("fields,text,in_name", KEY_REFUSALS, ids=[f"{t}-{i}" for i, (_, t, _) in enumerate(KEY_REFUSALS)])
+def test_key_message_refusals(raw, fields, text, in_name):
+    r, dev = raw
+    r.hello()
+    for type_ in (M.NANOBPF_CTRL_MSG_KEY_ADD, M.NANOBPF_CTRL_MSG_KEY_UPDATE):
+        f = r.ask(type_, D.pack("key_msg", **fields))
+        assert status(f) == "invalid" and text in f.body.decode(), f.body
+    if in_name:
+        f = r.ask(M.NANOBPF_CTRL_MSG_KEY_DEL, D.pack("key_del", **{k: v for k, v in fields.items() if k != "keys"}))
+        assert status(f) == "invalid" and text in f.body.decode(), f.body
+    assert dev.keys() == {}
+
+
+def test_prev_keys_in_open_entries(raw):
+    r, dev = raw
+    r.hello()
+    k = keys_for(b"12", phase=1, flags=abi.NANOBPF_QUIC_KEY_PREV)
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_ADD, D.pack("key_msg", cid_len=2, dir=OPEN, cid=b"12", keys=k))) == "ok"
+    assert dev.keys()[key_id(b"12")][1] == k
 
 
 def test_key_table_full(raw):
@@ -303,9 +363,11 @@ def converge(seed, loss, dup, reorder, resets, ops=60):
     dev = DeviceModel(link.b, seed=seed, key_slots=32)
     dev.set_faults(loss, dup, reorder)
     dev.start()
-    host = Client(link.a, retry_ms=5, retry_max_ms=40, retries=8)
+    # (a back-off up to 640 ms: verifying xdp_quic takes the model some 400 ms, unanswered meanwhile)
+    host = Client(link.a, retry_ms=5, retry_max_ms=640, retries=9)
     try:
-        cids = [bytes([i]) * rng.randrange(1, 21) for i in range(1, 24)]
+        cids = [key_id(bytes([i]) * rng.randrange(1, 21), dir=i & 1) for i in range(1, 20)]
+        cids += [key_id(b"", dir=i & 1, addr=addr_id(f"10.0.{i}.1", 4433, 443)) for i in range(4)]
         reset_at = set(rng.sample(range(ops), resets))
         host.prog_load(IMAGE.read_bytes(), "xdp_quic")
         errors = 0
@@ -330,7 +392,7 @@ def converge(seed, loss, dup, reorder, resets, ops=60):
         seen = [(e, s) for e, s, _, _ in dev.applied]
         assert len(seen) == len(set(seen)), "a request was applied twice"
         # the program's key table map shows exactly the device's key table
-        keymap = sorted(bytes(k[1:1 + k[0]]) for k in host.map_keys(abi.KEYTABLE_MAP_NAME))
+        keymap = sorted(KeyId(k[21], k[0], k[1:21]) for k in host.map_keys(abi.KEYTABLE_MAP_NAME))
         assert keymap == sorted(host.keys)
         return dev.stats(), host.counters, errors
     finally:
@@ -368,7 +430,12 @@ def test_refusals_leave_the_host_state_unchanged(pair):
     host.key_add(b"\x01", keys_for(b"\x01"))
     with pytest.raises(CtrlError) as e:
         host.key_update(b"\x01", keys_for(b"\x02\x03"))   # keys.cid_len does not match
-    assert e.value.status == M.NANOBPF_CTRL_ST_INVALID and host.keys[b"\x01"] == keys_for(b"\x01")
+    assert e.value.status == M.NANOBPF_CTRL_ST_INVALID and host.keys[key_id(b"\x01")] == keys_for(b"\x01")
+    for bad in [dict(cid=bytes(21)), dict(cid=b"", addr=bytes(20)), dict(cid=b"", addr=b"\1" * 19),
+                dict(cid=b"\1", addr=b"\1" * 20), dict(cid=b"\2", dir=2)]:
+        with pytest.raises(ValueError):
+            host.key_add(keys=keys_for(b""), **bad)
+    assert list(host.keys) == [key_id(b"\x01")]
     with pytest.raises(CtrlError) as e:
         host.prog_load(b"\x7fELF" + bytes(100), "elf")
     assert e.value.status == M.NANOBPF_CTRL_ST_VERIFIER and host.program is None
@@ -412,7 +479,7 @@ def test_late_hello_duplicates_do_not_restart_the_window(raw):
     f = r.ask(M.NANOBPF_CTRL_MSG_HELLO, hello, seq=hseq)  # a late copy of the HELLO
     assert status(f) == "stale_seq" and struct.unpack(">I", f.body)[0] == r.seq
     assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_DEL, D.pack("key_del", cid_len=1, cid=b"\x05"), seq=kseq)) == "stale_seq"
-    assert list(dev.keys()) == [b"\x05"]
+    assert list(dev.keys()) == [key_id(b"\x05")]
 
 
 def test_a_restarted_host_continues_after_the_device_window(pair):
@@ -420,7 +487,7 @@ def test_a_restarted_host_continues_after_the_device_window(pair):
     host.key_add(b"\x01", keys_for(b"\x01"))
     again = Client(link.a, retry_ms=20, first_seq=1)      # same host, counter restarted
     again.key_add(b"\x02", keys_for(b"\x02"))
-    assert sorted(dev.keys()) == [b"\x02"]                # its replay flushed what it did not know
+    assert list(dev.keys()) == [key_id(b"\x02")]         # its replay flushed what it did not know
     assert again.seq > host.seq
     seen = [(e, s) for e, s, _, _ in dev.applied]
     assert len(seen) == len(set(seen))

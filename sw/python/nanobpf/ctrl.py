@@ -9,9 +9,16 @@ the reference device model (nanobpf.devmodel) to show the protocol converges und
     link = MemoryLink()
     dev = DeviceModel(host=link.b); dev.start()
     host = Client(link.a)
-    host.key_add(cid, keys)          # returns the device's connection slot
+    host.key_add(cid, keys)                      # an open entry (local CID): the device's slot
+    host.key_add(peer_cid, keys2, dir=SEAL)      # the seal entry of the same connection (peer's CID)
+    host.key_add(b"", keys3, addr=addr_id("10.0.0.1", 4433, 443))   # a peer with zero-length CIDs
+
+Key table entries are named by KeyId(dir, cid_len, id) (key_id() builds one): one connection has an
+entry per direction (NANOBPF_QUIC_DIR_OPEN: our CID, packets from the network; _SEAL: the peer's CID,
+packets the host sends); a zero-length CID names the peer by address and ports (addr_id()).
 """
 import fcntl
+import ipaddress
 import os
 import select
 import socket
@@ -19,16 +26,22 @@ import struct
 import time
 import zlib
 
-import nanobpf_ctrl_defs as D
+from collections import namedtuple
 
-__all__ = ["BROADCAST", "HOST_MAC", "DEVICE_MAC", "CtrlError", "CtrlTimeout", "Frame", "build", "parse",
-           "add_shim", "strip_shim", "crc32", "Port", "MemoryLink", "TapPort", "PacketPort", "Client"]
+import nanobpf_ctrl_defs as D
+import nanobpf_ebpf_defs as abi
+
+__all__ = ["BROADCAST", "HOST_MAC", "DEVICE_MAC", "OPEN", "SEAL", "CtrlError", "CtrlTimeout", "Frame", "KeyId",
+           "key_id", "addr_id", "build", "parse", "add_shim", "strip_shim", "crc32", "Port", "MemoryLink", "TapPort",
+           "PacketPort", "Client"]
 
 BROADCAST = b"\xff" * 6
 HOST_MAC = bytes.fromhex("024e42000002")
 DEVICE_MAC = bytes.fromhex("024e42000001")
 HDR = D.CTRL_HDR_SIZE
 ETH = 14
+OPEN, SEAL = abi.NANOBPF_QUIC_DIR_OPEN, abi.NANOBPF_QUIC_DIR_SEAL
+MAX_CID = D.NANOBPF_CTRL_MAX_CID
 
 
 class CtrlError(Exception):
@@ -85,18 +98,98 @@ def parse(frame):
     return Frame(frame[0:6], frame[6:12], hdr, bytes(frame[ETH + HDR:ETH + HDR + hdr["length"]]))
 
 
-def add_shim(frame, flags):
-    """The frame with the metadata shim (EtherType 0x88B6, flags, 0) after the MAC addresses."""
-    return frame[:12] + struct.pack(">HBB", D.SHIM_ETHERTYPE, flags, 0) + frame[12:]
+def add_shim(frame, flags, cid_len=0):
+    """The frame with the metadata shim (EtherType 0x88B6, flags, cid_len) after the MAC addresses.
+    cid_len: with ENCRYPT, the length of the QUIC packet's destination CID (0..20). Not checked: tests
+    build malformed shims with it too."""
+    return frame[:12] + struct.pack(">HBB", D.SHIM_ETHERTYPE, flags, cid_len) + frame[12:]
+
+
+def has_shim(frame):
+    """The frame's EtherType is the shim's (whatever follows)."""
+    return len(frame) >= ETH and struct.unpack_from(">H", frame, 12)[0] == D.SHIM_ETHERTYPE
 
 
 def strip_shim(frame):
-    """(flags, frame without the shim), or (None, frame) when there is none; ValueError if malformed."""
-    if len(frame) < ETH or struct.unpack_from(">H", frame, 12)[0] != D.SHIM_ETHERTYPE:
-        return None, frame
-    if len(frame) < ETH + 4 or frame[15] != 0:
-        raise ValueError("malformed shim (short, or reserved byte set)")
-    return frame[14], frame[:12] + frame[16:]
+    """(flags, cid_len, frame without the shim), or (None, None, frame) when there is none. ValueError for
+    a malformed shim: shorter than the shim and an EtherType, flags not exactly DECRYPTED or ENCRYPT, a
+    CID length above 20 or one without ENCRYPT, or an inner EtherType that is no EtherType (below
+    0x600) or is the control or shim EtherType (the checks nanobpf.ko makes)."""
+    if not has_shim(frame):
+        return None, None, frame
+    if len(frame) < ETH + 4:
+        raise ValueError(f"malformed shim: frame of {len(frame)} bytes")
+    flags, cid_len, inner = frame[14], frame[15], struct.unpack_from(">H", frame, 16)[0]
+    if flags not in (D.NANOBPF_SHIM_F_DECRYPTED, D.NANOBPF_SHIM_F_ENCRYPT):
+        raise ValueError(f"malformed shim: flags {flags:#x}")
+    if cid_len > MAX_CID or (cid_len and flags != D.NANOBPF_SHIM_F_ENCRYPT):
+        raise ValueError(f"malformed shim: CID length {cid_len} with flags {flags:#x}")
+    if inner < 0x600 or inner in (D.ETHERTYPE, D.SHIM_ETHERTYPE):
+        raise ValueError(f"malformed shim: inner EtherType {inner:#06x}")
+    return flags, cid_len, frame[:12] + frame[16:]
+
+
+# ---------------------------------------------------------------- key table entry names
+class KeyId(namedtuple("KeyId", "dir cid_len id")):
+    """The name of a key table entry: direction (OPEN/SEAL), CID length (0..20) and the 20-byte id (the
+    CID, zero after cid_len; for length 0 the peer's address id, addr_id()). key_id() builds and checks
+    one."""
+    __slots__ = ()
+
+    @property
+    def cid(self):
+        """The CID bytes (b"" for a zero-length CID)."""
+        return self.id[:self.cid_len]
+
+    def fields(self):
+        """The key_msg/key_del fields that name the entry."""
+        return dict(cid_len=self.cid_len, dir=self.dir, cid=self.id)
+
+    def pack(self):
+        """struct nanobpf_quic_cid as the device stores it: the key of the key table and quic_pn maps."""
+        return struct.pack(abi.STRUCTS["quic_cid"].fmt, self.cid_len, self.id, self.dir, bytes(2))
+
+    def __repr__(self):
+        d = {OPEN: "open", SEAL: "seal"}.get(self.dir, f"dir{self.dir}")
+        if self.cid_len:
+            return f"KeyId({d}, cid={self.cid.hex()})"
+        return f"KeyId({d}, addr={self.id.hex()})"
+
+
+def addr_id(ip, peer_port, local_port):
+    """The 20-byte id of a peer that uses zero-length CIDs (NANOBPF_QUIC_ADDR_*): its IPv6 address (an
+    IPv4 address as ::ffff:a.b.c.d), its UDP port and the local UDP port, big-endian."""
+    a = ipaddress.ip_address(ip)
+    if a.version == 4:
+        a = ipaddress.IPv6Address(b"\0" * 10 + b"\xff\xff" + a.packed)
+    if not (0 <= peer_port <= 0xFFFF and 0 <= local_port <= 0xFFFF):
+        raise ValueError(f"ports {peer_port}, {local_port}: 0..65535")
+    return a.packed + struct.pack(">HH", peer_port, local_port)
+
+
+def key_id(cid=b"", dir=OPEN, addr=None):
+    """KeyId of an entry: cid (1..20 bytes), or an empty cid and addr (addr_id(), 20 bytes, not all zero)
+    for a peer with zero-length CIDs; dir OPEN (default) or SEAL. ValueError otherwise. A KeyId passes
+    through (dir and addr must then be left out)."""
+    if isinstance(cid, KeyId):
+        if addr is not None or dir not in (OPEN, cid.dir):
+            raise ValueError("a KeyId already names the direction and the address")
+        return cid
+    cid = bytes(cid)
+    if dir not in (OPEN, SEAL):
+        raise ValueError(f"direction {dir}: {OPEN} (open) or {SEAL} (seal)")
+    if len(cid) > MAX_CID:
+        raise ValueError(f"connection ID of {len(cid)} bytes: 0..{MAX_CID}")
+    if cid:
+        if addr is not None:
+            raise ValueError("an address names a zero-length CID only")
+        return KeyId(dir, len(cid), cid.ljust(MAX_CID, b"\0"))
+    if addr is None:
+        raise ValueError("a zero-length CID needs the peer's address (addr_id())")
+    addr = bytes(addr)
+    if len(addr) != MAX_CID or not any(addr):
+        raise ValueError(f"address id of {len(addr)} bytes: exactly {MAX_CID}, not all zero")
+    return KeyId(dir, 0, addr)
 
 
 def crc32(data):
@@ -239,13 +332,6 @@ def _quiet_up(ifname):
 
 
 # ---------------------------------------------------------------- reference host
-def _cid_fields(cid):
-    cid = bytes(cid)
-    if not 1 <= len(cid) <= D.NANOBPF_CTRL_MAX_CID:
-        raise ValueError(f"connection ID of {len(cid)} bytes: 1..{D.NANOBPF_CTRL_MAX_CID}")
-    return dict(cid_len=len(cid), cid=cid)
-
-
 class Client:
     """The host side (nanobpf.ko's algorithm): authoritative state, mirrored with acknowledgements.
 
@@ -261,8 +347,8 @@ class Client:
         self.seq = first_seq - 1
         self.epoch, self.version, self.peer = 0, None, BROADCAST
         self.synced = False
-        self.keys = {}         # cid -> 80-byte struct nanobpf_quic_keys
-        self.slots = {}        # cid -> the device's slot (this epoch)
+        self.keys = {}         # KeyId -> 80-byte struct nanobpf_quic_keys
+        self.slots = {}        # KeyId -> the device's slot (this epoch)
         self.program = None    # (name, image)
         self.tables = {}       # (table, index) -> word
         self.limits = {}
@@ -331,9 +417,9 @@ class Client:
         for (table, index), word in sorted(self.tables.items()):
             self._checked(D.NANOBPF_CTRL_MSG_TABLE_SET, D.pack("table_msg", table=table, index=index, value=word))
         self.slots = {}
-        for cid, keys in self.keys.items():
-            body = self._checked(D.NANOBPF_CTRL_MSG_KEY_ADD, D.pack("key_msg", **_cid_fields(cid), keys=keys))
-            self.slots[cid] = D.unpack("key_resp", body)["slot"]
+        for kid, keys in self.keys.items():
+            body = self._checked(D.NANOBPF_CTRL_MSG_KEY_ADD, D.pack("key_msg", **kid.fields(), keys=keys))
+            self.slots[kid] = D.unpack("key_resp", body)["slot"]
         self.synced = True
 
     def _in_session(self, step):
@@ -360,32 +446,33 @@ class Client:
         return self._in_session(lambda: self._checked(type_, body))
 
     # ------------------------------------------------------------ keys
-    def key_add(self, cid, keys):
-        """Add a connection: its slot on the device."""
-        cid, keys = bytes(cid), bytes(keys)
-        if cid in self.keys:
+    def key_add(self, cid, keys, dir=OPEN, addr=None):
+        """Add a key table entry (key_id(cid, dir, addr), or a KeyId as cid) with keys never used before
+        (fresh from a handshake: the device starts its packet-number state anew): its slot on the device."""
+        kid, keys = key_id(cid, dir, addr), bytes(keys)
+        if kid in self.keys:
             raise CtrlError(D.NANOBPF_CTRL_ST_EXIST, "already in the host table")
-        body = self.call(D.NANOBPF_CTRL_MSG_KEY_ADD, D.pack("key_msg", **_cid_fields(cid), keys=keys))
-        self.keys[cid] = keys
-        self.slots[cid] = D.unpack("key_resp", body)["slot"]
-        return self.slots[cid]
+        body = self.call(D.NANOBPF_CTRL_MSG_KEY_ADD, D.pack("key_msg", **kid.fields(), keys=keys))
+        self.keys[kid] = keys
+        self.slots[kid] = D.unpack("key_resp", body)["slot"]
+        return self.slots[kid]
 
-    def key_update(self, cid, keys):
-        """Replace a connection's keys (key update): its slot."""
-        cid, keys = bytes(cid), bytes(keys)
-        if cid not in self.keys:
+    def key_update(self, cid, keys, dir=OPEN, addr=None):
+        """Replace an entry's keys (a key update of a live connection; the packet-number state stays): its slot."""
+        kid, keys = key_id(cid, dir, addr), bytes(keys)
+        if kid not in self.keys:
             raise CtrlError(D.NANOBPF_CTRL_ST_NOENT, "not in the host table")
-        body = self.call(D.NANOBPF_CTRL_MSG_KEY_UPDATE, D.pack("key_msg", **_cid_fields(cid), keys=keys))
-        self.keys[cid] = keys
+        body = self.call(D.NANOBPF_CTRL_MSG_KEY_UPDATE, D.pack("key_msg", **kid.fields(), keys=keys))
+        self.keys[kid] = keys
         return D.unpack("key_resp", body)["slot"]
 
-    def key_del(self, cid):
-        cid = bytes(cid)
-        if cid not in self.keys:
+    def key_del(self, cid, dir=OPEN, addr=None):
+        kid = key_id(cid, dir, addr)
+        if kid not in self.keys:
             raise CtrlError(D.NANOBPF_CTRL_ST_NOENT, "not in the host table")
-        self.call(D.NANOBPF_CTRL_MSG_KEY_DEL, D.pack("key_del", **_cid_fields(cid)))
-        del self.keys[cid]
-        self.slots.pop(cid, None)
+        self.call(D.NANOBPF_CTRL_MSG_KEY_DEL, D.pack("key_del", **kid.fields()))
+        del self.keys[kid]
+        self.slots.pop(kid, None)
 
     # ------------------------------------------------------------ program
     def _send_program(self, name, image):

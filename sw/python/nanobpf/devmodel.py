@@ -8,11 +8,27 @@ firmware's loader, verifier and interpreter). Control frames are accepted only o
 
 Ports are nanobpf.ctrl ports: MemoryLink ends (tests), TapPort (a TAP the model owns) or PacketPort
 (an existing interface, e.g. the TAP QEMU opened). Port numbers seen by programs (ingress_ifindex,
-bpf_redirect): host 1, network 2. A host frame asking for encryption (shim ENCRYPT) runs the program;
-other host frames go to the network as they are. Network frames run the program; those it passes go to
-the host, with the DECRYPTED shim when the program counted them as opened (its `quic_stats` map,
-entry NANOBPF_QUIC_STAT_OPENED, as the QUIC programs do). XDP_TX sends back out of the ingress port,
-XDP_REDIRECT to port 1 or 2, XDP_PASS onwards (host -> network, network -> host), anything else drops.
+bpf_redirect): host 1, network 2. XDP_TX sends back out of the ingress port, XDP_REDIRECT to port 1 or
+2, XDP_PASS onwards (host -> network, network -> host), anything else drops.
+
+Data path, failing closed (every drop is counted by its reason: in = out + drops):
+- host frames run the attached program as they are, the shim included (the program strips it); without
+  a program they go to the network unchanged. A host frame with the ENCRYPT shim ("seal this or drop
+  it") is dropped when no program is attached (encrypt_no_prog), and leaves only towards the network,
+  without a shim, and only if the program counted it sealed during that run (its `quic_stats` map,
+  entry NANOBPF_QUIC_STAT_SEALED); otherwise it is dropped (encrypt_unsealed). A malformed shim from the
+  host (not exactly ENCRYPT, a CID length above 20) is dropped (bad_shim).
+- network frames run the program; those it passes go to the host, with the DECRYPTED shim when the
+  program counted them opened (quic_stats[NANOBPF_QUIC_STAT_OPENED]). A shim from the network is
+  dropped (bad_shim), and so is any frame a program lets out still carrying one.
+
+Key table: entries per direction (ctrl.KeyId: dir, CID length, 20-byte id; a zero-length CID is the
+peer's address id), mirrored into the program's `nanobpf_quic_keys` map. The control plane keeps the
+program's `quic_pn` map (packet-number state, same key) in step: an entry's state is removed on
+KEY_ADD (fresh keys), KEY_DEL and KEY_FLUSH, and kept on KEY_UPDATE. It also owns the `open_cid_lens`
+field of `quic_config` (bit n: open entries with n-byte CIDs exist): rewritten whenever the open entries
+change, a program is attached or quic_config is written with MAP_UPDATE (the other fields are the
+user's).
 
 Fault injection (set_faults) applies to control frames in both directions, from a seeded RNG.
 
@@ -89,7 +105,7 @@ class DeviceModel:
         self.version = None
         self.last_seq = 0
         self.cache = OrderedDict()     # seq -> (type, status, body, (request type, request body))
-        self._keys = {}                # cid -> (slot, keys)
+        self._keys = {}                # ctrl.KeyId -> (slot, keys)
         self._prog = None              # (DeviceXdp, info dict)
         self._loading = None           # dict(total, crc32, name, data)
         self._tables = {}
@@ -105,8 +121,9 @@ class DeviceModel:
             self._power_on()
 
     def keys(self):
+        """{ctrl.KeyId: (slot, 80-byte keys)}"""
         with self.lock:
-            return {cid: (slot, keys) for cid, (slot, keys) in self._keys.items()}
+            return dict(self._keys)
 
     def program(self):
         with self.lock:
@@ -208,17 +225,24 @@ class DeviceModel:
             for fr in self._through_faults("in", frame):
                 self._control(ctrl.parse(fr))
             return
-        try:
-            flags, inner = ctrl.strip_shim(frame)
-        except ValueError:
-            self.counters["ctrl_malformed"] += 1
-            return
         self.counters["host_rx"] += 1
-        if flags is not None and flags & D.NANOBPF_SHIM_F_ENCRYPT and self._prog:
+        seal = ctrl.has_shim(frame)
+        if seal:
+            try:
+                flags, _, _ = ctrl.strip_shim(frame)
+            except ValueError:
+                flags = None
+            if flags != D.NANOBPF_SHIM_F_ENCRYPT:      # malformed, or DECRYPTED from the host
+                self.counters["bad_shim"] += 1
+                return
             self.counters["encrypt_req"] += 1
-            self._run_prog(inner, HOST_PORT)
+            if not self._prog:
+                self.counters["encrypt_no_prog"] += 1  # never sent unsealed
+                return
+        if self._prog:
+            self._run_prog(frame, HOST_PORT, seal=seal)   # the shim included: the program strips it
         else:
-            self._out(NET_PORT, inner)
+            self._out(NET_PORT, frame)
 
     def _from_net(self, frame):
         try:
@@ -229,8 +253,8 @@ class DeviceModel:
             self.counters["ctrl_foreign"] += 1      # control frames from the network are never obeyed
             return
         self.counters["net_rx"] += 1
-        if len(frame) >= 14 and struct.unpack_from(">H", frame, 12)[0] == D.SHIM_ETHERTYPE:
-            self.counters["xdp_drop"] += 1          # a shim is host-link metadata, not network traffic
+        if ctrl.has_shim(frame):
+            self.counters["bad_shim"] += 1          # a shim is host-link metadata, not network traffic
             return
         if self._prog:
             self._run_prog(frame, NET_PORT)
@@ -248,36 +272,51 @@ class DeviceModel:
             self.counters["net_tx"] += 1
             self._send(self.net, frame)
 
-    def _opened(self, xdp):
+    @staticmethod
+    def _quic_stat(xdp, index):
+        """quic_stats[index] of the program (None without such a map)."""
+        if "quic_stats" not in xdp.map_names() or xdp.map_info("quic_stats").value_size < 8:
+            return None
         try:
-            v = xdp.map_lookup_percpu("quic_stats", struct.pack("<I", abi.NANOBPF_QUIC_STAT_OPENED))
+            v = xdp.map_lookup_percpu("quic_stats", struct.pack("<I", index))
         except (KeyError, TypeError, DeviceError):
             return None
-        return int.from_bytes(v[0][:8], "little") if v else 0
+        return sum(int.from_bytes(x[:8], "little") for x in v) if v else 0
 
-    def _run_prog(self, frame, ingress):
+    def _counted(self, xdp, index, before):
+        """The program counted quic_stats[index] during the run that started at `before`."""
+        return before is not None and (self._quic_stat(xdp, index) or 0) > before
+
+    def _run_prog(self, frame, ingress, seal=False):
+        """Run the program over a frame from `ingress`; seal: the frame carries the ENCRYPT shim and may
+        leave only sealed, towards the network."""
         xdp = self._prog[0]
-        before = self._opened(xdp) if ingress == NET_PORT else None
+        watch = abi.NANOBPF_QUIC_STAT_SEALED if seal else abi.NANOBPF_QUIC_STAT_OPENED if ingress == NET_PORT else None
+        before = self._quic_stat(xdp, watch) if watch is not None else None
         try:
             action, out = xdp.run(frame, ingress_ifindex=ingress)
         except DeviceError:
             action, out = abi.NANOBPF_XDP_ABORTED, b""
         if action == abi.NANOBPF_XDP_PASS:
             self.counters["xdp_pass"] += 1
-            if ingress == NET_PORT:
-                opened = before is not None and (self._opened(xdp) or 0) > before
-                self._out(HOST_PORT, out, D.NANOBPF_SHIM_F_DECRYPTED if opened else 0)
-            else:
-                self._out(NET_PORT, out)
+            port = NET_PORT if ingress == HOST_PORT else HOST_PORT
         elif action in (abi.NANOBPF_XDP_TX, abi.NANOBPF_XDP_REDIRECT):
             port = ingress if action == abi.NANOBPF_XDP_TX else xdp.redirect_ifindex
             if port not in (HOST_PORT, NET_PORT):
                 self.counters["xdp_drop"] += 1
                 return
             self.counters["xdp_tx"] += 1
-            self._out(port, out)
         else:
             self.counters["xdp_drop"] += 1
+            return
+        if seal and not (port == NET_PORT and self._counted(xdp, watch, before) and not ctrl.has_shim(out)):
+            self.counters["encrypt_unsealed"] += 1     # fail closed: never out unsealed
+            return
+        if ctrl.has_shim(out):
+            self.counters["bad_shim"] += 1             # only the device itself adds a shim
+            return
+        opened = ingress == NET_PORT and port == HOST_PORT and self._counted(xdp, watch, before)
+        self._out(port, out, D.NANOBPF_SHIM_F_DECRYPTED if opened else 0)
 
     # ------------------------------------------------------------ control
     def _respond(self, req, type_, status, body=b"", replay=False):
@@ -378,11 +417,39 @@ class DeviceModel:
         return D.unpack(name, body)
 
     @staticmethod
-    def _cid(m):
-        n = m["cid_len"]
-        if not 1 <= n <= D.NANOBPF_CTRL_MAX_CID or any(m["reserved"]) or any(m["cid"][n:]):
-            raise _Refuse(D.NANOBPF_CTRL_ST_INVALID, "CID length 1..20, reserved bytes and bytes after the CID zero")
-        return m["cid"][:n]
+    def _key_id(m):
+        """The KeyId a key_msg/key_del names, or INVALID with the field at fault."""
+        n, d, cid = m["cid_len"], m["dir"], m["cid"]
+        if d not in (ctrl.OPEN, ctrl.SEAL):
+            raise _Refuse(D.NANOBPF_CTRL_ST_INVALID, f"dir {d}: {ctrl.OPEN} (open) or {ctrl.SEAL} (seal)")
+        if n > D.NANOBPF_CTRL_MAX_CID:
+            raise _Refuse(D.NANOBPF_CTRL_ST_INVALID, f"cid_len {n}: 0..{D.NANOBPF_CTRL_MAX_CID}")
+        if any(m["reserved"]):
+            raise _Refuse(D.NANOBPF_CTRL_ST_INVALID, "reserved bytes not zero")
+        if n and any(cid[n:]):
+            raise _Refuse(D.NANOBPF_CTRL_ST_INVALID, f"cid: bytes after the {n}-byte CID not zero")
+        if not n and not any(cid):
+            raise _Refuse(D.NANOBPF_CTRL_ST_INVALID, "cid_len 0: cid holds the peer's address id, not all zero")
+        return ctrl.KeyId(d, n, bytes(cid))
+
+    @staticmethod
+    def _check_keys(kid, keys):
+        phase, flags, cid_len = keys[0], keys[1], keys[2]
+        f = abi.NANOBPF_QUIC_KEY_NEXT | abi.NANOBPF_QUIC_KEY_PREV
+        problems = []
+        if phase > 1:
+            problems.append(f"key_phase {phase}: 0 or 1")
+        if flags & ~f or flags == f:
+            problems.append(f"flags {flags:#x}: NEXT ({abi.NANOBPF_QUIC_KEY_NEXT}) or PREV ({abi.NANOBPF_QUIC_KEY_PREV}), "
+                            "not both")
+        elif flags & abi.NANOBPF_QUIC_KEY_PREV and kid.dir != ctrl.OPEN:
+            problems.append("flags: PREV (previous keys) only in open entries")
+        if cid_len != kid.cid_len:
+            problems.append(f"cid_len {cid_len}: the entry's CID length is {kid.cid_len}")
+        if keys[3] or any(keys[76:80]):
+            problems.append("reserved and pad not zero")
+        if problems:
+            raise _Refuse(D.NANOBPF_CTRL_ST_INVALID, "keys: " + "; ".join(problems))
 
     def _do_reset(self, body):
         if body:
@@ -396,54 +463,92 @@ class DeviceModel:
         ids = {v: k for k, v in D.STAT_NAMES.items()}
         return b"".join(D.pack("stat_entry", id=ids[n], value=v) for n, v in self.stats().items())
 
-    def _keytable_map(self):
-        if self._prog and KEYTABLE in self._prog[0].map_names():
-            return self._prog[0]
-        return None
+    def _prog_map(self, name, struct_name=None):
+        """The attached program if it has map `name` (with the ABI struct's key or value size), else None."""
+        if not self._prog or name not in self._prog[0].map_names():
+            return None
+        x = self._prog[0]
+        if struct_name:
+            info, size = x.map_info(name), abi.STRUCTS[struct_name].size
+            if size not in (info.key_size, info.value_size):
+                return None
+        return x
 
-    @staticmethod
-    def _cid_key(cid):
-        return D.pack("key_del", cid_len=len(cid), cid=cid)[:1] + cid.ljust(20, b"\0") + bytes(3)
+    def _keytable_map(self):
+        return self._prog_map(KEYTABLE)
+
+    def _forget_pn(self, kid):
+        """Remove the program's packet-number state of an entry (quic_pn, key struct nanobpf_quic_cid)."""
+        if (x := self._prog_map("quic_pn", "quic_pn_state")) and x.map_info("quic_pn").key_size == len(kid.pack()):
+            x.map_delete("quic_pn", kid.pack())
+
+    def open_cid_lens(self):
+        """The quic_config.open_cid_lens bit map of the key table: bit n for open entries of n-byte CIDs."""
+        bits = 0
+        for kid in self._keys:
+            if kid.dir == ctrl.OPEN:
+                bits |= 1 << kid.cid_len
+        return bits
+
+    def _sync_config(self):
+        """Write open_cid_lens into quic_config[0], keeping the other fields (read-modify-write)."""
+        x = self._prog_map("quic_config", "quic_config")
+        if not x:
+            return
+        st, key = abi.STRUCTS["quic_config"], struct.pack("<I", 0)
+        if x.map_info("quic_config").value_size != st.size or x.map_info("quic_config").key_size != 4:
+            return
+        off = next(o for name, o, _ in st.fields if name == "open_cid_lens")
+        value = bytearray(x.map_lookup("quic_config", key) or bytes(st.size))
+        bits = struct.pack("<I", self.open_cid_lens())
+        if value[off:off + 4] != bits:
+            value[off:off + 4] = bits
+            x.map_update("quic_config", key, bytes(value))
 
     def _do_key(self, body, update):
         m = self._exact(body, "key_msg")
-        cid, keys = self._cid(m), m["keys"]
-        phase, flags, cid_len = keys[0], keys[1], keys[2]
-        if phase > 1 or flags > 1 or cid_len != len(cid) or keys[3] or any(keys[76:80]):
-            raise _Refuse(D.NANOBPF_CTRL_ST_INVALID,
-                          "keys: key_phase 0/1, flags bit 0 only, cid_len = the CID's length, reserved and pad zero")
+        kid, keys = self._key_id(m), m["keys"]
+        self._check_keys(kid, keys)
         if update:
-            if cid not in self._keys:
-                raise _Refuse(D.NANOBPF_CTRL_ST_NOENT, "no such connection")
-            slot = self._keys[cid][0]
+            if kid not in self._keys:
+                raise _Refuse(D.NANOBPF_CTRL_ST_NOENT, "no such entry")
+            slot = self._keys[kid][0]
         else:
-            if cid in self._keys:
-                raise _Refuse(D.NANOBPF_CTRL_ST_EXIST, "connection already present")
+            if kid in self._keys:
+                raise _Refuse(D.NANOBPF_CTRL_ST_EXIST, "entry already present (KEY_UPDATE replaces keys)")
             used = {s for s, _ in self._keys.values()}
             slot = next((s for s in range(self.key_slots) if s not in used), None)
             if slot is None:
-                raise _Refuse(D.NANOBPF_CTRL_ST_FULL, f"key table full ({self.key_slots} connections)")
-        self._keys[cid] = (slot, bytes(keys))
+                raise _Refuse(D.NANOBPF_CTRL_ST_FULL, f"key table full ({self.key_slots} entries)")
+        self._keys[kid] = (slot, bytes(keys))
         if (x := self._keytable_map()):
-            x.map_update(KEYTABLE, self._cid_key(cid), keys)
+            x.map_update(KEYTABLE, kid.pack(), keys)
+        if not update:
+            self._forget_pn(kid)            # fresh keys: packet numbers start anew (an update keeps them)
+            self._sync_config()
         return D.pack("key_resp", slot=slot)
 
     def _do_key_del(self, body):
-        cid = self._cid(self._exact(body, "key_del"))
-        if cid not in self._keys:
-            raise _Refuse(D.NANOBPF_CTRL_ST_NOENT, "no such connection")
-        del self._keys[cid]
+        kid = self._key_id(self._exact(body, "key_del"))
+        if kid not in self._keys:
+            raise _Refuse(D.NANOBPF_CTRL_ST_NOENT, "no such entry")
+        del self._keys[kid]
         if (x := self._keytable_map()):
-            x.map_delete(KEYTABLE, self._cid_key(cid))
+            x.map_delete(KEYTABLE, kid.pack())
+        self._forget_pn(kid)
+        self._sync_config()
         return b""
 
     def _do_key_flush(self, body):
         if body:
             raise _Refuse(D.NANOBPF_CTRL_ST_BAD_LENGTH, "KEY_FLUSH has no body")
-        if (x := self._keytable_map()):
-            for cid in self._keys:
-                x.map_delete(KEYTABLE, self._cid_key(cid))
+        x = self._keytable_map()
+        for kid in self._keys:
+            if x:
+                x.map_delete(KEYTABLE, kid.pack())
+            self._forget_pn(kid)
         self._keys.clear()
+        self._sync_config()
         return b""
 
     def _do_prog_begin(self, body):
@@ -498,8 +603,9 @@ class DeviceModel:
         info = dict(name=ld["name"], image_len=len(image), crc32=ld["crc32"], insns=insns, maps=maps)
         self._prog = (xdp, info)
         if KEYTABLE in xdp.map_names():
-            for cid, (_, keys) in self._keys.items():
-                xdp.map_update(KEYTABLE, self._cid_key(cid), keys)
+            for kid, (_, keys) in self._keys.items():
+                xdp.map_update(KEYTABLE, kid.pack(), keys)
+        self._sync_config()
         return D.pack("prog_info", **info)
 
     def _do_prog_unload(self, body):
@@ -552,6 +658,8 @@ class DeviceModel:
                 return v
             if type_ == D.NANOBPF_CTRL_MSG_MAP_UPDATE:
                 xdp.map_update(name, key, value, m["flags"])
+                if name == "quic_config":
+                    self._sync_config()         # open_cid_lens is the device's, the rest the user's
                 return b""
             if type_ == D.NANOBPF_CTRL_MSG_MAP_DELETE:
                 if not xdp.map_delete(name, key):
