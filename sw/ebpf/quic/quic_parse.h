@@ -300,7 +300,7 @@ static __always_inline int quic_classify(struct xdp_md *ctx, const struct nanobp
         if (ip + 40 > end)
             return QUIC_DROPPED(NANOBPF_QUIC_DROP_TRUNCATED);
         __u32 plen = (__u32)ip[4] << 8 | ip[5];
-        if (ip + 40 + plen > end)
+        if ((ip[0] >> 4) != 6 || ip + 40 + plen > end)
             return QUIC_DROPPED(NANOBPF_QUIC_DROP_BAD_IPV6);
         if (ip[6] != IPPROTO_UDP_)
             return NANOBPF_QUIC_STAT_NOT_QUIC; /* another protocol or an extension header */
