@@ -134,7 +134,7 @@ static int64_t quic_aead(U64 ctx, U64 keys, U64 req_addr, U64 req_size, int seal
     if ((uint64_t)r.hdr_off + r.hdr_len + r.payload_len + NANOBPF_AEAD_TAG_LEN > x->data_end - x->data)
         return -NANOBPF_EINVAL;
     int next = (r.flags & NANOBPF_AEAD_NEXT_PHASE) != 0;
-    if (next && !(k->flags & 1)) return -NANOBPF_ENOKEY;
+    if (next && !(k->flags & (NANOBPF_QUIC_KEY_NEXT | NANOBPF_QUIC_KEY_PREV))) return -NANOBPF_ENOKEY; /* second slot empty */
     uint8_t *text = PTR(x->data + r.hdr_off + r.hdr_len);
     int hw = ebpf_aead_engine(seal, k, next, r.pn, PTR(x->data + r.hdr_off), r.hdr_len, text, r.payload_len);
     if (hw >= 0) return seal || hw == 0 ? 0 : -NANOBPF_EBADMSG;
