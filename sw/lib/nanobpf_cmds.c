@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <arpa/inet.h>
 
 #include "nanobpf_int.h"
 
@@ -39,11 +40,94 @@ static int check_name(struct nanobpf *h, const char *what, const char *kind, con
 	return 0;
 }
 
-static int check_cid(struct nanobpf *h, const char *what, const void *cid, size_t cid_len)
+static int all_zero(const uint8_t *p, size_t n)
 {
-	if (!cid || cid_len < 1 || cid_len > NANOBPF_CTRL_MAX_CID)
-		return nb_fail(h, EINVAL, "%s: a connection ID has 1 to %d bytes, not %zu", what,
-			       NANOBPF_CTRL_MAX_CID, cid ? cid_len : 0);
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return 0;
+	return 1;
+}
+
+static int check_id(struct nanobpf *h, const char *what, const struct nanobpf_key_id *id)
+{
+	if (!id)
+		return nb_fail(h, EINVAL, "%s: no entry named", what);
+	if (id->dir != NANOBPF_QUIC_DIR_OPEN && id->dir != NANOBPF_QUIC_DIR_SEAL)
+		return nb_fail(h, EINVAL, "%s: direction %u: %d (open) or %d (seal)", what, id->dir,
+			       NANOBPF_QUIC_DIR_OPEN, NANOBPF_QUIC_DIR_SEAL);
+	if (id->cid_len > NANOBPF_CTRL_MAX_CID)
+		return nb_fail(h, EINVAL, "%s: a connection ID has 0 to %d bytes, not %u", what, NANOBPF_CTRL_MAX_CID,
+			       id->cid_len);
+	if (id->cid_len && !all_zero(id->id + id->cid_len, NANOBPF_CTRL_MAX_CID - id->cid_len))
+		return nb_fail(h, EINVAL, "%s: bytes after the %u-byte connection ID are not zero", what, id->cid_len);
+	if (!id->cid_len && all_zero(id->id, NANOBPF_CTRL_MAX_CID))
+		return nb_fail(h, EINVAL, "%s: a zero-length connection ID needs the peer's address id (all zero)", what);
+	return 0;
+}
+
+/* the attributes that name an entry: CID (1..20 bytes) or ADDR_ID, and DIR */
+static int put_id(struct nl_msg *msg, const struct nanobpf_key_id *id)
+{
+	if (id->cid_len ? nla_put(msg, NANOBPF_ATTR_CID, id->cid_len, id->id) < 0
+			: nla_put(msg, NANOBPF_ATTR_ADDR_ID, NANOBPF_CTRL_MAX_CID, id->id) < 0)
+		return -1;
+	return nla_put_u8(msg, NANOBPF_ATTR_DIR, id->dir);
+}
+
+int nanobpf_key_id_cid(struct nanobpf_key_id *kid, unsigned dir, const void *cid, size_t cid_len)
+{
+	if (!kid || !cid || cid_len < 1 || cid_len > NANOBPF_CTRL_MAX_CID ||
+	    (dir != NANOBPF_QUIC_DIR_OPEN && dir != NANOBPF_QUIC_DIR_SEAL))
+		return -EINVAL;
+	memset(kid, 0, sizeof(*kid));
+	kid->dir = (uint8_t)dir;
+	kid->cid_len = (uint8_t)cid_len;
+	memcpy(kid->id, cid, cid_len);
+	return 0;
+}
+
+int nanobpf_key_id_addr(struct nanobpf_key_id *kid, unsigned dir, const char *ip, unsigned peer_port,
+			unsigned local_port)
+{
+	struct in_addr a4;
+	uint8_t *p;
+
+	if (!kid || !ip || peer_port > 0xffff || local_port > 0xffff ||
+	    (dir != NANOBPF_QUIC_DIR_OPEN && dir != NANOBPF_QUIC_DIR_SEAL))
+		return -EINVAL;
+	memset(kid, 0, sizeof(*kid));
+	kid->dir = (uint8_t)dir;
+	p = kid->id + NANOBPF_QUIC_ADDR_IP_OFF;
+	if (inet_pton(AF_INET, ip, &a4) == 1) {
+		p[10] = p[11] = 0xff;		/* ::ffff:a.b.c.d */
+		memcpy(p + 12, &a4, 4);
+	} else if (inet_pton(AF_INET6, ip, p) != 1) {
+		return -EINVAL;
+	}
+	kid->id[NANOBPF_QUIC_ADDR_PEER_PORT_OFF] = (uint8_t)(peer_port >> 8);
+	kid->id[NANOBPF_QUIC_ADDR_PEER_PORT_OFF + 1] = (uint8_t)peer_port;
+	kid->id[NANOBPF_QUIC_ADDR_LOCAL_PORT_OFF] = (uint8_t)(local_port >> 8);
+	kid->id[NANOBPF_QUIC_ADDR_LOCAL_PORT_OFF + 1] = (uint8_t)local_port;
+	return 0;
+}
+
+int nanobpf_addr_id_format(const uint8_t id[NANOBPF_CTRL_MAX_CID], char *out, size_t outlen, unsigned *peer_port,
+			   unsigned *local_port)
+{
+	static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	const uint8_t *ip = id + NANOBPF_QUIC_ADDR_IP_OFF;
+	const char *r;
+
+	if (!memcmp(ip, v4mapped, sizeof(v4mapped)))
+		r = inet_ntop(AF_INET, ip + 12, out, (socklen_t)outlen);
+	else
+		r = inet_ntop(AF_INET6, ip, out, (socklen_t)outlen);
+	if (!r)
+		return -ENOSPC;
+	if (peer_port)
+		*peer_port = (unsigned)id[NANOBPF_QUIC_ADDR_PEER_PORT_OFF] << 8 | id[NANOBPF_QUIC_ADDR_PEER_PORT_OFF + 1];
+	if (local_port)
+		*local_port = (unsigned)id[NANOBPF_QUIC_ADDR_LOCAL_PORT_OFF] << 8 | id[NANOBPF_QUIC_ADDR_LOCAL_PORT_OFF + 1];
 	return 0;
 }
 
@@ -120,7 +204,7 @@ int nanobpf_dev_get(struct nanobpf *h, struct nanobpf_dev_info *info)
 
 /* ------------------------------------------------------------------ keys */
 
-static int key_set(struct nanobpf *h, int cmd, const char *what, const void *cid, size_t cid_len,
+static int key_set(struct nanobpf *h, int cmd, const char *what, const struct nanobpf_key_id *id,
 		   const void *keys, size_t keys_len)
 {
 	struct nb_req r = { 0 };
@@ -128,7 +212,7 @@ static int key_set(struct nanobpf *h, int cmd, const char *what, const void *cid
 	int ret;
 
 	nb_clear(h);
-	ret = check_cid(h, what, cid, cid_len);
+	ret = check_id(h, what, id);
 	if (ret)
 		return ret;
 	if (!keys || keys_len != NANOBPF_CTRL_KEYS_SIZE)
@@ -137,37 +221,37 @@ static int key_set(struct nanobpf *h, int cmd, const char *what, const void *cid
 	msg = nb_msg(h, cmd, 0, 128);
 	if (!msg)
 		return -ENOMEM;
-	PUT(nla_put(msg, NANOBPF_ATTR_CID, (int)cid_len, cid));
+	PUT(put_id(msg, id));
 	PUT(nla_put(msg, NANOBPF_ATTR_KEYS, (int)keys_len, keys));
 	return nb_transact(h, msg, &r, what);
 nomem:
 	return put_fail(h, msg);
 }
 
-int nanobpf_key_add(struct nanobpf *h, const void *cid, size_t cid_len, const void *keys, size_t keys_len)
+int nanobpf_key_add(struct nanobpf *h, const struct nanobpf_key_id *id, const void *keys, size_t keys_len)
 {
-	return key_set(h, NANOBPF_CMD_KEY_ADD, "key add", cid, cid_len, keys, keys_len);
+	return key_set(h, NANOBPF_CMD_KEY_ADD, "key add", id, keys, keys_len);
 }
 
-int nanobpf_key_update(struct nanobpf *h, const void *cid, size_t cid_len, const void *keys, size_t keys_len)
+int nanobpf_key_update(struct nanobpf *h, const struct nanobpf_key_id *id, const void *keys, size_t keys_len)
 {
-	return key_set(h, NANOBPF_CMD_KEY_UPDATE, "key update", cid, cid_len, keys, keys_len);
+	return key_set(h, NANOBPF_CMD_KEY_UPDATE, "key update", id, keys, keys_len);
 }
 
-int nanobpf_key_del(struct nanobpf *h, const void *cid, size_t cid_len)
+int nanobpf_key_del(struct nanobpf *h, const struct nanobpf_key_id *id)
 {
 	struct nb_req r = { 0 };
 	struct nl_msg *msg;
 	int ret;
 
 	nb_clear(h);
-	ret = check_cid(h, "key del", cid, cid_len);
+	ret = check_id(h, "key del", id);
 	if (ret)
 		return ret;
-	msg = nb_msg(h, NANOBPF_CMD_KEY_DEL, 0, 32);
+	msg = nb_msg(h, NANOBPF_CMD_KEY_DEL, 0, 48);
 	if (!msg)
 		return -ENOMEM;
-	PUT(nla_put(msg, NANOBPF_ATTR_CID, (int)cid_len, cid));
+	PUT(put_id(msg, id));
 	return nb_transact(h, msg, &r, "key del");
 nomem:
 	return put_fail(h, msg);
@@ -183,15 +267,19 @@ static int parse_key(struct nb_req *r, struct nlattr **tb)
 {
 	struct key_walk *w = r->arg;
 	struct nanobpf_key_entry e;
-	struct nlattr *cid = tb[NANOBPF_ATTR_CID];
+	struct nlattr *cid = tb[NANOBPF_ATTR_CID], *addr = tb[NANOBPF_ATTR_ADDR_ID];
+	int n = cid ? nla_len(cid) : 0;
 
 	memset(&e, 0, sizeof(e));
-	if (!cid || nla_len(cid) < 1 || nla_len(cid) > NANOBPF_CTRL_MAX_CID) {
-		w->bad++;	/* an entry without a usable CID: skipped, reported after the walk */
+	/* a CID of 1..20 bytes, or an empty/absent one with a 20-byte address id */
+	if (n > NANOBPF_CTRL_MAX_CID || (!n && (!addr || nla_len(addr) != NANOBPF_CTRL_MAX_CID))) {
+		w->bad++;	/* an entry without a usable name: skipped, reported after the walk */
 		return 0;
 	}
-	e.cid_len = (uint8_t)nla_len(cid);
-	memcpy(e.cid, nla_data(cid), e.cid_len);
+	e.id.cid_len = (uint8_t)n;
+	memcpy(e.id.id, n ? nla_data(cid) : nla_data(addr), n ? (size_t)n : NANOBPF_CTRL_MAX_CID);
+	if (nb_get_u8(tb[NANOBPF_ATTR_DIR], &e.id.dir))
+		e.present |= NANOBPF_KEY_HAS_DIR;
 	if (nb_get_u8(tb[NANOBPF_ATTR_KEY_PHASE], &e.key_phase))
 		e.present |= NANOBPF_KEY_HAS_PHASE;
 	if (nb_get_u32(tb[NANOBPF_ATTR_SLOT], &e.slot))
@@ -216,7 +304,7 @@ int nanobpf_key_list(struct nanobpf *h, nanobpf_key_cb cb, void *arg)
 	if (ret)
 		return ret;
 	if (w.bad)
-		return nb_fail(h, EPROTO, "key list: %d entr%s from the driver without a valid CID", w.bad,
+		return nb_fail(h, EPROTO, "key list: %d entr%s from the driver without a valid CID or address id", w.bad,
 			       w.bad == 1 ? "y" : "ies");
 	return (int)r.count;
 }

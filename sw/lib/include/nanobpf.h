@@ -86,24 +86,48 @@ int nanobpf_dev_reset(struct nanobpf *h);
 
 /* ------------------------------------------------------------------ QUIC keys */
 
+/* The name of a key table entry. A connection has one entry per direction: NANOBPF_QUIC_DIR_OPEN, keyed
+ * by a local connection ID (the destination CID of packets from the network), holds the peer's keys;
+ * NANOBPF_QUIC_DIR_SEAL, keyed by the peer's connection ID (the destination CID of packets the host
+ * sends), holds the host's. A peer that uses zero-length CIDs is named by its address and ports
+ * instead (cid_len 0, id = the address id, nanobpf_key_id_addr()). */
+struct nanobpf_key_id {
+	uint8_t dir;				/* NANOBPF_QUIC_DIR_OPEN (0) or NANOBPF_QUIC_DIR_SEAL (1) */
+	uint8_t cid_len;			/* 1..20: id holds the CID (zero after it); 0: the address id */
+	uint8_t id[NANOBPF_CTRL_MAX_CID];
+};
+
+/* Fill *kid for a CID of 1..NANOBPF_CTRL_MAX_CID bytes; 0 or -EINVAL (bad length or direction). */
+int nanobpf_key_id_cid(struct nanobpf_key_id *kid, unsigned dir, const void *cid, size_t cid_len);
+/* Fill *kid for a peer with zero-length CIDs: its IP address (IPv4 dotted or IPv6 text; IPv4 is stored
+ * as ::ffff:a.b.c.d), its UDP port and the local UDP port (NANOBPF_QUIC_ADDR_*). 0 or -EINVAL. */
+int nanobpf_key_id_addr(struct nanobpf_key_id *kid, unsigned dir, const char *ip, unsigned peer_port,
+			unsigned local_port);
+/* The address of an address id as text: "a.b.c.d" for ::ffff:a.b.c.d, IPv6 text otherwise; the ports
+ * in *peer_port and *local_port (either may be NULL). 0, or -ENOSPC when out is too small. */
+int nanobpf_addr_id_format(const uint8_t id[NANOBPF_CTRL_MAX_CID], char *out, size_t outlen, unsigned *peer_port,
+			   unsigned *local_port);
+
 #define NANOBPF_KEY_HAS_PHASE  (1u << 0)
 #define NANOBPF_KEY_HAS_SLOT   (1u << 1)
 #define NANOBPF_KEY_HAS_SYNCED (1u << 2)
+#define NANOBPF_KEY_HAS_DIR    (1u << 3)	/* id.dir came from the driver (else it is OPEN) */
 
 struct nanobpf_key_entry {
 	unsigned present;		/* NANOBPF_KEY_HAS_* */
-	uint8_t cid[NANOBPF_CTRL_MAX_CID];
-	uint8_t cid_len;
+	struct nanobpf_key_id id;
 	uint8_t key_phase;
 	uint32_t slot;
 	uint8_t synced;
 };
 
-/* cid: 1..NANOBPF_CTRL_MAX_CID bytes; keys: exactly NANOBPF_CTRL_KEYS_SIZE bytes (struct nanobpf_quic_keys) */
-int nanobpf_key_add(struct nanobpf *h, const void *cid, size_t cid_len, const void *keys, size_t keys_len);
-int nanobpf_key_update(struct nanobpf *h, const void *cid, size_t cid_len, const void *keys, size_t keys_len);
-int nanobpf_key_del(struct nanobpf *h, const void *cid, size_t cid_len);
-/* Called once per connection; a nonzero return stops the walk and becomes key_list's return value. */
+/* An entry with fresh keys (never used before: the device starts its packet-number state anew), or the
+ * keys of a key update of a live connection (the state is kept). keys: exactly NANOBPF_CTRL_KEYS_SIZE
+ * bytes (struct nanobpf_quic_keys). */
+int nanobpf_key_add(struct nanobpf *h, const struct nanobpf_key_id *id, const void *keys, size_t keys_len);
+int nanobpf_key_update(struct nanobpf *h, const struct nanobpf_key_id *id, const void *keys, size_t keys_len);
+int nanobpf_key_del(struct nanobpf *h, const struct nanobpf_key_id *id);
+/* Called once per entry; a nonzero return stops the walk and becomes key_list's return value. */
 typedef int (*nanobpf_key_cb)(const struct nanobpf_key_entry *entry, void *arg);
 /* Dump the host table: returns the number of entries seen, or a negative errno */
 int nanobpf_key_list(struct nanobpf *h, nanobpf_key_cb cb, void *arg);

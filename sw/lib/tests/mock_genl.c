@@ -12,7 +12,8 @@
  *                             reports DEV_STATUS=STATUS with ERRMSG "mock device: <status name>"
  *   NANOBPF_MOCK_FAIL_ATTR=TYPE  that failure's extended ACK points at the request's attribute TYPE
  *   NANOBPF_MOCK_EMPTY=1      no keys, no program (PROG_GET: ENOEXEC, status NO_PROG), empty map
- * Fixed state otherwise: device on eth0/nbpf0 in sync, two keys, program "xdp_mock", map "counters"
+ * Fixed state otherwise: device on eth0/nbpf0 in sync, three keys (an open and a seal entry by CID, an
+ * open entry by address: 192.0.2.1 port 4433, local port 443), program "xdp_mock", map "counters"
  * (three 4-byte keys 0..2 with 8-byte values), every counter.
  */
 #include <errno.h>
@@ -184,7 +185,7 @@ static void family_request(const struct nlmsghdr *nlh)
 		nla_put_u8(m, NANOBPF_ATTR_LINK_STATE, NANOBPF_LINK_IN_SYNC);
 		nla_put_u32(m, NANOBPF_ATTR_EPOCH, 0x1234abcd);
 		nla_put_u16(m, NANOBPF_ATTR_VERSION, NANOBPF_CTRL_VERSION);
-		nla_put_u32(m, NANOBPF_ATTR_KEY_COUNT, empty ? 0 : 2);
+		nla_put_u32(m, NANOBPF_ATTR_KEY_COUNT, empty ? 0 : 3);
 		if (fail_status >= 0) {
 			char msg[64];
 
@@ -198,12 +199,21 @@ static void family_request(const struct nlmsghdr *nlh)
 			ack(nlh, -EOPNOTSUPP, "mock: KEY_GET is a dump");
 			return;
 		}
-		for (int i = 0; i < (empty ? 0 : 2); i++) {
+		for (int i = 0; i < (empty ? 0 : 3); i++) {
 			static const uint8_t cids[2][8] = { { 0x01, 0x02, 0x03, 0x04 }, { 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff, 0x00, 0x11 } };
+			static const uint8_t addr[NANOBPF_CTRL_MAX_CID] = { [10] = 0xff, [11] = 0xff, [12] = 192, [13] = 0,
+									    [14] = 2, [15] = 1, [16] = 0x11, [17] = 0x51,
+									    [18] = 0x01, [19] = 0xbb };
 
 			m = reply(nlh, MOCK_FAMILY, g->cmd, NLM_F_MULTI);
-			nla_put(m, NANOBPF_ATTR_CID, i ? 8 : 4, cids[i]);
-			nla_put_u8(m, NANOBPF_ATTR_KEY_PHASE, (uint8_t)i);
+			if (i < 2) {
+				nla_put(m, NANOBPF_ATTR_CID, i ? 8 : 4, cids[i]);
+			} else {
+				nla_put(m, NANOBPF_ATTR_CID, 0, NULL);
+				nla_put(m, NANOBPF_ATTR_ADDR_ID, sizeof(addr), addr);
+			}
+			nla_put_u8(m, NANOBPF_ATTR_DIR, i == 1 ? NANOBPF_QUIC_DIR_SEAL : NANOBPF_QUIC_DIR_OPEN);
+			nla_put_u8(m, NANOBPF_ATTR_KEY_PHASE, (uint8_t)(i & 1));
 			nla_put_u32(m, NANOBPF_ATTR_SLOT, 7u + (unsigned)i);
 			nla_put_u8(m, NANOBPF_ATTR_SYNCED, (uint8_t)!i);
 			queue(m);

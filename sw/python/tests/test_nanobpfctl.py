@@ -150,13 +150,34 @@ USAGE_ERRORS = [
     (["key", "del", "cid", "0x"], "no bytes given"),
     (["key", "del", "cid", "01" * 21], "1 to 20 bytes, got 21"),
     (["key", "del"], "needs 'cid HEX'"),
+    (["key", "del", "cid", "01", "dir", "sideways"], "dir: 'sideways' is not open or seal"),
+    (["key", "del", "cid", "01", "dir", "seal", "dir", "open"], "'dir' given twice"),
+    (["key", "del", "cid", "01", "phase", "1"], "unexpected argument 'phase'"),
+    (["key", "del", "cid", "01", "peer", "10.0.0.1:1", "local-port", "2"], "one of cid HEX, peer"),
+    (["key", "del", "peer", "10.0.0.1:1"], "peer needs local-port"),
+    (["key", "del", "cid", "01", "local-port", "2"], "local-port goes with peer"),
+    (["key", "del", "peer", "10.0.0.1", "local-port", "2"], "is not ADDR:PORT"),
+    (["key", "del", "peer", "2001:db8::1:443", "local-port", "2"], "IPv6 address goes in brackets"),
+    (["key", "del", "peer", "[2001:db8::1]443", "local-port", "2"], "is not [IPv6]:PORT"),
+    (["key", "del", "peer", "10.0.0.300:1", "local-port", "2"], "not an IPv4 or IPv6 address"),
+    (["key", "del", "peer", "10.0.0.1:65536", "local-port", "2"], "out of range (at most 65535)"),
+    (["key", "del", "peer", "10.0.0.1:1", "local-port", "x"], "not a number"),
+    (["key", "del", "peer", ":1", "local-port", "2"], "no address"),
+    (["key", "del", "addr-id", "00" * 20], "addr-id: all zero"),
+    (["key", "del", "addr-id", "01" * 19], "addr-id must be 20 bytes, got 19"),
     (["key", "add", "cid", "", "key", KEY, "iv", IV, "hp", HP], "no bytes given"),
     (["key", "add", "cid", "01" * 21, "key", KEY, "iv", IV, "hp", HP], "1 to 20 bytes, got 21"),
     (["key", "add", "cid", "01", "key", KEY[:-2], "iv", IV, "hp", HP], "key must be 16 bytes, got 15"),
     (["key", "add", "cid", "01", "key", KEY + "00", "iv", IV, "hp", HP], "key must be 16 bytes, got 17"),
     (["key", "add", "cid", "01", "key", KEY, "iv", IV[:-2], "hp", HP], "iv must be 12 bytes, got 11"),
     (["key", "add", "cid", "01", "key", KEY, "iv", IV, "hp", HP + "11"], "hp must be 16 bytes, got 17"),
-    (["key", "add", "cid", "01", "key", KEY, "iv", IV], "needs cid, key, iv and hp"),
+    (["key", "add", "cid", "01", "key", KEY, "iv", IV], "needs the entry (cid HEX or peer ADDR:PORT local-port PORT), key, iv and hp"),
+    (["key", "add", "key", KEY, "iv", IV, "hp", HP], "needs the entry"),
+    (["key", "add", "cid", "01", "key", KEY, "iv", IV, "hp", HP, "prev-key", NKEY], "prev-key and prev-iv go together"),
+    (["key", "add", "cid", "01", "key", KEY, "iv", IV, "hp", HP, "prev-key", NKEY, "prev-iv", NIV, "next-key", NKEY,
+      "next-iv", NIV], "one or the other"),
+    (["key", "add", "cid", "01", "dir", "seal", "key", KEY, "iv", IV, "hp", HP, "prev-key", NKEY, "prev-iv", NIV],
+     "open entries only"),
     (["key", "add", "cid", "01", "key", KEY, "iv", IV, "hp", HP, "next-key", NKEY], "next-key and next-iv go together"),
     (["key", "add", "cid", "01", "key", KEY, "iv", IV, "hp", HP, "next-key", NKEY, "next-iv", NIV[:-2]],
      "next-iv must be 12 bytes"),
@@ -247,10 +268,12 @@ def test_prog_load_not_an_image(tmp_path, blob, msg):
 
 VALID = [
     ["dev", "show"], ["dev", "attach", "eth0"], ["dev", "attach", "eth0", "name", "nbpf7"], ["dev", "detach"],
-    ["dev", "reset"], ["key", "list"], ["key", "del", "cid", "01" * 20],
+    ["dev", "reset"], ["key", "list"], ["key", "del", "cid", "01" * 20], ["key", "del", "cid", "01", "dir", "seal"],
+    ["key", "del", "peer", "[::1]:4433", "local-port", "443", "dir", "open"], ["key", "del", "addr-id", "01" * 20],
     ["key", "add", "cid", "0a:0b:0c:0d", "key", KEY, "iv", IV, "hp", HP, "phase", "1", "next-key", NKEY,
      "next-iv", NIV],
     ["key", "update", "cid", "0x01", "key", KEY, "iv", IV, "hp", HP], ["prog", "show"], ["prog", "unload"],
+    ["key", "add", "dir", "seal", "peer", "192.0.2.1:1", "local-port", "2", "key", KEY, "iv", IV, "hp", HP],
     ["map", "dump", "m" * NAME_MAX], ["map", "dump", abi.KEYTABLE_MAP_NAME], ["map", "lookup", "m", "key", "00"], ["map", "delete", "m", "key", "00" * 256],
     ["map", "update", "m", "key", "00", "value", "00" * 1024, "exist"], ["table", "add", "port", "7", "0xffffffff"],
     ["table", "add", "profile", "0x7", "123"], ["table", "del", "lport_cfg", "3"], ["stats"],
@@ -310,10 +333,10 @@ def test_mock_absent_family():
 def test_mock_dev_show():
     d = mock_json("dev", "show")
     assert d == {"ifname": "eth0", "vdev": "nbpf0", "link_state": "in_sync", "link_state_id": 2,
-                 "epoch": 0x1234abcd, "version": ctrl.VERSION, "key_count": 2, "last_error": None}
+                 "epoch": 0x1234abcd, "version": ctrl.VERSION, "key_count": 3, "last_error": None}
     p = mock("dev", "show")
     assert p.stdout.splitlines() == ["ifname eth0  vdev nbpf0",
-                                     f"link in_sync  epoch 0x1234abcd  version {ctrl.VERSION}  keys 2"]
+                                     f"link in_sync  epoch 0x1234abcd  version {ctrl.VERSION}  keys 3"]
 
 
 def test_mock_dev_attach_sends_names(tmp_path):
@@ -329,6 +352,12 @@ def test_mock_dev_attach_sends_names(tmp_path):
     assert reqs[2][1] == {} and reqs[3][1] == {}
 
 
+def keys_fields(blob):
+    st = abi.STRUCTS["quic_keys"]
+    assert len(blob) == st.size == ctrl.NANOBPF_CTRL_KEYS_SIZE
+    return dict(zip([f for f, _, _ in st.fields], struct.unpack(st.fmt, blob)))
+
+
 def test_mock_key_add_builds_the_key_entry(tmp_path):
     log = tmp_path / "log"
     cid = "0a0b0c0d0e"
@@ -338,29 +367,57 @@ def test_mock_key_add_builds_the_key_entry(tmp_path):
     assert mock_json("key", "del", "cid", "0a:0b:0c:0d:0e", log=log) == {"ok": True}
     (c1, a1, _), (c2, a2, _), (c3, a3, _) = requests(log)
     assert (c1, c2, c3) == ("key_add", "key_update", "key_del")
-    st = abi.STRUCTS["quic_keys"]
-    assert len(a1["KEYS"]) == st.size == ctrl.NANOBPF_CTRL_KEYS_SIZE
-    k = dict(zip([f for f, _, _ in st.fields], struct.unpack(st.fmt, a1["KEYS"])))
-    assert a1["CID"] == bytes.fromhex(cid)
-    assert k["key_phase"] == 1 and k["flags"] == 1 and k["cid_len"] == 5 and k["reserved"] == 0
+    k = keys_fields(a1["KEYS"])
+    assert a1["CID"] == bytes.fromhex(cid) and a1["DIR"] == bytes([abi.NANOBPF_QUIC_DIR_OPEN]) and "ADDR_ID" not in a1
+    assert k["key_phase"] == 1 and k["flags"] == abi.NANOBPF_QUIC_KEY_NEXT and k["cid_len"] == 5 and k["reserved"] == 0
     assert k["key"] == bytes.fromhex(KEY + NKEY) and k["iv"] == bytes.fromhex(IV + NIV)
     assert k["hp"] == bytes.fromhex(HP) and k["pad"] == bytes(4)
-    k2 = dict(zip([f for f, _, _ in st.fields], struct.unpack(st.fmt, a2["KEYS"])))
+    k2 = keys_fields(a2["KEYS"])
     assert k2["key_phase"] == 0 and k2["flags"] == 0 and k2["key"] == bytes.fromhex(KEY) + bytes(16)
     assert k2["iv"] == bytes.fromhex(IV) + bytes(12)
-    assert a3 == {"CID": bytes.fromhex(cid)}
+    assert a3 == {"CID": bytes.fromhex(cid), "DIR": bytes([abi.NANOBPF_QUIC_DIR_OPEN])}
+
+
+def test_mock_key_entries_by_direction_and_address(tmp_path):
+    """dir seal, a peer with zero-length CIDs by address (IPv4 mapped, IPv6, or the raw id), previous keys."""
+    log = tmp_path / "log"
+    v4 = bytes(10) + b"\xff\xff" + bytes([192, 0, 2, 9]) + struct.pack(">HH", 4433, 443)
+    v6 = bytes.fromhex("20010db8000000000000000000000001") + struct.pack(">HH", 50000, 8443)
+    keys = ["key", KEY, "iv", IV, "hp", HP]
+    assert mock_json("key", "add", "cid", "a1a2", "dir", "seal", *keys, log=log) == {"ok": True}
+    assert mock_json("key", "add", "peer", "192.0.2.9:4433", "local-port", "443", "dir", "seal", *keys,
+                     log=log) == {"ok": True}
+    assert mock_json("key", "update", "dir", "open", "peer", "[2001:db8::1]:50000", "local-port", "8443", *keys,
+                     "phase", "1", "prev-key", NKEY, "prev-iv", NIV, log=log) == {"ok": True}
+    assert mock_json("key", "del", "addr-id", v6.hex(), "dir", "open", log=log) == {"ok": True}
+    assert mock_json("key", "del", "dir", "seal", "cid", "a1a2", log=log) == {"ok": True}
+    (c1, a1, _), (c2, a2, _), (c3, a3, _), (c4, a4, _), (c5, a5, _) = requests(log)
+    seal, open_ = bytes([abi.NANOBPF_QUIC_DIR_SEAL]), bytes([abi.NANOBPF_QUIC_DIR_OPEN])
+    assert (c1, a1["CID"], a1["DIR"], keys_fields(a1["KEYS"])["cid_len"]) == ("key_add", b"\xa1\xa2", seal, 2)
+    assert (c2, a2["ADDR_ID"], a2["DIR"], "CID" in a2) == ("key_add", v4, seal, False)
+    assert keys_fields(a2["KEYS"])["cid_len"] == 0
+    k3 = keys_fields(a3["KEYS"])
+    assert (c3, a3["ADDR_ID"], a3["DIR"]) == ("key_update", v6, open_)
+    assert k3["flags"] == abi.NANOBPF_QUIC_KEY_PREV and k3["key_phase"] == 1 and k3["key"][16:] == bytes.fromhex(NKEY)
+    assert (c4, a4) == ("key_del", {"ADDR_ID": v6, "DIR": open_})
+    assert (c5, a5) == ("key_del", {"CID": b"\xa1\xa2", "DIR": seal})
 
 
 def test_mock_key_list(tmp_path):
     log = tmp_path / "log"
     keys = mock_json("key", "list", log=log)
+    none = {"addr_id": None, "peer": None, "local_port": None}
     assert keys == [
-        {"cid": "01020304", "cid_len": 4, "key_phase": 0, "slot": 7, "synced": True},
-        {"cid": "aabbccddeeff0011", "cid_len": 8, "key_phase": 1, "slot": 8, "synced": False}]
+        {"cid": "01020304", "cid_len": 4, "dir": "open", **none, "key_phase": 0, "slot": 7, "synced": True},
+        {"cid": "aabbccddeeff0011", "cid_len": 8, "dir": "seal", **none, "key_phase": 1, "slot": 8, "synced": False},
+        {"cid": "", "cid_len": 0, "dir": "open", "addr_id": "00000000000000000000ffffc0000201115101bb",
+         "peer": "192.0.2.1:4433", "local_port": 443, "key_phase": 0, "slot": 9, "synced": False}]
     (cmd, attrs, flags), = requests(log)
     assert cmd == "key_get" and attrs == {} and flags & 0x300 == 0x300   # NLM_F_DUMP
-    assert mock("key", "list").stdout.splitlines() == ["cid 01020304  phase 0  slot 7  synced",
-                                                       "cid aabbccddeeff0011  phase 1  slot 8  not synced"]
+    assert mock("key", "list").stdout.splitlines() == [
+        "cid 01020304  dir open  phase 0  slot 7  synced",
+        "cid aabbccddeeff0011  dir seal  phase 1  slot 8  not synced",
+        "peer 192.0.2.1:4433 local-port 443  dir open  phase 0  slot 9  not synced"]
     assert mock_json("key", "list", empty=1) == []
 
 

@@ -39,8 +39,8 @@ static void help_main(FILE *f)
 		"\n"
 		"Objects and verbs:\n"
 		"  dev    attach IFNAME [name VDEV] | detach | show | reset\n"
-		"  key    add|update cid HEX key HEX iv HEX hp HEX [phase 0|1] [next-key HEX next-iv HEX]\n"
-		"         del cid HEX | list\n"
+		"  key    add|update ENTRY key HEX iv HEX hp HEX [phase 0|1] [next-key HEX next-iv HEX]\n"
+		"         del ENTRY | list      (ENTRY: cid HEX | peer ADDR:PORT local-port PORT; [dir open|seal])\n"
 		"  prog   load FILE [name NAME] | unload | show\n"
 		"  map    dump NAME | lookup NAME key HEX | update NAME key HEX value HEX [any|noexist|exist]\n"
 		"         delete NAME key HEX\n"
@@ -71,18 +71,31 @@ static void help_dev(FILE *f)
 static void help_key(FILE *f)
 {
 	fprintf(f,
-		"Usage: nanobpfctl key add    cid HEX key HEX iv HEX hp HEX [phase 0|1] [next-key HEX next-iv HEX]\n"
-		"       nanobpfctl key update cid HEX key HEX iv HEX hp HEX [phase 0|1] [next-key HEX next-iv HEX]\n"
-		"       nanobpfctl key del    cid HEX\n"
+		"Usage: nanobpfctl key add    ENTRY key HEX iv HEX hp HEX [phase 0|1] [next-key HEX next-iv HEX]\n"
+		"                             [prev-key HEX prev-iv HEX]\n"
+		"       nanobpfctl key update ENTRY key HEX iv HEX hp HEX [phase 0|1] [next-key HEX next-iv HEX]\n"
+		"                             [prev-key HEX prev-iv HEX]\n"
+		"       nanobpfctl key del    ENTRY\n"
 		"       nanobpfctl key list\n"
 		"\n"
-		"  cid       connection ID, 1..%d bytes (the entry's cid_len is its length)\n"
+		"ENTRY names a key table entry: one of\n"
+		"  cid HEX                       a connection ID, 1..%d bytes (the entry's cid_len is its length)\n"
+		"  peer ADDR:PORT local-port N   a peer that uses zero-length connection IDs, by its address\n"
+		"                                (a.b.c.d:PORT or [IPv6]:PORT) and the local UDP port\n"
+		"  addr-id HEX                   the same as its %d-byte address id (IPv6 address, ports)\n"
+		"and the direction, dir open (default) or dir seal. A connection has an entry per direction:\n"
+		"  open   the key is a local connection ID (packets from the network), the keys the peer's\n"
+		"  seal   the key is the peer's connection ID (packets the host sends), the keys the host's\n"
+		"\n"
 		"  key, iv   AES-128-GCM key (16 bytes) and IV (12 bytes) of the current key phase\n"
 		"  hp        header protection key (16 bytes)\n"
 		"  phase     key phase bit of the current keys (default 0)\n"
-		"  next-key, next-iv   keys of the next phase (both or neither; sets the 'next keys present' flag)\n"
-		"'update' replaces the connection's whole %d-byte entry (struct nanobpf_quic_keys) in one step.\n",
-		NANOBPF_CTRL_MAX_CID, NANOBPF_CTRL_KEYS_SIZE);
+		"  next-key, next-iv   keys of the next phase (both or neither; flag NEXT)\n"
+		"  prev-key, prev-iv   keys of the previous phase, kept after a key update (open entries; flag PREV)\n"
+		"'add' needs keys never used before (fresh from a handshake): the device starts the entry's\n"
+		"packet-number state anew. A key change of a live connection is an 'update': it replaces the\n"
+		"entry's whole %d-byte value (struct nanobpf_quic_keys) in one step and keeps that state.\n",
+		NANOBPF_CTRL_MAX_CID, NANOBPF_CTRL_MAX_CID, NANOBPF_CTRL_KEYS_SIZE);
 }
 
 static void help_prog(FILE *f)
@@ -564,16 +577,33 @@ static int run_dev(int argc, char **argv)
 
 /* ------------------------------------------------------------------ key */
 
+static const char *dir_name(unsigned dir)
+{
+	return dir == NANOBPF_QUIC_DIR_OPEN ? "open" : dir == NANOBPF_QUIC_DIR_SEAL ? "seal" : "unknown";
+}
+
 static int key_print(const struct nanobpf_key_entry *e, void *arg)
 {
-	char cid[2 * NANOBPF_CTRL_MAX_CID + 1];
+	char cid[2 * NANOBPF_CTRL_MAX_CID + 1], aid[2 * NANOBPF_CTRL_MAX_CID + 1], ip[64], peer[80] = "";
+	unsigned pport = 0, lport = 0;
+	const struct nanobpf_key_id *id = &e->id;
 
 	(void)arg;
-	hexstr(cid, e->cid, e->cid_len, 0);
+	hexstr(cid, id->id, id->cid_len, 0);
+	hexstr(aid, id->id, NANOBPF_CTRL_MAX_CID, 0);
+	if (!id->cid_len && !nanobpf_addr_id_format(id->id, ip, sizeof(ip), &pport, &lport))
+		snprintf(peer, sizeof(peer), strchr(ip, ':') ? "[%s]:%u" : "%s:%u", ip, pport);
 	if (json) {
 		jopen(NULL, '{');
 		jkv_str("cid", cid);
-		jkv_u64("cid_len", e->cid_len);
+		jkv_u64("cid_len", id->cid_len);
+		jkv_str("dir", e->present & NANOBPF_KEY_HAS_DIR ? dir_name(id->dir) : NULL);
+		jkv_str("addr_id", id->cid_len ? NULL : aid);
+		jkv_str("peer", peer[0] ? peer : NULL);
+		if (peer[0])
+			jkv_u64("local_port", lport);
+		else
+			jkv_null("local_port");
 		if (e->present & NANOBPF_KEY_HAS_PHASE)
 			jkv_u64("key_phase", e->key_phase);
 		else
@@ -589,7 +619,14 @@ static int key_print(const struct nanobpf_key_entry *e, void *arg)
 		jclose('}');
 		return 0;
 	}
-	fprintf(out, "cid %s", cid);
+	if (id->cid_len)
+		fprintf(out, "cid %s", cid);
+	else if (peer[0])
+		fprintf(out, "peer %s local-port %u", peer, lport);
+	else
+		fprintf(out, "addr-id %s", aid);
+	if (e->present & NANOBPF_KEY_HAS_DIR)
+		fprintf(out, "  dir %s", dir_name(id->dir));
 	if (e->present & NANOBPF_KEY_HAS_PHASE)
 		fprintf(out, "  phase %u", e->key_phase);
 	if (e->present & NANOBPF_KEY_HAS_SLOT)
@@ -600,13 +637,120 @@ static int key_print(const struct nanobpf_key_entry *e, void *arg)
 	return 0;
 }
 
+/* The words that name an entry (cid, peer, local-port, addr-id, dir) as they are met in argv. */
+struct entry_args {
+	const char *cid, *peer, *local_port, *addr_id, *dir;
+};
+
+/* 1 when argv[i] is one of them (its value taken; *ret: 0, or the exit status of a usage error), else 0 */
+static int entry_word(const char *o, struct entry_args *a, int argc, char **argv, int i, int *ret)
+{
+	static const char *const words[] = { "cid", "peer", "local-port", "addr-id", "dir" };
+	const char **slot[] = { &a->cid, &a->peer, &a->local_port, &a->addr_id, &a->dir };
+
+	for (size_t w = 0; w < sizeof(words) / sizeof(words[0]); w++) {
+		if (strcmp(argv[i], words[w]))
+			continue;
+		if (*slot[w]) {
+			*ret = usage_err(o, "'%s' given twice", argv[i]);
+			return 1;
+		}
+		if ((*ret = need_value(o, argc, argv, i)))
+			return 1;
+		*slot[w] = argv[i + 1];
+		return 1;
+	}
+	return 0;
+}
+
+/* The entry the words name, checked; 0 or an exit status. */
+static int entry_id(const char *o, const struct entry_args *a, struct nanobpf_key_id *id)
+{
+	unsigned dir = NANOBPF_QUIC_DIR_OPEN;
+	int ret, names = !!a->cid + !!a->peer + !!a->addr_id;
+
+	if (a->dir) {
+		if (!strcmp(a->dir, "open"))
+			dir = NANOBPF_QUIC_DIR_OPEN;
+		else if (!strcmp(a->dir, "seal"))
+			dir = NANOBPF_QUIC_DIR_SEAL;
+		else
+			return usage_err(o, "dir: '%s' is not open or seal", a->dir);
+	}
+	if (names != 1)
+		return usage_err(o, "name the entry with one of cid HEX, peer ADDR:PORT local-port PORT, addr-id HEX");
+	if (a->local_port && !a->peer)
+		return usage_err(o, "local-port goes with peer");
+	if (a->cid) {
+		uint8_t cid[256];
+		size_t n;
+
+		if ((ret = parse_hex(o, "cid", a->cid, cid, sizeof(cid), &n)))
+			return ret;
+		if (n > NANOBPF_CTRL_MAX_CID)
+			return usage_err(o, "cid: a connection ID has 1 to %d bytes, got %zu (a peer with zero-length "
+					 "connection IDs: peer ADDR:PORT local-port PORT)", NANOBPF_CTRL_MAX_CID, n);
+		nanobpf_key_id_cid(id, dir, cid, n);
+		return 0;
+	}
+	if (a->addr_id) {
+		uint8_t aid[NANOBPF_CTRL_MAX_CID];
+		size_t i;
+
+		if ((ret = parse_hex_exact(o, "addr-id", a->addr_id, aid, sizeof(aid))))
+			return ret;
+		for (i = 0; i < sizeof(aid) && !aid[i]; i++)
+			;
+		if (i == sizeof(aid))
+			return usage_err(o, "addr-id: all zero");
+		memset(id, 0, sizeof(*id));
+		id->dir = (uint8_t)dir;
+		memcpy(id->id, aid, sizeof(aid));
+		return 0;
+	}
+	/* peer ADDR:PORT local-port PORT */
+	char host[64];
+	const char *colon, *addr = a->peer;
+	size_t alen;
+	uint64_t pport, lport;
+
+	if (!a->local_port)
+		return usage_err(o, "peer needs local-port PORT (the local UDP port of the connection)");
+	if (addr[0] == '[') {
+		const char *close = strchr(addr, ']');
+
+		if (!close || close[1] != ':')
+			return usage_err(o, "peer: '%s' is not [IPv6]:PORT", a->peer);
+		addr++;
+		alen = (size_t)(close - addr);
+		colon = close + 1;
+	} else {
+		colon = strrchr(addr, ':');
+		if (!colon || strchr(addr, ':') != colon)
+			return usage_err(o, "peer: '%s' is not ADDR:PORT (an IPv6 address goes in brackets: [ADDR]:PORT)",
+					 a->peer);
+		alen = (size_t)(colon - addr);
+	}
+	if (alen == 0 || alen >= sizeof(host))
+		return usage_err(o, "peer: no address in '%s'", a->peer);
+	memcpy(host, addr, alen);
+	host[alen] = '\0';
+	if ((ret = parse_uint(o, "peer port", colon + 1, 0xffff, &pport)) ||
+	    (ret = parse_uint(o, "local-port", a->local_port, 0xffff, &lport)))
+		return ret;
+	if (nanobpf_key_id_addr(id, dir, host, (unsigned)pport, (unsigned)lport))
+		return usage_err(o, "peer: '%s' is not an IPv4 or IPv6 address", host);
+	return 0;
+}
+
 static int key_set(int argc, char **argv, int update)
 {
 	const char *o = "key";
 	struct nanobpf_quic_keys k;
-	uint8_t cid[256];
-	size_t cid_len = 0;
-	int have_cid = 0, have_key = 0, have_iv = 0, have_hp = 0, have_nkey = 0, have_niv = 0, have_phase = 0;
+	struct nanobpf_key_id id;
+	struct entry_args ea = { 0 };
+	int have_key = 0, have_iv = 0, have_hp = 0, have_nkey = 0, have_niv = 0, have_pkey = 0, have_piv = 0;
+	int have_phase = 0;
 	int ret;
 
 	_Static_assert(sizeof(k) == NANOBPF_CTRL_KEYS_SIZE, "struct nanobpf_quic_keys is the KEYS attribute");
@@ -615,9 +759,13 @@ static int key_set(int argc, char **argv, int update)
 		const char *kw = argv[i];
 		int *seen;
 
-		if (!strcmp(kw, "cid"))
-			seen = &have_cid;
-		else if (!strcmp(kw, "key"))
+		ret = 0;
+		if (entry_word(o, &ea, argc, argv, i, &ret)) {
+			if (ret)
+				return ret;
+			continue;
+		}
+		if (!strcmp(kw, "key"))
 			seen = &have_key;
 		else if (!strcmp(kw, "iv"))
 			seen = &have_iv;
@@ -627,10 +775,15 @@ static int key_set(int argc, char **argv, int update)
 			seen = &have_nkey;
 		else if (!strcmp(kw, "next-iv"))
 			seen = &have_niv;
+		else if (!strcmp(kw, "prev-key"))
+			seen = &have_pkey;
+		else if (!strcmp(kw, "prev-iv"))
+			seen = &have_piv;
 		else if (!strcmp(kw, "phase"))
 			seen = &have_phase;
 		else
-			return usage_err(o, "unknown keyword '%s' (cid, key, iv, hp, phase, next-key, next-iv)", kw);
+			return usage_err(o, "unknown keyword '%s' (cid, peer, local-port, addr-id, dir, key, iv, hp, phase, "
+					 "next-key, next-iv, prev-key, prev-iv)", kw);
 		if (*seen)
 			return usage_err(o, "'%s' given twice", kw);
 		*seen = 1;
@@ -638,21 +791,16 @@ static int key_set(int argc, char **argv, int update)
 			return ret;
 		const char *v = argv[i + 1];
 
-		if (seen == &have_cid) {
-			ret = parse_hex(o, "cid", v, cid, sizeof(cid), &cid_len);
-			if (!ret && cid_len > NANOBPF_CTRL_MAX_CID)
-				ret = usage_err(o, "cid: a connection ID has 1 to %d bytes, got %zu", NANOBPF_CTRL_MAX_CID,
-						cid_len);
-		} else if (seen == &have_key) {
+		if (seen == &have_key) {
 			ret = parse_hex_exact(o, "key", v, k.key, 16);
 		} else if (seen == &have_iv) {
 			ret = parse_hex_exact(o, "iv", v, k.iv, 12);
 		} else if (seen == &have_hp) {
 			ret = parse_hex_exact(o, "hp", v, k.hp, 16);
-		} else if (seen == &have_nkey) {
-			ret = parse_hex_exact(o, "next-key", v, k.key + 16, 16);
-		} else if (seen == &have_niv) {
-			ret = parse_hex_exact(o, "next-iv", v, k.iv + 12, 12);
+		} else if (seen == &have_nkey || seen == &have_pkey) {
+			ret = parse_hex_exact(o, kw, v, k.key + 16, 16);
+		} else if (seen == &have_niv || seen == &have_piv) {
+			ret = parse_hex_exact(o, kw, v, k.iv + 12, 12);
 		} else {
 			uint64_t ph;
 
@@ -662,15 +810,23 @@ static int key_set(int argc, char **argv, int update)
 		if (ret)
 			return ret;
 	}
-	if (!have_cid || !have_key || !have_iv || !have_hp)
-		return usage_err(o, "key %s needs cid, key, iv and hp", update ? "update" : "add");
+	if (!(ea.cid || ea.peer || ea.addr_id) || !have_key || !have_iv || !have_hp)
+		return usage_err(o, "key %s needs the entry (cid HEX or peer ADDR:PORT local-port PORT), key, iv and hp",
+				 update ? "update" : "add");
+	if ((ret = entry_id(o, &ea, &id)))
+		return ret;
 	if (have_nkey != have_niv)
 		return usage_err(o, "next-key and next-iv go together");
-	k.flags = have_nkey ? 1 : 0;
-	k.cid_len = (uint8_t)cid_len;
+	if (have_pkey != have_piv)
+		return usage_err(o, "prev-key and prev-iv go together");
+	if (have_nkey && have_pkey)
+		return usage_err(o, "next-key and prev-key share the second key slot: one or the other");
+	if (have_pkey && id.dir != NANOBPF_QUIC_DIR_OPEN)
+		return usage_err(o, "prev-key: previous keys are kept in open entries only");
+	k.flags = have_nkey ? NANOBPF_QUIC_KEY_NEXT : have_pkey ? NANOBPF_QUIC_KEY_PREV : 0;
+	k.cid_len = id.cid_len;
 	HANDLE_OR_FAIL();
-	ret = update ? nanobpf_key_update(handle, cid, cid_len, &k, sizeof(k))
-		     : nanobpf_key_add(handle, cid, cid_len, &k, sizeof(k));
+	ret = update ? nanobpf_key_update(handle, &id, &k, sizeof(k)) : nanobpf_key_add(handle, &id, &k, sizeof(k));
 	return ret < 0 ? lib_err(ret) : ok_done();
 }
 
@@ -684,19 +840,23 @@ static int run_key(int argc, char **argv)
 	if (!strcmp(argv[0], "add") || !strcmp(argv[0], "update"))
 		return key_set(argc, argv, argv[0][0] == 'u');
 	if (!strcmp(argv[0], "del")) {
-		uint8_t cid[256];
-		size_t n;
+		struct entry_args ea = { 0 };
+		struct nanobpf_key_id id;
 
-		if (argc < 3 || strcmp(argv[1], "cid"))
-			return usage_err(o, "key del needs 'cid HEX'");
-		if ((ret = parse_hex(o, "cid", argv[2], cid, sizeof(cid), &n)))
-			return ret;
-		if (n > NANOBPF_CTRL_MAX_CID)
-			return usage_err(o, "cid: a connection ID has 1 to %d bytes, got %zu", NANOBPF_CTRL_MAX_CID, n);
-		if ((ret = no_more(o, argc, argv, 3)))
+		for (int i = 1; i < argc; i += 2) {
+			ret = 0;
+			if (!entry_word(o, &ea, argc, argv, i, &ret))
+				return usage_err(o, "unexpected argument '%s' (key del ENTRY: cid HEX | peer ADDR:PORT "
+						 "local-port PORT | addr-id HEX, [dir open|seal])", argv[i]);
+			if (ret)
+				return ret;
+		}
+		if (!(ea.cid || ea.peer || ea.addr_id))
+			return usage_err(o, "key del needs 'cid HEX' (or peer ADDR:PORT local-port PORT)");
+		if ((ret = entry_id(o, &ea, &id)))
 			return ret;
 		HANDLE_OR_FAIL();
-		ret = nanobpf_key_del(handle, cid, n);
+		ret = nanobpf_key_del(handle, &id);
 		return ret < 0 ? lib_err(ret) : ok_done();
 	}
 	if (!strcmp(argv[0], "list")) {
