@@ -215,7 +215,8 @@ struct ebpf_error {
 int ebpf_fail(struct ebpf_error *err, int insn, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Load a device image (layout: docs/ebpf-abi.md): creates its maps and copies its program. */
+/* Load a device image (layout: docs/ebpf-abi.md): creates its maps and copies its program. On an error
+ * (-1, err filled) nothing stays allocated and prog is zeroed (ebpf_prog_free on it does nothing). */
 int ebpf_image_load(const void *image, size_t size, struct ebpf_prog *prog, struct ebpf_error *err);
 /* Free everything ebpf_image_load / ebpf_jit_compile allocated. */
 void ebpf_prog_free(struct ebpf_prog *prog);

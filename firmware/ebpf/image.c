@@ -65,8 +65,10 @@ int ebpf_image_load(const void *image, size_t size, struct ebpf_prog *prog, stru
         if (im.init_size) {
             if (m->type != NANOBPF_MAP_TYPE_ARRAY || im.init_size > m->value_size ||
                 !in_range(im.init_off, im.init_size, h.data_size)) {
+                /* the message first: freeing the program frees m (and its name) */
+                ebpf_fail(err, -1, "image: map %s: bad initial value (%u bytes at %u)", m->name, im.init_size, im.init_off);
                 ebpf_prog_free(prog);
-                return ebpf_fail(err, -1, "image: map %s: bad initial value (%u bytes at %u)", m->name, im.init_size, im.init_off);
+                return -1;
             }
             memcpy(m->storage, base + h.data_off + im.init_off, im.init_size);
         }

@@ -832,6 +832,64 @@ static int verify_image(const char *path) {
     return rc != 0;
 }
 
+/* ---- Checks of the runtime around the verifier ---- */
+static int report(const char *name, int ok, const char *why) {
+    printf("%s %-40s %s\n", ok ? "ok  " : "FAIL", name, ok ? "" : why);
+    return !ok;
+}
+
+/* A device image: one array map (4-byte key, 8-byte value, one entry) with init_size initial bytes,
+ * then mov r0, 2; exit. */
+static size_t image_with_map(uint8_t *b, uint32_t init_size) {
+    struct nanobpf_image_header h = {0};
+    struct nanobpf_image_map m = {0};
+    struct ebpf_insn insns[2] = {MOV64_IMM(0, 2), EXIT()};
+    h.magic = NANOBPF_IMAGE_MAGIC;
+    h.version = NANOBPF_IMAGE_VERSION;
+    h.header_size = sizeof h;
+    h.n_maps = 1;
+    h.maps_off = sizeof h;
+    h.n_insns = 2;
+    h.insns_off = sizeof h + sizeof m;
+    h.data_off = h.insns_off + sizeof insns;
+    h.data_size = 16;
+    h.funcs_off = h.data_off + h.data_size;
+    h.total_size = h.funcs_off;
+    m.type = NANOBPF_MAP_TYPE_ARRAY;
+    m.key_size = 4;
+    m.value_size = 8;
+    m.max_entries = 1;
+    m.init_size = init_size;
+    snprintf(m.name, sizeof m.name, "values");
+    memset(b, 0, h.total_size);
+    memcpy(b, &h, sizeof h);
+    memcpy(b + h.maps_off, &m, sizeof m);
+    memcpy(b + h.insns_off, insns, sizeof insns);
+    return h.total_size;
+}
+
+/* The loader's refusals free what it built and report the map by name (ASan: no use after free). */
+static int image_load_errors(void) {
+    static uint8_t b[512];
+    char why[256] = "";
+    struct ebpf_prog prog;
+    struct ebpf_error err = {-1, ""};
+    size_t len = image_with_map(b, 8);
+    int ok = ebpf_image_load(b, len, &prog, &err) == 0;
+    if (!ok) snprintf(why, sizeof why, "good image refused: %s", err.msg);
+    ebpf_prog_free(&prog);
+    /* initial value longer than the map's value: refused after the map was created */
+    len = image_with_map(b, 9);
+    uint8_t *exact = malloc(len);
+    memcpy(exact, b, len);
+    if (ok && ebpf_image_load(exact, len, &prog, &err) == 0) ok = 0, snprintf(why, sizeof why, "init_size 9 > value 8 loaded");
+    else if (ok && !strstr(err.msg, "map values: bad initial value (9 bytes at 0)"))
+        ok = 0, snprintf(why, sizeof why, "unexpected error: %s", err.msg);
+    ebpf_prog_free(&prog); /* after a refusal nothing is left: freeing again is harmless */
+    free(exact);
+    return report("image_load_error_paths", ok, why);
+}
+
 int main(int argc, char **argv) {
     int verbose = 0, failed = 0, total = 0;
     const char *only = NULL;
@@ -871,6 +929,15 @@ int main(int argc, char **argv) {
             failed += verify_one(t.name, p, n, t.maps, &t, verbose);
             free(p);
         }
+    }
+    static const struct {
+        const char *name;
+        int (*fn)(void);
+    } extra[] = {{"image_load_error_paths", image_load_errors}};
+    for (size_t k = 0; k < sizeof extra / sizeof extra[0]; k++) {
+        if (only && strcmp(only, extra[k].name)) continue;
+        total++;
+        failed += extra[k].fn();
     }
     printf("%d/%d tests passed\n", total - failed, total);
     return failed != 0;
