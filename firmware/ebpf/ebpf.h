@@ -115,7 +115,7 @@ struct ebpf_insn {
 struct ebpf_xdp_buff {
     uint64_t data;            /* xdp_md.data (offset 0) */
     uint64_t data_end;        /* xdp_md.data_end (offset 4) */
-    uint64_t data_meta;       /* xdp_md.data_meta (offset 8): equal to data (no metadata area) */
+    uint64_t data_meta;       /* xdp_md.data_meta (offset 8): equal to data (no metadata area; ebpf_xdp_exec checks) */
     uint64_t data_hard_start; /* lowest address data may move to (xdp_adjust_head) */
     uint64_t frame_end;       /* highest address data_end may move to (xdp_adjust_tail) */
     uint32_t ingress_ifindex; /* xdp_md.ingress_ifindex (offset 12) */
@@ -247,10 +247,11 @@ int ebpf_verify(struct ebpf_prog *prog, const struct ebpf_verify_opts *opts, str
 /* Replace map references (ld_imm64 src 5/6, also 1/2 with imm = map index) by addresses. */
 int ebpf_prog_resolve(struct ebpf_prog *prog, struct ebpf_error *err);
 
-/* Interpreter. r1/r2 are the initial registers (XDP: r1 = struct ebpf_xdp_buff *). On a fault the
- * interpreter stops, fills err and returns UINT64_MAX (faults are only possible for unverified
- * programs: bad opcode, call depth, bounds when ebpf_interp_bounds is set). */
-uint64_t ebpf_interp(const struct ebpf_prog *prog, uint64_t r1, uint64_t r2, struct ebpf_error *err);
+/* Interpreter. r1/r2 are the initial registers (XDP: r1 = struct ebpf_xdp_buff *). Returns 0 with the
+ * program's r0 in *r0 (any value, -1 included), or -1 on a fault: the interpreter stopped, err is filled
+ * and *r0 is 0. Faults are only possible for unverified programs: an opcode the verifier refuses as
+ * unknown (callx among them), call depth, bounds when ebpf_interp_bounds is set. */
+int ebpf_interp(const struct ebpf_prog *prog, uint64_t r1, uint64_t r2, uint64_t *r0, struct ebpf_error *err);
 /* Outcome of conditional jump `op` (EBPF_JMP_JEQ..JSLE, JSET) on a and b (is32: low halves): 1 taken,
  * 0 not taken, -1 not a comparison. Shared by the interpreter and the verifier's constant folding. */
 static inline int ebpf_jmp_cond(int op, uint64_t a, uint64_t b, int is32) {
@@ -332,8 +333,17 @@ int64_t ebpf_map_slot_of(struct ebpf_map *map, const void *key);
 /* ---- Running XDP programs ---- */
 /* The context of the XDP run in progress on this core (for bpf_redirect). */
 extern __thread struct ebpf_xdp_buff *ebpf_current_xdp;
-/* Run a verified, resolved program on one packet (JIT code when compiled and use_jit is set):
- * returns the XDP action; a fault of the interpreter gives NANOBPF_XDP_ABORTED with err filled. */
+/* Run a verified, resolved program on one packet (JIT code when compiled and use_jit is set).
+ * The context must keep what the verifier assumed of it: data_meta == data (there is no metadata area:
+ * the verifier treats data_meta as data, so a bounds check on one proves the other) and
+ * data_hard_start <= data <= data_end <= frame_end (what the helpers that move data rely on); a context
+ * that does not is refused, the program does not run. Returns 0 with the program's r0 in *action, or -1
+ * when the context was refused or the interpreter faulted: *action is NANOBPF_XDP_ABORTED and err says
+ * why. */
+int ebpf_xdp_exec(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, int use_jit, uint64_t *action,
+                  struct ebpf_error *err);
+/* The same returning the action: NANOBPF_XDP_ABORTED with err->msg set when ebpf_xdp_exec failed;
+ * err->msg is empty (and err->insn -1) after a run that did not. */
 uint64_t ebpf_xdp_run(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, int use_jit,
                       struct ebpf_error *err);
 

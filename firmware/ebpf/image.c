@@ -119,16 +119,31 @@ int ebpf_prog_resolve(struct ebpf_prog *prog, struct ebpf_error *err) {
     return 0;
 }
 
-uint64_t ebpf_xdp_run(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, int use_jit, struct ebpf_error *err) {
-    uint64_t ctx = (uint64_t)(uintptr_t)xdp, r0;
+int ebpf_xdp_exec(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, int use_jit, uint64_t *action,
+                  struct ebpf_error *err) {
+    uint64_t ctx = (uint64_t)(uintptr_t)xdp;
+    int rc = 0;
+    *action = NANOBPF_XDP_ABORTED;
+    if (err) err->insn = -1, err->msg[0] = 0;
+    /* What the verifier assumed: data_meta is data (bounds proven on one hold for the other), and the
+     * packet lies inside its buffer (adjust_head/adjust_tail move data and data_end within it). */
+    if (xdp->data_meta != xdp->data)
+        return ebpf_fail(err, -1, "context: data_meta 0x%llx is not data 0x%llx (no metadata area)",
+                         (unsigned long long)xdp->data_meta, (unsigned long long)xdp->data);
+    if (xdp->data_hard_start > xdp->data || xdp->data > xdp->data_end || xdp->data_end > xdp->frame_end)
+        return ebpf_fail(err, -1, "context: not data_hard_start <= data <= data_end <= frame_end (0x%llx 0x%llx 0x%llx 0x%llx)",
+                         (unsigned long long)xdp->data_hard_start, (unsigned long long)xdp->data,
+                         (unsigned long long)xdp->data_end, (unsigned long long)xdp->frame_end);
     ebpf_current_xdp = xdp;
     xdp->redirect_ifindex = 0;
-    if (use_jit && prog->jit_code) {
-        r0 = ebpf_jit_run(prog, ctx, 0);
-    } else {
-        r0 = ebpf_interp(prog, ctx, 0, err);
-        if (r0 == UINT64_MAX) r0 = NANOBPF_XDP_ABORTED;
-    }
+    if (use_jit && prog->jit_code) *action = ebpf_jit_run(prog, ctx, 0);
+    else if ((rc = ebpf_interp(prog, ctx, 0, action, err)) != 0) *action = NANOBPF_XDP_ABORTED;
     ebpf_current_xdp = NULL;
-    return r0;
+    return rc;
+}
+
+uint64_t ebpf_xdp_run(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, int use_jit, struct ebpf_error *err) {
+    uint64_t action;
+    ebpf_xdp_exec(prog, xdp, use_jit, &action, err);
+    return action;
 }

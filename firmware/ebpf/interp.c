@@ -1,6 +1,8 @@
 /* eBPF interpreter (RFC 9669): base64, divmul64, atomic64 and the v4 additions (MOVSX, MEMSX, SDIV/SMOD,
  * BSWAP, JA32). Expects a resolved program (ld_imm64 src 0); a verified program cannot fault, so the
- * checks here are for raw programs run by nanobpf-run and the fuzzer. */
+ * checks here are for raw programs run by nanobpf-run and the fuzzer. A fault is reported by the return
+ * status (any r0, -1 included, is a program's result), and every opcode the verifier refuses as unknown
+ * faults here too (callx, ja/exit with the X bit, neg with the X bit, bswap with the X bit). */
 #include <string.h>
 #include "ebpf.h"
 
@@ -149,9 +151,9 @@ static int alu(const struct ebpf_insn *in, uint64_t *dstp, uint64_t src, int is3
     return 0;
 }
 
-#define FAULT(...) do { ebpf_fail(err, (int)pc, __VA_ARGS__); return UINT64_MAX; } while (0)
+#define FAULT(...) do { ebpf_fail(err, (int)pc, __VA_ARGS__); return -1; } while (0)
 
-uint64_t ebpf_interp(const struct ebpf_prog *prog, uint64_t r1, uint64_t r2, struct ebpf_error *err) {
+int ebpf_interp(const struct ebpf_prog *prog, uint64_t r1, uint64_t r2, uint64_t *r0, struct ebpf_error *err) {
     uint64_t reg[EBPF_NREGS] = {0};
     uint64_t stack[EBPF_MAX_CALL_DEPTH * EBPF_STACK_SIZE / 8];
     struct frame frames[EBPF_MAX_CALL_DEPTH];
@@ -160,6 +162,7 @@ uint64_t ebpf_interp(const struct ebpf_prog *prog, uint64_t r1, uint64_t r2, str
     uint32_t n = prog->n_insns, pc = 0;
     uint64_t stack_lo = (uint64_t)(uintptr_t)stack, stack_hi = stack_lo + sizeof stack;
 
+    *r0 = 0;
     reg[1] = r1;
     reg[2] = r2;
     /* Frames grow down: the main program's frame is the top EBPF_STACK_SIZE bytes. */
@@ -174,6 +177,8 @@ uint64_t ebpf_interp(const struct ebpf_prog *prog, uint64_t r1, uint64_t r2, str
         case EBPF_CLS_ALU:
         case EBPF_CLS_ALU64: {
             int is32 = cls == EBPF_CLS_ALU;
+            if ((in->code & EBPF_SRC_X) && (EBPF_OP(in->code) == EBPF_ALU_NEG || (!is32 && EBPF_OP(in->code) == EBPF_ALU_END)))
+                FAULT("unknown opcode 0x%02x", in->code); /* no source operand: the X bit is not an encoding */
             if (EBPF_OP(in->code) == EBPF_ALU_END) {
                 int bits = in->imm;
                 if (bits != 16 && bits != 32 && bits != 64) FAULT("bad byte swap width %d", bits);
@@ -188,12 +193,18 @@ uint64_t ebpf_interp(const struct ebpf_prog *prog, uint64_t r1, uint64_t r2, str
         case EBPF_CLS_JMP:
         case EBPF_CLS_JMP32: {
             int op = EBPF_OP(in->code), is32 = cls == EBPF_CLS_JMP32;
+            /* callx (0x8d: call the address in a register), and ja/exit with the X bit: not supported */
+            if ((in->code & EBPF_SRC_X) && (op == EBPF_JMP_JA || op == EBPF_JMP_CALL || op == EBPF_JMP_EXIT))
+                FAULT("unknown opcode 0x%02x", in->code);
             if (op == EBPF_JMP_JA) {
                 pc += 1 + (is32 ? in->imm : in->off);
                 continue;
             }
             if (op == EBPF_JMP_EXIT && !is32) {
-                if (depth == 0) return reg[0];
+                if (depth == 0) {
+                    *r0 = reg[0];
+                    return 0;
+                }
                 struct frame *f = &frames[--depth];
                 memcpy(&reg[6], f->saved, sizeof f->saved);
                 reg[EBPF_REG_FP] = f->saved_fp;

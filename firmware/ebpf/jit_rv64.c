@@ -471,6 +471,10 @@ static int emit_alu(struct jit *j, const struct ebpf_insn *in, int i) {
     uint8_t rd = regmap[in->dst], rs = regmap[in->src];
     int64_t imm = in->imm;
 
+    /* neg and the 64-bit bswap have no source operand: with the X bit they are no opcode (the verifier
+     * and the interpreter refuse them too) */
+    if (x && (op == EBPF_ALU_NEG || (is64 && op == EBPF_ALU_END)))
+        return ebpf_fail(j->err, i, "unknown opcode 0x%02x", in->code);
     switch (op) {
     case EBPF_ALU_END:
         if (imm != 16 && imm != 32 && imm != 64) return ebpf_fail(j->err, i, "bad byte swap width %d", in->imm);
@@ -637,6 +641,9 @@ static int emit_jmp(struct jit *j, const struct ebpf_insn *in, int i) {
     int x = (in->code & EBPF_SRC_X) != 0;
     uint8_t a = regmap[in->dst], b = regmap[in->src];
 
+    /* callx (0x8d) and ja/exit with the X bit: refused like the verifier and the interpreter do */
+    if (x && (op == EBPF_JMP_JA || op == EBPF_JMP_CALL || op == EBPF_JMP_EXIT))
+        return ebpf_fail(j->err, i, "unknown opcode 0x%02x", in->code);
     if (op == EBPF_JMP_JA) {
         int64_t off = is32 ? in->imm : in->off;
         return off ? emit_jump(j, i, j->offs[i + 1 + off]) : 0;

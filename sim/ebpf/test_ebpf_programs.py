@@ -170,3 +170,33 @@ def test_cli_fault_exits_1():
     assert p.returncode == 1, (p.stdout, p.stderr)
     assert p.stderr.startswith("nanobpf-run: fault: ")
     assert p.stdout == ""
+
+
+# ---- one program, every runner (issue 21) ----
+def _env():
+    return dict(os.environ, NANOBPF_RUN_RV64=str(RV64_RUN))
+
+
+@pytest.mark.parametrize("mode", ["interp", "jit"])
+def test_cli_verified_run_returns_minus_one(mode):
+    """A verified run returns r0 = -1 as -1, with the interpreter as with the JIT (the interpreter's
+    fault status is not a return value it could be confused with)."""
+    _need_tools(mode)
+    p = run_tool([*MODES[mode], "--verify", "00" * 14], assemble("mov r0, -1\nexit").hex(" "), _env())
+    assert (p.returncode, p.stdout.strip()) == (0, "ffffffffffffffff"), p.stderr
+
+
+# mov r0, 0; callx (0x8d) with imm 7 (the id of get_prandom_u32); exit
+CALLX = "b7 00 00 00 00 00 00 00 8d 00 00 00 07 00 00 00 95 00 00 00 00 00 00 00"
+
+
+@pytest.mark.parametrize("args", [[], ["--jit"], ["--verify"], ["--jit", "--verify"]],
+                         ids=["interp", "jit", "verify", "jit-verify"])
+def test_cli_callx_refused_everywhere(args):
+    """callx is no opcode of the runtime: the verifier refuses it, the interpreter faults on it in raw mode
+    and the JIT refuses to compile it (it used to run as a call of helper `imm`)."""
+    _need_tools("jit" if "--jit" in args else "interp")
+    p = run_tool(args, CALLX, _env())
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert "insn 1: unknown opcode 0x8d" in p.stderr, p.stderr
+    assert p.stdout == ""

@@ -245,6 +245,14 @@ static const struct tcase refused[] = {
     T("unknown helper", 0, CALL(9999), EXIT),
     T("bad ALU opcode", 0, I(EBPF_CLS_ALU64 | 0xe0, 0, 0, 0, 0), EXIT),
     T("jump outside the program", 0, JA(5), EXIT),
+    /* opcodes the verifier refuses as unknown (and the interpreter faults on): not compiled as something else */
+    T("callx (0x8d)", 1, MOV64_K(0, 0), I(EBPF_CLS_JMP | EBPF_JMP_CALL | EBPF_SRC_X, 0, 0, 0, 7), EXIT),
+    T("ja with src X (0x0d)", 0, I(EBPF_CLS_JMP | EBPF_JMP_JA | EBPF_SRC_X, 0, 0, 0, 0), MOV64_K(0, 0), EXIT),
+    T("ja32 with src X (0x0e)", 0, I(EBPF_CLS_JMP32 | EBPF_JMP_JA | EBPF_SRC_X, 0, 0, 0, 0), MOV64_K(0, 0), EXIT),
+    T("exit with src X (0x9d)", 1, MOV64_K(0, 0), I(EBPF_CLS_JMP | EBPF_JMP_EXIT | EBPF_SRC_X, 0, 0, 0, 0)),
+    T("neg with src X (0x8f)", 1, MOV64_K(0, 1), I(EBPF_CLS_ALU64 | EBPF_ALU_NEG | EBPF_SRC_X, 0, 0, 0, 0), EXIT),
+    T("neg32 with src X (0x8c)", 1, MOV64_K(0, 1), I(EBPF_CLS_ALU | EBPF_ALU_NEG | EBPF_SRC_X, 0, 0, 0, 0), EXIT),
+    T("bswap with src X (0xdf)", 1, MOV64_K(0, 1), I(EBPF_CLS_ALU64 | EBPF_ALU_END | EBPF_SRC_X, 0, 0, 0, 16), EXIT),
 };
 
 /* ---- Running ---- */
@@ -280,7 +288,12 @@ static int run_sub(const char *name, const struct ebpf_insn *insns, uint32_t n, 
     memset(mem, 0, sizeof mem);
     uint64_t jit = ebpf_jit_run(&p, r1, r2);
     memset(mem, 0, sizeof mem);
-    uint64_t interp = ebpf_interp(&p, r1, r2, &err);
+    uint64_t interp;
+    if (ebpf_interp(&p, r1, r2, &interp, &err)) {
+        printf("FAIL %s: the interpreter faulted: insn %d: %s\n", name, err.insn, err.msg);
+        ebpf_jit_free(p.jit_code, p.jit_size);
+        return failures++, -1;
+    }
     struct ebpf_jit_stats st;
     int stats_ok = !ebpf_jit_stats(&p, flags, &st, &err) && st.rv_bytes == p.jit_size;
     ebpf_jit_free(p.jit_code, p.jit_size);
@@ -430,6 +443,7 @@ static void sweep_alu(void) {
                 if (offs[v] < 0) continue;
                 for (int x = 0; x < 3; x++) { /* K, X, X with dst == src */
                     if (x == 0 && op == EBPF_ALU_MOV && offs[v]) continue;
+                    if (x && op == NEG) continue; /* neg has no source: 0x8c/0x8f are no opcodes */
                     unsigned nb = x == 0 ? NI + 8 : NV + 8;
                     for (unsigned a = 0; a < NV + 8; a++)
                         for (unsigned b = 0; b < (x == 2 ? 1 : nb); b++) {
@@ -579,6 +593,7 @@ static void sweep_programs(int count) {
                 if ((op == DIV || op == MOD) && rnd() % 2) off = 1;
                 if (op == EBPF_ALU_MOV && x && rnd() % 3 == 0) off = 8 << (rnd() % (is64 ? 3 : 2));
                 if (op == EBPF_ALU_END) imm = 16 << (rnd() % 3);
+                if (op == NEG || (op == EBPF_ALU_END && is64)) x = 0; /* no X form (refused as unknown opcodes) */
                 in = (struct ebpf_insn)I((is64 ? EBPF_CLS_ALU64 : EBPF_CLS_ALU) | op | (x ? EBPF_SRC_X : 0), dst, x ? src : 0, off, imm);
             } else if (k < 48 && room >= 2) {
                 struct ebpf_insn l[2] = {LDDW(dst, rnd())};

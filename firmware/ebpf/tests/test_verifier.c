@@ -586,6 +586,9 @@ static const struct tcase tests[] = {
      REJECT(6, "cannot spill pointers to stack into stack frame of the caller")},
     {"jump_into_other_function", PROG(CALL_LOCAL(1), JA(1), MOV64_IMM(0, 0), EXIT()),
      REJECT(1, "leaves its function")},
+    /* ================= run results (issue 21) ================= */
+    /* -1 is a return value like any other: not turned into XDP_ABORTED (0) */
+    {"return_minus_one", PROG(MOV64_IMM(0, -1), EXIT()), ACCEPT, .run = 1, .ret = UINT64_MAX, PKT(1)},
     /* ================= QUIC protection helpers: keytable_value, mem and mem_rw arguments ================= */
     {"quic_aead_seal_args", PROG(KT_LOOKUP(0), JMP_IMM(JEQ, 0, 0, 9), REQ_ON_STACK(), AEAD_CALL(SEAL, 0), EXIT()),
      QUIC_MAPS, ACCEPT},
@@ -838,6 +841,47 @@ static int report(const char *name, int ok, const char *why) {
     return !ok;
 }
 
+/* Every opcode the verifier refuses as unknown faults in the interpreter's raw mode (nanobpf-run without
+ * --verify) instead of running as something else (callx 0x8d ran as a call of helper imm). */
+static int opcodes_refused_everywhere(void) {
+    char why[512] = "";
+    size_t wl = 0;
+    int bad = 0;
+    for (int t = 0; t < 768; t++) {
+        /* imm 16: a byte swap width; 7: a helper (get_prandom_u32); 0: a jump to the next instruction */
+        int c = t & 255, imm = t < 256 ? 16 : t < 512 ? 7 : 0;
+        if (c == (EBPF_CLS_LD | EBPF_MODE_IMM | EBPF_SIZE_DW)) continue; /* needs its second slot */
+        struct ebpf_insn insns[3] = {I(c, 0, 0, 0, imm), MOV64_IMM(0, 0), EXIT()};
+        struct ebpf_prog prog;
+        struct ebpf_error err = {-1, ""};
+        memset(&prog, 0, sizeof prog);
+        prog.insns = malloc(sizeof insns);
+        memcpy(prog.insns, insns, sizeof insns);
+        prog.n_insns = 3;
+        int unknown = ebpf_verify(&prog, NULL, &err) && (strstr(err.msg, "unknown opcode") || strstr(err.msg, "legacy"));
+        free(prog.insns);
+        free(prog.insn_flags);
+        memset(&prog, 0, sizeof prog);
+        prog.insns = insns;
+        prog.n_insns = 3;
+        uint64_t mem[4] = {0};
+        struct ebpf_bounds bounds = {(uintptr_t)mem, sizeof mem};
+        ebpf_interp_bounds = &bounds;
+        err = (struct ebpf_error){-1, ""};
+        uint64_t r0;
+        int faulted = ebpf_interp(&prog, (uintptr_t)mem, sizeof mem, &r0, &err) != 0;
+        ebpf_interp_bounds = NULL;
+        if (unknown && !faulted) {
+            bad++;
+            wl += (size_t)snprintf(why + wl, wl < sizeof why ? sizeof why - wl : 0, " 0x%02x (imm %d)", c, imm);
+            if (wl >= sizeof why) wl = sizeof why - 1;
+        }
+    }
+    char msg[600];
+    snprintf(msg, sizeof msg, "unknown to the verifier, run by the interpreter:%s", why);
+    return report("opcodes_unknown_fault_in_interp", !bad, msg);
+}
+
 /* A device image: one array map (4-byte key, 8-byte value, one entry) with init_size initial bytes,
  * then mov r0, 2; exit. */
 static size_t image_with_map(uint8_t *b, uint32_t init_size) {
@@ -890,6 +934,55 @@ static int image_load_errors(void) {
     return report("image_load_error_paths", ok, why);
 }
 
+/* ebpf_xdp_run keeps the verifier's assumption that data_meta == data (and data_hard_start <= data <=
+ * data_end <= frame_end): a context that breaks it is refused with XDP_ABORTED and a message. */
+static int xdp_run_checks_context(void) {
+    /* r2 = data_meta; r3 = data; r4 = data_end; if data + 8 > data_end: exit 1; r0 = *(u64 *)data_meta */
+    struct ebpf_insn insns[] = {LDX(W, 2, 1, 8), LDX(W, 3, 1, 0), LDX(W, 4, 1, 4), MOV64_REG(5, 3), ALU64_IMM(ADD, 5, 8),
+                                JMP_REG(JGT, 5, 4, 2), LDX(DW, 0, 2, 0), EXIT(), MOV64_IMM(0, 1), EXIT()};
+    struct ebpf_prog prog;
+    struct ebpf_error err = {-1, ""};
+    char why[256] = "";
+    int ok = 1;
+    memset(&prog, 0, sizeof prog);
+    prog.insns = malloc(sizeof insns);
+    memcpy(prog.insns, insns, sizeof insns);
+    prog.n_insns = sizeof insns / sizeof insns[0];
+    if (ebpf_verify(&prog, NULL, &err) || ebpf_prog_resolve(&prog, &err)) {
+        snprintf(why, sizeof why, "refused: insn %d: %s", err.insn, err.msg);
+        ok = 0;
+    }
+    uint8_t frame[64] = {0};
+    for (int k = 0; k < 64; k++) frame[k] = (uint8_t)k;
+    struct ebpf_xdp_buff x = {0};
+    x.data_hard_start = (uintptr_t)frame;
+    x.data = x.data_meta = (uintptr_t)(frame + 16);
+    x.data_end = x.data + 16;
+    x.frame_end = (uintptr_t)(frame + sizeof frame);
+    uint64_t r = ok ? ebpf_xdp_run(&prog, &x, 0, &err) : 0;
+    uint64_t want;
+    memcpy(&want, frame + 16, 8);
+    if (ok && (err.msg[0] || r != want)) ok = 0, snprintf(why, sizeof why, "data_meta == data: 0x%llx, %s", (unsigned long long)r, err.msg);
+    /* data_meta 8 bytes after data (the program would read data_end - 8 .. data_end + 8) */
+    struct { uint64_t meta, data, end, frame_end; const char *what; } bad[] = {
+        {x.data + 8, x.data, x.data_end, x.frame_end, "data_meta"},
+        {x.data - 8, x.data, x.data_end, x.frame_end, "data_meta"},
+        {x.data, x.data, x.data - 1, x.frame_end, "data_end"},
+        {x.data, x.data, x.data_end, x.data_end - 1, "frame_end"},
+    };
+    for (size_t k = 0; ok && k < sizeof bad / sizeof bad[0]; k++) {
+        struct ebpf_xdp_buff y = x;
+        y.data_meta = bad[k].meta, y.data = bad[k].data, y.data_end = bad[k].end, y.frame_end = bad[k].frame_end;
+        err = (struct ebpf_error){-1, ""};
+        r = ebpf_xdp_run(&prog, &y, 0, &err);
+        if (r != NANOBPF_XDP_ABORTED || !strstr(err.msg, bad[k].what))
+            ok = 0, snprintf(why, sizeof why, "context %zu (%s) ran: 0x%llx \"%s\"", k, bad[k].what, (unsigned long long)r, err.msg);
+    }
+    free(prog.insns);
+    free(prog.insn_flags);
+    return report("xdp_run_checks_context", ok, why);
+}
+
 int main(int argc, char **argv) {
     int verbose = 0, failed = 0, total = 0;
     const char *only = NULL;
@@ -921,7 +1014,9 @@ int main(int argc, char **argv) {
         free(p);
     }
     {
-        static const struct tcase t = {.name = "too_many_insns", REJECT(-1, "program of 4097 insns")};
+        static char msg[48];
+        snprintf(msg, sizeof msg, "program of %u insns", EBPF_MAX_INSNS + 1);
+        const struct tcase t = {.name = "too_many_insns", REJECT(-1, msg)};
         if (!only || !strcmp(only, t.name)) {
             uint32_t n;
             struct ebpf_insn *p = build_long(&n);
@@ -933,7 +1028,9 @@ int main(int argc, char **argv) {
     static const struct {
         const char *name;
         int (*fn)(void);
-    } extra[] = {{"image_load_error_paths", image_load_errors}};
+    } extra[] = {{"opcodes_unknown_fault_in_interp", opcodes_refused_everywhere},
+                 {"image_load_error_paths", image_load_errors},
+                 {"xdp_run_checks_context", xdp_run_checks_context}};
     for (size_t k = 0; k < sizeof extra / sizeof extra[0]; k++) {
         if (only && strcmp(only, extra[k].name)) continue;
         total++;

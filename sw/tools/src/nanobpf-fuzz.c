@@ -75,7 +75,7 @@ static void random_insn(uint32_t body_end, int in_loop) {
             emit(EBPF_CLS_ALU64 | EBPF_ALU_MOV | EBPF_SRC_X, d, rreg(), 0, 0);
             if (pick(2)) emit(EBPF_CLS_ALU64 | fop | EBPF_SRC_X, d, rreg(), 0, 0);
             else emit(EBPF_CLS_ALU64 | fop | EBPF_SRC_K, d, 0, 0, interesting_imm());
-        } else if (pick(2)) emit(cls | op | EBPF_SRC_X, wreg(), rreg(), off, 0);
+        } else if (pick(2) && op != EBPF_ALU_NEG) emit(cls | op | EBPF_SRC_X, wreg(), rreg(), off, 0); /* neg: no X form */
         else emit(cls | op | EBPF_SRC_K, wreg(), 0, off, interesting_imm());
         break;
     }
@@ -221,8 +221,8 @@ int main(int argc, char **argv) {
         p.n_insns = n;
         struct ebpf_error err = {-1, ""};
         memcpy(mem_i, init, MEM);
-        uint64_t ri = ebpf_interp(&p, (uintptr_t)mem_i, MEM, &err);
-        if (err.msg[0]) {
+        uint64_t ri;
+        if (ebpf_interp(&p, (uintptr_t)mem_i, MEM, &ri, &err)) {
             dump(err.msg, seed + k);
             return 1;
         }

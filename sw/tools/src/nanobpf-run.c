@@ -211,8 +211,8 @@ static void batch_command(struct ebpf_prog *prog, char *line, int jit, long head
                                         .data_meta = (uintptr_t)data, .data_hard_start = (uintptr_t)buf,
                                         .frame_end = (uintptr_t)(data + n + 256), .ingress_ifindex = (uint32_t)ifindex};
             struct ebpf_error err = {-1, ""};
-            uint64_t r0 = ebpf_xdp_run(prog, &xdp, jit, &err);
-            if (err.msg[0]) {
+            uint64_t r0;
+            if (ebpf_xdp_exec(prog, &xdp, jit, &r0, &err)) {
                 printf("error fault: insn %d: %s\n", err.insn, err.msg);
             } else {
                 printf("result %llu ", (unsigned long long)r0);
@@ -428,15 +428,13 @@ int main(int argc, char **argv) {
     }
     uint64_t r0;
     if (verify) {
-        r0 = ebpf_xdp_run(&prog, &xdp, jit, &err);
-        if (err.msg[0]) return die(1, "fault", &err);
+        if (ebpf_xdp_exec(&prog, &xdp, jit, &r0, &err)) return die(1, "fault", &err);
     } else if (jit) {
         r0 = ebpf_jit_run(&prog, (uintptr_t)mem, (uint64_t)memlen);
     } else {
         struct ebpf_bounds bounds = {(uintptr_t)mem, (uint64_t)memlen};
         ebpf_interp_bounds = &bounds;
-        r0 = ebpf_interp(&prog, (uintptr_t)mem, (uint64_t)memlen, &err);
-        if (err.msg[0]) return die(1, "fault", &err);
+        if (ebpf_interp(&prog, (uintptr_t)mem, (uint64_t)memlen, &r0, &err)) return die(1, "fault", &err);
     }
     printf("%llx\n", (unsigned long long)r0);
     return 0;
