@@ -1757,6 +1757,21 @@ static int same_pointer_kind(const struct vreg *a, const struct vreg *b) {
     return a->type != T_MAP_VALUE_OR_NULL && a->type != T_MEM_OR_NULL && a->type != T_MAP_PTR;
 }
 
+/* Whether a pointer whose type is never NULL is provably not 0, so that a comparison with 0 has a known
+ * outcome. Its address is base + off + var, base the start of a real object (packet data, a map value,
+ * a memory argument, the context, a map) or the frame pointer, and |off|, var <= MAX_VAR_OFF. At or above
+ * the base (off + var >= 0) the address cannot be 0: no object lies in the top 2^31 bytes of the
+ * address space (device: physical memory below 2^32; Linux user space below 2^47), so the sum does not
+ * wrap. Below the base it can: data - 2^29 is 0 for a frame at 2^29, a key table value minus 0x10040000
+ * is 0 on the device; such comparisons explore both branches (Linux decides them only for its kernel
+ * pointers, which are far from 0). The stack counts down to EBPF_STACK_SIZE below the frame pointer:
+ * those addresses are the eBPF stack itself (the interpreter's frame array, the JIT's frame on the
+ * thread's or hart's stack), which is never at address 0. */
+static int never_null(const struct vreg *p) {
+    int64_t lo = (int64_t)p->off + (int64_t)p->umin;
+    return lo >= (p->type == T_STACK ? -EBPF_STACK_SIZE : 0);
+}
+
 /* mode 0: returns the mask of possible outcomes (or -1 with an error); mode BR_TAKEN / BR_FALL:
  * applies what that outcome teaches. */
 static int cond_jump(struct env *e, uint32_t i, struct vstate *st, int mode) {
@@ -1818,8 +1833,9 @@ static int cond_jump(struct env *e, uint32_t i, struct vstate *st, int mode) {
     if (!is_const(s) || s->umin != 0 || (op != EBPF_JMP_JEQ && op != EBPF_JMP_JNE))
         return mode ? mode : fail(e, (int)i, "R%u pointer comparison prohibited", is_ptr(a) ? in->dst : in->src);
     if (p->type != T_MAP_VALUE_OR_NULL && p->type != T_MEM_OR_NULL) {
-        if (mode) return mode;
-        return op == EBPF_JMP_JEQ ? BR_FALL : BR_TAKEN; /* never null */
+        if (mode) return mode; /* nothing to learn: the pointer keeps its type either way */
+        if (!never_null(p)) return BR_TAKEN | BR_FALL;
+        return op == EBPF_JMP_JEQ ? BR_FALL : BR_TAKEN;
     }
     if (!mode) return BR_TAKEN | BR_FALL;
     int is_null = (op == EBPF_JMP_JEQ) == (mode == BR_TAKEN);

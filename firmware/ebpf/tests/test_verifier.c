@@ -586,6 +586,37 @@ static const struct tcase tests[] = {
      REJECT(6, "cannot spill pointers to stack into stack frame of the caller")},
     {"jump_into_other_function", PROG(CALL_LOCAL(1), JA(1), MOV64_IMM(0, 0), EXIT()),
      REJECT(1, "leaves its function")},
+    /* ================= comparisons of pointers with NULL (issue 21) ================= */
+    /* data - 2^29 is 0 for a frame at 2^29: "!= 0" is not known, so the store behind it is checked */
+    {"null_compare_packet_below_start",
+     PROG(LDX(W, 2, 1, 0), ALU64_IMM(ADD, 2, -(1 << 29)), JMP_IMM(JNE, 2, 0, 2), /* 0-2: -> 5 */
+          MOV64_IMM(1, 0x1234), ST(DW, 1, 0, 0), MOV64_IMM(0, 2), EXIT()),
+     REJECT(4, "R1 invalid mem access 'scalar'")},
+    /* a key table value minus its device address (0x10040000) is 0 on the device */
+    {"null_compare_map_value_below_start",
+     PROG(LOOKUP(0, 0), JMP_IMM(JEQ, 0, 0, 5), ALU64_IMM(ADD, 0, -0x10040000), /* 0-7: -> 12 */
+          JMP_IMM(JNE, 0, 0, 2), MOV64_IMM(1, 0x1234), ST(DW, 1, 0, 0),        /* 8-10: -> 11 */
+          MOV64_IMM(0, 2), EXIT()),
+     {ARRAY(4, 8, 1)}, REJECT(10, "R1 invalid mem access 'scalar'")},
+    /* the same with the 0 in a register compared with the pointer (jeq 0, ptr) */
+    {"null_compare_zero_register_eq_pointer",
+     PROG(LDX(W, 2, 1, 0), ALU64_IMM(ADD, 2, -64), MOV64_IMM(3, 0), JMP_REG(JEQ, 3, 2, 1), /* 0-3: -> 5 */
+          JA(2), MOV64_IMM(1, 0x1234), ST(DW, 1, 0, 0), MOV64_IMM(0, 2), EXIT()),         /* 4-8 */
+     REJECT(6, "R1 invalid mem access 'scalar'")},
+    /* below its start but both outcomes safe: accepted, both explored */
+    {"null_compare_undecided_both_safe",
+     PROG(LDX(W, 2, 1, 0), ALU64_IMM(ADD, 2, -8), MOV64_IMM(0, 1), JMP_IMM(JNE, 2, 0, 1), MOV64_IMM(0, 2), EXIT()),
+     ACCEPT, .run = 1, .ret = 1, PKT(1)},
+    /* still known: a pointer at or above its start (data + 4, a map value + 4) and the stack (fp - 8):
+     * the branch behind "== NULL" is never taken and not explored */
+    {"null_compare_known_pointers",
+     PROG(LDX(W, 2, 1, 0), ALU64_IMM(ADD, 2, 4), JMP_IMM(JEQ, 2, 0, 13),   /* 0-2: -> 16 */
+          MOV64_REG(3, 10), ALU64_IMM(ADD, 3, -8), JMP_IMM(JEQ, 3, 0, 10), /* 3-5: -> 16 */
+          LOOKUP(0, 0), JMP_IMM(JEQ, 0, 0, 5), ALU64_IMM(ADD, 0, 4),      /* 6-13: -> 18 */
+          JMP_IMM(JEQ, 0, 0, 1), JA(2),                                   /* 14-15: -> 16, 18 */
+          MOV64_IMM(1, 0x1234), ST(DW, 1, 0, 0),                          /* 16-17 */
+          MOV64_IMM(0, 2), EXIT()),                                       /* 18-19 */
+     {ARRAY(4, 8, 1)}, ACCEPT, .run = 1, .ret = 2, PKT(1)},
     /* ================= run results (issue 21) ================= */
     /* -1 is a return value like any other: not turned into XDP_ABORTED (0) */
     {"return_minus_one", PROG(MOV64_IMM(0, -1), EXIT()), ACCEPT, .run = 1, .ret = UINT64_MAX, PKT(1)},
