@@ -10,7 +10,8 @@ port (a UNIX socket here) and answers with its output and exit status; the kerne
 serial port) is logged and must show no BUG/WARNING/Oops/Call Trace.
 
 Two boots, each a test (they run in parallel under pytest-xdist):
-  test_control_path        (a) attach, key add/update/del/list checked against the model's table;
+  test_control_path        (a) attach, key add/update/del/list checked against the model's table
+                           (entries of both directions, zero-length CIDs by peer address);
                            (b) a real program image (xdp_quic), prog show, map update/lookup/dump;
                            (c) device and driver counters (netlink, debugfs); (d) control-frame loss,
                            duplication and reordering during many key operations: device table ==
@@ -18,9 +19,12 @@ Two boots, each a test (they run in parallel under pytest-xdist):
                            a sequence and while idle (keepalive): the driver replays and converges;
                            DEV_RESET; detach/attach keeps the host table.
   test_netlink_and_data    (f) malformed and fuzzed netlink messages all get errors, device refusals
-                           roll back and show in DEV_GET; (g) the data path: SO_MARK=encrypt mark ->
-                           sealed by the model's QUIC program, protected packets from the network ->
-                           delivered with the decrypt mark (SO_RCVMARK), other frames unmarked;
+                           roll back and show in DEV_GET; (g) the data path: SO_MARK = encrypt mark
+                           base | CID length -> sealed by the model's QUIC program with the seal entry
+                           (also a zero-length CID by address), a length above 20 dropped and counted,
+                           a seal request without keys never on the network; protected packets from
+                           the network -> delivered with the decrypt mark (SO_RCVMARK), other frames
+                           unmarked; the encrypt_mark parameter refuses a base with a low byte;
                            lower device unregistered under the driver, module unloaded while a
                            request is in flight.
 Skipped only when qemu-system-x86_64 or the kernel image is absent.
@@ -43,7 +47,7 @@ import nanobpf_ctrl_defs as D
 import nanobpf_ebpf_defs as abi
 from nanobpf import BUILD, ROOT
 from nanobpf import ctrl
-from nanobpf.ctrl import PacketPort, TapPort
+from nanobpf.ctrl import OPEN, SEAL, KeyId, PacketPort, TapPort, addr_id, key_id
 from nanobpf.devmodel import HOST_PORT, NET_PORT, DeviceModel
 
 
@@ -307,12 +311,12 @@ class Guest:
         return rc, doc
 
     def host_keys(self):
-        """The driver's key table: {cid: (phase, slot, synced)} (KEY_GET dump)."""
+        """The driver's key table: {KeyId: (phase, slot, synced)} (KEY_GET dump)."""
         keys = {}
         for line in self.run("nbtest keys").splitlines():
             f = line.split()
             if f and f[0] == "KEY":
-                keys[bytes.fromhex(f[1])] = tuple(int(x) for x in f[2:5])
+                keys[KeyId(int(f[1]), int(f[2]), bytes.fromhex(f[3]))] = tuple(int(x) for x in f[4:7])
         return keys
 
     def dev_get(self):
@@ -396,22 +400,36 @@ def make_rig(request, initramfs, tmp_path):
 
 
 # ---------------------------------------------------------------- helpers
-def keys80(cid, phase=0, fill=1, next_keys=False):
-    """A struct nanobpf_quic_keys for cid (bytes distinct per fill; next-phase keys zero unless
-    next_keys, as nanobpfctl writes them)."""
+def keys80(kid, phase=0, fill=1, next_keys=False, prev_keys=False):
+    """A struct nanobpf_quic_keys for the entry kid (a KeyId; bytes distinct per fill; second-slot keys
+    zero unless next_keys or prev_keys, as nanobpfctl writes them)."""
     b = bytes((fill * 7 + i) & 0xFF for i in range(72))
     key, iv = b[:32], b[32:56]
-    if not next_keys:
+    if not (next_keys or prev_keys):
         key, iv = key[:16] + bytes(16), iv[:12] + bytes(12)
-    return struct.pack(abi.STRUCTS["quic_keys"].fmt, phase, 1 if next_keys else 0, len(cid), 0,
-                       key, iv, b[56:72], bytes(4))
+    flags = abi.NANOBPF_QUIC_KEY_NEXT if next_keys else abi.NANOBPF_QUIC_KEY_PREV if prev_keys else 0
+    return struct.pack(abi.STRUCTS["quic_keys"].fmt, phase, flags, kid.cid_len, 0, key, iv, b[56:72], bytes(4))
 
 
-def ctl_key_args(cid, k):
+def ctl_entry(kid):
+    """nanobpfctl's words for an entry: cid HEX, or peer ADDR:PORT local-port N; and its direction."""
+    d = "seal" if kid.dir == SEAL else "open"
+    if kid.cid_len:
+        return f"cid {kid.cid.hex()} dir {d}"
+    import ipaddress
+    ip = ipaddress.IPv6Address(kid.id[:16])
+    host = str(ip.ipv4_mapped) if ip.ipv4_mapped else f"[{ip}]"
+    pport, lport = struct.unpack(">HH", kid.id[16:20])
+    return f"peer {host}:{pport} local-port {lport} dir {d}"
+
+
+def ctl_key_args(kid, k):
     key, iv, hp = k[4:36], k[36:60], k[60:76]
-    a = f"cid {cid.hex()} key {key[:16].hex()} iv {iv[:12].hex()} hp {hp.hex()} phase {k[0]}"
-    if k[1] & 1:
+    a = f"{ctl_entry(kid)} key {key[:16].hex()} iv {iv[:12].hex()} hp {hp.hex()} phase {k[0]}"
+    if k[1] & abi.NANOBPF_QUIC_KEY_NEXT:
         a += f" next-key {key[16:].hex()} next-iv {iv[12:].hex()}"
+    if k[1] & abi.NANOBPF_QUIC_KEY_PREV:
+        a += f" prev-key {key[16:].hex()} prev-iv {iv[12:].hex()}"
     return a
 
 
@@ -439,7 +457,7 @@ def parse_bulk(out):
         if not f:
             continue
         if f[0] == "EXPECT":
-            expect[bytes.fromhex(f[1])] = bytes.fromhex(f[2])
+            expect[KeyId(int(f[1]), int(f[2]), bytes.fromhex(f[3]))] = bytes.fromhex(f[4])
         elif f[0] == "FAIL":
             fails.append(line)
         elif f[0] == "BULK":
@@ -467,11 +485,6 @@ def ctl_errno(doc):
     return abs(doc["error"]["errno"])
 
 
-def kt_key(cid):
-    """Key of the key-table map nanobpf_quic_keys: struct nanobpf_quic_cid."""
-    return struct.pack(abi.STRUCTS["quic_cid"].fmt, len(cid), cid, bytes(3))
-
-
 def sync_and_compare(g, dev, expected):
     """After a request (STATS: replays first if the link is out of sync), the driver's table, the
     device's table and the expected one agree, every entry acknowledged."""
@@ -481,8 +494,8 @@ def sync_and_compare(g, dev, expected):
                                        f"missing {set(expected) - set(host)}"
     assert all(v[2] == 1 for v in host.values()), "host entries not synced"
     wait_for(lambda: device_keys(dev) == expected, 10, "the device key table to equal the host's")
-    slots = {cid: slot for cid, (slot, _) in dev.keys().items()}
-    assert {cid: v[1] for cid, v in host.items()} == slots
+    slots = {kid: slot for kid, (slot, _) in dev.keys().items()}
+    assert {kid: v[1] for kid, v in host.items()} == slots
 
 
 # ---------------------------------------------------------------- boot 1: control path
@@ -500,28 +513,40 @@ def test_control_path(make_rig, quic_image):
     rc, doc = g.ctl("dev attach eth0", check=False)
     assert rc == 1 and ctl_errno(doc) == 16, doc                                  # EBUSY
     expected = {}
-    cids = [b"\x11", b"\x22" * 4, b"\x33" * 8, b"\x44" * 13, b"\x55" * 20]
-    for i, cid in enumerate(cids):
-        k = keys80(cid, phase=i & 1, fill=i + 1, next_keys=bool(i & 1))
-        g.ctl("key add " + ctl_key_args(cid, k))
-        expected[cid] = k
-        assert device_keys(dev) == expected, f"after key add {cid.hex()}"
+    # entries of both directions (the same CID names two), and peers with zero-length CIDs by address
+    cids = [key_id(b"\x11"), key_id(b"\x22" * 4, SEAL), key_id(b"\x33" * 8), key_id(b"\x33" * 8, SEAL),
+            key_id(b"\x44" * 13), key_id(b"\x55" * 20, SEAL), key_id(b"", OPEN, addr_id("192.0.2.5", 4433, 443)),
+            key_id(b"", SEAL, addr_id("192.0.2.5", 4433, 443)), key_id(b"", SEAL, addr_id("2001:db8::5", 1, 2))]
+    for i, kid in enumerate(cids):
+        k = keys80(kid, phase=i & 1, fill=i + 1, next_keys=bool(i & 1))
+        g.ctl("key add " + ctl_key_args(kid, k))
+        expected[kid] = k
+        assert device_keys(dev) == expected, f"after key add {kid}"
     listing = g.ctl("key list")
-    assert {bytes.fromhex(e["cid"]): (e["key_phase"], e["slot"], e["synced"]) for e in listing} == \
-        {cid: (k[0], dev.keys()[cid][0], True) for cid, k in expected.items()}
-    k = keys80(cids[2], phase=1, fill=40, next_keys=True)
-    slot = dev.keys()[cids[2]][0]
-    g.ctl("key update " + ctl_key_args(cids[2], k))
-    expected[cids[2]] = k
-    assert device_keys(dev) == expected and dev.keys()[cids[2]][0] == slot
-    g.ctl(f"key del cid {cids[0].hex()}")
-    del expected[cids[0]]
-    assert device_keys(dev) == expected
+    entry = lambda e: KeyId({"open": OPEN, "seal": SEAL}[e["dir"]], e["cid_len"],
+                            bytes.fromhex(e["cid"] or e["addr_id"]).ljust(20, b"\0"))
+    assert {entry(e): (e["key_phase"], e["slot"], e["synced"]) for e in listing} == \
+        {kid: (k[0], dev.keys()[kid][0], True) for kid, k in expected.items()}
+    assert {e["peer"] for e in listing if e["cid_len"] == 0} == {"192.0.2.5:4433", "[2001:db8::5]:1"}
+    for kid, flags in ((cids[2], dict(next_keys=True)), (cids[6], dict(prev_keys=True))):
+        k = keys80(kid, phase=1, fill=40, **flags)
+        slot = dev.keys()[kid][0]
+        g.ctl("key update " + ctl_key_args(kid, k))
+        expected[kid] = k
+        assert device_keys(dev) == expected and dev.keys()[kid][0] == slot
+    for kid in (cids[0], cids[3], cids[7]):
+        g.ctl(f"key del {ctl_entry(kid)}")
+        del expected[kid]
+        assert device_keys(dev) == expected
+    assert dev.open_cid_lens() == (1 << 0) | (1 << 8) | (1 << 13)
     for args, errno in ((f"key add {ctl_key_args(cids[1], expected[cids[1]])}", 17),     # EEXIST
-                        (f"key del cid {cids[0].hex()}", 2),                              # ENOENT
+                        (f"key del {ctl_entry(cids[0])}", 2),                              # ENOENT
+                        (f"key del {ctl_entry(key_id(cids[1].cid, OPEN))}", 2),          # the other direction
                         (f"key update {ctl_key_args(cids[0], keys80(cids[0]))}", 2)):
         rc, doc = g.ctl(args, check=False)
         assert rc == 1 and ctl_errno(doc) == errno, (args, doc)
+    rc, doc = g.ctl(f"key update {ctl_key_args(cids[1], keys80(cids[1], prev_keys=True))}", check=False)
+    assert rc == 2 and "open entries only" in doc["error"]["message"], doc         # nanobpfctl refuses it
     assert device_keys(dev) == expected
     sync_and_compare(g, dev, expected)
 
@@ -532,11 +557,13 @@ def test_control_path(make_rig, quic_image):
     show = g.ctl("prog show")
     assert (show["name"], show["insns"], show["crc32"], show["image_len"]) == \
         (p["name"], p["insns"], p["crc32"], p["image_len"]), show
-    for cid, k in expected.items():
-        assert dev.map_lookup(abi.KEYTABLE_MAP_NAME, kt_key(cid)) == k
-    cfg = struct.pack(abi.STRUCTS["quic_config"].fmt, HOST_PORT, NET_PORT, 8, 0)
+    for kid, k in expected.items():
+        assert dev.map_lookup(abi.KEYTABLE_MAP_NAME, kid.pack()) == k
+    cfg = struct.pack(abi.STRUCTS["quic_config"].fmt, HOST_PORT, NET_PORT, 0xFFFF, 0)
     g.ctl(f"map update quic_config key 00000000 value {cfg.hex()}")
-    assert dev.map_lookup("quic_config", bytes(4)) == cfg
+    # open_cid_lens is the device's (the open entries' CID lengths), the other fields the user's
+    assert dev.map_lookup("quic_config", bytes(4)) == \
+        struct.pack(abi.STRUCTS["quic_config"].fmt, HOST_PORT, NET_PORT, (1 << 0) | (1 << 8) | (1 << 13), 0)
     for port in (443, 4433):
         g.ctl(f"map update quic_ports key {struct.pack('<H', port).hex()} value 01000000 noexist")
     assert dev.map_lookup("quic_ports", struct.pack("<H", 443)) == struct.pack("<I", 1)
@@ -550,7 +577,7 @@ def test_control_path(make_rig, quic_image):
     for args, errno in ((f"map lookup quic_ports key {struct.pack('<H', 4433).hex()}", 2),          # ENOENT
                         (f"map update quic_ports key {struct.pack('<H', 443).hex()} value 02000000 noexist", 17),
                         ("map lookup no_such_map key 00000000", 6),                                  # ENXIO
-                        (f"map delete {abi.KEYTABLE_MAP_NAME} key {kt_key(cids[1]).hex()}", 22)):    # EINVAL
+                        (f"map delete {abi.KEYTABLE_MAP_NAME} key {cids[1].pack().hex()}", 22)):    # EINVAL
         rc, doc = g.ctl(args, check=False)
         assert rc == 1 and ctl_errno(doc) == errno, (args, doc)
     # PISA table words (replayed after resets too)
@@ -616,7 +643,7 @@ def test_control_path(make_rig, quic_image):
     sync_and_compare(g, dev, expected)
     assert_no_double_apply(dev.applied)
     assert dev.program()["crc32"] == ctrl.crc32(image) and dev.tables() == {(0, 0): 0x10003, (1, 1): 0x08bb0103}
-    assert dev.map_lookup("quic_config", bytes(4)) != cfg       # map contents are not replayed
+    assert struct.unpack("<4I", dev.map_lookup("quic_config", bytes(4)))[:2] == (0, 0)   # maps are not replayed
     assert drv_stats(g)["resyncs"] == resyncs + 1
     dev.reset()                                                 # idle: the keepalive notices
     wait_for(lambda: device_keys(dev) == expected and dev.program() is not None, 15,
@@ -655,6 +682,13 @@ MALFORMED = {   # nbtest malformed: case -> the errno the driver (or netlink cor
     "key_add_device_refuses": "EINVAL", "key_get_after_refusal": "ENOENT", "key_add_ok": "OK",
     "key_add_duplicate": "EEXIST", "key_update_ok": "OK", "key_del_ok": "OK", "key_del_missing": "ENOENT",
     "key_update_missing": "ENOENT", "key_del_u32_cid": "ENOENT",
+    "key_add_duplicate_dir_open": "EEXIST", "key_add_seal_same_cid": "OK", "key_del_seal": "OK",
+    "key_del_seal_missing": "ENOENT", "key_add_dir_2": "EINVAL", "key_add_dir_255": "EINVAL",
+    "key_add_cid_and_addr": "EINVAL", "key_add_next_and_prev": "EINVAL", "key_add_prev_seal": "EINVAL",
+    "key_add_no_cid_no_addr": "EINVAL", "key_add_addr_19": "ERANGE", "key_add_addr_21": "ERANGE",
+    "key_add_addr_zero": "EINVAL", "key_add_addr_cid_len_4": "EINVAL", "key_add_addr_prev_open": "OK",
+    "key_get_addr": "OK", "key_get_addr_other_dir": "ENOENT", "key_update_addr_default_dir": "OK",
+    "key_del_addr": "OK", "key_del_addr_missing": "ENOENT",
     "attach_no_ifname": "EINVAL", "attach_ifname_no_nul": "EINVAL", "attach_ifname_long": "EINVAL",
     "attach_bad_vdev_name": "EINVAL", "attach_again": "EBUSY",
     "prog_no_image": "EINVAL", "prog_image_empty": "EINVAL", "prog_image_too_big": "ERANGE",
@@ -667,13 +701,14 @@ MALFORMED = {   # nbtest malformed: case -> the errno the driver (or netlink cor
     "table_index_short": "EINVAL", "table_device_refuses": "EINVAL", "stats_short_nest": "EINVAL",
     "unpriv_key_add": "EPERM", "unpriv_detach": "EPERM", "unpriv_map_lookup": "EPERM", "unpriv_dev_get": "OK",
 }
-QUIC_CID = bytes.fromhex("0011223344556677")
+QUIC_CID = bytes.fromhex("0011223344556677")      # the guest's connection ID (open entry)
+PEER_CID = bytes.fromhex("c0c1c2c3c4")            # the peer's (seal entry)
 
 
-def quic_plain(pn, payload):
+def quic_plain(pn, payload, dcid=QUIC_CID, largest=-1):
     from nanobpf.quic.protection import encode_pn
-    tpn = encode_pn(pn, -1)
-    return bytes([0x40 | (len(tpn) - 1)]) + QUIC_CID + tpn + payload
+    tpn = encode_pn(pn, largest)
+    return bytes([0x40 | (len(tpn) - 1)]) + dcid + tpn + payload
 
 
 def recv_udp(port, dport, timeout=10):
@@ -743,13 +778,15 @@ def test_netlink_and_data(make_rig, quic_image):
 
     # the key table holds what the device said in HELLO (key_slots 16 here)
     assert "key_slots 16" in g.run("cat /sys/kernel/debug/nanobpf/nbpf0/session")
-    table = {bytes([0xa0, i, i, i]): keys80(bytes([0xa0, i, i, i]), fill=i) for i in range(16)}
+    kids = [key_id(bytes([0xa0, i, i, i]), dir=i & 1) for i in range(14)]
+    kids += [key_id(b"", OPEN, addr_id("192.0.2.77", 9, 10)), key_id(b"", SEAL, addr_id("192.0.2.77", 9, 10))]
+    table = {kid: keys80(kid, fill=i) for i, kid in enumerate(kids)}
     g.run("; ".join(f"nanobpfctl key add {ctl_key_args(c, k)}" for c, k in table.items()))
-    extra = bytes([0xa1] * 4)
+    extra = key_id(bytes([0xa1] * 4))
     rc, doc = g.ctl("key add " + ctl_key_args(extra, keys80(extra)), check=False)
     assert rc == 1 and ctl_errno(doc) == 28 and "full" in doc["error"]["message"], doc   # ENOSPC
     assert device_keys(dev) == table
-    g.run("; ".join(f"nanobpfctl key del cid {c.hex()}" for c in table))
+    g.run("; ".join(f"nanobpfctl key del {ctl_entry(c)}" for c in table))
     assert dev.keys() == {} and g.host_keys() == {}
 
     # device garbage on the host link: short and inconsistent control frames, malformed shims
@@ -766,7 +803,11 @@ def test_netlink_and_data(make_rig, quic_image):
                     eth(D.ETHERTYPE) + hdr(0, flags=0)]                          # a request
     ip = udp_frame(b"x" * 20, PEER_IP, GUEST_IP, 1, 9)[12:]
     shim_garbage = [eth(D.SHIM_ETHERTYPE) + b"\x01",                              # truncated shim
-                    eth(D.SHIM_ETHERTYPE) + b"\x01\x05" + ip,                      # reserved byte set
+                    eth(D.SHIM_ETHERTYPE) + b"\x01\x05" + ip,                      # DECRYPTED with a CID length
+                    eth(D.SHIM_ETHERTYPE) + b"\x02\x08" + ip,                      # ENCRYPT: the host's flag
+                    eth(D.SHIM_ETHERTYPE) + b"\x02\x00" + ip,
+                    eth(D.SHIM_ETHERTYPE) + b"\x00\x00" + ip,                      # no flag
+                    eth(D.SHIM_ETHERTYPE) + b"\x03\x00" + ip,                      # both flags
                     eth(D.SHIM_ETHERTYPE) + b"\x80\x00" + ip,                      # unknown flag
                     eth(D.SHIM_ETHERTYPE) + b"\x01\x00" + struct.pack(">H", D.ETHERTYPE) + bytes(40)]
     g.run("ip link set nbpf0 up")
@@ -778,25 +819,46 @@ def test_netlink_and_data(make_rig, quic_image):
     assert after["rx_bad_shim"] - before["rx_bad_shim"] == len(shim_garbage), (before, after)
     assert g.ctl("dev show")["link_state"] == "in_sync"
 
-    # (g) the data path through the model's QUIC program, with marks
-    k0 = PacketKeys.from_secret(bytes(range(32)))
+    # (g) the data path through the model's QUIC program, with marks: base | destination CID length
+    k0 = PacketKeys.from_secret(bytes(range(32)))        # the peer's keys (the device opens with them)
+    k1 = PacketKeys.from_secret(bytes(range(1, 33)))     # the guest's (the device seals with them)
+    k2 = PacketKeys.from_secret(bytes(range(2, 34)))     # the guest's towards a zero-length-CID peer
+    mark = lambda n: D.ENCRYPT_MARK | n
     g.ctl("prog load /xdp_quic.nbpf")
-    cfg = struct.pack(abi.STRUCTS["quic_config"].fmt, HOST_PORT, NET_PORT, len(QUIC_CID), 0)
+    cfg = struct.pack(abi.STRUCTS["quic_config"].fmt, HOST_PORT, NET_PORT, 0, 0)
     g.ctl(f"map update quic_config key 00000000 value {cfg.hex()}")
     g.ctl(f"map update quic_ports key {struct.pack('<H', 443).hex()} value 01000000")
     g.ctl(f"key add cid {QUIC_CID.hex()} key {k0.key.hex()} iv {k0.iv.hex()} hp {k0.hp.hex()}")
+    g.ctl(f"key add cid {PEER_CID.hex()} dir seal key {k1.key.hex()} iv {k1.iv.hex()} hp {k1.hp.hex()}")
+    g.ctl(f"key add peer {PEER_IP}:443 local-port 50001 dir seal key {k2.key.hex()} iv {k2.iv.hex()} hp {k2.hp.hex()}")
+    assert struct.unpack("<4I", dev.map_lookup("quic_config", bytes(4)))[2] == 1 << len(QUIC_CID)
     g.run(f"ip addr add {GUEST_IP}/24 dev nbpf0 && arp -i nbpf0 -s {PEER_IP} {PEER_MAC}")
     while rig.net.recv(0.2) is not None:
         pass
-    before = drv_stats(g)
-    plain = quic_plain(5, b"sealed by the device " * 3)
-    g.run(f"nbtest udpsend {PEER_IP} 443 {D.ENCRYPT_MARK:#x} {plain.hex()} 50000")
+    before, dbefore = drv_stats(g), dev.stats()
+    plain = quic_plain(5, b"sealed by the device " * 3, dcid=PEER_CID)
+    g.run(f"nbtest udpsend {PEER_IP} 443 {mark(len(PEER_CID)):#x} {plain.hex()} 50000")
     frame, u = recv_udp(rig.net, 443)
     assert frame[12:14] == b"\x08\x00" and frame[:6] == bytes.fromhex(PEER_MAC.replace(":", ""))
-    assert u.payload != plain and unprotect(u.payload, k0, -1, len(QUIC_CID)).plain == plain
+    assert u.payload != plain and unprotect(u.payload, k1, -1, len(PEER_CID)).plain == plain
+    zplain = quic_plain(6, b"to a peer without CIDs " * 3, dcid=b"")      # by address: 10.0.0.1:443, local 50001
+    g.run(f"nbtest udpsend {PEER_IP} 443 {mark(0):#x} {zplain.hex()} 50001")
+    frame, u = recv_udp(rig.net, 443)
+    assert u.sport == 50001 and unprotect(u.payload, k2, -1, 0).plain == zplain
+    # fail closed: a CID length above 20 never leaves the driver; a seal request the device has no
+    # keys for (no seal entry for QUIC_CID: its entry is the open one) never reaches the network
+    g.run(f"nbtest udpsend {PEER_IP} 443 {mark(21):#x} {plain.hex()} 50000")
+    g.run(f"nbtest udpsend {PEER_IP} 443 {mark(0xff):#x} {plain.hex()} 50000")
+    g.run(f"nbtest udpsend {PEER_IP} 443 {mark(len(QUIC_CID)):#x} {quic_plain(7, bytes(30)).hex()} 50000")
+    g.run(f"nbtest udpsend {PEER_IP} 443 {mark(len(PEER_CID)):#x} {plain.hex()} 50002")   # PN 5 again: reused
+    with pytest.raises(AssertionError):
+        recv_udp(rig.net, 443, timeout=2)
     g.run(f"nbtest udpsend {PEER_IP} 9999 0x1234 {b'not for the device'.hex()} 50000")   # other marks: as is
     frame, u = recv_udp(rig.net, 9999)
     assert frame[12:14] == b"\x08\x00" and u.payload == b"not for the device"
+    g.run(f"nbtest udpsend {PEER_IP} 9998 {D.ENCRYPT_MARK + 0x100:#x} {b'next base'.hex()} 50000")  # not the base
+    frame, u = recv_udp(rig.net, 9998)
+    assert u.payload == b"next base"
     plain2 = quic_plain(9, b"opened by the device " * 3)
     prot = protect(plain2, k0, largest_pn=-1, short_cid_len=len(QUIC_CID))
     to_guest = lambda payload, dport: rig.net.send(
@@ -808,11 +870,19 @@ def test_netlink_and_data(make_rig, quic_image):
     prot3 = protect(plain3, k0, largest_pn=9, short_cid_len=len(QUIC_CID))
     assert guest_recv(g, 443, lambda: to_guest(prot3, 443)) == (0x77, plain3)
     g.run(f"echo {D.DECRYPT_MARK} > /sys/module/nanobpf/parameters/decrypt_mark")
-    after = drv_stats(g)
-    assert after["tx_encrypt"] - before["tx_encrypt"] == 1 and after["rx_decrypted"] - before["rx_decrypted"] == 2
-    assert after["tx_frames"] - before["tx_frames"] >= 2 and after["rx_frames"] - before["rx_frames"] >= 3
-    ds = dev.stats()
-    assert ds["encrypt_req"] == 1 and ds["decrypted"] == 2
+    after, dafter = drv_stats(g), dev.stats()
+    assert after["tx_encrypt"] - before["tx_encrypt"] == 4 and after["tx_bad_mark"] - before["tx_bad_mark"] == 2
+    assert after["rx_decrypted"] - before["rx_decrypted"] == 2
+    assert after["tx_frames"] - before["tx_frames"] >= 6 and after["rx_frames"] - before["rx_frames"] >= 3
+    assert dafter["encrypt_req"] - dbefore["encrypt_req"] == 4 and dafter["decrypted"] - dbefore["decrypted"] == 2
+    assert dafter["xdp_drop"] + dafter["encrypt_unsealed"] - dbefore["xdp_drop"] - dbefore["encrypt_unsealed"] == 2
+    # the encrypt mark base keeps its low byte for the CID length: other values are refused at run time
+    rc, out = g.run("echo 0x4e420105 > /sys/module/nanobpf/parameters/encrypt_mark", check=False)
+    assert rc != 0 and g.run("cat /sys/module/nanobpf/parameters/encrypt_mark").strip() == str(D.ENCRYPT_MARK)
+    assert "low byte zero" in g.run("dmesg | tail -5")
+    g.run("echo 0x4e430000 > /sys/module/nanobpf/parameters/encrypt_mark")
+    assert g.run("cat /sys/module/nanobpf/parameters/encrypt_mark").strip() == str(0x4E430000)
+    g.run(f"echo {D.ENCRYPT_MARK} > /sys/module/nanobpf/parameters/encrypt_mark")
 
     # the lower device goes away while a request waits for an answer (control frames all lost)
     keys_before = device_keys(dev)
@@ -846,8 +916,11 @@ def test_netlink_and_data(make_rig, quic_image):
     expect, fails, summary = parse_bulk(out)
     assert summary["ok"] == "0", out
     print(out)
-    g.run(f"insmod /nanobpf.ko encrypt_mark=0x99")
-    assert g.run("cat /sys/module/nanobpf/parameters/encrypt_mark").strip() == str(0x99)
+    rc, out = g.run("insmod /nanobpf.ko encrypt_mark=0x99", check=False)        # low byte set: refused
+    assert rc != 0 and "MODULES 0" in g.run("echo MODULES $(lsmod | grep -c nanobpf)")
+    assert "encrypt_mark 0x00000099 refused" in g.run("dmesg | tail -5")
+    g.run("insmod /nanobpf.ko encrypt_mark=0x99000000")
+    assert g.run("cat /sys/module/nanobpf/parameters/encrypt_mark").strip() == str(0x99000000)
     # the device is still in the old module's session: the new module's first HELLO (its sequence
     # numbers start again) gets STALE_SEQ with the device's last number, and it continues after it
     stale = dev.stats()["ctrl_stale"]

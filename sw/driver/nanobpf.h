@@ -32,6 +32,7 @@
 #include "nanobpf_soc.h"
 
 #define NBPF_SHIM_HLEN		4	/* EtherType 0x88B6 + struct nanobpf_shim */
+#define NBPF_MARK_CID_MASK	0xffu	/* encrypt_mark | n: the low byte is the destination CID length */
 #define NBPF_DEFAULT_KEY_SLOTS	512	/* key table limit before the device said how many it has */
 #define NBPF_KEEPALIVE_MS	2000	/* idle probe (STATS) period */
 #define NBPF_RESYNC_TRIES	3	/* replays restarted because the device was reset during one */
@@ -92,6 +93,14 @@ struct nbpf_vpriv {
 	struct nbpf_link *link;
 };
 
+/* The name of a key table entry: direction, CID length, and the 20-byte id (the CID zero-padded, or
+ * for a zero-length CID the peer's address id, NANOBPF_QUIC_ADDR_*). */
+struct nbpf_key_id {
+	u8 dir;				/* NANOBPF_QUIC_DIR_OPEN or _SEAL */
+	u8 cid_len;			/* 0..NANOBPF_CTRL_MAX_CID */
+	u8 id[NANOBPF_CTRL_MAX_CID];
+};
+
 /* A key table entry. Replaced whole (RCU) on KEY_UPDATE. */
 struct nbpf_key {
 	struct hlist_node node;
@@ -99,8 +108,7 @@ struct nbpf_key {
 	u32 hash;
 	u32 slot;			/* device slot, U32_MAX if unknown */
 	bool synced;			/* acknowledged by the device in this epoch */
-	u8 cid_len;
-	u8 cid[NANOBPF_CTRL_MAX_CID];
+	struct nbpf_key_id id;
 	u8 keys[NANOBPF_CTRL_KEYS_SIZE];
 };
 

@@ -252,8 +252,9 @@ void nbpf_mark_unsynced(struct nbpf_link *link)
 void nbpf_key_to_msg(const struct nbpf_key *k, struct nanobpf_key_msg *m)
 {
 	memset(m, 0, sizeof(*m));
-	m->cid_len = k->cid_len;
-	memcpy(m->cid, k->cid, k->cid_len);
+	m->cid_len = k->id.cid_len;
+	m->dir = k->id.dir;
+	memcpy(m->cid, k->id.id, sizeof(m->cid));
 	memcpy(m->keys, k->keys, sizeof(m->keys));
 }
 

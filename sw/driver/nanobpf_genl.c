@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * nanobpf.ko generic-netlink family "nanobpf" (commands and attributes of hw/defs/ctrl.toml) and the
- * authoritative host state: key table by CID, program image, PISA table words. Every change goes to
+ * authoritative host state: key table by (direction, CID or address id), program image, PISA table words. Every change goes to
  * the host state first, then to the device; the command returns once the device acknowledged. A
  * refusal or a timeout rolls the host change back.
  */
@@ -81,18 +81,18 @@ static int nbpf_reply_send(struct sk_buff *msg, void *hdr, struct genl_info *inf
 
 /* ---------------------------------------------------------------- key table */
 
-static u32 nbpf_cid_hash(const u8 *cid, u8 len)
+static u32 nbpf_id_hash(const struct nbpf_key_id *id)
 {
-	return jhash(cid, len, len);
+	return jhash(id->id, sizeof(id->id), (u32)id->dir << 8 | id->cid_len);
 }
 
-static struct nbpf_key *nbpf_key_find(const u8 *cid, u8 len)
+static struct nbpf_key *nbpf_key_find(const struct nbpf_key_id *id)
 {
-	u32 h = nbpf_cid_hash(cid, len);
+	u32 h = nbpf_id_hash(id);
 	struct nbpf_key *k;
 
 	hash_for_each_possible_rcu(nbpf_keys, k, node, h, lockdep_is_held(&nbpf_cfg_lock))
-		if (k->hash == h && k->cid_len == len && !memcmp(k->cid, cid, len))
+		if (k->hash == h && !memcmp(&k->id, id, sizeof(*id)))
 			return k;
 	return NULL;
 }
@@ -110,25 +110,60 @@ void nbpf_keys_free_all(void)
 	nbpf_nkeys = 0;
 }
 
-static int nbpf_parse_cid(struct genl_info *info, u8 *cid, u8 *len)
+/*
+ * The entry a request names: DIR (default OPEN), and a CID of 1..20 bytes, or an empty or absent CID
+ * with ADDR_ID (exactly 20 bytes, the policy checks the length; not all zero) for a peer that uses
+ * zero-length CIDs.
+ */
+static int nbpf_parse_id(struct genl_info *info, struct nbpf_key_id *id)
 {
-	struct nlattr *a = ATTR(info, CID);
-	int n;
+	struct nlattr *c = ATTR(info, CID), *a = ATTR(info, ADDR_ID), *d = ATTR(info, DIR);
+	int n = c ? nla_len(c) : 0;
 
-	if (NEED(info, CID, "missing CID"))
-		return -EINVAL;
-	n = nla_len(a);
-	if (n < 1 || n > NANOBPF_CTRL_MAX_CID) {
-		NL_SET_ERR_MSG_ATTR(info->extack, a, "CID must be 1..20 bytes");
+	memset(id, 0, sizeof(*id));
+	id->dir = d ? nla_get_u8(d) : NANOBPF_QUIC_DIR_OPEN;
+	if (id->dir != NANOBPF_QUIC_DIR_OPEN && id->dir != NANOBPF_QUIC_DIR_SEAL) {
+		NL_SET_ERR_MSG_ATTR(info->extack, d, "DIR must be 0 (open) or 1 (seal)");
 		return -EINVAL;
 	}
-	memset(cid, 0, NANOBPF_CTRL_MAX_CID);
-	memcpy(cid, nla_data(a), n);
-	*len = n;
+	if (n > NANOBPF_CTRL_MAX_CID) {		/* the policy checks it too */
+		NL_SET_ERR_MSG_ATTR(info->extack, c, "CID must be 0..20 bytes");
+		return -EINVAL;
+	}
+	if (n) {
+		if (a) {
+			NL_SET_ERR_MSG_ATTR(info->extack, a, "ADDR_ID names a zero-length CID only (CID empty or absent)");
+			return -EINVAL;
+		}
+		id->cid_len = n;
+		memcpy(id->id, nla_data(c), n);
+		return 0;
+	}
+	if (!a) {
+		if (c) {
+			NL_SET_ERR_ATTR_MISS(info->extack, NULL, NANOBPF_ATTR_ADDR_ID);
+			NL_SET_ERR_MSG(info->extack, "an empty CID needs ADDR_ID (the peer's address and ports)");
+		} else {
+			NL_SET_ERR_ATTR_MISS(info->extack, NULL, NANOBPF_ATTR_CID);
+			NL_SET_ERR_MSG(info->extack, "missing CID (or ADDR_ID for a peer with zero-length CIDs)");
+		}
+		return -EINVAL;
+	}
+	if (nla_len(a) != NANOBPF_CTRL_MAX_CID || !memchr_inv(nla_data(a), 0, NANOBPF_CTRL_MAX_CID)) {
+		NL_SET_ERR_MSG_ATTR(info->extack, a, "ADDR_ID must be 20 bytes, not all zero");
+		return -EINVAL;
+	}
+	memcpy(id->id, nla_data(a), NANOBPF_CTRL_MAX_CID);
 	return 0;
 }
 
-static int nbpf_parse_keys(struct genl_info *info, u8 cid_len, u8 *keys)
+/* The attribute that named the entry (for extended-ack messages about it). */
+static struct nlattr *nbpf_id_attr(struct genl_info *info)
+{
+	return ATTR(info, CID) && nla_len(ATTR(info, CID)) ? ATTR(info, CID) : ATTR(info, ADDR_ID);
+}
+
+static int nbpf_parse_keys(struct genl_info *info, const struct nbpf_key_id *id, u8 *keys)
 {
 	struct nlattr *a = ATTR(info, KEYS);
 	const struct nanobpf_quic_keys *q;
@@ -140,7 +175,7 @@ static int nbpf_parse_keys(struct genl_info *info, u8 cid_len, u8 *keys)
 		return -EINVAL;
 	}
 	q = nla_data(a);
-	if (q->cid_len != cid_len) {
+	if (q->cid_len != id->cid_len) {
 		NL_SET_ERR_MSG_ATTR(info->extack, a, "cid_len in KEYS differs from the CID length");
 		return -EINVAL;
 	}
@@ -148,8 +183,13 @@ static int nbpf_parse_keys(struct genl_info *info, u8 cid_len, u8 *keys)
 		NL_SET_ERR_MSG_ATTR(info->extack, a, "key_phase in KEYS must be 0 or 1");
 		return -EINVAL;
 	}
-	if (q->flags & ~1) {
-		NL_SET_ERR_MSG_ATTR(info->extack, a, "unknown flags in KEYS");
+	if (q->flags & ~(NANOBPF_QUIC_KEY_NEXT | NANOBPF_QUIC_KEY_PREV) ||
+	    q->flags == (NANOBPF_QUIC_KEY_NEXT | NANOBPF_QUIC_KEY_PREV)) {
+		NL_SET_ERR_MSG_ATTR(info->extack, a, "flags in KEYS: NEXT or PREV (not both), nothing else");
+		return -EINVAL;
+	}
+	if (q->flags & NANOBPF_QUIC_KEY_PREV && id->dir != NANOBPF_QUIC_DIR_OPEN) {
+		NL_SET_ERR_MSG_ATTR(info->extack, a, "flag PREV (previous keys) only in open entries");
 		return -EINVAL;
 	}
 	memcpy(keys, q, NANOBPF_CTRL_KEYS_SIZE);
@@ -166,22 +206,21 @@ static int nbpf_cmd_key_add(struct sk_buff *skb, struct genl_info *info)
 {
 	struct nanobpf_key_msg m;
 	struct nbpf_link *link;
+	struct nbpf_key_id id;
 	struct nbpf_key *k;
-	u8 cid[NANOBPF_CTRL_MAX_CID], len;
 	int err;
 
-	err = nbpf_parse_cid(info, cid, &len);
+	err = nbpf_parse_id(info, &id);
 	if (err)
 		return err;
 	k = kzalloc(sizeof(*k), GFP_KERNEL);
 	if (!k)
 		return -ENOMEM;
-	err = nbpf_parse_keys(info, len, k->keys);
+	err = nbpf_parse_keys(info, &id, k->keys);
 	if (err)
 		goto out_free;
-	memcpy(k->cid, cid, sizeof(k->cid));
-	k->cid_len = len;
-	k->hash = nbpf_cid_hash(cid, len);
+	k->id = id;
+	k->hash = nbpf_id_hash(&id);
 	k->slot = U32_MAX;
 
 	mutex_lock(&nbpf_cfg_lock);
@@ -190,8 +229,8 @@ static int nbpf_cmd_key_add(struct sk_buff *skb, struct genl_info *info)
 	if (!link)
 		goto out_unlock;
 	err = -EEXIST;
-	if (nbpf_key_find(cid, len)) {
-		NL_SET_ERR_MSG_ATTR(info->extack, ATTR(info, CID), "connection exists (KEY_UPDATE replaces keys)");
+	if (nbpf_key_find(&id)) {
+		NL_SET_ERR_MSG_ATTR(info->extack, nbpf_id_attr(info), "the entry exists (KEY_UPDATE replaces keys)");
 		goto out_unlock;
 	}
 	err = -ENOSPC;
@@ -213,7 +252,7 @@ static int nbpf_cmd_key_add(struct sk_buff *skb, struct genl_info *info)
 	}
 	hash_del_rcu(&k->node);		/* roll back */
 	nbpf_nkeys--;
-	if (err == -EEXIST)		/* the device had a CID the host did not: diverged */
+	if (err == -EEXIST)		/* the device had an entry the host did not: diverged */
 		nbpf_mark_unsynced(link);
 	mutex_unlock(&nbpf_cfg_lock);
 	kfree_rcu(k, rcu);
@@ -231,12 +270,13 @@ static int nbpf_cmd_key_update(struct sk_buff *skb, struct genl_info *info)
 	struct nanobpf_key_msg m;
 	struct nbpf_link *link;
 	struct nbpf_key *old, *k;
-	u8 cid[NANOBPF_CTRL_MAX_CID], len, keys[NANOBPF_CTRL_KEYS_SIZE];
+	struct nbpf_key_id id;
+	u8 keys[NANOBPF_CTRL_KEYS_SIZE];
 	int err;
 
-	err = nbpf_parse_cid(info, cid, &len);
+	err = nbpf_parse_id(info, &id);
 	if (!err)
-		err = nbpf_parse_keys(info, len, keys);
+		err = nbpf_parse_keys(info, &id, keys);
 	if (err)
 		return err;
 
@@ -245,10 +285,10 @@ static int nbpf_cmd_key_update(struct sk_buff *skb, struct genl_info *info)
 	err = -ENODEV;
 	if (!link)
 		goto out_unlock;
-	old = nbpf_key_find(cid, len);
+	old = nbpf_key_find(&id);
 	err = -ENOENT;
 	if (!old) {
-		NL_SET_ERR_MSG_ATTR(info->extack, ATTR(info, CID), "no such connection");
+		NL_SET_ERR_MSG_ATTR(info->extack, nbpf_id_attr(info), "no such entry (CID or ADDR_ID, and DIR)");
 		goto out_unlock;
 	}
 	k = kmemdup(old, sizeof(*old), GFP_KERNEL);
@@ -286,10 +326,10 @@ static int nbpf_cmd_key_del(struct sk_buff *skb, struct genl_info *info)
 	struct nanobpf_key_del d;
 	struct nbpf_link *link;
 	struct nbpf_key *k, *back;
-	u8 cid[NANOBPF_CTRL_MAX_CID], len;
+	struct nbpf_key_id id;
 	int err;
 
-	err = nbpf_parse_cid(info, cid, &len);
+	err = nbpf_parse_id(info, &id);
 	if (err)
 		return err;
 	mutex_lock(&nbpf_cfg_lock);
@@ -297,10 +337,10 @@ static int nbpf_cmd_key_del(struct sk_buff *skb, struct genl_info *info)
 	err = -ENODEV;
 	if (!link)
 		goto out_unlock;
-	k = nbpf_key_find(cid, len);
+	k = nbpf_key_find(&id);
 	err = -ENOENT;
 	if (!k) {
-		NL_SET_ERR_MSG_ATTR(info->extack, ATTR(info, CID), "no such connection");
+		NL_SET_ERR_MSG_ATTR(info->extack, nbpf_id_attr(info), "no such entry (CID or ADDR_ID, and DIR)");
 		goto out_unlock;
 	}
 	back = kmemdup(k, sizeof(*k), GFP_KERNEL);	/* for a roll back (a removed node waits for RCU) */
@@ -310,8 +350,9 @@ static int nbpf_cmd_key_del(struct sk_buff *skb, struct genl_info *info)
 	hash_del_rcu(&k->node);
 	nbpf_nkeys--;
 	memset(&d, 0, sizeof(d));
-	d.cid_len = len;
-	memcpy(d.cid, cid, len);
+	d.cid_len = id.cid_len;
+	d.dir = id.dir;
+	memcpy(d.cid, id.id, sizeof(d.cid));
 	err = nbpf_request(link, NANOBPF_CTRL_MSG_KEY_DEL, &d, sizeof(d), NBPF_REQ_STATE);
 	if (err >= 0) {
 		mutex_unlock(&nbpf_cfg_lock);
@@ -335,7 +376,9 @@ out_unlock:
 
 static int nbpf_put_key(struct sk_buff *msg, const struct nbpf_key *k)
 {
-	if (nla_put(msg, NANOBPF_ATTR_CID, k->cid_len, k->cid) ||
+	if (nla_put(msg, NANOBPF_ATTR_CID, k->id.cid_len, k->id.id) ||
+	    nla_put_u8(msg, NANOBPF_ATTR_DIR, k->id.dir) ||
+	    (!k->id.cid_len && nla_put(msg, NANOBPF_ATTR_ADDR_ID, sizeof(k->id.id), k->id.id)) ||
 	    nla_put_u8(msg, NANOBPF_ATTR_KEY_PHASE, k->keys[0]) ||
 	    nla_put_u32(msg, NANOBPF_ATTR_SLOT, k->slot) ||
 	    nla_put_u8(msg, NANOBPF_ATTR_SYNCED, READ_ONCE(k->synced)))
@@ -343,35 +386,35 @@ static int nbpf_put_key(struct sk_buff *msg, const struct nbpf_key *k)
 	return 0;
 }
 
-/* KEY_GET with a CID: that connection. */
+/* KEY_GET with a CID (or ADDR_ID) and DIR: that entry. */
 static int nbpf_cmd_key_get(struct sk_buff *skb, struct genl_info *info)
 {
+	struct nbpf_key_id id;
 	struct sk_buff *msg;
 	struct nbpf_key *k;
-	u8 cid[NANOBPF_CTRL_MAX_CID], len;
 	void *hdr;
 	int err;
 
-	err = nbpf_parse_cid(info, cid, &len);
+	err = nbpf_parse_id(info, &id);
 	if (err)
 		return err;
 	msg = nbpf_reply_new(info, NLMSG_DEFAULT_SIZE, &hdr);
 	if (!msg)
 		return -ENOMEM;
 	rcu_read_lock();
-	k = nbpf_key_find(cid, len);
+	k = nbpf_key_find(&id);
 	err = k ? nbpf_put_key(msg, k) : -ENOENT;
 	rcu_read_unlock();
 	if (err) {
 		if (err == -ENOENT)
-			NL_SET_ERR_MSG_ATTR(info->extack, ATTR(info, CID), "no such connection");
+			NL_SET_ERR_MSG_ATTR(info->extack, nbpf_id_attr(info), "no such entry (CID or ADDR_ID, and DIR)");
 		nlmsg_free(msg);
 		return err;
 	}
 	return nbpf_reply_send(msg, hdr, info);
 }
 
-/* KEY_GET dump: one message per connection. cb->args: bucket, entries of it already sent. */
+/* KEY_GET dump: one message per entry. cb->args: bucket, entries of it already sent. */
 static int nbpf_cmd_key_dump(struct sk_buff *skb, struct netlink_callback *cb)
 {
 	unsigned long bkt = cb->args[0], skip = cb->args[1], idx = 0;

@@ -16,9 +16,39 @@ unsigned int nbpf_decrypt_mark = NANOBPF_DECRYPT_MARK;
 module_param_named(decrypt_mark, nbpf_decrypt_mark, uint, 0644);
 MODULE_PARM_DESC(decrypt_mark, "skb mark of frames the device decrypted (shim flag DECRYPTED)");
 
+/*
+ * encrypt_mark is a base: a frame marked base | n (n = 0..20, the length of its destination CID) is
+ * sealed by the device. Its low byte must be zero, and it must not be 0 (every unmarked frame would
+ * then ask to be sealed): other values are refused, at load and when written at run time.
+ */
 unsigned int nbpf_encrypt_mark = NANOBPF_ENCRYPT_MARK;
-module_param_named(encrypt_mark, nbpf_encrypt_mark, uint, 0644);
-MODULE_PARM_DESC(encrypt_mark, "skb mark (SO_MARK) of frames the device should encrypt (shim flag ENCRYPT)");
+static_assert((NANOBPF_ENCRYPT_MARK & NBPF_MARK_CID_MASK) == 0 && NANOBPF_ENCRYPT_MARK != 0);
+
+static int nbpf_encrypt_mark_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int v;
+	int err = kstrtouint(val, 0, &v);
+
+	if (err) {
+		pr_err("nanobpf: encrypt_mark '%s' is not a number\n", val);
+		return err;
+	}
+	if (v & NBPF_MARK_CID_MASK || !v) {
+		pr_err("nanobpf: encrypt_mark 0x%08x refused: the mark base needs its low byte zero (a frame is "
+		       "marked base | CID length) and must not be 0\n", v);
+		return -EINVAL;
+	}
+	WRITE_ONCE(*(unsigned int *)kp->arg, v);
+	return 0;
+}
+
+static const struct kernel_param_ops nbpf_encrypt_mark_ops = {
+	.set = nbpf_encrypt_mark_set,
+	.get = param_get_uint,
+};
+module_param_cb(encrypt_mark, &nbpf_encrypt_mark_ops, &nbpf_encrypt_mark, 0644);
+MODULE_PARM_DESC(encrypt_mark, "SO_MARK base asking the device to seal: base | n for an n-byte destination CID "
+		 "(n = 0..20); low byte zero, not 0 (default 0x4E420100)");
 
 /* Host state, written under nbpf_cfg_lock (key table: RCU readers). */
 DEFINE_MUTEX(nbpf_cfg_lock);
@@ -231,7 +261,7 @@ static int __init nbpf_init(void)
 	err = nbpf_genl_init();
 	if (err)
 		goto err_nb;
-	pr_info("nanobpf: control EtherType 0x%04x, decrypt mark 0x%08x, encrypt mark 0x%08x\n",
+	pr_info("nanobpf: control EtherType 0x%04x, decrypt mark 0x%08x, encrypt mark base 0x%08x\n",
 		NANOBPF_CTRL_ETHERTYPE, nbpf_decrypt_mark, nbpf_encrypt_mark);
 	return 0;
 err_nb:

@@ -3,9 +3,13 @@
  * nanobpf.ko virtual netdev (default nbpf%d) stacked on the Ethernet device of the DPU link.
  *
  * Receive (rx handler on the lower device): control frames (0x88B5) go to the control transport and
- * are consumed; shim frames (0x88B6) lose the shim and are delivered on the virtual netdev, with
- * skb->mark = decrypt_mark when the device set DECRYPTED; other frames are delivered unmarked.
- * Transmit: skb->mark == encrypt_mark inserts the ENCRYPT shim; frames leave on the lower device.
+ * are consumed; shim frames (0x88B6) from the device carry DECRYPTED (and CID length 0): they lose the
+ * shim and are delivered on the virtual netdev with skb->mark = decrypt_mark; any other shim is
+ * malformed and dropped; other frames are delivered unmarked.
+ * Transmit: (skb->mark & ~0xff) == encrypt_mark asks the device to seal the frame with the keys of the
+ * connection whose destination CID is (skb->mark & 0xff) bytes long: the ENCRYPT shim with that length
+ * is inserted ("seal this or drop it"); a length above 20 is dropped (tx_bad_mark), never sent unsealed.
+ * Frames leave on the lower device.
  */
 #include <linux/rtnetlink.h>
 #include <linux/if_arp.h>
@@ -28,7 +32,7 @@ static struct nbpf_link *nbpf_vdev_link(const struct net_device *dev)
 /* ---------------------------------------------------------------- receive */
 
 /* Remove the 4-byte shim after the MAC addresses; skb->data is right after the 0x88B6 EtherType. */
-static int nbpf_strip_shim(struct sk_buff *skb, u8 *flags)
+static int nbpf_strip_shim(struct sk_buff *skb)
 {
 	const u8 *p;
 	__be16 inner;
@@ -37,11 +41,11 @@ static int nbpf_strip_shim(struct sk_buff *skb, u8 *flags)
 		return -EINVAL;
 	p = skb->data;
 	inner = get_unaligned((const __be16 *)(p + 2));
-	if (p[1] || (p[0] & ~(NANOBPF_SHIM_F_DECRYPTED | NANOBPF_SHIM_F_ENCRYPT)) ||
+	/* the device sends DECRYPTED with CID length 0, nothing else (ENCRYPT is the host's) */
+	if (p[0] != NANOBPF_SHIM_F_DECRYPTED || p[1] ||
 	    ntohs(inner) < ETH_P_802_3_MIN || inner == htons(NANOBPF_CTRL_ETHERTYPE) ||
 	    inner == htons(NANOBPF_SHIM_ETHERTYPE))
 		return -EINVAL;
-	*flags = p[0];
 	if (skb_cow(skb, 0))	/* the MAC header is rewritten: unshare it */
 		return -ENOMEM;
 	skb_pull_rcsum(skb, NBPF_SHIM_HLEN);
@@ -59,7 +63,6 @@ static rx_handler_result_t nbpf_handle_frame(struct sk_buff **pskb)
 	struct nbpf_link *link = rcu_dereference(skb->dev->rx_handler_data);
 	struct net_device *vdev;
 	u32 mark = 0;
-	u8 flags;
 
 	if (unlikely(skb->pkt_type == PACKET_LOOPBACK))
 		return RX_HANDLER_PASS;
@@ -80,16 +83,15 @@ static rx_handler_result_t nbpf_handle_frame(struct sk_buff **pskb)
 		return RX_HANDLER_CONSUMED;
 	*pskb = skb;
 	if (skb->protocol == htons(NANOBPF_SHIM_ETHERTYPE)) {
-		if (nbpf_strip_shim(skb, &flags)) {
+		if (nbpf_strip_shim(skb)) {
 			nbpf_stat_inc(link, NANOBPF_DRV_STAT_RX_BAD_SHIM);
 			dev_core_stats_rx_dropped_inc(vdev);
 			kfree_skb(skb);
 			return RX_HANDLER_CONSUMED;
 		}
-		if (flags & NANOBPF_SHIM_F_DECRYPTED) {
-			mark = READ_ONCE(nbpf_decrypt_mark);
-			nbpf_stat_inc(link, NANOBPF_DRV_STAT_RX_DECRYPTED);
-		}
+		/* nbpf_strip_shim() accepts DECRYPTED only */
+		mark = READ_ONCE(nbpf_decrypt_mark);
+		nbpf_stat_inc(link, NANOBPF_DRV_STAT_RX_DECRYPTED);
 	}
 	skb->mark = mark;
 	skb->dev = vdev;
@@ -115,21 +117,25 @@ static netdev_tx_t nbpf_vdev_xmit(struct sk_buff *skb, struct net_device *dev)
 {
 	struct nbpf_link *link = nbpf_vdev_link(dev);
 	struct net_device *lower = rcu_dereference_bh(link->lower_rcu);
+	u32 mark = skb->mark, cid_len = mark & NBPF_MARK_CID_MASK;
 	unsigned int len;
-	bool encrypt;
 	int ret;
 
 	if (!lower || skb->len < ETH_HLEN)
 		goto drop;
-	encrypt = skb->mark == READ_ONCE(nbpf_encrypt_mark);
-	if (encrypt) {
+	if ((mark & ~NBPF_MARK_CID_MASK) == READ_ONCE(nbpf_encrypt_mark)) {
+		/* "seal this or drop it": never sent without the shim */
+		if (cid_len > NANOBPF_CTRL_MAX_CID) {
+			nbpf_stat_inc(link, NANOBPF_DRV_STAT_TX_BAD_MARK);
+			goto drop;
+		}
 		if (skb_cow_head(skb, NBPF_SHIM_HLEN))
 			goto drop;
 		skb_push(skb, NBPF_SHIM_HLEN);
 		memmove(skb->data, skb->data + NBPF_SHIM_HLEN, 2 * ETH_ALEN);
 		put_unaligned_be16(NANOBPF_SHIM_ETHERTYPE, skb->data + 2 * ETH_ALEN);
 		skb->data[2 * ETH_ALEN + 2] = NANOBPF_SHIM_F_ENCRYPT;
-		skb->data[2 * ETH_ALEN + 3] = 0;
+		skb->data[2 * ETH_ALEN + 3] = cid_len;
 		skb_reset_mac_header(skb);
 		nbpf_stat_inc(link, NANOBPF_DRV_STAT_TX_ENCRYPT);
 	}

@@ -6,9 +6,11 @@
  *   nbtest malformed IFNAME        bad/missing/oversize attributes, broken headers, unknown commands,
  *                                  device refusals, an unprivileged caller: "CASE name errno msg" lines
  *   nbtest fuzz SEED N             N random messages (random commands, attributes, lengths)
- *   nbtest bulk SEED N [CID0]      N random key add/update/delete operations; "FAIL ..." lines for
- *                                  refused ones, then "EXPECT cid keys" for the resulting table
- *   nbtest keys                    the driver's key table: "KEY cid phase slot synced"
+ *   nbtest bulk SEED N [CID0]      N random key add/update/delete operations (both directions, some
+ *                                  entries by address id); "FAIL ..." lines for refused ones, then
+ *                                  "EXPECT dir cid_len id keys" for the resulting table
+ *   nbtest keys                    the driver's key table: "KEY dir cid_len id phase slot synced"
+ *                                  (id: the 20 bytes of the CID, zero-padded, or the address id)
  *   nbtest dev                     DEV_GET: "DEV key=value ..."
  *   nbtest stats                   STATS_GET: "DEVSTAT id value", "DRVSTAT id value"
  *   nbtest udpsend IP PORT MARK HEX [SPORT]   a UDP datagram (payload in hex) with SO_MARK = MARK
@@ -267,7 +269,7 @@ static void hex(char *out, const unsigned char *p, size_t n)
 	out[2 * n] = '\0';
 }
 
-/* A struct nanobpf_quic_keys for a connection with cid_len bytes of CID, from the RNG. */
+/* A struct nanobpf_quic_keys for an entry with cid_len bytes of CID, from the RNG. */
 static void make_keys(unsigned char *k, int cid_len)
 {
 	memset(k, 0, NANOBPF_CTRL_KEYS_SIZE);
@@ -278,10 +280,26 @@ static void make_keys(unsigned char *k, int cid_len)
 		k[i] = rnd();
 }
 
+/* A key request naming the entry by CID only (DIR left to its default, open). */
 static void m_key(struct msg *m, uint8_t cmd, const unsigned char *cid, int cid_len, const unsigned char *keys)
 {
 	m_start_nb(m, cmd);
 	m_attr(m, NANOBPF_ATTR_CID, cid, cid_len);
+	if (keys)
+		m_attr(m, NANOBPF_ATTR_KEYS, keys, NANOBPF_CTRL_KEYS_SIZE);
+}
+
+/* A key request with DIR (dir < 0: none), and the CID (cid_len > 0) or the address id addr (NULL: none). */
+static void m_key_dir(struct msg *m, uint8_t cmd, int dir, const unsigned char *cid, int cid_len,
+		      const unsigned char *addr, int addr_len, const unsigned char *keys)
+{
+	m_start_nb(m, cmd);
+	if (cid_len)
+		m_attr(m, NANOBPF_ATTR_CID, cid, cid_len);
+	if (addr)
+		m_attr(m, NANOBPF_ATTR_ADDR_ID, addr, addr_len);
+	if (dir >= 0)
+		m_u8(m, NANOBPF_ATTR_DIR, dir);
 	if (keys)
 		m_attr(m, NANOBPF_ATTR_KEYS, keys, NANOBPF_CTRL_KEYS_SIZE);
 }
@@ -336,11 +354,13 @@ static int cmd_dev(void)
 static void malformed(const char *ifname)
 {
 	unsigned char cid[21], keys[NANOBPF_CTRL_KEYS_SIZE + 8], big[NANOBPF_CTRL_MAX_IMAGE + 8];
+	unsigned char addr[NANOBPF_CTRL_MAX_CID + 1], zero_addr[NANOBPF_CTRL_MAX_CID] = { 0 };
 	struct nlattr bad;
 	pid_t pid;
 	int st;
 
 	memset(cid, 0xc1, sizeof(cid));
+	memset(addr, 0xad, sizeof(addr));
 	rng_state = 0x9e3779b97f4a7c15ull;
 
 	/* headers and commands */
@@ -422,6 +442,14 @@ static void malformed(const char *ifname)
 	run_case("key_add_ok");
 	m_key(&M, NANOBPF_CMD_KEY_ADD, cid, 4, keys);
 	run_case("key_add_duplicate");
+	m_key_dir(&M, NANOBPF_CMD_KEY_ADD, NANOBPF_QUIC_DIR_OPEN, cid, 4, NULL, 0, keys);
+	run_case("key_add_duplicate_dir_open");
+	m_key_dir(&M, NANOBPF_CMD_KEY_ADD, NANOBPF_QUIC_DIR_SEAL, cid, 4, NULL, 0, keys);
+	run_case("key_add_seal_same_cid");	/* the other direction of the same CID: another entry */
+	m_key_dir(&M, NANOBPF_CMD_KEY_DEL, NANOBPF_QUIC_DIR_SEAL, cid, 4, NULL, 0, NULL);
+	run_case("key_del_seal");
+	m_key_dir(&M, NANOBPF_CMD_KEY_DEL, NANOBPF_QUIC_DIR_SEAL, cid, 4, NULL, 0, NULL);
+	run_case("key_del_seal_missing");
 	m_key(&M, NANOBPF_CMD_KEY_UPDATE, cid, 4, keys);
 	run_case("key_update_ok");
 	m_key(&M, NANOBPF_CMD_KEY_DEL, cid, 4, NULL);
@@ -433,6 +461,50 @@ static void malformed(const char *ifname)
 	m_start_nb(&M, NANOBPF_CMD_KEY_DEL);
 	m_u32(&M, NANOBPF_ATTR_CID, 0);	/* 4 bytes: a valid CID */
 	run_case("key_del_u32_cid");
+
+	/* directions and zero-length CIDs (by address id) */
+	make_keys(keys, 4);
+	keys[1] = 0;
+	m_key_dir(&M, NANOBPF_CMD_KEY_ADD, 2, cid, 4, NULL, 0, keys);
+	run_case("key_add_dir_2");
+	m_key_dir(&M, NANOBPF_CMD_KEY_ADD, 0xff, cid, 4, NULL, 0, keys);
+	run_case("key_add_dir_255");
+	m_key_dir(&M, NANOBPF_CMD_KEY_ADD, NANOBPF_QUIC_DIR_OPEN, cid, 4, addr, NANOBPF_CTRL_MAX_CID, keys);
+	run_case("key_add_cid_and_addr");
+	keys[1] = NANOBPF_QUIC_KEY_NEXT | NANOBPF_QUIC_KEY_PREV;
+	m_key_dir(&M, NANOBPF_CMD_KEY_ADD, NANOBPF_QUIC_DIR_OPEN, cid, 4, NULL, 0, keys);
+	run_case("key_add_next_and_prev");
+	keys[1] = NANOBPF_QUIC_KEY_PREV;
+	m_key_dir(&M, NANOBPF_CMD_KEY_ADD, NANOBPF_QUIC_DIR_SEAL, cid, 4, NULL, 0, keys);
+	run_case("key_add_prev_seal");
+	make_keys(keys, 0);
+	keys[1] = NANOBPF_QUIC_KEY_PREV;
+	m_key_dir(&M, NANOBPF_CMD_KEY_ADD, NANOBPF_QUIC_DIR_SEAL, NULL, 0, NULL, 0, keys);
+	run_case("key_add_no_cid_no_addr");
+	keys[1] = 0;
+	m_key_dir(&M, NANOBPF_CMD_KEY_ADD, NANOBPF_QUIC_DIR_SEAL, cid, 0, addr, NANOBPF_CTRL_MAX_CID - 1, keys);
+	run_case("key_add_addr_19");
+	m_key_dir(&M, NANOBPF_CMD_KEY_ADD, NANOBPF_QUIC_DIR_SEAL, cid, 0, addr, NANOBPF_CTRL_MAX_CID + 1, keys);
+	run_case("key_add_addr_21");
+	m_key_dir(&M, NANOBPF_CMD_KEY_ADD, NANOBPF_QUIC_DIR_SEAL, cid, 0, zero_addr, NANOBPF_CTRL_MAX_CID, keys);
+	run_case("key_add_addr_zero");
+	keys[2] = 4;
+	m_key_dir(&M, NANOBPF_CMD_KEY_ADD, NANOBPF_QUIC_DIR_OPEN, cid, 0, addr, NANOBPF_CTRL_MAX_CID, keys);
+	run_case("key_add_addr_cid_len_4");
+	keys[2] = 0;
+	keys[1] = NANOBPF_QUIC_KEY_PREV;
+	m_key_dir(&M, NANOBPF_CMD_KEY_ADD, NANOBPF_QUIC_DIR_OPEN, cid, 0, addr, NANOBPF_CTRL_MAX_CID, keys);
+	run_case("key_add_addr_prev_open");	/* PREV in an open entry, by address, with an empty CID */
+	m_key_dir(&M, NANOBPF_CMD_KEY_GET, NANOBPF_QUIC_DIR_OPEN, NULL, 0, addr, NANOBPF_CTRL_MAX_CID, NULL);
+	run_case("key_get_addr");
+	m_key_dir(&M, NANOBPF_CMD_KEY_GET, NANOBPF_QUIC_DIR_SEAL, NULL, 0, addr, NANOBPF_CTRL_MAX_CID, NULL);
+	run_case("key_get_addr_other_dir");
+	m_key_dir(&M, NANOBPF_CMD_KEY_UPDATE, -1, NULL, 0, addr, NANOBPF_CTRL_MAX_CID, keys);
+	run_case("key_update_addr_default_dir");
+	m_key_dir(&M, NANOBPF_CMD_KEY_DEL, NANOBPF_QUIC_DIR_OPEN, NULL, 0, addr, NANOBPF_CTRL_MAX_CID, NULL);
+	run_case("key_del_addr");
+	m_key_dir(&M, NANOBPF_CMD_KEY_DEL, NANOBPF_QUIC_DIR_OPEN, NULL, 0, addr, NANOBPF_CTRL_MAX_CID, NULL);
+	run_case("key_del_addr_missing");
 
 	/* device */
 	m_start_nb(&M, NANOBPF_CMD_DEV_ATTACH);
@@ -598,7 +670,7 @@ static enum kind attr_kind(int type, int *max)
 	*max = 0;
 	switch (type) {
 	case NANOBPF_ATTR_LINK_STATE: case NANOBPF_ATTR_KEY_PHASE: case NANOBPF_ATTR_SYNCED:
-	case NANOBPF_ATTR_TABLE: case NANOBPF_ATTR_DEV_STATUS:
+	case NANOBPF_ATTR_TABLE: case NANOBPF_ATTR_DEV_STATUS: case NANOBPF_ATTR_DIR:
 		return K_U8;
 	case NANOBPF_ATTR_VERSION: case NANOBPF_ATTR_TABLE_INDEX:
 		return K_U16;
@@ -608,6 +680,7 @@ static enum kind attr_kind(int type, int *max)
 	case NANOBPF_ATTR_PROG_NAME: case NANOBPF_ATTR_MAP_NAME: *max = NANOBPF_ATTR_LEN_MAP_NAME; return K_STR;
 	case NANOBPF_ATTR_ERRMSG: *max = NANOBPF_ATTR_LEN_ERRMSG; return K_STR;
 	case NANOBPF_ATTR_CID: *max = NANOBPF_ATTR_LEN_CID; return K_BIN;
+	case NANOBPF_ATTR_ADDR_ID: *max = NANOBPF_ATTR_LEN_ADDR_ID; return K_BIN;
 	case NANOBPF_ATTR_KEYS: *max = NANOBPF_ATTR_LEN_KEYS; return K_BIN;
 	case NANOBPF_ATTR_IMAGE: *max = 4096; return K_BIN;
 	case NANOBPF_ATTR_MAP_KEY: *max = NANOBPF_ATTR_LEN_MAP_KEY; return K_BIN;
@@ -655,12 +728,12 @@ static void fuzz_attr(struct msg *m, unsigned char *data, size_t cap)
 			data[j] = rnd();
 		if (type == NANOBPF_ATTR_KEYS && len >= 4) {	/* often a plausible entry */
 			data[0] &= 1;
-			data[1] &= 1;
-			data[2] = 1 + rnd() % 8;
+			data[1] &= 3;
+			data[2] = rnd() % 9;
 			data[3] = 0;
 		}
 		if (type == NANOBPF_ATTR_CID && rnd() % 2)
-			len = 1 + rnd() % 8;
+			len = rnd() % 9;
 		m_attr(m, type, data, len);
 		break;
 	case K_NEST: {
@@ -717,11 +790,17 @@ static void fuzz(uint64_t seed, int n)
 #define BULK_MAX 4096
 
 struct conn {
-	unsigned char cid[NANOBPF_CTRL_MAX_CID];
+	int dir;
+	unsigned char cid[NANOBPF_CTRL_MAX_CID];	/* the CID zero-padded, or the address id (cid_len 0) */
 	int cid_len;
 	unsigned char keys[NANOBPF_CTRL_KEYS_SIZE];
 	int live;
 };
+
+static void m_conn(struct msg *m, uint8_t cmd, const struct conn *c, const unsigned char *keys)
+{
+	m_key_dir(m, cmd, c->dir, c->cid, c->cid_len, c->cid_len ? NULL : c->cid, NANOBPF_CTRL_MAX_CID, keys);
+}
 
 static struct conn conns[BULK_MAX];
 
@@ -729,6 +808,8 @@ static void bulk(uint64_t seed, int n, int cid0)
 {
 	int nconn = 0, ok = 0, fail = 0, live = 0;
 	char h1[2 * NANOBPF_CTRL_MAX_CID + 1], h2[2 * NANOBPF_CTRL_KEYS_SIZE + 1];
+
+	memset(conns, 0, sizeof(conns));
 
 	rng_state = seed * 0x9e3779b97f4a7c15ull + 7;
 	for (int i = 0; i < n; i++) {
@@ -747,23 +828,26 @@ static void bulk(uint64_t seed, int n, int cid0)
 			if (nconn == BULK_MAX)
 				break;
 			c = &conns[nconn++];
-			c->cid_len = 1 + rnd() % NANOBPF_CTRL_MAX_CID;
-			if (c->cid_len < 4)
+			c->dir = rnd() % 2;
+			c->cid_len = rnd() % 8 == 0 ? 0 : 1 + rnd() % NANOBPF_CTRL_MAX_CID;	/* 0: by address */
+			if (c->cid_len && c->cid_len < 4)
 				c->cid_len = 4;
-			for (int j = 0; j < c->cid_len; j++)
+			for (int j = 0; j < (c->cid_len ? c->cid_len : NANOBPF_CTRL_MAX_CID); j++)
 				c->cid[j] = rnd();
 			c->cid[0] = cid0;	/* distinct per test run */
 			c->cid[1] = (nconn >> 8) & 0xff;
 			c->cid[2] = nconn & 0xff;
 			make_keys(c->keys, c->cid_len);
-			m_key(&M, NANOBPF_CMD_KEY_ADD, c->cid, c->cid_len, c->keys);
+			if (c->dir == NANOBPF_QUIC_DIR_SEAL)
+				c->keys[1] &= NANOBPF_QUIC_KEY_NEXT;
+			m_conn(&M, NANOBPF_CMD_KEY_ADD, c, c->keys);
 			op = "add";
 		} else if (r < 7) {
 			unsigned char nk[NANOBPF_CTRL_KEYS_SIZE];
 
 			c = &conns[idx];
 			make_keys(nk, c->cid_len);
-			m_key(&M, NANOBPF_CMD_KEY_UPDATE, c->cid, c->cid_len, nk);
+			m_conn(&M, NANOBPF_CMD_KEY_UPDATE, c, nk);
 			M.h.nlmsg_len = 0;
 			err = m_send(&M, NULL, NULL);
 			if (!err)
@@ -772,7 +856,7 @@ static void bulk(uint64_t seed, int n, int cid0)
 			goto done;
 		} else {
 			c = &conns[idx];
-			m_key(&M, NANOBPF_CMD_KEY_DEL, c->cid, c->cid_len, NULL);
+			m_conn(&M, NANOBPF_CMD_KEY_DEL, c, NULL);
 			op = "del";
 		}
 		M.h.nlmsg_len = 0;
@@ -788,8 +872,8 @@ static void bulk(uint64_t seed, int n, int cid0)
 		}
 done:
 		if (err) {
-			hex(h1, c->cid, c->cid_len);
-			printf("FAIL %s %s %d %s \"%s\"\n", op, h1, err, errname(err), last_msg);
+			hex(h1, c->cid, NANOBPF_CTRL_MAX_CID);
+			printf("FAIL %s %d %d %s %d %s \"%s\"\n", op, c->dir, c->cid_len, h1, err, errname(err), last_msg);
 			fail++;
 		} else {
 			ok++;
@@ -798,9 +882,9 @@ done:
 	for (int i = 0; i < nconn; i++) {
 		if (!conns[i].live)
 			continue;
-		hex(h1, conns[i].cid, conns[i].cid_len);
+		hex(h1, conns[i].cid, NANOBPF_CTRL_MAX_CID);
 		hex(h2, conns[i].keys, NANOBPF_CTRL_KEYS_SIZE);
-		printf("EXPECT %s %s\n", h1, h2);
+		printf("EXPECT %d %d %s %s\n", conns[i].dir, conns[i].cid_len, h1, h2);
 	}
 	printf("BULK ops=%d ok=%d fail=%d live=%d\n", ok + fail, ok, fail, live);
 }
@@ -810,14 +894,24 @@ done:
 static void key_cb(const struct nlmsghdr *h, void *arg)
 {
 	const struct nlattr *tb[NANOBPF_ATTR_MAX + 1];
+	unsigned char id[NANOBPF_CTRL_MAX_CID] = { 0 };
 	char hx[2 * NANOBPF_CTRL_MAX_CID + 1];
+	int n;
 
 	(void)arg;
 	parse_attrs(h, tb, NANOBPF_ATTR_MAX);
-	if (!tb[NANOBPF_ATTR_CID] || alen(tb[NANOBPF_ATTR_CID]) > NANOBPF_CTRL_MAX_CID)
+	if (!tb[NANOBPF_ATTR_CID] || alen(tb[NANOBPF_ATTR_CID]) > NANOBPF_CTRL_MAX_CID || !tb[NANOBPF_ATTR_DIR])
 		return;
-	hex(hx, adata(tb[NANOBPF_ATTR_CID]), alen(tb[NANOBPF_ATTR_CID]));
-	printf("KEY %s %u %u %u\n", hx, tb[NANOBPF_ATTR_KEY_PHASE] ? a_u8(tb[NANOBPF_ATTR_KEY_PHASE]) : 9,
+	n = alen(tb[NANOBPF_ATTR_CID]);
+	if (n)
+		memcpy(id, adata(tb[NANOBPF_ATTR_CID]), n);
+	else if (tb[NANOBPF_ATTR_ADDR_ID] && alen(tb[NANOBPF_ATTR_ADDR_ID]) == NANOBPF_CTRL_MAX_CID)
+		memcpy(id, adata(tb[NANOBPF_ATTR_ADDR_ID]), NANOBPF_CTRL_MAX_CID);
+	else
+		return;
+	hex(hx, id, NANOBPF_CTRL_MAX_CID);
+	printf("KEY %u %d %s %u %u %u\n", a_u8(tb[NANOBPF_ATTR_DIR]), n, hx,
+	       tb[NANOBPF_ATTR_KEY_PHASE] ? a_u8(tb[NANOBPF_ATTR_KEY_PHASE]) : 9,
 	       tb[NANOBPF_ATTR_SLOT] ? a_u32(tb[NANOBPF_ATTR_SLOT]) : 0,
 	       tb[NANOBPF_ATTR_SYNCED] ? a_u8(tb[NANOBPF_ATTR_SYNCED]) : 9);
 }
