@@ -106,7 +106,7 @@ struct ebpf_insn {
 #define EBPF_REG_FP 10
 #define EBPF_STACK_SIZE 512   /* per program, all call frames together (Linux MAX_BPF_STACK) */
 #define EBPF_MAX_CALL_DEPTH 8 /* frames, main program included (Linux MAX_CALL_FRAMES) */
-#define EBPF_MAX_INSNS 4096   /* program length limit on the device */
+#define EBPF_MAX_INSNS NANOBPF_PROG_MAX_INSNS /* program length limit on the device (hw/defs/ebpf.toml) */
 
 /* ---- Runtime XDP context ----
  * Programs see the Linux `struct xdp_md` (32-bit data/data_end/data_meta). The verifier rewrites each
