@@ -32,7 +32,7 @@ import nanobpf_ctrl_defs as D
 import nanobpf_ebpf_defs as abi
 
 __all__ = ["BROADCAST", "HOST_MAC", "DEVICE_MAC", "OPEN", "SEAL", "CtrlError", "CtrlTimeout", "Frame", "KeyId",
-           "key_id", "addr_id", "build", "parse", "add_shim", "strip_shim", "crc32", "Port", "MemoryLink", "TapPort",
+           "key_id", "addr_id", "build", "parse", "add_shim", "has_shim", "strip_shim", "crc32", "Port", "MemoryLink", "TapPort",
            "PacketPort", "Client"]
 
 BROADCAST = b"\xff" * 6
