@@ -61,6 +61,11 @@ firmware: $(DEFS_STAMP) | $(APT_STAMP) $(VENV_STAMP) ## build the boot ROM and f
 EBPF := $(BUILD)/ebpf
 ebpf-tools: $(DEFS_STAMP) | $(APT_STAMP) ## build nanobpf-run (host and RV64) and nanobpf-fuzz (RV64, run by qemu-riscv64) into build/ebpf
 	@$(MAKE) -s -C firmware/ebpf O=$(EBPF) GEN=$(GEN) host rv64
+FUZZ_SECONDS ?= 120
+FUZZ_RUNS ?= 0
+FUZZ_SEED ?= 1
+fuzz: $(DEFS_STAMP) | $(APT_STAMP) $(VENV_STAMP) ## sanitised fuzzing (ASan+UBSan) of the eBPF loader, verifier and interpreter: mutated images, random programs (FUZZ_SECONDS=120, FUZZ_RUNS=N, FUZZ_SEED=1)
+	@$(MAKE) -s -C firmware/ebpf O=$(EBPF) GEN=$(GEN) PY=$(PY) FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_RUNS=$(FUZZ_RUNS) FUZZ_SEED=$(FUZZ_SEED) fuzz
 $(FW)/bootrom.bin: firmware/bootrom/bootrom.S $(DEFS_STAMP) | $(APT_STAMP)
 	@$(MAKE) -s -C firmware O=$(FW) GEN=$(GEN) $@
 
@@ -198,4 +203,4 @@ help: ## list targets
 	@echo "  variables: CORES=$(CORES) FIRMWARE=$(FIRMWARE) MAX_CYCLES=$(MAX_CYCLES) BLOCK= WAVE="
 
 FORCE:
-.PHONY: FORCE setup defs firmware ebpf-tools driver host-tools test-driver hw hw-blocks sim run demo test test-prereqs test-block bench bench-pisa bench-dispatch synth-estimate board-hw board-check bitstream flash clean help
+.PHONY: FORCE setup defs firmware ebpf-tools fuzz driver host-tools test-driver hw hw-blocks sim run demo test test-prereqs test-block bench bench-pisa bench-dispatch synth-estimate board-hw board-check bitstream flash clean help

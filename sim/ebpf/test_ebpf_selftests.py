@@ -1,8 +1,12 @@
 """The eBPF runtime's C test programs: the JIT self-test (hand-written cases and sweeps against the
 interpreter, under qemu-riscv64 with and without RVC/Zba/Zbb), the verifier's host tests and its
-soundness fuzzer (ASan/UBSan), and the differential fuzzer (interpreter vs JIT on random valid programs). Needs `make ebpf-tools`."""
+soundness fuzzer (ASan/UBSan), the sanitised runtime fuzzer in small (`make fuzz`: mutated images and
+random programs), and the differential fuzzer (interpreter vs JIT on random valid programs). Needs
+`make ebpf-tools`."""
 import os
+import platform
 import subprocess
+import sys
 
 import pytest
 
@@ -33,6 +37,34 @@ def test_verifier_soundness_fuzz():
     rc, out = run(["sh", "firmware/ebpf/tests/run_verifier_tests.sh", "--fuzz", "20000", "11"])
     assert rc == 0, out[-4000:]
     assert "fuzz: 20000 programs" in out, out[-2000:]
+
+
+def test_sanitised_fuzz_short(tmp_path):
+    """`make fuzz` in small: the ASan+UBSan build of the loader, verifier and interpreter fed 20000
+    executions (seed 5) of mutated device images (two clang-built examples and the harness's own images)
+    and random programs, with no finding; and a sanitizer report (a planted use after free) ends a run
+    with a finding, the input saved and a non-zero exit status."""
+    rc, out = run(["make", "-s", "-C", "firmware/ebpf", f"O={BUILD}/ebpf", f"GEN={BUILD}/generated", "fuzz-build"])
+    assert rc == 0, out[-4000:]
+    seeds = []
+    for src in ("xdp_parse", "xdp_keytable"):
+        obj, img = tmp_path / f"{src}.o", tmp_path / f"{src}.nbpf"
+        subprocess.run(["clang", "-O2", "-g", "-target", "bpf", f"-I/usr/include/{platform.machine()}-linux-gnu",
+                        f"-I{ROOT}/sw/ebpf/include", f"-I{BUILD}/generated/include", "-c",
+                        str(ROOT / f"sw/ebpf/examples/{src}.c"), "-o", str(obj)], check=True)
+        subprocess.run([sys.executable, str(ROOT / "sw/tools/nanobpf-load"), str(obj), "-o", str(img)], check=True)
+        seeds.append(str(img))
+    harness = str(BUILD / "ebpf/fuzz/fuzz_runtime")
+    rc, out = run([harness, "--runs", "20000", "--seconds", "120", "--seed", "5", "--out", str(tmp_path), *seeds])
+    assert rc == 0, out[-6000:]
+    assert "fuzz: 20000 executions" in out and "; 0 findings" in out, out[-2000:]
+    assert "(2 given: xdp_parse.nbpf, xdp_keytable.nbpf)" in out, out[-2000:]
+    rc, out = run([harness, "--runs", "100", "--seed", "5", "--out", str(tmp_path), "--plant-bug", *seeds])
+    assert rc != 0 and "heap-use-after-free" in out and "; 1 findings" in out, out[-4000:]
+    saved = sorted(tmp_path.glob("finding-5-*.nbpf"))
+    assert saved and "image saved to" in out, out[-2000:]
+    rc, out = run([harness, "--replay", str(saved[0]), "--out", str(tmp_path)])  # the saved input replays
+    assert "fuzz: 1 executions" in out, out[-2000:]
 
 
 # (seed, count, length, flags, qemu cpu): every run is reproducible with the same arguments

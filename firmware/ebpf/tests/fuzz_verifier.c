@@ -5,7 +5,10 @@
  * out-of-bounds packet or map access by an accepted program stops the run with a report; an
  * interpreter fault of an accepted program is reported as well.
  *
- *   fuzz_verifier [ITERATIONS] [SEED]     (built and run by run_verifier_tests.sh --fuzz) */
+ *   fuzz_verifier [ITERATIONS] [SEED]     (built and run by run_verifier_tests.sh --fuzz)
+ *
+ * fuzz_runtime.c includes this file (FUZZ_VERIFIER_NO_MAIN) and runs program_iteration() with mutated
+ * instructions besides its mutated device images. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,7 +90,7 @@ static void gen(void) {
         uint32_t a = pick(10) ? pregs[pick(3)] : anyreg(), b = pick(10) ? sregs[pick(3)] : anyreg();
         static const uint8_t jops[] = {EBPF_JMP_JGT, EBPF_JMP_JGE, EBPF_JMP_JLT, EBPF_JMP_JLE, EBPF_JMP_JEQ, EBPF_JMP_JNE,
                                        EBPF_JMP_JSGT, EBPF_JMP_JSLT, EBPF_JMP_JSET};
-        switch (pick(22)) {
+        switch (pick(24)) {
         case 0: case 1: /* a = data + k */
             emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_MOV, a, 7, 0, 0));
             emit(I(EBPF_CLS_ALU64 | EBPF_ALU_ADD, a, 0, 0, range(-8, 80)));
@@ -195,6 +198,10 @@ static void gen(void) {
             if (pick(2)) emit(I(EBPF_CLS_LDX | EBPF_MODE_MEMSX | (pick(2) ? EBPF_SIZE_B : EBPF_SIZE_H), b, a, range(-2, 40), 0));
             else emit(I(EBPF_CLS_ALU | EBPF_ALU_LSH, b, 0, 0, range(0, 31)));
             break;
+        case 22: /* a pointer (maybe moved below its start) compared with NULL */
+            if (pick(2)) emit(I(EBPF_CLS_ALU64 | EBPF_ALU_ADD, a, 0, 0, range(-64, 8)));
+            jump_later(EBPF_CLS_JMP | (pick(2) ? EBPF_JMP_JEQ : EBPF_JMP_JNE), a, 0, 0, op, nops);
+            break;
         default: /* conditional early exit */
             emit(I(EBPF_CLS_JMP | jops[pick(9)], b, 0, 2, range(-2, 80)));
             emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, 0, 0, 0, range(0, 4)));
@@ -263,60 +270,110 @@ static uint64_t run_one(struct ebpf_prog *p, uint32_t len, int headroom, struct 
     return r;
 }
 
+/* Counts of program iterations. */
+struct prog_counts {
+    uint32_t programs, accepted, runs;
+    uint64_t processed, max_processed;
+};
+
+/* A random change to one field of `in` (kept to opcodes the runtime knows half of the time), or `in`
+ * replaced by `other`. */
+static void mutate_insn(struct ebpf_insn *in, const struct ebpf_insn *other) {
+    static const uint8_t codes[] = {0x07, 0x0f, 0x04, 0x0c, 0x17, 0x1f, 0x27, 0x2f, 0x37, 0x3f, 0x47, 0x4f, 0x57,
+                                    0x5f, 0x67, 0x6f, 0x77, 0x7f, 0x87, 0x97, 0x9f, 0xa7, 0xaf, 0xb7, 0xbf, 0xbc,
+                                    0xc7, 0xcf, 0xd4, 0xdc, 0xd7, 0x05, 0x06, 0x15, 0x1d, 0x25, 0x2d, 0x35, 0x3d,
+                                    0x45, 0x4d, 0x55, 0x5d, 0x65, 0x6d, 0x75, 0x7d, 0xa5, 0xad, 0xb5, 0xbd, 0xc5,
+                                    0xcd, 0xd5, 0xdd, 0x16, 0x1e, 0x56, 0x5e, 0x85, 0x8d, 0x95, 0x9d, 0x0d, 0x18,
+                                    0x61, 0x69, 0x71, 0x79, 0x81, 0x89, 0x91, 0x62, 0x6a, 0x72, 0x7a, 0x63, 0x6b,
+                                    0x73, 0x7b, 0xc3, 0xdb, 0x20, 0x40};
+    static const int32_t imms[] = {0, 1, -1, 2, 4, 8, 12, 14, 16, 32, 64, 0x7fff, -0x8000, 0x7fffffff,
+                                   (int32_t)0x80000000, 1 << 29, -(1 << 29), 0x10000, 0x10001, 0x10003};
+    switch (pick(6)) {
+    case 0: in->code = pick(2) ? codes[pick(sizeof codes)] : (uint8_t)rnd(); break;
+    case 1: in->dst = pick(12) & 15; break;
+    case 2: in->src = pick(12) & 15; break;
+    case 3: in->off = (int16_t)(pick(2) ? in->off + range(-4, 4) : (int32_t)rnd()); break;
+    case 4: in->imm = pick(2) ? imms[pick(sizeof imms / sizeof imms[0])] : (int32_t)((uint32_t)in->imm + (uint32_t)range(-8, 8)); break;
+    default: *in = *other; break;
+    }
+}
+
+/* Random changes to `k` instructions of the generated program: programs the generator would not
+ * write, most of them refused. */
+static void mutate_prog(uint32_t k) {
+    for (uint32_t j = 0; j < k && n; j++) mutate_insn(&prog[pick(n)], &prog[pick(n)]);
+}
+
+/* One random program from the current generator state: generated, `mutations` instructions changed,
+ * verified with a one-entry array map of 16 bytes; an accepted one runs over frames of 0..96 bytes.
+ * Returns 0, 1 when an accepted program faulted (printed), 2 on a setup error. */
+static int program_iteration(uint32_t it, uint32_t mutations, struct prog_counts *c) {
+    cur_iter = it;
+    gen();
+    mutate_prog(mutations);
+    struct ebpf_map m = {0}, *maps[1] = {&m};
+    struct ebpf_error err = {0};
+    m.type = NANOBPF_MAP_TYPE_ARRAY;
+    m.key_size = 4;
+    m.value_size = 16;
+    m.max_entries = 1;
+    if (ebpf_map_create(&m, &err)) return fprintf(stderr, "map: %s\n", err.msg), 2;
+    struct ebpf_prog p;
+    memset(&p, 0, sizeof p);
+    p.insns = malloc(n * sizeof *p.insns);
+    memcpy(p.insns, prog, n * sizeof *prog);
+    p.n_insns = n;
+    p.maps = maps;
+    p.n_maps = 1;
+    int rc = ebpf_verify(&p, NULL, &err), result = 0;
+    c->programs++;
+    c->processed += ebpf_verify_last_stats.processed;
+    if (ebpf_verify_last_stats.processed > c->max_processed) c->max_processed = ebpf_verify_last_stats.processed;
+    if (rc && getenv("FUZZ_REASONS")) {
+        for (char *ch = err.msg; *ch; ch++)
+            if (*ch >= '0' && *ch <= '9') *ch = '#';
+        printf("reason: %s\n", err.msg);
+    }
+    if (rc == 0) {
+        c->accepted++;
+        if (ebpf_prog_resolve(&p, &err)) {
+            fprintf(stderr, "accepted program not resolved: %s\n", err.msg);
+            dump_prog();
+            result = 1;
+        }
+        for (uint32_t len = 0; len <= 96 && !result; len++)
+            for (int h = 0; h < 2 && !result; h++) {
+                memset(&err, 0, sizeof err);
+                run_one(&p, len, h, &err);
+                c->runs++;
+                if (err.msg[0]) {
+                    fprintf(stderr, "accepted program faulted (len %u): insn %d: %s\n", len, err.insn, err.msg);
+                    dump_prog();
+                    result = 1;
+                }
+            }
+    }
+    free(p.insns);
+    free(p.insn_flags);
+    ebpf_map_destroy(&m);
+    return result;
+}
+
+#ifndef FUZZ_VERIFIER_NO_MAIN
 int main(int argc, char **argv) {
     uint32_t iters = argc > 1 ? (uint32_t)strtoul(argv[1], NULL, 0) : 20000;
     rng_state = argc > 2 ? strtoull(argv[2], NULL, 0) : 0x1234567;
     if (!rng_state) rng_state = 1;
-    uint32_t accepted = 0, runs = 0;
-    uint64_t processed = 0, max_processed = 0;
+    struct prog_counts c = {0};
 #ifdef HAVE_SANITIZER
     __sanitizer_set_death_callback(dump_prog);
 #endif
     for (uint32_t it = 0; it < iters; it++) {
-        cur_iter = it;
-        gen();
-        struct ebpf_map m = {0}, *maps[1] = {&m};
-        struct ebpf_error err = {0};
-        m.type = NANOBPF_MAP_TYPE_ARRAY;
-        m.key_size = 4;
-        m.value_size = 16;
-        m.max_entries = 1;
-        if (ebpf_map_create(&m, &err)) return fprintf(stderr, "map: %s\n", err.msg), 2;
-        struct ebpf_prog p;
-        memset(&p, 0, sizeof p);
-        p.insns = malloc(n * sizeof *p.insns);
-        memcpy(p.insns, prog, n * sizeof *prog);
-        p.n_insns = n;
-        p.maps = maps;
-        p.n_maps = 1;
-        int rc = ebpf_verify(&p, NULL, &err);
-        processed += ebpf_verify_last_stats.processed;
-        if (ebpf_verify_last_stats.processed > max_processed) max_processed = ebpf_verify_last_stats.processed;
-        if (rc && getenv("FUZZ_REASONS")) {
-            for (char *c = err.msg; *c; c++)
-                if (*c >= '0' && *c <= '9') *c = '#';
-            printf("reason: %s\n", err.msg);
-        }
-        if (rc == 0) {
-            accepted++;
-            if (ebpf_prog_resolve(&p, &err)) return fprintf(stderr, "resolve: %s\n", err.msg), 2;
-            for (uint32_t len = 0; len <= 96; len++)
-                for (int h = 0; h < 2; h++) {
-                    memset(&err, 0, sizeof err);
-                    run_one(&p, len, h, &err);
-                    runs++;
-                    if (err.msg[0]) {
-                        fprintf(stderr, "accepted program faulted (len %u): insn %d: %s\n", len, err.insn, err.msg);
-                        dump_prog();
-                        return 1;
-                    }
-                }
-        }
-        free(p.insns);
-        free(p.insn_flags);
-        ebpf_map_destroy(&m);
+        int rc = program_iteration(it, 0, &c);
+        if (rc) return rc;
     }
-    printf("fuzz: %u programs, %u accepted (%u runs), %llu insns processed (max %llu per program)\n", iters, accepted,
-           runs, (unsigned long long)processed, (unsigned long long)max_processed);
+    printf("fuzz: %u programs, %u accepted (%u runs), %llu insns processed (max %llu per program)\n", iters, c.accepted,
+           c.runs, (unsigned long long)c.processed, (unsigned long long)c.max_processed);
     return 0;
 }
+#endif
