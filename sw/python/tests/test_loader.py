@@ -509,7 +509,7 @@ def test_linux_loads_and_runs_the_examples(tmp_path):
                 assert _run(tmp_path, prog_id, dns)[0] == PASS
                 assert _run(tmp_path, prog_id, quic)[0] == DROP  # CID not in the key table
                 cid = abi.STRUCTS["quic_cid"]
-                key = struct.pack(cid.fmt, 8, bytes(range(0x10, 0x18)), b"")
+                key = struct.pack(cid.fmt, 8, bytes(range(0x10, 0x18)), abi.NANOBPF_QUIC_DIR_OPEN, b"")
                 _map_update(ids[abi.KEYTABLE_MAP_NAME[:15]], key, bytes(abi.STRUCTS["quic_keys"].size))
                 assert _run(tmp_path, prog_id, quic)[0] == PASS
                 assert _run(tmp_path, prog_id, _frame(0x86dd, _ipv6_udp(443, QUIC_SHORT)))[0] == PASS
