@@ -7,6 +7,8 @@ import platform
 import struct
 import subprocess
 
+import pytest
+
 import nanobpf_ctrl_defs as ctrl
 import nanobpf_ebpf_defs as abi
 from nanobpf import BUILD, ROOT
@@ -194,3 +196,33 @@ def frame_of(quic, v6=False, vlan=None):
     if v6:
         return udp_frame(quic, "2001:db8::1", "2001:db8::2", 50000, 443, vlan=vlan)
     return udp_frame(quic, "10.0.0.1", "10.0.0.2", 50000, 443, vlan=vlan)
+
+
+# ---------------------------------------------------------------- pytest: parametrisation and fixtures
+def pytest_generate_tests(metafunc):
+    """Each test that needs a backend runs every (program, backend) pair but Linux with a device-only
+    program; the others run each program. Test modules import this with the fixtures below."""
+    if "backend" in metafunc.fixturenames:
+        pairs = [(p, b) for p in PROGRAMS for b in BACKENDS if not (b == "linux" and p in DEVICE_ONLY)]
+        metafunc.parametrize(("prog", "backend"), pairs, indirect=True, scope="module",
+                             ids=[f"{p}-{b}" for p, b in pairs])
+    elif "prog" in metafunc.fixturenames:
+        metafunc.parametrize("prog", PROGRAMS, indirect=True, scope="module")
+
+
+@pytest.fixture(scope="module")
+def prog(request):
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def obj(prog, tmp_path_factory):
+    return build(prog, tmp_path_factory.mktemp("quic"))
+
+
+@pytest.fixture(scope="module")
+def backend(request):
+    ok, why = available(request.param)
+    if not ok:
+        pytest.skip(f"{request.param}: {why}")
+    return request.param

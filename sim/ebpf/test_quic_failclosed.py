@@ -14,45 +14,16 @@ JIT under qemu-riscv64, Linux BPF_PROG_TEST_RUN for xdp_quic):
 - a three-way differential corpus (IPv4/IPv6, CID lengths 0, 1, 4, 8, 18, 20, packet-number lengths
   1..4, payloads 1 byte to the MTU, key updates every 3 packets with reordering, coalesced datagrams)
   gives the same actions, bytes and counters on every backend, and the reference's bytes."""
-import struct
-
 import pytest
 
 import nanobpf_ctrl_defs as ctrl
-from nanobpf.pcap import fix_udp_checksum, parse_udp, udp_frame
+from nanobpf.pcap import parse_udp, udp_frame
 from nanobpf.quic import unprotect
 from nanobpf.quic.vectors import A2_PLAIN, A2_PROTECTED, CLIENT_KEYS, DCID
-from quic_device import (BACKENDS, CID, DEVICE_ONLY, K0, K1, K2, KS, LO, MAX_PAYLOAD, NET, OPEN, PROGRAMS, SEAL,
-                         XDP_DROP, XDP_PASS, XDP_TX, Device, addr_id, available, build, const, frame_of, short_packet,
-                         shim, with_payload)
+from quic_device import backend, obj, prog, pytest_generate_tests  # noqa: F401 (fixtures, parametrisation)
+from quic_device import (BACKENDS, CID, DEVICE_ONLY, K0, K1, K2, KS, LO, OPEN, SEAL, XDP_DROP, XDP_PASS, XDP_TX,
+                         Device, addr_id, available, const, frame_of, short_packet, shim)
 from nanobpf.quic import PacketKeys
-
-
-def pytest_generate_tests(metafunc):
-    if "backend" in metafunc.fixturenames:
-        pairs = [(p, b) for p in PROGRAMS for b in BACKENDS if not (b == "linux" and p in DEVICE_ONLY)]
-        metafunc.parametrize(("prog", "backend"), pairs, indirect=True, scope="module",
-                             ids=[f"{p}-{b}" for p, b in pairs])
-    elif "prog" in metafunc.fixturenames:
-        metafunc.parametrize("prog", PROGRAMS, indirect=True, scope="module")
-
-
-@pytest.fixture(scope="module")
-def prog(request):
-    return request.param
-
-
-@pytest.fixture(scope="module")
-def obj(prog, tmp_path_factory):
-    return build(prog, tmp_path_factory.mktemp("quic"))
-
-
-@pytest.fixture(scope="module")
-def backend(request):
-    ok, why = available(request.param)
-    if not ok:
-        pytest.skip(f"{request.param}: {why}")
-    return request.param
 
 
 @pytest.fixture

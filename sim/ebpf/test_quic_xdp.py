@@ -17,38 +17,9 @@ import pytest
 from nanobpf.pcap import fix_udp_checksum, parse_udp, read_pcap, udp_frame
 from nanobpf.quic import PacketKeys, next_secret, unprotect
 from nanobpf.quic.vectors import A2_PROTECTED, A3_PLAIN, A3_PROTECTED, SERVER_KEYS
-from quic_device import (BACKENDS, CID, DEVICE_ONLY, K0, K1, LO, MAX_PAYLOAD, NET, OPEN, PROGRAMS, SEAL, XDP_DROP,
+from quic_device import backend, obj, prog, pytest_generate_tests  # noqa: F401 (fixtures, parametrisation)
+from quic_device import (BACKENDS, CID, DEVICE_ONLY, K0, K1, LO, MAX_PAYLOAD, NET, OPEN, XDP_DROP,
                          XDP_PASS, XDP_TX, Device, available, build, const, frame_of, short_packet, shim, with_payload)
-
-
-def pytest_generate_tests(metafunc):
-    """Each test that needs a backend runs every (program, backend) pair but Linux with a device-only
-    program; the others run each program."""
-    if "backend" in metafunc.fixturenames:
-        pairs = [(p, b) for p in PROGRAMS for b in BACKENDS if not (b == "linux" and p in DEVICE_ONLY)]
-        metafunc.parametrize(("prog", "backend"), pairs, indirect=True, scope="module",
-                             ids=[f"{p}-{b}" for p, b in pairs])
-    elif "prog" in metafunc.fixturenames:
-        metafunc.parametrize("prog", PROGRAMS, indirect=True, scope="module")
-
-
-@pytest.fixture(scope="module")
-def prog(request):
-    return request.param
-
-
-@pytest.fixture(scope="module")
-def obj(prog, tmp_path_factory):
-    return build(prog, tmp_path_factory.mktemp("quic"))
-
-
-@pytest.fixture(scope="module")
-def backend(request):
-    name = request.param
-    ok, why = available(name)
-    if not ok:
-        pytest.skip(f"{name}: {why}")
-    return name
 
 
 @pytest.fixture
