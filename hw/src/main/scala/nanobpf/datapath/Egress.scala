@@ -1,0 +1,127 @@
+package nanobpf.datapath
+
+import chisel3._
+import chisel3.util._
+import nanobpf.pisa.{Chunk, EgressCmd, Packer, UserBeat}
+import nanobpf.reasm.{Layout, PktParams}
+import nanobpf.reorder.Released
+import nanobpf.soc.EbpfAbi
+import nanobpf.soc.SocMap.{PisaAction, PktComp}
+
+/** Where a core's XDP action sends a frame (docs/architecture.md, "XDP actions at the device"):
+  * PASS onwards (host -> network, network -> host), TX back out of the ingress port, REDIRECT to the
+  * logical port of the completion; as a PISA action (to_host / to_network), or drop.
+  */
+object XdpRoute {
+  def apply(action: UInt, ingress: UInt, redirect: UInt, hostLport: UInt, netLport: UInt): UInt = {
+    def toward(lport: UInt): UInt =
+      Mux(lport === hostLport, PisaAction.ToHost.U, Mux(lport === netLport, PisaAction.ToNetwork.U, PisaAction.Drop.U))
+    MuxLookup(action, PisaAction.Drop.U(2.W))(Seq(
+      EbpfAbi.XdpPass.U -> Mux(ingress === hostLport, PisaAction.ToNetwork.U, PisaAction.ToHost.U),
+      EbpfAbi.XdpTx.U -> toward(ingress),
+      EbpfAbi.XdpRedirect.U -> toward(redirect)))
+  }
+}
+
+/** Egress of the packet path: takes each released completion (in order), reads its frame from
+  * packet memory at the slot, offset and length the core left (any byte alignment: the program may
+  * have moved the start with bpf_xdp_adjust_head), re-packs it into beats and hands it to the PISA
+  * deparser with its action and checksum flag; then returns the slot. A completion whose frame does not
+  * fit its slot, is shorter than an Ethernet header or has no route is dropped (`bad`), its slot freed.
+  *
+  * Reads go through the stream port of packet memory, one word per granted cycle, at most `depth`
+  * words ahead of the output, so back-pressure from the deparser never loses a word.
+  */
+class Egress(p: PktParams) extends Module {
+  require(p.beatBytes == 8, "the egress reads 64-bit words (the SoC's packet memory)")
+  val depth = 4
+  val io = IO(new Bundle {
+    val rel = Flipped(Decoupled(new Released(p)))
+    val readAddr = Valid(UInt(p.memAddrBits.W))
+    val readGrant = Input(Bool())
+    val readData = Input(UInt(64.W))
+    val free = Valid(UInt(p.slotBits.W))
+    val out = Decoupled(new UserBeat(p.pisa, new EgressCmd))
+    val hostLport = Input(UInt(2.W))
+    val netLport = Input(UInt(2.W))
+    val sent = Output(Bool())
+    val bad = Output(Bool())
+  })
+  val busy = RegInit(false.B) // a frame is being read or is still in the packer
+  val slot = Reg(UInt(p.slotBits.W))
+  val word = Reg(UInt(p.memAddrBits.W)) // next word to read
+  val left = Reg(UInt(10.W)) // words still to read
+  val align = Reg(UInt(3.W)) // byte offset of the frame in its first word
+  val endBytes = Reg(UInt(4.W)) // bytes of the frame in its last word, 1..8
+  val first = Reg(Bool())
+  val cmd = Reg(new EgressCmd)
+
+  // ---- accept a released completion
+  val c = io.rel.bits.word
+  val off = Layout.get(c, PktComp.Offset)
+  val len = Layout.get(c, PktComp.Len)
+  val route = XdpRoute(Layout.get(c, PktComp.Action), io.rel.bits.lport, Layout.get(c, PktComp.Port), io.hostLport, io.netLport)
+  val fits = len >= 14.U && len <= p.maxFrame.U && (off +& len) <= p.slotBytes.U
+  val ok = fits && route =/= PisaAction.Drop.U
+  val cSlot = Layout.get(c, PktComp.Slot)(p.slotBits - 1, 0)
+  io.rel.ready := !busy
+  val start = (cSlot ## 0.U(log2Ceil(p.slotBytes).W)) + off
+  val span = off(2, 0) +& len // bytes from the first word's start
+  when(io.rel.fire && ok) {
+    busy := true.B
+    slot := cSlot
+    word := start >> 3
+    left := (span + 7.U) >> 3
+    align := off(2, 0)
+    endBytes := Mux(span(2, 0) === 0.U, 8.U, span(2, 0))
+    first := true.B
+    cmd.action := route
+    cmd.fixCsum := Layout.get(c, PktComp.FixCsum).asBool
+  }
+  io.bad := io.rel.fire && !ok
+
+  // ---- read words, at most `depth` ahead of the packer
+  val chunks = Module(new Queue(new Chunk(p.pisa), depth))
+  val pending = RegInit(false.B) // a read was granted last cycle: its data arrives now
+  val pendFirst = Reg(Bool())
+  val pendLast = Reg(Bool())
+  val room = chunks.io.count +& pending.asUInt < depth.U
+  io.readAddr.valid := busy && left =/= 0.U && room
+  io.readAddr.bits := word
+  val issued = io.readAddr.valid && io.readGrant
+  pending := issued
+  when(issued) {
+    word := word + 1.U
+    left := left - 1.U
+    first := false.B
+    pendFirst := first
+    pendLast := left === 1.U
+  }
+  val lo = Mux(pendFirst, align, 0.U)
+  val hi = Mux(pendLast, endBytes, 8.U)
+  val bytes = (io.readData >> (lo ## 0.U(3.W)))(63, 0)
+  chunks.io.enq.valid := pending
+  chunks.io.enq.bits.bytes := VecInit(Seq.tabulate(p.pisa.beatBytes + 4)(i => if (i < 8) bytes(8 * i + 7, 8 * i) else 0.U(8.W)))
+  chunks.io.enq.bits.n := hi - lo
+  chunks.io.enq.bits.last := pendLast
+  chunks.io.enq.bits.port := 0.U
+  // the slot is free once its last word has been read
+  io.free.valid := pending && pendLast
+  io.free.bits := slot
+
+  // ---- re-pack into beats
+  val packer = Module(new Packer(p.pisa))
+  packer.io.in <> chunks.io.deq
+  io.out.valid := packer.io.out.valid
+  io.out.bits.beat := packer.io.out.bits.beat
+  io.out.bits.user := cmd
+  packer.io.out.ready := io.out.ready
+  val frameOut = io.out.fire && io.out.bits.beat.last
+  when(frameOut) { busy := false.B }
+  io.sent := frameOut
+  // a bad completion still frees its slot (no read is pending then: the egress was idle)
+  when(io.rel.fire && !ok) {
+    io.free.valid := true.B
+    io.free.bits := cSlot
+  }
+}
