@@ -133,7 +133,23 @@ struct pnode {
     struct pnode *next;
     struct snode *parent;
     uint32_t size;
+    uint32_t unused; /* data 8-aligned, as in snode (copied a word at a time); sizeof unchanged */
     uint8_t data[];
+};
+_Static_assert(offsetof(struct snode, data) % 8 == 0 && offsetof(struct pnode, data) % 8 == 0, "state data alignment");
+
+/* Stored and pending states come from a pool (see "State memory"): the heap's first-fit malloc, its
+ * zeroing and picolibc's byte-wise copies cost more than the rest of a visit on the device. */
+#define POOL_GRAIN 16
+#define POOL_CLASSES 64            /* blocks up to 1 KiB; larger ones go to ebpf_alloc */
+#define POOL_CHUNK (16u * 1024)
+struct pool_block {
+    struct pool_block *next;
+};
+struct pool {
+    struct pool_block *free[POOL_CLASSES]; /* freed blocks, per size class */
+    struct pool_block *chunks;             /* chunks from ebpf_alloc (freed at the end) */
+    uint8_t *top, *end;                    /* unused part of the newest chunk */
 };
 
 /* Per-instruction flags. */
@@ -161,6 +177,7 @@ struct env {
     int no_relevance; /* compare all scalars (tests) */
     uint16_t *prune; /* prune point number per insn */
     struct snode **heads;
+    uint16_t *hot; /* per prune point: item where a comparison last failed (ITEM_ALL: none yet) */
     uint32_t nprune;
     uint32_t nfuncs, maxframes;
     uint32_t fstart[EBPF_MAX_SUBPROGS + 1];
@@ -168,9 +185,10 @@ struct env {
     const struct nanobpf_image_func *gsig[EBPF_MAX_SUBPROGS]; /* global functions' prototypes (NULL: static) */
     uint8_t changes_pkt[EBPF_MAX_SUBPROGS]; /* the function (or one it calls) may move packet data */
     uint32_t root; /* function whose exploration is running: 0 (the program) or a global function */
-    struct vstate *cur, *old;
+    struct vstate *cur;
     uint8_t *buf; /* encoding scratch */
     struct pnode *pending;
+    struct pool pool;
     uint32_t npending;
     struct snode *parent; /* newest stored state on the current path (NULL: none yet) */
     uint32_t id_gen;
@@ -218,19 +236,48 @@ static uint32_t size_of(uint8_t code) {
     return sizes[EBPF_SIZE(code) >> 3];
 }
 
-static void set_unknown(struct vreg *r) {
-    memset(r, 0, sizeof *r);
-    r->type = T_SCALAR;
-    r->umax = U64MAX;
-}
+/* Values are written whole as struct assignments, never with memset: picolibc's memset and memcpy copy
+ * a byte at a time (several instructions per byte on the device), and a typed assignment lets the
+ * compiler use four 8-byte stores. struct vreg has no padding, so this is the same as zeroing first. */
+static void set_type(struct vreg *r, uint8_t type) { *r = (struct vreg){.type = type}; }
 static void set_range(struct vreg *r, uint64_t lo, uint64_t hi) {
-    memset(r, 0, sizeof *r);
-    r->type = T_SCALAR;
-    r->umin = lo;
-    r->umax = hi;
+    *r = (struct vreg){.type = T_SCALAR, .umin = lo, .umax = hi};
 }
+static void set_unknown(struct vreg *r) { set_range(r, 0, U64MAX); }
 static void set_const(struct vreg *r, uint64_t v) { set_range(r, v, v); }
-static void set_not_init(struct vreg *r) { memset(r, 0, sizeof *r); }
+static void set_not_init(struct vreg *r) { set_type(r, T_NOT_INIT); }
+
+/* Loops zero field by field: hosted builds (host, RV64 Linux) turn a loop of whole-struct zeroing into a
+ * memset call, which is the byte-wise one again. */
+static void clear_regs(struct vreg *r, uint32_t n) {
+    for (uint32_t k = 0; k < n; k++) {
+        r[k].type = T_NOT_INIT;
+        r[k].frame = 0;
+        r[k].map = 0;
+        r[k].id = 0;
+        r[k].off = 0;
+        r[k].range = 0;
+        r[k].umin = r[k].umax = 0;
+    }
+}
+static void clear_slots(struct vslot *s, uint32_t n) {
+    for (uint32_t k = 0; k < n; k++) {
+        s[k].init = 0;
+        s[k].spill = SPILL_NONE;
+        clear_regs(&s[k].reg, 1);
+    }
+}
+
+/* The working state (env.cur) keeps every stack slot at or beyond its frame's nslots zero, in the frames
+ * above nframes too (left by returns): slots are written only below nslots, or with nslots raised past
+ * them. So a frame is cleared by zeroing its slots below nslots, not all NSLOTS of them. */
+static void clear_frame(struct vframe *f) {
+    clear_regs(f->r, EBPF_NREGS);
+    clear_slots(f->s, f->nslots);
+    f->callsite = 0;
+    f->func = 0;
+    f->nslots = 0;
+}
 /* A value loaded from memory: `size` bytes, sign-extended for MEMSX. */
 static void set_loaded(struct vreg *r, uint32_t size, int sx) {
     if (sx) set_unknown(r);
@@ -1063,6 +1110,10 @@ static int compute_relevance(struct env *e) {
 #define ENC_FRAME_MAX (16 + EBPF_NREGS * REG_ENC_MAX + NSLOTS * (2 + REG_ENC_MAX))
 
 static uint8_t *put_varint(uint8_t *p, uint64_t v) {
+    if (v < 0x80) { /* most fields fit in one byte */
+        *p = (uint8_t)v;
+        return p + 1;
+    }
     while (v >= 0x80) {
         *p++ = (uint8_t)(v | 0x80);
         v >>= 7;
@@ -1071,6 +1122,10 @@ static uint8_t *put_varint(uint8_t *p, uint64_t v) {
     return p;
 }
 static const uint8_t *get_varint(const uint8_t *p, uint64_t *v) {
+    if (*p < 0x80) { /* most fields fit in one byte */
+        *v = *p;
+        return p + 1;
+    }
     uint64_t r = 0;
     unsigned shift = 0;
     for (;;) {
@@ -1106,46 +1161,51 @@ static int idcount_single(const struct idcount *c, uint32_t id) {
     return 0; /* not counted (table full): keep it */
 }
 
+/* The fields are read into locals first: every byte stored through p may alias *r for the compiler,
+ * which would reload them after each store. */
 static uint8_t *enc_reg(uint8_t *p, const struct vreg *r, const struct idcount *ids) {
-    *p++ = r->type;
-    if (r->type == T_NOT_INIT) return p;
-    uint32_t id = r->id;
-    if (r->type == T_SCALAR && id && idcount_single(ids, id)) id = 0;
+    const struct vreg v = *r;
+    *p++ = v.type;
+    if (v.type == T_NOT_INIT) return p;
+    uint32_t id = v.id;
+    if (v.type == T_SCALAR && id && idcount_single(ids, id)) id = 0;
     uint8_t *pres = p++;
     uint8_t bits = 0;
-    if (r->off) bits |= P_OFF, p = put_varint(p, (uint32_t)((uint32_t)r->off << 1) ^ (uint32_t)(r->off >> 31));
-    uint32_t aux = r->type == T_STACK ? r->frame : r->map;
+    if (v.off) bits |= P_OFF, p = put_varint(p, (uint32_t)((uint32_t)v.off << 1) ^ (uint32_t)(v.off >> 31));
+    uint32_t aux = v.type == T_STACK ? v.frame : v.map;
     if (aux) bits |= P_AUX, p = put_varint(p, aux);
     if (id) bits |= P_ID, p = put_varint(p, id);
-    if (r->range) bits |= P_RANGE, p = put_varint(p, r->range);
-    if (r->umin) bits |= P_UMIN, p = put_varint(p, r->umin);
-    if (r->umax == U64MAX && r->umin != U64MAX) bits |= P_FULL;
-    else if (r->umax != r->umin) bits |= P_DELTA, p = put_varint(p, r->umax - r->umin);
+    if (v.range) bits |= P_RANGE, p = put_varint(p, v.range);
+    if (v.umin) bits |= P_UMIN, p = put_varint(p, v.umin);
+    if (v.umax == U64MAX && v.umin != U64MAX) bits |= P_FULL;
+    else if (v.umax != v.umin) bits |= P_DELTA, p = put_varint(p, v.umax - v.umin);
     *pres = bits;
     return p;
 }
-static const uint8_t *dec_reg(const uint8_t *p, struct vreg *r) {
-    uint64_t v;
-    memset(r, 0, sizeof *r);
-    r->type = *p++;
-    if (r->type == T_NOT_INIT) return p;
+/* Decodes into locals stored whole at the end (no memset: see set_type; no field written twice). */
+static const uint8_t *dec_reg(const uint8_t *p, struct vreg *out) {
+    uint8_t type = *p++;
+    if (type == T_NOT_INIT) {
+        set_not_init(out);
+        return p;
+    }
+    uint64_t off = 0, aux = 0, id = 0, range = 0, umin = 0, delta = 0;
     uint8_t bits = *p++;
-    if (bits & P_OFF) {
-        p = get_varint(p, &v);
-        uint32_t z = (uint32_t)v;
-        r->off = (int32_t)((z >> 1) ^ (0u - (z & 1)));
-    }
-    if (bits & P_AUX) {
-        p = get_varint(p, &v);
-        if (r->type == T_STACK) r->frame = (uint8_t)v;
-        else r->map = (uint16_t)v;
-    }
-    if (bits & P_ID) p = get_varint(p, &v), r->id = (uint32_t)v;
-    if (bits & P_RANGE) p = get_varint(p, &v), r->range = (uint32_t)v;
-    if (bits & P_UMIN) p = get_varint(p, &r->umin);
-    if (bits & P_FULL) r->umax = U64MAX;
-    else if (bits & P_DELTA) p = get_varint(p, &v), r->umax = r->umin + v;
-    else r->umax = r->umin;
+    if (bits & P_OFF) p = get_varint(p, &off);
+    if (bits & P_AUX) p = get_varint(p, &aux);
+    if (bits & P_ID) p = get_varint(p, &id);
+    if (bits & P_RANGE) p = get_varint(p, &range);
+    if (bits & P_UMIN) p = get_varint(p, &umin);
+    if (bits & P_DELTA) p = get_varint(p, &delta);
+    uint32_t z = (uint32_t)off;
+    *out = (struct vreg){.type = type,
+                         .frame = type == T_STACK ? (uint8_t)aux : 0,
+                         .map = type == T_STACK ? 0 : (uint16_t)aux,
+                         .id = (uint32_t)id,
+                         .off = (int32_t)((z >> 1) ^ (0u - (z & 1))),
+                         .range = (uint32_t)range,
+                         .umin = umin,
+                         .umax = (bits & P_FULL) ? U64MAX : umin + delta};
     return p;
 }
 
@@ -1190,7 +1250,6 @@ static void count_ids(const struct env *e, const struct vstate *st, struct idcou
 }
 
 static size_t encode(struct env *e, const struct vstate *st) {
-    static const struct vreg dead;
     struct idcount ids;
     count_ids(e, st, &ids);
     uint8_t *p = e->buf;
@@ -1203,39 +1262,46 @@ static size_t encode(struct env *e, const struct vstate *st) {
         p = put_varint(p, f->callsite);
         p = put_varint(p, f->func);
         p = put_varint(p, ns);
-        for (uint32_t r = 0; r < EBPF_NREGS; r++)
-            p = enc_reg(p, (r == EBPF_REG_FP || (live >> r & 1)) ? &f->r[r] : &dead, &ids);
+        for (uint32_t r = 0; r < EBPF_NREGS; r++) {
+            if (r == EBPF_REG_FP || (live >> r & 1)) p = enc_reg(p, &f->r[r], &ids);
+            else *p++ = T_NOT_INIT; /* dead: encoded as never written */
+        }
         for (uint32_t k = 0; k < ns; k++) {
-            *p++ = f->s[k].init;
-            if (!f->s[k].init) continue;
-            *p++ = f->s[k].spill;
-            if (f->s[k].spill) p = enc_reg(p, &f->s[k].reg, &ids);
+            uint8_t init = f->s[k].init, spill = f->s[k].spill;
+            *p++ = init;
+            if (!init) continue;
+            *p++ = spill;
+            if (spill) p = enc_reg(p, &f->s[k].reg, &ids);
         }
     }
     return (size_t)(p - e->buf);
 }
 
-/* Decode into st; `clear` zeroes whole frames (the working state relies on clear unused slots). */
-static void decode(const uint8_t *p, struct vstate *st, int clear) {
+/* A slot as encode() wrote it (the register of a slot that holds none is left zero). */
+static const uint8_t *dec_slot(const uint8_t *p, struct vslot *s) {
+    *s = (struct vslot){.init = *p++};
+    if (!s->init) return p;
+    s->spill = *p++;
+    if (s->spill) p = dec_reg(p, &s->reg);
+    return p;
+}
+
+/* Decode into the working state st, keeping its invariant (see clear_frame): slots above the decoded
+ * nslots are zeroed as far up as the frame's previous nslots (beyond that they are zero already). */
+static void decode(const uint8_t *p, struct vstate *st) {
     uint64_t v;
     p = get_varint(p, &v);
     st->insn = (uint32_t)v;
     st->nframes = *p++;
     for (uint32_t j = 0; j < st->nframes; j++) {
         struct vframe *f = &st->f[j];
-        if (clear) memset(f, 0, sizeof *f);
+        uint32_t old_ns = f->nslots;
         p = get_varint(p, &v), f->callsite = (uint32_t)v;
         p = get_varint(p, &v), f->func = (uint16_t)v;
         p = get_varint(p, &v), f->nslots = (uint16_t)v;
         for (uint32_t r = 0; r < EBPF_NREGS; r++) p = dec_reg(p, &f->r[r]);
-        for (uint32_t k = 0; k < f->nslots; k++) {
-            struct vslot *s = &f->s[k];
-            s->init = *p++;
-            s->spill = SPILL_NONE;
-            if (!s->init) continue;
-            s->spill = *p++;
-            if (s->spill) p = dec_reg(p, &s->reg);
-        }
+        for (uint32_t k = 0; k < f->nslots; k++) p = dec_slot(p, &f->s[k]);
+        if (old_ns > f->nslots) clear_slots(&f->s[f->nslots], old_ns - f->nslots);
     }
 }
 
@@ -1276,6 +1342,14 @@ static uint64_t type_sig(const struct env *e, const struct vstate *st) {
     for (uint32_t r = 0; r < 10; r++)
         if (live >> r & 1) t |= (uint64_t)f->r[r].type << (4 * r);
     return t;
+}
+
+/* Can a stored state with register types `old` (type_sig) cover one with `cur`? Each register's type
+ * must be the same, or not_init in old. Done on all ten 4-bit fields at once: `set` has 0xf in every
+ * field of old that is not zero. */
+static int types_may_cover(uint64_t old, uint64_t cur) {
+    uint64_t set = (old | old >> 1 | old >> 2 | old >> 3) & 0x1111111111ull;
+    return ((old ^ cur) & set * 15) == 0;
 }
 
 /* ---- State comparison ---- */
@@ -1324,45 +1398,168 @@ static int reg_covers(const struct vreg *o, const struct vreg *c, struct idmap *
     return 0;
 }
 
-static int slot_covers(const struct vslot *o, const struct vslot *c, struct idmap *m, int exact, int relevant) {
+/* The old slot comes as its parts (it is decoded on the fly): init, spill and, when spill is set, reg. */
+static int slot_covers(uint8_t oinit, uint8_t ospill, const struct vreg *oreg, const struct vslot *c, struct idmap *m,
+                       int exact, int relevant) {
     if (exact) {
-        if (o->init != c->init || o->spill != c->spill) return 0;
-        return !o->spill || reg_covers(&o->reg, &c->reg, m, 1, 1);
+        if (oinit != c->init || ospill != c->spill) return 0;
+        return !ospill || reg_covers(oreg, &c->reg, m, 1, 1);
     }
-    if ((o->init & c->init) != o->init) return 0;
-    if (o->spill) {
-        if (c->spill == o->spill) return reg_covers(&o->reg, &c->reg, m, 0, relevant);
-        if (!relevant && o->reg.type == T_SCALAR) return !c->spill || c->reg.type == T_SCALAR;
+    if ((oinit & c->init) != oinit) return 0;
+    if (ospill) {
+        if (c->spill == ospill) return reg_covers(oreg, &c->reg, m, 0, relevant);
+        if (!relevant && oreg->type == T_SCALAR) return !c->spill || c->reg.type == T_SCALAR;
         /* a spilled unknown scalar reads like plain data */
-        uint64_t full = o->spill == SPILL_64 ? U64MAX : U32MAX;
-        if (o->reg.type != T_SCALAR || o->reg.id || o->reg.umin || o->reg.umax != full) return 0;
+        uint64_t full = ospill == SPILL_64 ? U64MAX : U32MAX;
+        if (oreg->type != T_SCALAR || oreg->id || oreg->umin || oreg->umax != full) return 0;
         return !c->spill || c->reg.type == T_SCALAR;
     }
     /* old holds plain data (or nothing) here: a pointer spilled over bytes old could read differs */
-    if (c->spill && c->reg.type != T_SCALAR && (o->init & spill_bytes[c->spill])) return 0;
+    if (c->spill && c->reg.type != T_SCALAR && (oinit & spill_bytes[c->spill])) return 0;
     return 1;
 }
 
-static int states_cover(const struct env *e, const struct vstate *o, const struct vstate *c, int exact) {
+/* Past an encoded register that the comparison does not look at. */
+static const uint8_t *skip_varint(const uint8_t *p) {
+    while (*p++ & 0x80) {}
+    return p;
+}
+static const uint8_t *skip_reg(const uint8_t *p) {
+    if (*p++ == T_NOT_INIT) return p;
+    uint32_t fields = *p++ & (P_OFF | P_AUX | P_ID | P_RANGE | P_UMIN | P_DELTA); /* one varint each */
+    for (; fields; fields &= fields - 1) p = skip_varint(p);
+    return p;
+}
+
+/* Items of a state in the encoding's order: per frame, registers r0..r10 then slots; item number
+ * frame * ITEM_FRAME + index (registers 0..10, slot k at 11 + k). */
+#define ITEM_FRAME 128
+#define ITEM_ALL 0xffffu
+
+/* Does the stored state p (encoded; explored safely) cover c? exact: are they equal? The comparison runs
+ * while decoding, in the encoding's order, and stops at the first difference (its item in *failed):
+ * most stored states differ early, and decoding a whole state cost more than comparing it.
+ * only != ITEM_ALL compares that one item (and the frame headers) and skips the rest: a quick test
+ * that can only refuse what the whole comparison refuses too (one register or slot checks at most one
+ * id pair, which a fresh id map always accepts). The whole comparison's answer does not depend on the
+ * order of the items: id pairs are accepted iff together they form a one-to-one map. */
+static int encoded_covers(const struct env *e, const uint8_t *p, const struct vstate *c, int exact, uint32_t only,
+                          uint32_t *failed) {
     static const struct vslot empty;
     struct idmap m;
+    uint64_t v, callsite, func, ns;
     m.n = 0;
-    if (o->nframes != c->nframes) return 0;
-    for (uint32_t j = 0; j < o->nframes; j++) {
-        const struct vframe *fo = &o->f[j], *fc = &c->f[j];
-        if (fo->callsite != fc->callsite || fo->func != fc->func) return 0;
+    *failed = ITEM_ALL;
+    p = get_varint(p, &v); /* insn: the one of c (states are listed per instruction) */
+    if (*p++ != c->nframes) return 0;
+    for (uint32_t j = 0; j < c->nframes; j++) {
+        const struct vframe *fc = &c->f[j];
+        p = get_varint(p, &callsite);
+        p = get_varint(p, &func);
+        if (callsite != fc->callsite || (uint16_t)func != fc->func) return 0;
+        if (only != ITEM_ALL && only / ITEM_FRAME < j) return 1; /* the item was checked */
+        p = get_varint(p, &ns);
         uint16_t live = frame_live(e, c, j), relR;
         uint64_t relS;
         frame_relevant(e, c, j, &relR, &relS);
-        for (uint32_t r = 0; r < 10; r++)
-            if ((live >> r & 1) && !reg_covers(&fo->r[r], &fc->r[r], &m, exact, relR >> r & 1)) return 0;
-        uint32_t ns = fo->nslots > fc->nslots ? fo->nslots : fc->nslots;
-        for (uint32_t k = 0; k < ns; k++) {
-            const struct vslot *so = k < fo->nslots ? &fo->s[k] : &empty, *sc = k < fc->nslots ? &fc->s[k] : &empty;
-            if (!slot_covers(so, sc, &m, exact, (int)(relS >> k & 1))) return 0;
+        for (uint32_t r = 0; r < EBPF_NREGS; r++) {
+            int relevant = relR >> r & 1;
+            uint32_t item = j * ITEM_FRAME + r;
+            if (r == EBPF_REG_FP || !(live >> r & 1) || (only != ITEM_ALL && item != only)) {
+                p = skip_reg(p);
+                continue;
+            }
+            *failed = item;
+            if (!exact && !relevant && *p == T_SCALAR) { /* reg_covers looks at the type only */
+                p = skip_reg(p);
+                if (fc->r[r].type != T_SCALAR) return 0;
+                continue;
+            }
+            struct vreg o;
+            p = dec_reg(p, &o);
+            if (!reg_covers(&o, &fc->r[r], &m, exact, relevant)) return 0;
+        }
+        uint32_t n = (uint16_t)ns > fc->nslots ? (uint16_t)ns : fc->nslots;
+        for (uint32_t k = 0; k < n; k++) {
+            int relevant = relS >> k & 1;
+            uint32_t item = j * ITEM_FRAME + EBPF_NREGS + k;
+            uint8_t oinit = 0, ospill = SPILL_NONE;
+            struct vreg oreg;
+            if (only != ITEM_ALL && item != only) {
+                if (k < (uint16_t)ns && (oinit = *p++) && (ospill = *p++)) p = skip_reg(p);
+                continue;
+            }
+            if (k < (uint16_t)ns && (oinit = *p++) && (ospill = *p++)) {
+                /* slot_covers looks only at the type of an irrelevant spilled scalar */
+                if (!exact && !relevant && *p == T_SCALAR) p = skip_reg(p), set_type(&oreg, T_SCALAR);
+                else p = dec_reg(p, &oreg);
+            }
+            *failed = item;
+            if (!slot_covers(oinit, ospill, &oreg, k < fc->nslots ? &fc->s[k] : &empty, &m, exact, relevant)) return 0;
+            if (only != ITEM_ALL) return 1;
         }
     }
+    *failed = ITEM_ALL;
     return 1;
+}
+
+/* ---- State memory ----
+ * Blocks of stored and pending states (header + encoding) in size classes of POOL_GRAIN bytes, carved
+ * from POOL_CHUNK chunks; a freed block waits in its class's list for the next block of that class.
+ * Blocks are not zeroed: their users set every header field. Accounting (state_bytes, pending_bytes)
+ * stays in header + encoding bytes, whatever the pool rounds up. */
+static uint32_t pool_class(size_t bytes) { return (uint32_t)((bytes + POOL_GRAIN - 1) / POOL_GRAIN) - 1; }
+
+static void *pool_alloc(struct pool *pl, size_t bytes) {
+    uint32_t c = pool_class(bytes);
+    if (c >= POOL_CLASSES) return ebpf_alloc((bytes + 7) & ~(size_t)7); /* whole words: copy_encoding */
+    struct pool_block *b = pl->free[c];
+    if (b) {
+        pl->free[c] = b->next;
+        return b;
+    }
+    size_t need = (size_t)(c + 1) * POOL_GRAIN;
+    if ((size_t)(pl->end - pl->top) < need) { /* the rest of the chunk stays unused (under 1 KiB) */
+        struct pool_block *chunk = ebpf_alloc(POOL_CHUNK);
+        if (!chunk) return NULL;
+        chunk->next = pl->chunks;
+        pl->chunks = chunk;
+        pl->top = (uint8_t *)chunk + POOL_GRAIN;
+        pl->end = (uint8_t *)chunk + POOL_CHUNK;
+    }
+    void *p = pl->top;
+    pl->top += need;
+    return p;
+}
+
+static void pool_free(struct pool *pl, void *p, size_t bytes) {
+    uint32_t c = pool_class(bytes);
+    if (c >= POOL_CLASSES) {
+        ebpf_free(p);
+        return;
+    }
+    struct pool_block *b = p;
+    b->next = pl->free[c];
+    pl->free[c] = b;
+}
+
+static void pool_destroy(struct pool *pl) {
+    while (pl->chunks) {
+        struct pool_block *chunk = pl->chunks;
+        pl->chunks = chunk->next;
+        ebpf_free(chunk);
+    }
+    *pl = (struct pool){0};
+}
+
+/* The encoding in e->buf into a block's data, 8 bytes at a time (both 8-aligned; the block is rounded up
+ * to POOL_GRAIN and e->buf has room past the longest encoding, so the last word fits). A loop rather
+ * than memcpy: picolibc's copies a byte at a time. */
+typedef uint64_t __attribute__((may_alias)) enc_word;
+static void copy_encoding(uint8_t *dst, const struct env *e, size_t size) {
+    enc_word *d = (enc_word *)(void *)dst;
+    const enc_word *s = (const enc_word *)(const void *)e->buf;
+    for (size_t k = 0; k < (size + 7) / 8; k++) d[k] = s[k];
 }
 
 /* ---- Exploration bookkeeping ---- */
@@ -1376,35 +1573,35 @@ static int visit_state(struct env *e, uint32_t i) {
     struct vstate *cur = e->cur;
     cur->insn = i;
     struct snode **pp = &e->heads[e->prune[i]], *s;
-    uint32_t h = state_hash(e, cur), len = 0;
+    uint32_t h = 0, len = 0, failed;
+    int hashed = 0; /* h is computed when first needed: most visits that end pruned never need it */
     uint64_t types = type_sig(e, cur);
     while ((s = *pp)) {
         len++;
         if (s->branches) {
+            if (!hashed) h = state_hash(e, cur), hashed = 1;
             if (s->hash == h) {
-                decode(s->data, e->old, 0);
-                if (states_cover(e, e->old, cur, 1)) return fail(e, (int)i, "infinite loop detected at insn %u", i);
+                if (encoded_covers(e, s->data, cur, 1, ITEM_ALL, &failed))
+                    return fail(e, (int)i, "infinite loop detected at insn %u", i);
             }
         } else {
-            int maybe = 1;
-            for (uint32_t r = 0; r < 10 && maybe; r++) {
-                uint64_t ot = s->types >> (4 * r) & 15, ct = types >> (4 * r) & 15;
-                if (ot && ot != ct) maybe = 0;
-            }
-            if (maybe) {
-                decode(s->data, e->old, 0);
-                if (states_cover(e, e->old, cur, 0)) {
+            if (types_may_cover(s->types, types)) {
+                /* first the item where the last comparison at this instruction failed: often the same */
+                uint16_t *hot = &e->hot[e->prune[i]];
+                if ((*hot == ITEM_ALL || encoded_covers(e, s->data, cur, 0, *hot, &failed)) &&
+                    encoded_covers(e, s->data, cur, 0, ITEM_ALL, &failed)) {
                     if (s->hit < 0xffff) s->hit++;
                     e->stats.pruned++;
                     return 1;
                 }
+                if (failed != ITEM_ALL) *hot = (uint16_t)failed;
             }
             if (s->miss < 0xffff) s->miss++;
             if (s->miss > 3u * s->hit + 3u) { /* rarely useful: drop it */
                 *pp = s->next;
                 e->state_bytes -= sizeof *s + s->size;
                 e->nstates--;
-                ebpf_free(s);
+                pool_free(&e->pool, s, sizeof *s + s->size);
                 continue;
             }
         }
@@ -1414,11 +1611,12 @@ static int visit_state(struct env *e, uint32_t i) {
     if (e->nstates >= e->max_states || len >= MAX_LIST) return 0;
     size_t size = encode(e, cur);
     if (e->state_bytes + sizeof *s + size > STATE_BYTES_MAX) return 0;
-    s = ebpf_alloc(sizeof *s + size);
+    s = pool_alloc(&e->pool, sizeof *s + size);
     if (!s) return 0; /* pruning is an optimisation: go on without storing */
-    memcpy(s->data, e->buf, size);
+    copy_encoding(s->data, e, size);
     s->size = (uint32_t)size;
-    s->hash = h;
+    s->hit = s->miss = 0;
+    s->hash = hashed ? h : state_hash(e, cur);
     s->types = types;
     s->parent = e->parent;
     s->branches = 1;
@@ -1444,9 +1642,9 @@ static int push_branch(struct env *e, uint32_t i) {
     size_t size = encode(e, e->cur);
     if (e->pending_bytes + sizeof(struct pnode) + size > PENDING_BYTES_MAX)
         return fail(e, (int)i, "program too complex (%u pending branches)", e->npending);
-    struct pnode *p = ebpf_alloc(sizeof *p + size);
+    struct pnode *p = pool_alloc(&e->pool, sizeof *p + size);
     if (!p) return fail(e, (int)i, "program too complex (out of memory for %u pending branches)", e->npending);
-    memcpy(p->data, e->buf, size);
+    copy_encoding(p->data, e, size);
     p->size = (uint32_t)size;
     p->parent = e->parent;
     if (e->parent) e->parent->branches++;
@@ -1970,12 +2168,10 @@ static int mem_access(struct env *e, uint32_t i, struct vstate *st, uint32_t reg
         switch (o) {
         case 0:
         case 8:
-            memset(out, 0, sizeof *out);
-            out->type = T_PKT;
+            set_type(out, T_PKT);
             break;
         case 4:
-            memset(out, 0, sizeof *out);
-            out->type = T_PKT_END;
+            set_type(out, T_PKT_END);
             break;
         default: set_range(out, 0, U32MAX);
         }
@@ -2309,13 +2505,12 @@ static int do_helper(struct env *e, uint32_t i, struct vstate *st) {
             if (q->type == T_PKT || q->type == T_PKT_END) set_unknown(q);
         })
     }
-    for (uint32_t r = 1; r <= 5; r++) set_not_init(&f->r[r]);
+    clear_regs(&f->r[1], 5);
     switch (h->ret) {
     case EBPF_RET_VOID: set_not_init(&f->r[0]); break;
     case EBPF_RET_PTR_TO_MAP_VALUE_OR_NULL:
         if (map < 0) return fail(e, (int)i, "helper %s returns a map value without a map argument", h->name);
-        memset(&f->r[0], 0, sizeof f->r[0]);
-        f->r[0].type = T_MAP_VALUE_OR_NULL;
+        set_type(&f->r[0], T_MAP_VALUE_OR_NULL);
         f->r[0].map = (uint16_t)map;
         f->r[0].id = ++e->id_gen;
         break;
@@ -2363,7 +2558,7 @@ static int do_global_call(struct env *e, uint32_t i, struct vstate *st, uint32_t
             if (q->type == T_PKT || q->type == T_PKT_END) set_unknown(q);
         })
     }
-    for (uint32_t r = 1; r <= 5; r++) set_not_init(&f->r[r]);
+    clear_regs(&f->r[1], 5);
     if (g->ret == NANOBPF_FUNC_ARG_SCALAR) set_unknown(&f->r[0]);
     else set_not_init(&f->r[0]);
     return 0;
@@ -2375,7 +2570,7 @@ static int do_local_call(struct env *e, uint32_t i, struct vstate *st, uint32_t 
     if (st->nframes >= e->maxframes) /* cannot happen: the call graph bounds the depth */
         return fail(e, (int)i, "the call stack of %u frames is too deep (at most %u)", st->nframes + 1, e->maxframes);
     struct vframe *caller = &st->f[st->nframes - 1], *callee = &st->f[st->nframes];
-    memset(callee, 0, sizeof *callee);
+    clear_frame(callee);
     for (uint32_t r = 1; r <= 5; r++) {
         callee->r[r] = caller->r[r];
         set_not_init(&caller->r[r]);
@@ -2411,7 +2606,7 @@ static int do_exit(struct env *e, uint32_t i, struct vstate *st, uint32_t *next)
         return fail(e, (int)i, "cannot return stack pointer to the caller");
     struct vframe *caller = &st->f[st->nframes - 2];
     caller->r[0] = f->r[0];
-    for (uint32_t r = 1; r <= 5; r++) set_not_init(&caller->r[r]);
+    clear_regs(&caller->r[1], 5);
     *next = f->callsite + 1;
     st->nframes--;
     return 0;
@@ -2463,7 +2658,7 @@ static int step(struct env *e, uint32_t i, uint32_t *next) {
     case EBPF_CLS_ALU64: return do_alu(e, i, st);
     case EBPF_CLS_LD: {
         struct vreg *d = &f->r[in->dst];
-        memset(d, 0, sizeof *d);
+        set_not_init(d);
         switch (in->src) {
         case EBPF_PSEUDO_IMM64: set_const(d, (uint32_t)in->imm | (uint64_t)(uint32_t)in[1].imm << 32); break;
         case EBPF_PSEUDO_MAP_FD:
@@ -2519,7 +2714,7 @@ static int step(struct env *e, uint32_t i, uint32_t *next) {
  * (arguments from its prototype: unknown scalars, the ctx, memory that may be NULL). */
 static int do_check(struct env *e, uint32_t root) {
     struct vstate *st = e->cur;
-    memset(&st->f[0], 0, sizeof st->f[0]);
+    clear_frame(&st->f[0]);
     st->nframes = 1;
     st->f[0].func = (uint16_t)root;
     e->root = root;
@@ -2563,9 +2758,9 @@ static int do_check(struct env *e, uint32_t root) {
         e->pending = p->next;
         e->npending--;
         e->pending_bytes -= sizeof *p + p->size;
-        decode(p->data, st, 1);
+        decode(p->data, st);
         e->parent = p->parent;
-        ebpf_free(p);
+        pool_free(&e->pool, p, sizeof *p + p->size);
         i = st->insn;
         cond_jump(e, i, st, BR_TAKEN);
         i = jump_target(&e->in[i], i);
@@ -2579,7 +2774,7 @@ static void free_states(struct env *e) {
         while (e->heads[k]) {
             struct snode *s = e->heads[k];
             e->heads[k] = s->next;
-            ebpf_free(s);
+            pool_free(&e->pool, s, sizeof *s + s->size);
         }
     e->nstates = 0;
     e->state_bytes = 0;
@@ -2682,14 +2877,15 @@ int ebpf_verify(struct ebpf_prog *prog, const struct ebpf_verify_opts *opts, str
         goto out;
     }
     e->heads = ebpf_alloc((e->nprune ? e->nprune : 1) * sizeof *e->heads);
+    e->hot = ebpf_alloc((e->nprune ? e->nprune : 1) * sizeof *e->hot);
     size_t state_size = sizeof(struct vstate) + e->maxframes * sizeof(struct vframe);
     e->cur = ebpf_alloc(state_size);
-    e->old = ebpf_alloc(state_size);
-    e->buf = ebpf_alloc(16 + e->maxframes * ENC_FRAME_MAX);
-    if (!e->heads || !e->cur || !e->old || !e->buf) {
+    e->buf = ebpf_alloc(16 + e->maxframes * ENC_FRAME_MAX + 8); /* + 8: copy_encoding's last word */
+    if (!e->heads || !e->hot || !e->cur || !e->buf) {
         ebpf_fail(err, -1, "verifier: out of memory");
         goto out;
     }
+    for (uint32_t k = 0; k < e->nprune; k++) e->hot[k] = ITEM_ALL;
     /* the program, then each global function once, on its own */
     for (uint32_t f = 0; f < e->nfuncs; f++) {
         if (f && !e->gsig[f]) continue;
@@ -2717,12 +2913,13 @@ out:
     while (e->pending) {
         struct pnode *p = e->pending;
         e->pending = p->next;
-        ebpf_free(p);
+        pool_free(&e->pool, p, sizeof *p + p->size);
     }
     free_states(e);
+    pool_destroy(&e->pool);
     ebpf_free(e->heads);
+    ebpf_free(e->hot);
     ebpf_free(e->cur);
-    ebpf_free(e->old);
     ebpf_free(e->buf);
     ebpf_free(e->flags);
     ebpf_free(e->aux);

@@ -126,7 +126,7 @@ static int summary(unsigned cores) {
     __asm__ volatile("fence" ::: "memory"); /* the data cores' tallies: not from a stale line */
     for (unsigned c = 0; c < cores; c++) {
         volatile struct core_stats *s = &stats[c];
-        printf("DPU core=%u packets=%llu cycles=%llu aborted=%llu drop=%llu pass=%llu tx=%llu redirect=%llu\n", c,
+        printf("DPU core%u packets=%llu cycles=%llu aborted=%llu drop=%llu pass=%llu tx=%llu redirect=%llu\n", c,
                (unsigned long long)s->packets, (unsigned long long)s->cycles, (unsigned long long)s->actions[0],
                (unsigned long long)s->actions[1], (unsigned long long)s->actions[2], (unsigned long long)s->actions[3],
                (unsigned long long)s->actions[4]);

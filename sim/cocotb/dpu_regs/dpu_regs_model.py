@@ -11,6 +11,7 @@ class DpuRegsModel:
         self.mailbox = [0] * n_cores
         self.uart_div = self.regs["uart_div"].reset
         self.leds = 0
+        self.datapath_ready = 0
         self.uart_written = []  # bytes written to uart_tx, in order
 
     def decode(self, offset):
@@ -30,7 +31,7 @@ class DpuRegsModel:
         if g.access == "ro":
             if g.name == "uart_status":
                 return None, write, []
-            # switches and Ethernet counters: inputs, 0 on the stand-alone block
+            # switches, Ethernet counters, sim_drain: inputs, 0 on the stand-alone block
             value = {"id": g.reset, "num_cores": self.n, "cycle": cycle}.get(g.name, 0)
             return value, write, []
         if g.access == "wo" and g.name == "uart_tx":
@@ -44,7 +45,7 @@ class DpuRegsModel:
             events.append(("sim_end", wdata & 0xFF))
         elif g.name == "console" and write and i < self.n and wstrb & 1:
             events.append(("console", i, wdata & 0xFF))
-        elif g.name in ("uart_div", "leds"):
+        elif g.name in ("uart_div", "leds", "datapath_ready"):
             bits = g.width
             if write:
                 mask = sum(0xFF << (8 * b) for b in range(8) if wstrb >> b & 1) & ((1 << bits) - 1)

@@ -18,7 +18,9 @@ OKAY, EXOKAY, SLVERR, DECERR = 0, 1, 2, 3
 REGION_LIST = [r for r in REGIONS.values() if "detached" not in r.attrs]
 ERR_BYTES = 0x100  # the slave models refuse the last ERR_BYTES of each region
 RAM = REGIONS["main_mem"]
-UNMAPPED = REGIONS["dpu"].base + REGIONS["dpu"].size
+# the first address after a region that no region covers
+UNMAPPED = min(r.base + r.size for r in REGION_LIST
+               if not any(o.base <= r.base + r.size < o.base + o.size for o in REGION_LIST))
 
 
 def sig(dut, name):

@@ -50,6 +50,7 @@ import nanobpf_ctrl_defs as D
 import nanobpf_ebpf_defs as abi
 
 from . import ctrl
+from . import pisa as pisa_model
 from .ebpf.device import DeviceError, DeviceXdp
 from .ebpf.loader import LoadError, parse_image
 
@@ -85,8 +86,10 @@ def _table_limits(name):
 class DeviceModel:
     """The device on two ports. Drive it with start()/stop() (a thread) or poll() (tests)."""
 
-    def __init__(self, host, net=None, key_slots=abi.NANOBPF_KEYTABLE_ENTRIES, cores=4, seed=None, mac=ctrl.DEVICE_MAC, jit=False, log=None):
+    def __init__(self, host, net=None, key_slots=abi.NANOBPF_KEYTABLE_ENTRIES, cores=4, seed=None, mac=ctrl.DEVICE_MAC, jit=False, log=None,
+                 pisa=False):
         self.host, self.net = host, net
+        self.use_pisa = pisa
         self.key_slots, self.cores, self.mac, self.jit = key_slots, cores, mac, jit
         self.rng = random.Random(seed)
         self.log = log
@@ -110,6 +113,9 @@ class DeviceModel:
         self._loading = None           # dict(total, crc32, name, data)
         self._tables = {}
         self.counters = Counter()
+        # pisa=True: frames pass the PISA pipeline's model first and last, with the tables the data-plane
+        # firmware writes at boot (frames it drops are counted by reason, as the RTL DPU does)
+        self.pisa = pisa_model.default_tables(pisa_model.Pisa()) if self.use_pisa else None
         self.applied = []              # (epoch, seq, type, status) in the order applied
 
     def reset(self):
@@ -215,7 +221,20 @@ class DeviceModel:
             port.send(frame)
 
     # ------------------------------------------------------------ frames
+    def _pisa_ingress(self, frame, port):
+        """The frame passes the PISA ingress (always true without pisa=True); its drops are counted."""
+        if self.pisa is None:
+            return True
+        import nanobpf_soc as soc
+        action, _, reason = self.pisa.ingress(frame, soc.DATAPATH["host_port" if port == HOST_PORT else "net_port"])
+        if action == pisa_model.ACTION["drop"]:
+            self.counters["pisa_drop"] += 1
+            return False
+        return True
+
     def _from_host(self, frame):
+        if not self._pisa_ingress(frame, HOST_PORT):
+            return
         try:
             f = ctrl.parse(frame)
         except ValueError:
@@ -245,6 +264,8 @@ class DeviceModel:
             self._out(NET_PORT, frame)
 
     def _from_net(self, frame):
+        if not self._pisa_ingress(frame, NET_PORT):
+            return
         try:
             is_ctrl = ctrl.parse(frame) is not None
         except ValueError:
@@ -262,6 +283,12 @@ class DeviceModel:
             self._out(HOST_PORT, frame)
 
     def _out(self, port, frame, shim=0):
+        if self.pisa is not None:   # the deparser: frames shorter than a header or too long are dropped there
+            out = self.pisa.egress(frame, pisa_model.ACTION["to_host" if port == HOST_PORT else "to_network"], False)
+            if out is None:
+                self.counters["egress_drop"] += 1
+                return
+            frame = out[0]
         if port == HOST_PORT:
             self.counters["host_tx"] += 1
             if shim:

@@ -339,3 +339,15 @@ def fix_checksums(frame, p):
         frame[u + 6:u + 8] = b"\0\0"
         c = ~fold(pseudo + word_sum(frame[u:u + p.ulen])) & 0xFFFF
         frame[u + 6:u + 8] = (c or 0xFFFF).to_bytes(2, "big")
+
+
+def default_tables(pisa):
+    """The tables the data-plane firmware (firmware/apps/dpu) writes at boot: untagged frames of the host
+    and network physical ports are the host and network logical ports, and every frame that parses goes
+    to the cores, where the program decides (as in the device model)."""
+    from nanobpf.soc import DATAPATH as D
+    for i, (port, lport) in enumerate(((D["host_port"], D["host_lport"]), (D["net_port"], D["net_lport"]))):
+        pisa.reg_write("port_entry", pack("pisa", "port_entry", valid=1, port=port, lport=lport), i)
+        pisa.reg_write("lport_cfg", pack("pisa", "lport_cfg", default_action=ACTION["to_cores"], egress_port=port), lport)
+    pisa.reg_write("roles", pack("pisa", "roles", host_lport=D["host_lport"], network_lport=D["net_lport"]))
+    return pisa

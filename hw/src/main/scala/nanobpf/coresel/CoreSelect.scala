@@ -26,6 +26,8 @@ class CoreComp(p: PktParams) extends Bundle {
   * behind it. Limits: JBSQ(n) and SJBSQ(n) use n = sched.bound (clamped to 1..queueDepth); the RSS and
   * round-robin baselines use the whole queue. Ties in JBSQ go to the lowest core.
   *
+  * With `p.firstDataQueue` = 1, queue 0 belongs to the control core and no policy chooses it.
+  *
   * Completions come back per core; one is taken per cycle (round robin). A completion is accepted only
   * for a slot that was given to that core, popped by it and not yet completed; anything else is
   * discarded and counted (`bad`), so a confused core cannot free another core's packet, one still in
@@ -46,24 +48,29 @@ class CoreSelect(p: PktParams) extends Module {
   })
   val queues = Seq.fill(n)(Module(new Queue(UInt(64.W), p.queueDepth)))
   val outstanding = RegInit(VecInit(Seq.fill(n)(0.U(6.W))))
-  val rrNext = RegInit(0.U(p.queueBits.W))
+  // Data packets go to queues first .. n-1 (queue 0 is the control core's when p.firstDataQueue = 1).
+  val first = p.firstDataQueue
+  val m = n - first
+  val rrNext = RegInit(first.U(p.queueBits.W))
 
   // ---- decision
   val bound = Mux(io.cfg.bound === 0.U, 1.U, Mux(io.cfg.bound > p.queueDepth.U, p.queueDepth.U, io.cfg.bound))
   val bounded = io.cfg.policy === PktPolicy.Jbsq.U || io.cfg.policy === PktPolicy.Sjbsq.U
   val limit = Mux(bounded, bound, p.queueDepth.U)
   val avail = VecInit(outstanding.map(_ < limit))
-  def wrap(i: UInt): UInt = Mux(i >= n.U, i - n.U, i)
-  val home = (io.in.bits.hash % n.U)(p.queueBits - 1, 0)
+  /** Data queue number k (0 .. m-1, possibly up to 2m-2 before the wrap) as a queue index. */
+  def dataQueue(k: UInt): UInt = (Mux(k >= m.U, k - m.U, k) + first.U)(p.queueBits - 1, 0)
+  val homeK = io.in.bits.hash % m.U
+  val home = dataQueue(homeK)
 
-  // JBSQ: fewest outstanding among the available cores, lowest index on ties.
-  val cand = outstanding.zipWithIndex.map { case (o, i) => (avail(i), o, i.U(p.queueBits.W)) }
+  // JBSQ: fewest outstanding among the available data cores, lowest index on ties.
+  val cand = outstanding.zipWithIndex.drop(first).map { case (o, i) => (avail(i), o, i.U(p.queueBits.W)) }
   val (jOk, _, jCore) = cand.reduce { (a, b) =>
     val takeB = b._1 && (!a._1 || b._2 < a._2)
     (a._1 || b._1, Mux(takeB, b._2, a._2), Mux(takeB, b._3, a._3))
   }
-  // SJBSQ: first available core probing from the home core upwards.
-  val probe = (0 until n).map(k => wrap(home +& k.U)(p.queueBits - 1, 0))
+  // SJBSQ: first available data core probing from the home core upwards.
+  val probe = (0 until m).map(k => dataQueue(homeK +& k.U))
   val sOk = probe.map(avail(_)).reduce(_ || _)
   val sCore = PriorityMux(probe.map(avail(_)), probe)
 
@@ -81,7 +88,7 @@ class CoreSelect(p: PktParams) extends Module {
     q.io.enq.bits := io.in.bits.desc
     io.cores(i) <> q.io.deq
   }
-  when(io.in.fire && io.cfg.policy === PktPolicy.Rr.U) { rrNext := wrap(rrNext +& 1.U)(p.queueBits - 1, 0) }
+  when(io.in.fire && io.cfg.policy === PktPolicy.Rr.U) { rrNext := Mux(rrNext === (n - 1).U, first.U, rrNext + 1.U) }
   io.dispatched.valid := io.in.fire
   io.dispatched.bits := target
   io.hold := io.in.valid && !ok

@@ -16,12 +16,15 @@ case class PktParams(
     queues: Int = 4,
     queueDepth: Int = 8,
     connGroups: Int = 4,
-    maxFrame: Int = 1522) {
+    maxFrame: Int = 1522,
+    /** First queue the core select gives data packets to: 1 in a SoC with a control core (queue 0 is its own). */
+    firstDataQueue: Int = 0) {
   require(isPow2(slots) && slots >= 2 && slots <= (1 << SocMap.PktDesc.Slot.width), "slots: power of two, fits pkt_desc.slot")
   require(isPow2(slotBytes) && headroom % beatBytes == 0 && headroom + maxFrame <= slotBytes, "slot: headroom + max frame")
   require(slotBytes - headroom < (1 << SocMap.PktDesc.Len.width), "a slot's frame length must fit pkt_desc.len")
   require(queues >= 1 && queues <= 16 && queueDepth >= 1 && queueDepth < 64)
   require(isPow2(connGroups))
+  require(firstDataQueue >= 0 && firstDataQueue < queues, "at least one data queue")
   val pisa = PisaParams(beatBytes = beatBytes, maxFrame = maxFrame)
   val slotBits = log2Ceil(slots)
   val beatsPerSlot = slotBytes / beatBytes

@@ -16,9 +16,10 @@ case class SocParams(
     /** The AES-128-GCM engine (its `cores` follows nCores; it addresses the whole packet memory). */
     aead: nanobpf.aead.AeadParams = nanobpf.aead.AeadParams()) {
   require(nCores >= 1 && nCores <= SocMap.MaxCores, s"nCores must be 1..${SocMap.MaxCores}, got $nCores")
-  /** The datapath: one descriptor queue per core, packet memory slots from hw/defs/soc.toml. */
+  /** The datapath: one descriptor queue per core (core 0, the control core, takes data packets only
+    * when it is the only core), packet memory slots from hw/defs/soc.toml. */
   val pkt: nanobpf.reasm.PktParams = nanobpf.reasm.PktParams(queues = nCores, slots = SocMap.Datapath.Slots,
-    slotBytes = SocMap.Datapath.SlotBytes, headroom = SocMap.Datapath.Headroom)
+    slotBytes = SocMap.Datapath.SlotBytes, headroom = SocMap.Datapath.Headroom, firstDataQueue = if (nCores > 1) 1 else 0)
   val aeadInSoc: nanobpf.aead.AeadParams = aead.copy(cores = nCores, memAddrBits = log2Ceil(SocMap.PacketMem.size))
 }
 

@@ -1,0 +1,103 @@
+"""The DPU wire to wire: frames from pcap files into the simulated SoC's host and network ports, through
+the PISA pipeline, the reassembly buffer, the core select, the data cores running the built-in XDP
+program (firmware dpu-wire, program sw/ebpf/tests/device/xdp_wire.c), the reorder unit, the egress and
+the deparser, out of the ports; the same frames through the device model (nanobpf.devmodel with its
+PISA stage). The frames out of each port must be the same, in the same order per ingress port, and
+every frame is accounted for: frames in = frames out + drops by reason.
+
+Needs `make test-prereqs` (the 1- and 4-core models and the firmware)."""
+import random
+
+import pytest
+
+from nanobpf import BUILD, wire
+from nanobpf.pcap import udp_frame
+
+IMAGE = BUILD / "firmware/bpf/xdp_wire.nbpf"
+
+
+def frames(seed, n):
+    """n frames per port of what xdp_wire does something with, plus what the PISA parser drops."""
+    rng = random.Random(seed)
+    host, net = [], []
+    for i in range(n):
+        for side, out in (("host", host), ("net", net)):
+            kind = rng.choice(["pass", "pass", "pass", "v6", "drop", "echo", "redirect", "tag", "arp",
+                               "bad_csum", "runt", "truncated_ip", "jumbo"])
+            size = rng.choice([1, 7, 60, 200, 512, 1000, 1400, 1472])
+            payload = bytes(rng.randrange(256) for _ in range(size))
+            src, dst = ("10.0.0.1", "10.0.0.2") if side == "host" else ("10.0.0.2", "10.0.0.1")
+            dport = {"drop": 9, "echo": 7, "redirect": 19}.get(kind, 443)
+            if kind == "v6":
+                f = udp_frame(payload, "fd00::1", "fd00::2", 1000 + i, 443)
+            else:
+                f = udp_frame(payload, src, dst, 1000 + i, dport)
+            if kind == "tag":   # removed by the program on frames from the host, passed as they are from the network
+                f = f[:12] + b"\x88\xb7" + bytes([i & 0xFF, side == "host"]) + f[12:]
+            elif kind == "arp":
+                f = bytes(6 * [0xFF]) + bytes([2, 0, 0, 0, 0, i & 0xFF]) + b"\x08\x06" + bytes(28 + (i % 19))
+            elif kind == "bad_csum":   # the PISA parser drops it (bad_ip_csum)
+                f = f[:24] + bytes([f[24] ^ 0x55]) + f[25:]
+            elif kind == "runt":        # shorter than an Ethernet header
+                f = f[:rng.randrange(1, 14)]
+            elif kind == "truncated_ip":
+                f = f[:14 + rng.randrange(1, 20)]
+            elif kind == "jumbo":       # longer than the 1522-byte maximum frame
+                f = udp_frame(bytes(1600), src, dst, 1, 443)
+            out.append(f)
+    return host, net
+
+
+def accounted(dev, ref):
+    """Frames in = frames out + drops, on the DPU's own counters; and the model counts the same drops."""
+    pisa, pkt = dev.counters["pisa"], dev.counters["pkt"]
+    drops = dev.counters["pisa_drops"]
+    frames_in = dev.sent["host"] + dev.sent["net"]
+    assert pisa["rx"] == frames_in
+    assert pisa["dropped"] == sum(drops.values())
+    assert pisa["rx"] == pisa["to_cores"] + pisa["to_host"] + pisa["to_network"] + pisa["dropped"]
+    assert pkt["rx"] + pkt["drop_full"] == pisa["to_cores"]
+    assert pkt["rx"] == pkt["released"] and pkt["released"] == pkt["released_drop"] + pkt["egress"] + pkt["egress_bad"]
+    assert pkt["free_slots"] == 64 and pkt["bad_completions"] == 0
+    assert pisa["tx"] + pisa["tx_dropped"] == pkt["egress"] + pisa["to_host"] + pisa["to_network"]
+    out = len(dev.out["host"]) + len(dev.out["net"])
+    assert pisa["tx"] == out
+    assert frames_in == out + pisa["dropped"] + pkt["drop_full"] + pkt["released_drop"] + pkt["egress_bad"] + pisa["tx_dropped"]
+    # the model drops the same frames in the PISA stage and in the program
+    assert ref.counters["pisa_drop"] == pisa["dropped"]
+    assert ref.counters["xdp_drop"] == pkt["released_drop"]
+
+
+@pytest.mark.parametrize("cores", [1, 4])
+def test_wire_to_wire_agrees_with_the_model(cores, tmp_path):
+    host, net = frames(seed=cores, n=24 if cores == 1 else 40)
+    ref = wire.run_model(IMAGE, host, net)
+    dev = wire.run_sim(cores, "dpu-wire", host, net, workdir=tmp_path)
+    assert dev.result.returncode == 0 and dev.result.bus_errors == 0, dev.result.output
+    assert not wire.compare(dev, ref), (wire.compare(dev, ref), dev.result.output)
+    accounted(dev, ref)
+    # every kind of way out was taken, on each core count
+    per_core = [dev.counters[f"core{c}"] for c in range(cores)]
+    total = {k: sum(c[k] for c in per_core) for k in ("drop", "pass", "tx", "redirect")}
+    assert all(total.values()), total
+    if cores > 1:   # the core select spread the packets over the cores (JBSQ: the least loaded)
+        assert sum(1 for c in per_core if c["packets"]) >= 2, per_core
+
+
+def test_back_pressure_slots_run_out_and_come_back(tmp_path):
+    """More frames than packet-memory slots, back to back on both ports at full speed into one core: the
+    reassembly buffer drops what finds no slot (counted: rx_drop_full), everything else goes through,
+    and every slot is free again at the end."""
+    host = [udp_frame(bytes([i & 0xFF]) * 64, "10.0.0.1", "10.0.0.2", 7000 + i, 443) for i in range(150)]
+    net = [udp_frame(bytes([i & 0xFF]) * 64, "10.0.0.2", "10.0.0.1", 443, 7000 + i) for i in range(150)]
+    dev = wire.run_sim(1, "dpu-wire", host, net, workdir=tmp_path)
+    assert dev.result.returncode == 0, dev.result.output
+    pisa, pkt = dev.counters["pisa"], dev.counters["pkt"]
+    assert pkt["drop_full"] > 0, pkt            # the core is slower than the wire
+    assert pkt["free_slots"] == 64
+    out = len(dev.out["host"]) + len(dev.out["net"])
+    assert out == pkt["rx"] and out + pkt["drop_full"] == 300
+    # what got through is in order per port
+    for port, sent in (("host", net), ("net", host)):
+        got = dev.out[port]
+        assert got == [f for f in sent if f in set(got)]
