@@ -307,6 +307,11 @@ static inline uint64_t ebpf_jit_run(const struct ebpf_prog *prog, uint64_t r1, u
 /* ---- Platform hooks (ebpf_platform_*.c: device, host, rv64 Linux user) ---- */
 void *ebpf_alloc(size_t size);           /* zeroed; NULL when out of memory */
 void ebpf_free(void *p);
+/* Zeroed memory every core sees at once (device: the uncached shared_mem region, since L1 caches are
+ * not coherent; elsewhere ebpf_alloc): the storage of maps other than per-CPU ones. Called by one core
+ * at a time (the control core). */
+void *ebpf_alloc_shared(size_t size);
+void ebpf_free_shared(void *p);
 void *ebpf_jit_alloc(size_t size);       /* executable memory (NULL when the platform cannot run code) */
 void ebpf_jit_free(void *p, size_t size);
 void ebpf_jit_flush(void *code, size_t size); /* make written code visible to instruction fetch */

@@ -24,7 +24,6 @@ static uint8_t *hash_value(const struct ebpf_map *m, uint32_t i) {
 #define KEYTABLE_SLOTS (2 * NANOBPF_KEYTABLE_ENTRIES)
 #define KEYTABLE_SLOT_SIZE (8 + ((NANOBPF_QUIC_CID_SIZE + 7) & ~7))
 _Static_assert(NANOBPF_QUIC_KEYS_SIZE % 8 == 0, "key table values are packed at their size");
-static uint8_t keytable_storage[KEYTABLE_SLOTS * KEYTABLE_SLOT_SIZE] __attribute__((aligned(8)));
 static int keytable_in_use;
 
 static uint32_t hash_bytes(const uint8_t *p, uint32_t n) {
@@ -63,11 +62,11 @@ int ebpf_map_create(struct ebpf_map *m, struct ebpf_error *err) {
                                  m->name, NANOBPF_QUIC_CID_SIZE, NANOBPF_QUIC_KEYS_SIZE, NANOBPF_KEYTABLE_ENTRIES);
             if (keytable_in_use) return ebpf_fail(err, -1, "map %s: the key table is already bound", m->name);
             m->n_slots = KEYTABLE_SLOTS;
-            m->storage = keytable_storage;
+            m->storage = ebpf_alloc_shared((size_t)KEYTABLE_SLOTS * KEYTABLE_SLOT_SIZE);
+            if (!m->storage) return ebpf_fail(err, -1, "map %s: out of shared memory for its slots", m->name);
             m->values = ebpf_keytable_values();
             m->external = 1;
             keytable_in_use = 1;
-            memset(m->storage, 0, sizeof keytable_storage);
             memset(m->values, 0, (size_t)KEYTABLE_SLOTS * NANOBPF_QUIC_KEYS_SIZE);
             return 0;
         }
@@ -75,14 +74,16 @@ int ebpf_map_create(struct ebpf_map *m, struct ebpf_error *err) {
     default:
         return ebpf_fail(err, -1, "map %s: type %u not supported (hash, array, percpu_array)", m->name, m->type);
     }
-    m->storage = ebpf_alloc(bytes);
+    /* per-CPU maps: each core its own values, in cached memory; the others are shared between cores */
+    m->storage = m->type == NANOBPF_MAP_TYPE_PERCPU_ARRAY ? ebpf_alloc(bytes) : ebpf_alloc_shared(bytes);
     if (!m->storage) return ebpf_fail(err, -1, "map %s: out of memory for %lu bytes", m->name, (unsigned long)bytes);
     return 0;
 }
 
 void ebpf_map_destroy(struct ebpf_map *m) {
     if (m->external) keytable_in_use = 0;
-    else ebpf_free(m->storage);
+    if (m->type == NANOBPF_MAP_TYPE_PERCPU_ARRAY) ebpf_free(m->storage);
+    else ebpf_free_shared(m->storage);
     m->storage = NULL;
 }
 

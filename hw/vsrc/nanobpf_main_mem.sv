@@ -4,7 +4,8 @@
 // addresses allowed), else INIT_FILE when not empty (board builds bake the firmware in).
 module nanobpf_main_mem #(
   parameter int unsigned WORDS = 131072,
-  parameter string       INIT_FILE = ""
+  parameter string       INIT_FILE = "",
+  parameter bit          LOAD_PLUSARG = 1  // 0: never loaded from +nanobpf_mem (a RAM the firmware fills)
 ) (
   input  logic                     clock,
   input  logic                     en,
@@ -28,7 +29,7 @@ module nanobpf_main_mem #(
   initial begin
 `ifndef SYNTHESIS
     string f;
-    if ($value$plusargs("nanobpf_mem=%s", f)) $readmemh(f, mem);
+    if (LOAD_PLUSARG && $value$plusargs("nanobpf_mem=%s", f)) $readmemh(f, mem);
     else
 `endif
     if (INIT_FILE != "") $readmemh(INIT_FILE, mem);

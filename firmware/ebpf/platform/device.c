@@ -8,6 +8,24 @@
 #include "nanobpf.h"
 
 void *ebpf_alloc(size_t size) { return calloc(1, size ? size : 1); }
+
+/* Shared memory: the uncached shared_mem region, handed out from the bottom up; it is all given back
+ * when the last block is freed (maps live as long as their program; only the control core allocates). */
+static size_t shared_used, shared_live;
+
+void *ebpf_alloc_shared(size_t size) {
+    size_t n = (size + 63) & ~(size_t)63;
+    if (size == 0 || n > NANOBPF_SHARED_MEM_SIZE - shared_used) return NULL;
+    volatile uint64_t *p = (volatile uint64_t *)(uintptr_t)(NANOBPF_SHARED_MEM_BASE + shared_used);
+    for (size_t i = 0; i < n / 8; i++) p[i] = 0;
+    shared_used += n;
+    shared_live++;
+    return (void *)p;
+}
+
+void ebpf_free_shared(void *p) {
+    if (p && --shared_live == 0) shared_used = 0;
+}
 void ebpf_free(void *p) { free(p); }
 void *ebpf_jit_alloc(size_t size) { return calloc(1, size); }
 void ebpf_jit_free(void *p, size_t size) {

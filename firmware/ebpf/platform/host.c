@@ -7,6 +7,8 @@
 #include "ebpf.h"
 
 void *ebpf_alloc(size_t size) { return calloc(1, size ? size : 1); }
+void *ebpf_alloc_shared(size_t size) { return ebpf_alloc(size); } /* one process: all memory is shared */
+void ebpf_free_shared(void *p) { free(p); }
 void ebpf_free(void *p) { free(p); }
 #if defined(__riscv)
 #error "use platform/rv64linux.c for RV64 Linux user mode"

@@ -115,6 +115,8 @@ void _exit(int status) {
 
 /* ---- eBPF platform hooks ---- */
 void *ebpf_alloc(size_t size) { return calloc(1, size ? size : 1); }
+void *ebpf_alloc_shared(size_t size) { return ebpf_alloc(size); } /* one process: all memory is shared */
+void ebpf_free_shared(void *p) { free(p); }
 void ebpf_free(void *p) { free(p); }
 void *ebpf_jit_alloc(size_t size) {
     enum { PROT_RWX = 7, MAP_PRIVATE_ANON = 0x22 };

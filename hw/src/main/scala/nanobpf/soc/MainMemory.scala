@@ -4,8 +4,9 @@ import chisel3._
 import chisel3.util._
 
 /** The SystemVerilog RAM in hw/vsrc/nanobpf_main_mem.sv (plusarg-loadable in simulation). */
-class nanobpf_main_mem(words: Int, initFile: String)
-    extends ExtModule(Map("WORDS" -> IntParam(words), "INIT_FILE" -> StringParam(initFile))) {
+class nanobpf_main_mem(words: Int, initFile: String, loadPlusarg: Boolean)
+    extends ExtModule(Map("WORDS" -> IntParam(words), "INIT_FILE" -> StringParam(initFile),
+      "LOAD_PLUSARG" -> IntParam(if (loadPlusarg) 1 else 0))) {
   val io = FlatIO(new Bundle {
     val clock = Input(Clock())
     val en = Input(Bool())
@@ -17,11 +18,12 @@ class nanobpf_main_mem(words: Int, initFile: String)
   })
 }
 
-/** Main memory on the bus: one access per cycle, read data one cycle later, never an error. */
-class MainMemory(region: SocMap.Region, initFile: String) extends Module {
+/** Main memory on the bus: one access per cycle, read data one cycle later, never an error.
+  * `loadPlusarg` false: a RAM the simulation's firmware image never loads (shared memory). */
+class MainMemory(region: SocMap.Region, initFile: String, loadPlusarg: Boolean = true) extends Module {
   val io = IO(Flipped(new BusPort))
   val words = (region.size / 8).toInt
-  val ram = Module(new nanobpf_main_mem(words, initFile))
+  val ram = Module(new nanobpf_main_mem(words, initFile, loadPlusarg))
   ram.io.clock := clock
   ram.io.en := io.req.fire
   ram.io.we := io.req.bits.write

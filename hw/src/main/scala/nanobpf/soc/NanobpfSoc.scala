@@ -57,6 +57,7 @@ class NanobpfSoc(p: SocParams) extends Module {
   val clint = Module(new Clint(p.nCores))
   val dpu = Module(new DpuRegs(p.nCores, p.uartDiv))
   val mem = Module(new MainMemory(SocMap.MainMem, p.memInitFile))
+  val sharedMem = Module(new MainMemory(SocMap.SharedMem, "", loadPlusarg = false))
   val aead = Module(new nanobpf.aead.AeadBlock(p.aeadInSoc))
   val packetMem = Module(new PacketMemory(SocMap.PacketMem, p.aeadInSoc.memAddrBits))
   aead.io.mem <> packetMem.io.engine
@@ -70,7 +71,7 @@ class NanobpfSoc(p: SocParams) extends Module {
   val slaveOf: Map[String, BusPort] =
     Map("bootrom" -> bootRom.io, "clint" -> clint.io.bus, "dpu" -> dpu.io.bus, "main_mem" -> mem.io,
       "aead" -> aead.io.bus, "keytable" -> aead.io.keys, "packet_mem" -> packetMem.io.bus,
-      "pisa" -> datapath.io.pisaBus, "pkt" -> datapath.io.pktBus)
+      "pisa" -> datapath.io.pisaBus, "pkt" -> datapath.io.pktBus, "shared_mem" -> sharedMem.io)
   for ((region, port) <- SocMap.regions.zip(xbar.io.slaves))
     port <> slaveOf.getOrElse(region.name, throw new IllegalArgumentException(s"no hardware serves region ${region.name}"))
 
