@@ -51,8 +51,13 @@
  * "Relevance") only need to be scalars, which is what keeps flag words and return codes from
  * multiplying the paths.
  *
- * Memory: states are stored compactly (varint encoding, dead registers dropped) in ebpf_alloc blocks,
- * bounded by opts->max_states and byte budgets; everything is freed before returning. */
+ * Memory: states are stored compactly (varint encoding, dead registers dropped) in blocks of a pool
+ * (size classes carved from ebpf_alloc chunks), bounded by opts->max_states and byte budgets counted in
+ * encoded bytes; everything is freed before returning. Stored states are compared without decoding
+ * them first, item by item, and each remembers where its last comparison failed (a hint tried first).
+ *
+ * Cost on the device: picolibc's memset/memcpy move a byte at a time and its malloc is first fit, so
+ * the exploration avoids all three (struct assignments, the pool, word copies). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -124,7 +129,8 @@ struct snode {
     uint32_t size;
     uint32_t hash;        /* of the state without ids (exact comparison filter) */
     uint16_t hit, miss;
-    uint64_t types;       /* 4 bits per register r0..r9 of the innermost frame (subsumption filter) */
+    uint64_t types : 40;  /* 4 bits per register r0..r9 of the innermost frame (subsumption filter) */
+    uint64_t hint : 24;   /* where the last comparison with it failed (see hint_refuses), 0: none */
     uint8_t data[];
 };
 
@@ -138,18 +144,24 @@ struct pnode {
 };
 _Static_assert(offsetof(struct snode, data) % 8 == 0 && offsetof(struct pnode, data) % 8 == 0, "state data alignment");
 
-/* Stored and pending states come from a pool (see "State memory"): the heap's first-fit malloc, its
+/* Stored and pending states come from arenas (see "State memory"): the heap's first-fit malloc, its
  * zeroing and picolibc's byte-wise copies cost more than the rest of a visit on the device. */
 #define POOL_GRAIN 16
-#define POOL_CLASSES 64            /* blocks up to 1 KiB; larger ones go to ebpf_alloc */
-#define POOL_CHUNK (16u * 1024)
+#define POOL_CLASSES 64            /* stored states up to 1 KiB; larger ones go to ebpf_alloc */
+#define POOL_CHUNK (8u * 1024)
+struct chunk { /* POOL_GRAIN bytes of header, then blocks */
+    struct chunk *prev, *next;
+};
+struct arena {
+    struct chunk *first, *cur; /* chunks in order of use; those after cur are kept for reuse */
+    uint8_t *top, *end;        /* free part of cur */
+};
 struct pool_block {
     struct pool_block *next;
 };
-struct pool {
-    struct pool_block *free[POOL_CLASSES]; /* freed blocks, per size class */
-    struct pool_block *chunks;             /* chunks from ebpf_alloc (freed at the end) */
-    uint8_t *top, *end;                    /* unused part of the newest chunk */
+struct pool { /* stored states: an arena and a list of freed blocks per size class */
+    struct arena arena;
+    struct pool_block *free[POOL_CLASSES];
 };
 
 /* Per-instruction flags. */
@@ -177,7 +189,6 @@ struct env {
     int no_relevance; /* compare all scalars (tests) */
     uint16_t *prune; /* prune point number per insn */
     struct snode **heads;
-    uint16_t *hot; /* per prune point: item where a comparison last failed (ITEM_ALL: none yet) */
     uint32_t nprune;
     uint32_t nfuncs, maxframes;
     uint32_t fstart[EBPF_MAX_SUBPROGS + 1];
@@ -188,7 +199,8 @@ struct env {
     struct vstate *cur;
     uint8_t *buf; /* encoding scratch */
     struct pnode *pending;
-    struct pool pool;
+    struct arena pending_mem; /* pending states, taken and given back last in, first out */
+    struct pool pool;         /* stored states */
     uint32_t npending;
     struct snode *parent; /* newest stored state on the current path (NULL: none yet) */
     uint32_t id_gen;
@@ -1432,24 +1444,26 @@ static const uint8_t *skip_reg(const uint8_t *p) {
 }
 
 /* Items of a state in the encoding's order: per frame, registers r0..r10 then slots; item number
- * frame * ITEM_FRAME + index (registers 0..10, slot k at 11 + k). */
+ * frame * ITEM_FRAME + index (registers 0..10, slot k at 11 + k). A hint is an item and the offset of
+ * its encoding in the stored state (0 for a slot beyond the stored ones), HINT_OFF_BITS bits. */
 #define ITEM_FRAME 128
-#define ITEM_ALL 0xffffu
+#define HINT_OFF_BITS 14
+static uint32_t make_hint(uint32_t item, size_t off) {
+    _Static_assert(EBPF_MAX_CALL_DEPTH * ITEM_FRAME <= 1u << (24 - HINT_OFF_BITS), "hint item bits");
+    return off < (1u << HINT_OFF_BITS) ? item << HINT_OFF_BITS | (uint32_t)off : 0;
+}
 
 /* Does the stored state p (encoded; explored safely) cover c? exact: are they equal? The comparison runs
- * while decoding, in the encoding's order, and stops at the first difference (its item in *failed):
- * most stored states differ early, and decoding a whole state cost more than comparing it.
- * only != ITEM_ALL compares that one item (and the frame headers) and skips the rest: a quick test
- * that can only refuse what the whole comparison refuses too (one register or slot checks at most one
- * id pair, which a fresh id map always accepts). The whole comparison's answer does not depend on the
- * order of the items: id pairs are accepted iff together they form a one-to-one map. */
-static int encoded_covers(const struct env *e, const uint8_t *p, const struct vstate *c, int exact, uint32_t only,
-                          uint32_t *failed) {
+ * while decoding, in the encoding's order, and stops at the first difference, whose hint goes to
+ * *hint (0: none): most stored states differ early, and decoding a whole state costs more than
+ * comparing it. */
+static int encoded_covers(const struct env *e, const uint8_t *p, const struct vstate *c, int exact, uint32_t *hint) {
     static const struct vslot empty;
+    const uint8_t *start = p;
     struct idmap m;
     uint64_t v, callsite, func, ns;
     m.n = 0;
-    *failed = ITEM_ALL;
+    *hint = 0;
     p = get_varint(p, &v); /* insn: the one of c (states are listed per instruction) */
     if (*p++ != c->nframes) return 0;
     for (uint32_t j = 0; j < c->nframes; j++) {
@@ -1457,19 +1471,17 @@ static int encoded_covers(const struct env *e, const uint8_t *p, const struct vs
         p = get_varint(p, &callsite);
         p = get_varint(p, &func);
         if (callsite != fc->callsite || (uint16_t)func != fc->func) return 0;
-        if (only != ITEM_ALL && only / ITEM_FRAME < j) return 1; /* the item was checked */
         p = get_varint(p, &ns);
         uint16_t live = frame_live(e, c, j), relR;
         uint64_t relS;
         frame_relevant(e, c, j, &relR, &relS);
         for (uint32_t r = 0; r < EBPF_NREGS; r++) {
             int relevant = relR >> r & 1;
-            uint32_t item = j * ITEM_FRAME + r;
-            if (r == EBPF_REG_FP || !(live >> r & 1) || (only != ITEM_ALL && item != only)) {
+            if (r == EBPF_REG_FP || !(live >> r & 1)) {
                 p = skip_reg(p);
                 continue;
             }
-            *failed = item;
+            *hint = make_hint(j * ITEM_FRAME + r, (size_t)(p - start));
             if (!exact && !relevant && *p == T_SCALAR) { /* reg_covers looks at the type only */
                 p = skip_reg(p);
                 if (fc->r[r].type != T_SCALAR) return 0;
@@ -1482,54 +1494,128 @@ static int encoded_covers(const struct env *e, const uint8_t *p, const struct vs
         uint32_t n = (uint16_t)ns > fc->nslots ? (uint16_t)ns : fc->nslots;
         for (uint32_t k = 0; k < n; k++) {
             int relevant = relS >> k & 1;
-            uint32_t item = j * ITEM_FRAME + EBPF_NREGS + k;
             uint8_t oinit = 0, ospill = SPILL_NONE;
             struct vreg oreg;
-            if (only != ITEM_ALL && item != only) {
-                if (k < (uint16_t)ns && (oinit = *p++) && (ospill = *p++)) p = skip_reg(p);
-                continue;
-            }
+            *hint = make_hint(j * ITEM_FRAME + EBPF_NREGS + k, k < (uint16_t)ns ? (size_t)(p - start) : 0);
             if (k < (uint16_t)ns && (oinit = *p++) && (ospill = *p++)) {
                 /* slot_covers looks only at the type of an irrelevant spilled scalar */
                 if (!exact && !relevant && *p == T_SCALAR) p = skip_reg(p), set_type(&oreg, T_SCALAR);
                 else p = dec_reg(p, &oreg);
             }
-            *failed = item;
             if (!slot_covers(oinit, ospill, &oreg, k < fc->nslots ? &fc->s[k] : &empty, &m, exact, relevant)) return 0;
-            if (only != ITEM_ALL) return 1;
         }
     }
-    *failed = ITEM_ALL;
+    *hint = 0;
     return 1;
 }
 
+/* Does the item where the last comparison with stored state s failed refuse c as well? Most states
+ * that a stored one does not cover differ from it where the previous one did, and this test decodes
+ * one item instead of everything before it. It refuses only what encoded_covers refuses too: the item
+ * is compared as encoded_covers compares it (one register or slot checks at most one id pair, which a
+ * fresh map accepts; with several pairs, encoded_covers's answer does not depend on their order: they
+ * are accepted iff together they form a one-to-one map), and a state whose frames differ from s's
+ * anyway is refused there. */
+static int hint_refuses(const struct env *e, const struct snode *s, const struct vstate *c) {
+    static const struct vslot empty;
+    uint32_t item = (uint32_t)s->hint >> HINT_OFF_BITS, off = (uint32_t)s->hint & ((1u << HINT_OFF_BITS) - 1);
+    uint32_t j = item / ITEM_FRAME, x = item % ITEM_FRAME;
+    if (!s->hint || j >= c->nframes) return 0;
+    const struct vframe *fc = &c->f[j];
+    const uint8_t *p = s->data + off;
+    struct idmap m;
+    uint16_t relR;
+    uint64_t relS;
+    m.n = 0;
+    frame_relevant(e, c, j, &relR, &relS);
+    if (x < EBPF_NREGS) {
+        struct vreg o;
+        if (x == EBPF_REG_FP || !(frame_live(e, c, j) >> x & 1)) return 0;
+        dec_reg(p, &o);
+        return !reg_covers(&o, &fc->r[x], &m, 0, relR >> x & 1);
+    }
+    uint32_t k = x - EBPF_NREGS;
+    uint8_t oinit = 0, ospill = SPILL_NONE;
+    struct vreg oreg;
+    if (off && (oinit = *p++) && (ospill = *p++)) dec_reg(p, &oreg);
+    return !slot_covers(oinit, ospill, &oreg, k < fc->nslots ? &fc->s[k] : &empty, &m, 0, (int)(relS >> k & 1));
+}
+
 /* ---- State memory ----
- * Blocks of stored and pending states (header + encoding) in size classes of POOL_GRAIN bytes, carved
- * from POOL_CHUNK chunks; a freed block waits in its class's list for the next block of that class.
- * Blocks are not zeroed: their users set every header field. Accounting (state_bytes, pending_bytes)
- * stays in header + encoding bytes, whatever the pool rounds up. */
-static uint32_t pool_class(size_t bytes) { return (uint32_t)((bytes + POOL_GRAIN - 1) / POOL_GRAIN) - 1; }
+ * Blocks of states (header + encoding) come from arenas: POOL_CHUNK chunks taken from ebpf_alloc and
+ * kept until the end. Pending states are a stack (the newest is explored first), so their arena gives
+ * a block back by moving its top down. Stored states are dropped in any order: their blocks have size
+ * classes of POOL_GRAIN bytes, and a freed block waits in its class's list for the next block of that
+ * class; between explorations of functions, when all are dropped, the arena starts over. Blocks are not
+ * zeroed (their users set every header field); blocks too large for a chunk come from ebpf_alloc.
+ * Accounting (state_bytes, pending_bytes) stays in header + encoding bytes, whatever is rounded up. */
+static size_t round_grain(size_t bytes) { return (bytes + POOL_GRAIN - 1) & ~(size_t)(POOL_GRAIN - 1); }
+static int fits_chunk(size_t bytes) { return round_grain(bytes) <= POOL_CHUNK - POOL_GRAIN; }
+/* Large blocks from ebpf_alloc in whole words (copy_encoding writes the last one). */
+static void *large_alloc(size_t bytes) { return ebpf_alloc((bytes + 7) & ~(size_t)7); }
+
+/* `bytes` (a multiple of POOL_GRAIN that fits a chunk) at the top of a, in the next chunk if cur is full. */
+static void *arena_take(struct arena *a, size_t bytes) {
+    if ((size_t)(a->end - a->top) < bytes) { /* the rest of cur stays unused */
+        struct chunk *c = a->cur ? a->cur->next : a->first;
+        if (!c) {
+            c = ebpf_alloc(POOL_CHUNK);
+            if (!c) return NULL;
+            c->prev = a->cur;
+            if (a->cur) a->cur->next = c;
+            else a->first = c;
+        }
+        a->cur = c;
+        a->top = (uint8_t *)c + POOL_GRAIN;
+        a->end = (uint8_t *)c + POOL_CHUNK;
+    }
+    void *p = a->top;
+    a->top += bytes;
+    return p;
+}
+
+/* Give back p, the newest block taken: it is in cur, or at the end of the chunk before an empty cur. */
+static void arena_untake(struct arena *a, void *p) {
+    uintptr_t q = (uintptr_t)p, c = (uintptr_t)a->cur;
+    if (q < c || q >= c + POOL_CHUNK) {
+        a->cur = a->cur->prev;
+        a->end = (uint8_t *)a->cur + POOL_CHUNK;
+    }
+    a->top = p;
+}
+
+/* Every block given back at once; the chunks stay for the blocks to come. */
+static void arena_reset(struct arena *a) {
+    a->cur = NULL;
+    a->top = a->end = NULL;
+}
+
+static void arena_destroy(struct arena *a) {
+    while (a->first) {
+        struct chunk *c = a->first;
+        a->first = c->next;
+        ebpf_free(c);
+    }
+    arena_reset(a);
+}
+
+static void *pending_alloc(struct env *e, size_t bytes) {
+    return fits_chunk(bytes) ? arena_take(&e->pending_mem, round_grain(bytes)) : large_alloc(bytes);
+}
+static void pending_free(struct env *e, void *p, size_t bytes) {
+    if (fits_chunk(bytes)) arena_untake(&e->pending_mem, p);
+    else ebpf_free(p);
+}
+
+static uint32_t pool_class(size_t bytes) { return (uint32_t)(round_grain(bytes) / POOL_GRAIN) - 1; }
 
 static void *pool_alloc(struct pool *pl, size_t bytes) {
     uint32_t c = pool_class(bytes);
-    if (c >= POOL_CLASSES) return ebpf_alloc((bytes + 7) & ~(size_t)7); /* whole words: copy_encoding */
+    if (c >= POOL_CLASSES) return large_alloc(bytes);
     struct pool_block *b = pl->free[c];
-    if (b) {
-        pl->free[c] = b->next;
-        return b;
-    }
-    size_t need = (size_t)(c + 1) * POOL_GRAIN;
-    if ((size_t)(pl->end - pl->top) < need) { /* the rest of the chunk stays unused (under 1 KiB) */
-        struct pool_block *chunk = ebpf_alloc(POOL_CHUNK);
-        if (!chunk) return NULL;
-        chunk->next = pl->chunks;
-        pl->chunks = chunk;
-        pl->top = (uint8_t *)chunk + POOL_GRAIN;
-        pl->end = (uint8_t *)chunk + POOL_CHUNK;
-    }
-    void *p = pl->top;
-    pl->top += need;
-    return p;
+    if (!b) return arena_take(&pl->arena, round_grain(bytes));
+    pl->free[c] = b->next;
+    return b;
 }
 
 static void pool_free(struct pool *pl, void *p, size_t bytes) {
@@ -1543,13 +1629,10 @@ static void pool_free(struct pool *pl, void *p, size_t bytes) {
     pl->free[c] = b;
 }
 
-static void pool_destroy(struct pool *pl) {
-    while (pl->chunks) {
-        struct pool_block *chunk = pl->chunks;
-        pl->chunks = chunk->next;
-        ebpf_free(chunk);
-    }
-    *pl = (struct pool){0};
+/* After every stored state was freed. */
+static void pool_reset(struct pool *pl) {
+    for (uint32_t c = 0; c < POOL_CLASSES; c++) pl->free[c] = NULL;
+    arena_reset(&pl->arena);
 }
 
 /* The encoding in e->buf into a block's data, 8 bytes at a time (both 8-aligned; the block is rounded up
@@ -1573,7 +1656,7 @@ static int visit_state(struct env *e, uint32_t i) {
     struct vstate *cur = e->cur;
     cur->insn = i;
     struct snode **pp = &e->heads[e->prune[i]], *s;
-    uint32_t h = 0, len = 0, failed;
+    uint32_t h = 0, len = 0, hint;
     int hashed = 0; /* h is computed when first needed: most visits that end pruned never need it */
     uint64_t types = type_sig(e, cur);
     while ((s = *pp)) {
@@ -1581,20 +1664,17 @@ static int visit_state(struct env *e, uint32_t i) {
         if (s->branches) {
             if (!hashed) h = state_hash(e, cur), hashed = 1;
             if (s->hash == h) {
-                if (encoded_covers(e, s->data, cur, 1, ITEM_ALL, &failed))
+                if (encoded_covers(e, s->data, cur, 1, &hint))
                     return fail(e, (int)i, "infinite loop detected at insn %u", i);
             }
         } else {
-            if (types_may_cover(s->types, types)) {
-                /* first the item where the last comparison at this instruction failed: often the same */
-                uint16_t *hot = &e->hot[e->prune[i]];
-                if ((*hot == ITEM_ALL || encoded_covers(e, s->data, cur, 0, *hot, &failed)) &&
-                    encoded_covers(e, s->data, cur, 0, ITEM_ALL, &failed)) {
+            if (types_may_cover(s->types, types) && !hint_refuses(e, s, cur)) {
+                if (encoded_covers(e, s->data, cur, 0, &hint)) {
                     if (s->hit < 0xffff) s->hit++;
                     e->stats.pruned++;
                     return 1;
                 }
-                if (failed != ITEM_ALL) *hot = (uint16_t)failed;
+                s->hint = hint;
             }
             if (s->miss < 0xffff) s->miss++;
             if (s->miss > 3u * s->hit + 3u) { /* rarely useful: drop it */
@@ -1616,6 +1696,7 @@ static int visit_state(struct env *e, uint32_t i) {
     copy_encoding(s->data, e, size);
     s->size = (uint32_t)size;
     s->hit = s->miss = 0;
+    s->hint = 0;
     s->hash = hashed ? h : state_hash(e, cur);
     s->types = types;
     s->parent = e->parent;
@@ -1642,7 +1723,7 @@ static int push_branch(struct env *e, uint32_t i) {
     size_t size = encode(e, e->cur);
     if (e->pending_bytes + sizeof(struct pnode) + size > PENDING_BYTES_MAX)
         return fail(e, (int)i, "program too complex (%u pending branches)", e->npending);
-    struct pnode *p = pool_alloc(&e->pool, sizeof *p + size);
+    struct pnode *p = pending_alloc(e, sizeof *p + size);
     if (!p) return fail(e, (int)i, "program too complex (out of memory for %u pending branches)", e->npending);
     copy_encoding(p->data, e, size);
     p->size = (uint32_t)size;
@@ -2760,7 +2841,7 @@ static int do_check(struct env *e, uint32_t root) {
         e->pending_bytes -= sizeof *p + p->size;
         decode(p->data, st);
         e->parent = p->parent;
-        pool_free(&e->pool, p, sizeof *p + p->size);
+        pending_free(e, p, sizeof *p + p->size);
         i = st->insn;
         cond_jump(e, i, st, BR_TAKEN);
         i = jump_target(&e->in[i], i);
@@ -2776,6 +2857,7 @@ static void free_states(struct env *e) {
             e->heads[k] = s->next;
             pool_free(&e->pool, s, sizeof *s + s->size);
         }
+    pool_reset(&e->pool);
     e->nstates = 0;
     e->state_bytes = 0;
     e->parent = NULL;
@@ -2877,15 +2959,13 @@ int ebpf_verify(struct ebpf_prog *prog, const struct ebpf_verify_opts *opts, str
         goto out;
     }
     e->heads = ebpf_alloc((e->nprune ? e->nprune : 1) * sizeof *e->heads);
-    e->hot = ebpf_alloc((e->nprune ? e->nprune : 1) * sizeof *e->hot);
     size_t state_size = sizeof(struct vstate) + e->maxframes * sizeof(struct vframe);
     e->cur = ebpf_alloc(state_size);
     e->buf = ebpf_alloc(16 + e->maxframes * ENC_FRAME_MAX + 8); /* + 8: copy_encoding's last word */
-    if (!e->heads || !e->hot || !e->cur || !e->buf) {
+    if (!e->heads || !e->cur || !e->buf) {
         ebpf_fail(err, -1, "verifier: out of memory");
         goto out;
     }
-    for (uint32_t k = 0; k < e->nprune; k++) e->hot[k] = ITEM_ALL;
     /* the program, then each global function once, on its own */
     for (uint32_t f = 0; f < e->nfuncs; f++) {
         if (f && !e->gsig[f]) continue;
@@ -2913,12 +2993,12 @@ out:
     while (e->pending) {
         struct pnode *p = e->pending;
         e->pending = p->next;
-        pool_free(&e->pool, p, sizeof *p + p->size);
+        pending_free(e, p, sizeof *p + p->size);
     }
     free_states(e);
-    pool_destroy(&e->pool);
+    arena_destroy(&e->pool.arena);
+    arena_destroy(&e->pending_mem);
     ebpf_free(e->heads);
-    ebpf_free(e->hot);
     ebpf_free(e->cur);
     ebpf_free(e->buf);
     ebpf_free(e->flags);
