@@ -15,10 +15,15 @@ object hw extends SbtModule {
   def abiDefs = T.source(millSourcePath / "defs" / "ebpf.toml")
   def genabi = T.source(millSourcePath / os.up / "sw" / "tools" / "nanobpf-genabi")
 
-  /** Scala views of the SoC and eBPF ABI definitions (never edited by hand). */
+  /** The control protocol definition (the hardware needs its EtherTypes) and its generator. */
+  def ctrlDefs = T.source(millSourcePath / "defs" / "ctrl.toml")
+  def genctrl = T.source(millSourcePath / os.up / "sw" / "tools" / "nanobpf-genctrl")
+
+  /** Scala views of the SoC, eBPF ABI and control protocol definitions (never edited by hand). */
   def generatedSources = T {
     os.proc("python3", gendefs().path, "--defs", socDefs().path, "--scala", T.dest / "SocMap.scala").call()
     os.proc("python3", genabi().path, "--defs", abiDefs().path, "--scala", T.dest / "EbpfAbi.scala").call()
+    os.proc("python3", genctrl().path, "--defs", ctrlDefs().path, "--scala", T.dest / "CtrlDefs.scala").call()
     Seq(PathRef(T.dest))
   }
 }

@@ -3,6 +3,8 @@ pipeline's Chisel ports, a scapy traffic generator and the register programming 
 (nanobpf.pisa) and the RTL alike."""
 import random
 
+import nanobpf_ctrl_defs as CTRL_DEFS
+
 from cocotb.triggers import ReadOnly, RisingEdge
 from cocotb.utils import get_sim_time
 from scapy.all import ARP, IP, TCP, UDP, Dot1Q, Ether, IPv6, IPv6ExtHdrRouting, Raw
@@ -174,7 +176,7 @@ class Traffic:
 
     def frame(self, size=None):
         r = self.rng
-        kind = r.choice(["quic_short", "quic_short", "quic_long", "udp", "tcp", "arp", "quic_short"])
+        kind = r.choice(["quic_short", "quic_short", "quic_long", "udp", "tcp", "arp", "quic_short", "ctrl", "shim"])
         tags = r.choice([[HOST_VID], [NET_VID], [NET_VID], [], [NET_VID, 7], [99]])
         port = 1 if not tags else 0
         if r.random() < 0.05:
@@ -188,6 +190,9 @@ class Traffic:
                options=[] if r.random() < 0.8 else b"\x01" * (4 * r.randrange(1, 11)))
         if kind == "arp":
             pkt = eth / ARP(psrc="192.0.2.1", pdst="192.0.2.2")
+        elif kind in ("ctrl", "shim"):   # host-link only: to the cores from the host, dropped elsewhere
+            eth.lastlayer().type = CTRL_DEFS.ETHERTYPE if kind == "ctrl" else CTRL_DEFS.SHIM_ETHERTYPE
+            pkt = eth / Raw(r.randbytes(r.randrange(2, 100)))
         elif kind == "tcp":
             pkt = eth / ip / TCP(sport=r.randrange(1024, 65536), dport=QUIC_PORT)
         else:
@@ -205,7 +210,7 @@ class Traffic:
         raw = bytes(pkt)
         target = size or r.choice([64, 65, 70, 128, 200, 511, 512, 1000, 1400, 1518, r.randrange(64, 1519)])
         if len(raw) < target:
-            pkt = pkt / Raw(r.randbytes(target - len(raw))) if kind not in ("arp",) else pkt
+            pkt = pkt / Raw(r.randbytes(target - len(raw))) if kind not in ("arp", "ctrl", "shim") else pkt
             raw = bytes(pkt)
             if len(raw) < target:
                 raw += bytes(target - len(raw))  # Ethernet padding

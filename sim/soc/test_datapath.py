@@ -10,7 +10,8 @@ import random
 
 import pytest
 
-from nanobpf import BUILD, wire
+import nanobpf_ctrl_defs as D
+from nanobpf import BUILD, ctrl, wire
 from nanobpf.pcap import udp_frame
 
 IMAGE = BUILD / "firmware/bpf/xdp_wire.nbpf"
@@ -23,7 +24,8 @@ def frames(seed, n):
     for i in range(n):
         for side, out in (("host", host), ("net", net)):
             kind = rng.choice(["pass", "pass", "pass", "v6", "drop", "echo", "redirect", "tag", "arp",
-                               "bad_csum", "runt", "truncated_ip", "jumbo"])
+                               "bad_csum", "runt", "truncated_ip", "jumbo", "seal", "bad_shim"]
+                              + (["ctrl"] if side == "net" else []))
             size = rng.choice([1, 7, 60, 200, 512, 1000, 1400, 1472])
             payload = bytes(rng.randrange(256) for _ in range(size))
             src, dst = ("10.0.0.1", "10.0.0.2") if side == "host" else ("10.0.0.2", "10.0.0.1")
@@ -44,6 +46,13 @@ def frames(seed, n):
                 f = f[:14 + rng.randrange(1, 20)]
             elif kind == "jumbo":       # longer than the 1522-byte maximum frame
                 f = udp_frame(bytes(1600), src, dst, 1, 443)
+            elif kind == "seal":        # "seal this": xdp_wire cannot, so it must never leave (fail closed)
+                f = ctrl.add_shim(f, D.NANOBPF_SHIM_F_ENCRYPT, rng.randrange(21))
+            elif kind == "bad_shim":    # DECRYPTED from the host, a CID longer than 20, a cut shim
+                f = rng.choice([ctrl.add_shim(f, D.NANOBPF_SHIM_F_DECRYPTED), ctrl.add_shim(f, D.NANOBPF_SHIM_F_ENCRYPT, 21),
+                                ctrl.add_shim(f, D.NANOBPF_SHIM_F_ENCRYPT)[:15]])
+            elif kind == "ctrl":        # a control frame from the network: never obeyed, dropped by the parser
+                f = ctrl.build(ctrl.BROADCAST, ctrl.HOST_MAC, D.NANOBPF_CTRL_MSG_HELLO, i + 1, 0, b"")
             out.append(f)
     return host, net
 
@@ -63,9 +72,12 @@ def accounted(dev, ref):
     out = len(dev.out["host"]) + len(dev.out["net"])
     assert pisa["tx"] == out
     assert frames_in == out + pisa["dropped"] + pkt["drop_full"] + pkt["released_drop"] + pkt["egress_bad"] + pisa["tx_dropped"]
-    # the model drops the same frames in the PISA stage and in the program
+    # the model drops the same frames in the PISA stage, in the program and in its shim rules
     assert ref.counters["pisa_drop"] == pisa["dropped"]
-    assert ref.counters["xdp_drop"] == pkt["released_drop"]
+    assert ref.counters["xdp_drop"] + ref.counters["encrypt_unsealed"] + ref.counters["bad_shim"] == pkt["released_drop"]
+    cores = [v for k, v in dev.counters.items() if k.startswith("core")]
+    assert sum(c["encrypt_unsealed"] for c in cores) == ref.counters["encrypt_unsealed"]
+    assert sum(c["bad_shim"] for c in cores) == ref.counters["bad_shim"]
 
 
 @pytest.mark.parametrize("cores", [1, 4])
@@ -101,3 +113,19 @@ def test_back_pressure_slots_run_out_and_come_back(tmp_path):
     for port, sent in (("host", net), ("net", host)):
         got = dev.out[port]
         assert got == [f for f in sent if f in set(got)]
+
+
+def test_control_frames_only_from_the_host(tmp_path):
+    """Control frames (EtherType 0x88B5) from the host go to core 0's queue (counted there: the protocol
+    itself runs on the device with issue 23); from the network the parser drops them (ctrl_foreign), and
+    data-frame shims from the network likewise (shim_foreign). Nothing of them leaves the DPU."""
+    hello = [ctrl.build(ctrl.BROADCAST, ctrl.HOST_MAC, D.NANOBPF_CTRL_MSG_HELLO, seq, 0, b"") for seq in range(1, 7)]
+    shim = [ctrl.add_shim(udp_frame(b"x" * 40, "10.0.0.2", "10.0.0.1", 443, 5), D.NANOBPF_SHIM_F_DECRYPTED)] * 3
+    data = [udp_frame(bytes([i]) * 50, "10.0.0.2", "10.0.0.1", 443, 1000 + i) for i in range(4)]
+    dev = wire.run_sim(4, "dpu-wire", hello, hello[:3] + shim + data, workdir=tmp_path)
+    assert dev.result.returncode == 0, dev.result.output
+    drops = dev.counters["pisa_drops"]
+    assert drops["ctrl_foreign"] == 3 and drops["shim_foreign"] == 3, drops
+    assert dev.counters["core0"]["ctrl"] == 6 and dev.counters["core0"]["packets"] == 0   # core 0 runs no data
+    assert sum(dev.counters[f"core{c}"]["ctrl"] for c in (1, 2, 3)) == 0
+    assert dev.out["host"] == data and dev.out["net"] == []

@@ -2,18 +2,19 @@
  *
  * Core 0 is the control core: at boot it loads, verifies and JIT-compiles the built-in XDP program
  * (linked into the image, images.S), sets up the PISA pipeline (host and network logical ports, every
- * frame to the cores) and the core select, then wakes the data cores. Every data core loops: pop a
+ * frame to the cores) and the core select, then wakes the data cores; its own queue then holds only
+ * the control frames from the host (dropped and counted until the control protocol runs here). Every data core loops: pop a
  * descriptor from its queue (sleeping a little when the queue is empty, instead of spinning on the
  * interconnect), run the program on the frame in place in packet memory, push the completion (action,
  * where the frame now starts and how long it is, the redirect port). With one core, core 0 is also the
- * data core.
+ * data core. Around each run, the host link's fail-closed contract (guard.c).
  *
  * In simulation the harness raises dpu.sim_drain when it has sent every frame and the ports are idle:
  * core 0 then prints the counters (per port: frames in = frames out + drops by reason) and ends the run. */
 #include <stdio.h>
 #include <string.h>
 #include "aead.h"
-#include "ebpf.h"
+#include "dpu.h"
 #include "nanobpf.h"
 
 extern const uint8_t dpu_prog_image[], dpu_prog_image_end[];
@@ -29,7 +30,7 @@ static struct ebpf_prog prog;
 /* Per-core tallies, each written only by its core (write-through caches: they reach memory), read by
  * core 0 at the end. One cache line each. */
 struct core_stats {
-    uint64_t packets, cycles, actions[5], aborted_by_runtime;
+    uint64_t packets, cycles, actions[5], aborted_by_runtime, ctrl, drops[DPU_DROPS];
 } __attribute__((aligned(64)));
 static struct core_stats stats[NANOBPF_MAX_CORES];
 
@@ -66,6 +67,13 @@ static uint64_t one_packet(unsigned hart, uint64_t d) {
     unsigned slot = (unsigned)NANOBPF_GET(d, NANOBPF_PKT_DESC_SLOT);
     unsigned len = (unsigned)NANOBPF_GET(d, NANOBPF_PKT_DESC_LEN);
     unsigned lport = (unsigned)NANOBPF_GET(d, NANOBPF_PKT_DESC_LPORT);
+    struct core_stats *s = &stats[hart];
+    uint64_t drop = NANOBPF_PUT(NANOBPF_PKT_COMP_SLOT, slot) | NANOBPF_PUT(NANOBPF_PKT_COMP_ACTION, NANOBPF_XDP_DROP);
+    if (NANOBPF_GET(d, NANOBPF_PKT_DESC_CTRL)) { /* the control protocol is not spoken here yet (issue 23) */
+        s->ctrl++;
+        s->drops[DPU_DROP_CTRL]++;
+        return drop;
+    }
     uintptr_t base = NANOBPF_PACKET_MEM_BASE + (uintptr_t)slot * NANOBPF_DATAPATH_SLOT_BYTES;
     uintptr_t data = base + NANOBPF_DATAPATH_HEADROOM;
     /* the last 32 bytes of the slot are this packet's header-protection scratch, out of the program's reach */
@@ -74,18 +82,32 @@ static uint64_t one_packet(unsigned hart, uint64_t d) {
     struct ebpf_xdp_buff xdp = {.data = data, .data_end = data + len, .data_meta = data, .data_hard_start = base,
                                 .frame_end = end_of_room,
                                 .ingress_ifindex = lport == HOST_LPORT ? NANOBPF_IFINDEX_HOST : NANOBPF_IFINDEX_NET};
+    struct dpu_guard g;
+    int why = dpu_guard_before(&prog, &xdp, &g);
+    if (why >= 0) {
+        s->drops[why]++;
+        return drop;
+    }
     struct ebpf_error err = {-1, ""};
     uint64_t c0 = nb_cycles();
     uint64_t action = ebpf_xdp_run(&prog, &xdp, 1, &err);
-    struct core_stats *s = &stats[hart];
     s->cycles += nb_cycles() - c0;
     s->packets++;
     if (action > NANOBPF_XDP_REDIRECT) action = NANOBPF_XDP_ABORTED, s->aborted_by_runtime++;
     s->actions[action]++;
-    unsigned port = xdp.redirect_ifindex == NANOBPF_IFINDEX_HOST ? HOST_LPORT : NET_LPORT;
-    if (action == NANOBPF_XDP_REDIRECT && xdp.redirect_ifindex != NANOBPF_IFINDEX_HOST &&
-        xdp.redirect_ifindex != NANOBPF_IFINDEX_NET)
-        action = NANOBPF_XDP_DROP; /* no such port */
+    uint32_t out = action == NANOBPF_XDP_PASS ? (lport == HOST_LPORT ? NANOBPF_IFINDEX_NET : NANOBPF_IFINDEX_HOST)
+                 : action == NANOBPF_XDP_TX ? xdp.ingress_ifindex
+                 : action == NANOBPF_XDP_REDIRECT ? xdp.redirect_ifindex : 0;
+    if (action == NANOBPF_XDP_REDIRECT && out != NANOBPF_IFINDEX_HOST && out != NANOBPF_IFINDEX_NET)
+        return drop; /* no such port */
+    if (out) {
+        why = dpu_guard_after(&prog, &xdp, &g, out);
+        if (why >= 0) {
+            s->drops[why]++;
+            return drop;
+        }
+    }
+    unsigned port = out == NANOBPF_IFINDEX_HOST ? HOST_LPORT : NET_LPORT;
     return NANOBPF_PUT(NANOBPF_PKT_COMP_SLOT, slot) | NANOBPF_PUT(NANOBPF_PKT_COMP_ACTION, action) |
            NANOBPF_PUT(NANOBPF_PKT_COMP_LEN, xdp.data_end - xdp.data) |
            NANOBPF_PUT(NANOBPF_PKT_COMP_OFFSET, xdp.data - base) | NANOBPF_PUT(NANOBPF_PKT_COMP_PORT, port);
@@ -126,10 +148,13 @@ static int summary(unsigned cores) {
     __asm__ volatile("fence" ::: "memory"); /* the data cores' tallies: not from a stale line */
     for (unsigned c = 0; c < cores; c++) {
         volatile struct core_stats *s = &stats[c];
-        printf("DPU core%u packets=%llu cycles=%llu aborted=%llu drop=%llu pass=%llu tx=%llu redirect=%llu\n", c,
+        printf("DPU core%u packets=%llu cycles=%llu aborted=%llu drop=%llu pass=%llu tx=%llu redirect=%llu ctrl=%llu", c,
                (unsigned long long)s->packets, (unsigned long long)s->cycles, (unsigned long long)s->actions[0],
                (unsigned long long)s->actions[1], (unsigned long long)s->actions[2], (unsigned long long)s->actions[3],
-               (unsigned long long)s->actions[4]);
+               (unsigned long long)s->actions[4], (unsigned long long)s->ctrl);
+        static const char *const drop_names[] = DPU_DROP_NAMES;
+        for (unsigned r = 0; r < DPU_DROPS; r++) printf(" %s=%llu", drop_names[r], (unsigned long long)s->drops[r]);
+        printf("\n");
     }
     return 0;
 }
@@ -168,10 +193,6 @@ int hart_main(unsigned hart) {
     for (unsigned h = 1; h < cores; h++) nb_wake(h);
     NB_REG32(NANOBPF_DPU_BASE + NANOBPF_DPU_DATAPATH_READY_OFFSET) = 1;
     printf("dpu: ready at cycle %llu\n", (unsigned long long)nb_cycles());
-    if (cores == 1) {
-        data_loop(0, 1);
-    } else {
-        while (!drain_requested()) idle(0, 4 * IDLE_CYCLES);
-    }
+    data_loop(0, 1); /* with other cores, core 0's queue holds only control frames */
     return summary(cores);
 }

@@ -16,7 +16,7 @@ from busport import BusPortDriver, start
 from pisa_common import Regs, StreamSink, StreamSource, Traffic, program_default
 
 META = ("action", "port", "lport", "length", "vlans", "l3off", "ipver", "l4off", "udp", "quic", "cidLen",
-        "cid", "cidHit", "slot")
+        "cid", "cidHit", "slot", "ctrl")
 
 
 def meta_of(m):
@@ -24,6 +24,7 @@ def meta_of(m):
     d["cidLen"], d["cidHit"] = d.pop("cid_len"), int(d.pop("cid_hit"))
     d["cid"] = int.from_bytes(d["cid"], "little")
     d["udp"] = int(d["udp"])
+    d["ctrl"] = int(d["ctrl"])
     return d
 
 

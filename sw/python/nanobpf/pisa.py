@@ -10,6 +10,8 @@ hardware registers, so a test can drive the model and the RTL with the same writ
 """
 from dataclasses import dataclass, field
 
+import nanobpf_ctrl_defs as CTRL_DEFS
+
 from nanobpf.soc import ENUMS, REGS, pack, unpack
 
 ACTION = ENUMS["pisa_action"]
@@ -19,6 +21,8 @@ CID_OP = ENUMS["pisa_cid_op"]
 CID_STATUS = ENUMS["pisa_cid_status"]
 COUNTER = ENUMS["pisa_counter"]
 MAX_CID = 20
+CTRL_ETHERTYPE = CTRL_DEFS.ETHERTYPE
+SHIM_ETHERTYPE = CTRL_DEFS.SHIM_ETHERTYPE
 VLAN_TPIDS = (0x8100, 0x88A8)
 
 
@@ -55,6 +59,8 @@ class Parsed:
     sport: int = 0
     dport: int = 0
     ulen: int = 0
+    ctrl: bool = False  # EtherType of the control protocol (hw/defs/ctrl.toml)
+    shim: bool = False  # EtherType of the data-frame shim
 
 
 def parse(frame, max_frame):
@@ -76,6 +82,7 @@ def parse(frame, max_frame):
         et = be16(b, off + 2)
         off += 4
     p.l3off = off
+    p.ctrl, p.shim = et == CTRL_ETHERTYPE, et == SHIM_ETHERTYPE
     bad_hdr = bad_len = bad_csum = bad_udp = False
     l4len = 0
     if et == 0x0800:
@@ -129,6 +136,7 @@ class Meta:
     cid: bytes = bytes(MAX_CID)
     cid_hit: bool = False
     slot: int = 0
+    ctrl: bool = False  # a control frame from the host (for the control core's queue)
 
 
 @dataclass
@@ -265,6 +273,10 @@ class Pisa:
                 self._quic(frame, p, prof, meta)
         if meta.quic == QUIC["short"] and meta.cid_hit:
             meta.action = ACTION["to_cores"]
+        if (p.ctrl or p.shim) and lport != self.field("roles")["host_lport"]:
+            return self._drop(DROP["ctrl_foreign" if p.ctrl else "shim_foreign"])   # only the host link carries them
+        if p.ctrl:
+            meta.action, meta.ctrl = ACTION["to_cores"], True
         if meta.action == ACTION["drop"]:
             return self._drop(DROP["policy"])
         self.count({ACTION["to_host"]: "to_host", ACTION["to_network"]: "to_network",

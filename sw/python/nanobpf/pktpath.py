@@ -62,11 +62,11 @@ class Reasm:
 class CoreSelect:
     """One decision: which core gets the next descriptor (None: hold), given the outstanding counts."""
 
-    def __init__(self, queues, depth=8, policy="jbsq", bound=4):
-        self.queues, self.depth = queues, depth
+    def __init__(self, queues, depth=8, policy="jbsq", bound=4, first=0):
+        self.queues, self.depth, self.first = queues, depth, first   # data packets: queues first .. queues-1
         self.policy, self.bound = policy, bound
         self.outstanding = [0] * queues
-        self.rr = 0
+        self.rr = first
         self.owner = {}
         self.popped = set()
 
@@ -75,30 +75,35 @@ class CoreSelect:
             return min(max(self.bound, 1), self.depth)
         return self.depth
 
-    def decide(self, hash_):
-        lim, n, out = self.limit(), self.queues, self.outstanding
+    def decide(self, hash_, ctrl=False):
+        """ctrl: a control frame, always for queue 0 (the control core's), up to the queue depth."""
+        if ctrl:
+            return 0 if self.outstanding[0] < self.depth else None
+        lim, f, out = self.limit(), self.first, self.outstanding
+        n = self.queues - f
         avail = [o < lim for o in out]
-        home = hash_ % n
+        home = f + hash_ % n
         if self.policy == "jbsq":
             best = None
-            for i in range(n):
+            for i in range(f, self.queues):
                 if avail[i] and (best is None or out[i] < out[best]):
                     best = i
             return best
         if self.policy == "sjbsq":
             for k in range(n):
-                if avail[(home + k) % n]:
-                    return (home + k) % n
+                q = f + (home - f + k) % n
+                if avail[q]:
+                    return q
             return None
         if self.policy == "rss":
             return home if avail[home] else None
         return self.rr if avail[self.rr] else None
 
-    def dispatch(self, core, slot):
+    def dispatch(self, core, slot, ctrl=False):
         self.outstanding[core] += 1
         self.owner[slot] = core
-        if self.policy == "rr":
-            self.rr = (self.rr + 1) % self.queues
+        if self.policy == "rr" and not ctrl:
+            self.rr = self.first + (self.rr - self.first + 1) % (self.queues - self.first)
 
     def pop(self, core, slot):
         """The core took the descriptor of `slot` from its queue."""

@@ -97,7 +97,7 @@ def test_layouts_agree(tmp_path):
     from nanobpf.soc import LAYOUTS, pack_layout, unpack_layout
     width, fields = LAYOUTS["pkt_desc"]
     assert width == 64 and fields["seq"] == (32, 16)
-    vals = {"slot": 0x5A, "len": 1514, "lport": 3, "quic": 1, "conn_valid": 1, "gso": 0, "valid": 1,
+    vals = {"slot": 0x5A, "len": 1514, "lport": 3, "quic": 1, "conn_valid": 1, "gso": 0, "ctrl": 1, "valid": 1,
             "seq": 0xBEEF, "conn_slot": 0x1234}
     word = pack_layout("pkt_desc", **vals)
     assert unpack_layout("pkt_desc", word) == vals

@@ -26,7 +26,8 @@ class CoreComp(p: PktParams) extends Bundle {
   * behind it. Limits: JBSQ(n) and SJBSQ(n) use n = sched.bound (clamped to 1..queueDepth); the RSS and
   * round-robin baselines use the whole queue. Ties in JBSQ go to the lowest core.
   *
-  * With `p.firstDataQueue` = 1, queue 0 belongs to the control core and no policy chooses it.
+  * With `p.firstDataQueue` = 1, queue 0 belongs to the control core and no policy chooses it. A
+  * descriptor flagged `ctrl` (a control frame from the host) always goes to queue 0.
   *
   * Completions come back per core; one is taken per cycle (round robin). A completion is accepted only
   * for a slot that was given to that core, popped by it and not yet completed; anything else is
@@ -81,6 +82,12 @@ class CoreSelect(p: PktParams) extends Module {
     is(PktPolicy.Sjbsq.U) { ok := sOk; target := sCore }
     is(PktPolicy.Rss.U) { ok := avail(home); target := home }
   }
+  // A control frame goes to queue 0, the control core's, whatever the policy (up to the queue depth).
+  val ctrl = Layout.get(io.in.bits.desc, PktDesc.Ctrl).asBool
+  when(ctrl) {
+    ok := outstanding(0) < p.queueDepth.U
+    target := 0.U
+  }
 
   io.in.ready := ok
   for ((q, i) <- queues.zipWithIndex) {
@@ -88,7 +95,7 @@ class CoreSelect(p: PktParams) extends Module {
     q.io.enq.bits := io.in.bits.desc
     io.cores(i) <> q.io.deq
   }
-  when(io.in.fire && io.cfg.policy === PktPolicy.Rr.U) { rrNext := Mux(rrNext === (n - 1).U, first.U, rrNext + 1.U) }
+  when(io.in.fire && io.cfg.policy === PktPolicy.Rr.U && !ctrl) { rrNext := Mux(rrNext === (n - 1).U, first.U, rrNext + 1.U) }
   io.dispatched.valid := io.in.fire
   io.dispatched.bits := target
   io.hold := io.in.valid && !ok

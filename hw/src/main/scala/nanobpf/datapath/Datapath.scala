@@ -56,6 +56,7 @@ class Datapath(p: PktParams) extends Module {
   // flow hash for the core select when the CID table did not know the connection: the CID bytes folded
   beat.info.hash := m.cid.asBools.grouped(16).map(b => VecInit(b.toSeq).asUInt).reduce(_ ^ _)
   beat.info.gso := false.B
+  beat.info.ctrl := m.ctrl
   beat.bad := false.B
   path.io.in.valid := toCores.valid
   path.io.in.bits := beat

@@ -85,11 +85,17 @@ class MatchAction(p: PisaParams) extends Module {
   val pr = r3.pr
   val res = Wire(new IngressResult(p))
   val toCores = r3.quic === PisaQuic.Short.U && cidHit
-  val action = Mux(pr.drop =/= PisaDrop.None.U || !r3.portHit, PisaAction.Drop.U, Mux(toCores, PisaAction.ToCores.U, r3.dflt))
+  // Control frames and shims are the host link's: to the cores from the host, dropped from anywhere else.
+  val fromHost = r3.lport === field(io.cfg.roles, RolesHostLport)
+  val foreign = Mux(pr.ctrl && !fromHost, PisaDrop.CtrlForeign.U, Mux(pr.shim && !fromHost, PisaDrop.ShimForeign.U, PisaDrop.None.U))
+  val action = Mux(pr.drop =/= PisaDrop.None.U || !r3.portHit || foreign =/= PisaDrop.None.U, PisaAction.Drop.U,
+    Mux(toCores || pr.ctrl, PisaAction.ToCores.U, r3.dflt))
   res.drop := Mux(pr.drop =/= PisaDrop.None.U, pr.drop,
-    Mux(!r3.portHit, PisaDrop.NoLport.U, Mux(action === PisaAction.Drop.U, PisaDrop.Policy.U, PisaDrop.None.U)))
+    Mux(!r3.portHit, PisaDrop.NoLport.U, Mux(foreign =/= PisaDrop.None.U, foreign,
+      Mux(action === PisaAction.Drop.U, PisaDrop.Policy.U, PisaDrop.None.U))))
   val m = res.meta
   m.action := action
+  m.ctrl := pr.ctrl
   m.port := pr.user
   m.lport := r3.lport
   m.length := pr.length
@@ -130,7 +136,7 @@ class MatchAction(p: PisaParams) extends Module {
     io.count(PisaCounter.ToNetwork) := r4.meta.action === PisaAction.ToNetwork.U
     io.count(PisaCounter.ToCores) := r4.meta.action === PisaAction.ToCores.U
     io.count(PisaCounter.Dropped) := r4.meta.action === PisaAction.Drop.U
-    for (d <- PisaDrop.TooLong to PisaDrop.Policy)
+    for (d <- PisaDrop.TooLong to PisaDrop.ShimForeign)
       io.count(PisaCounter.DropTooLong - PisaDrop.TooLong + d) := r4.drop === d.U
   }
 }

@@ -46,7 +46,7 @@ class Parser[T <: Data](p: PisaParams, userGen: T) extends Module {
   class S2 extends Bundle {
     val length = UInt(16.W); val user = userGen.cloneType; val vlans = UInt(2.W); val outerTci = UInt(16.W)
     val l3off = UInt(8.W); val isV4 = Bool(); val isV6 = Bool(); val l4off = UInt(8.W); val udp = Bool()
-    val l4Short = Bool(); val l4len = UInt(16.W)
+    val l4Short = Bool(); val l4len = UInt(16.W); val ctrl = Bool(); val shim = Bool()
     val tooLong = Bool(); val trunc = Bool(); val badHdr = Bool(); val badLen = Bool()
     val hdrParts = Vec(5, UInt(24.W)); val oldCsum = UInt(16.W); val addrParts = Vec(5, UInt(24.W))
     val l4 = Vec(8 + p.quicBytes, UInt(8.W))
@@ -68,6 +68,8 @@ class Parser[T <: Data](p: PisaParams, userGen: T) extends Module {
   s2.l3off := r1.l3off
   s2.isV4 := isV4
   s2.isV6 := isV6
+  s2.ctrl := r1.et === nanobpf.soc.CtrlDefs.Ethertype.U
+  s2.shim := r1.et === nanobpf.soc.CtrlDefs.ShimEthertype.U
   s2.tooLong := r1.tooLong
   s2.trunc := r1.trunc || (isV4 && (len1 < r1.l3off +& 20.U || len1 < r1.l3off +& hl)) ||
     (isV6 && len1 < r1.l3off +& 40.U)
@@ -103,6 +105,8 @@ class Parser[T <: Data](p: PisaParams, userGen: T) extends Module {
   o.l3off := r2.l3off
   o.isV4 := r2.isV4
   o.isV6 := r2.isV6
+  o.ctrl := r2.ctrl
+  o.shim := r2.shim
   o.l4off := r2.l4off
   o.udp := r2.udp
   o.dport := be16(l4, 2)

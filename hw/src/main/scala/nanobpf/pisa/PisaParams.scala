@@ -63,6 +63,8 @@ class PisaMeta(p: PisaParams) extends Bundle {
   val cid = UInt((8 * p.maxCid).W) // byte i in bits 8i+7..8i, zero past cidLen
   val cidHit = Bool()
   val slot = UInt(16.W)
+  /** A control frame from the host: for the control core's queue. */
+  val ctrl = Bool()
 }
 
 /** Frame and header bytes captured for the parser. */
@@ -81,6 +83,9 @@ class Parsed[T <: Data](p: PisaParams, userGen: T) extends Bundle {
   val l3off = UInt(8.W)
   val isV4 = Bool()
   val isV6 = Bool()
+  /** EtherType (after the VLAN tags) of the control protocol, or of the data-frame shim (hw/defs/ctrl.toml). */
+  val ctrl = Bool()
+  val shim = Bool()
   val l4off = UInt(8.W)
   val udp = Bool()
   val dport = UInt(16.W)

@@ -390,6 +390,7 @@ class Packetizer(p: PktParams) extends Module {
   info.connSlot := Layout.get(frameHdr, GsoHdr.ConnSlot)
   info.hash := Layout.get(frameHdr, GsoHdr.ConnSlot)
   info.gso := true.B
+  info.ctrl := false.B
   val frameOut = io.out.fire && io.out.bits.beat.last
   io.count.segments := frameOut && !io.out.bits.bad
   for (s <- 0 until 2)

@@ -46,6 +46,8 @@ class FrameInfo extends Bundle {
   /** Flow hash for the core select when there is no connection slot (e.g. folded CID bytes). */
   val hash = UInt(16.W)
   val gso = Bool()
+  /** A control frame from the host: the control core's queue. */
+  val ctrl = Bool()
 }
 
 /** A beat into the reassembly buffer: `info` is taken on the first beat of a frame; `bad` on the

@@ -90,7 +90,7 @@ class Reasm(p: PktParams) extends Module {
   import nanobpf.reasm.Layout.put
   val d = descQ.io.enq.bits
   d.desc := put(PktDesc.Slot, curSlot) | put(PktDesc.Len, total) | put(PktDesc.Lport, curInfo.lport) |
-    put(PktDesc.Quic, curInfo.quic) | put(PktDesc.ConnValid, curInfo.connValid) | put(PktDesc.Gso, curInfo.gso) |
+    put(PktDesc.Quic, curInfo.quic) | put(PktDesc.ConnValid, curInfo.connValid) | put(PktDesc.Gso, curInfo.gso) | put(PktDesc.Ctrl, curInfo.ctrl) |
     put(PktDesc.Valid, 1.U) | put(PktDesc.Seq, seq) | put(PktDesc.ConnSlot, curInfo.connSlot)
   d.hash := Mux(curInfo.connValid, curInfo.connSlot, curInfo.hash)
   descQ.io.enq.valid := good

@@ -1,0 +1,27 @@
+/* The data-plane firmware's parts (firmware/apps/dpu): the packet loop (dpu.c) and the host link's
+ * fail-closed contract around each run of the program (guard.c). */
+#ifndef DPU_H
+#define DPU_H
+
+#include <stdint.h>
+#include "ebpf.h"
+
+/* Why the firmware itself dropped a frame (counted per core, printed in the summary). */
+enum dpu_drop { DPU_DROP_BAD_SHIM, DPU_DROP_ENCRYPT_NO_PROG, DPU_DROP_ENCRYPT_UNSEALED, DPU_DROP_CTRL, DPU_DROPS };
+#define DPU_DROP_NAMES {"bad_shim", "encrypt_no_prog", "encrypt_unsealed", "ctrl_unhandled"}
+
+/* What the guard learnt about a frame before the program ran. */
+struct dpu_guard {
+    int seal;          /* a host frame with the ENCRYPT shim: it may leave only sealed, towards the network */
+    int watch;         /* quic_stats index whose rise this run is judged by (-1: none) */
+    uint64_t before;   /* its value before the run */
+};
+
+/* Before the run: checks the shim of a frame from `ifindex`; returns a dpu_drop (the frame is dropped)
+ * or -1 (run the program). */
+int dpu_guard_before(const struct ebpf_prog *prog, const struct ebpf_xdp_buff *xdp, struct dpu_guard *g);
+/* After the run with `action` towards `ifindex_out`: returns a dpu_drop, or -1 when the frame may leave;
+ * a frame the program opened for the host gets the DECRYPTED shim (xdp->data moves back 4 bytes). */
+int dpu_guard_after(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, const struct dpu_guard *g, uint32_t ifindex_out);
+
+#endif
