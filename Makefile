@@ -104,13 +104,12 @@ sim: $(SIM) ## build the Verilator model of the SoC (CORES=N)
 run: $(SIM) firmware ## run FIRMWARE=<app> (default hello) on the SoC model (CORES=N, MAX_CYCLES=N, WAVE=f.fst)
 	$(SIM) --firmware $(FW)/$(FIRMWARE).hex --max-cycles $(MAX_CYCLES) $(if $(WAVE),--wave $(WAVE))
 
-demo: ## boot the CORES-core SoC (default 4), then run a clang-built XDP program through the verifier, JIT and interpreter on CVA6
-	@$(MAKE) -s sim firmware CORES=$(CORES)
-	@echo "[demo] booting firmware/apps/hello on the $(CORES)-core SoC"
-	@$(SIM) --firmware $(FW)/hello.hex --max-cycles $(MAX_CYCLES)
-	@$(MAKE) -s sim CORES=1
-	@echo "[demo] sw/ebpf/tests/device/xdp_device_test.c on a CVA6 core: load, verify, JIT, 8 frames (about 30 s)"
-	@$(BUILD)/sim/soc-1/nanobpf-sim --firmware $(FW)/ebpf_xdp.hex --max-cycles $(MAX_CYCLES)
+demo: ## the 4-core DPU wire to wire on the built-in workload: frames in on both ports, through PISA, the cores running XDP and back out, checked against the device model (pcaps in build/demo)
+	@$(MAKE) -s sim firmware ebpf-tools CORES=4
+	@echo "[demo] booting firmware/apps/hello on the 4-core SoC"
+	@$(BUILD)/sim/soc-4/nanobpf-sim --firmware $(FW)/hello.hex --max-cycles $(MAX_CYCLES) --quiet
+	@echo "[demo] frames through the 4-core DPU with the data-plane firmware (dpu-wire) and through the device model (about a minute)"
+	@$(PY) sw/tools/nanobpf-wire --cores 4 --firmware dpu-wire --out $(BUILD)/demo
 
 # ---------------------------------------------------------------- host side (docs/control.md)
 DRIVER := $(BUILD)/driver

@@ -151,3 +151,106 @@ def compare(dev: WireRun, ref: ModelRun):
                 i = next(i for i, (a, b) in enumerate(zip(mine, seq)) if a != b)
                 diffs.append(f"{port} port: frames from the {origin} port out of order at #{i}")
     return diffs
+
+
+def builtin_workload(seed=1, n=32):
+    """The demo's built-in frames: both ports, every way through the wire program (pass, drop, echo (TX),
+    redirect, a tag removed), IPv4 and IPv6, 60..1514-byte frames, plus what the device must refuse
+    (malformed frames, a host frame asking to be sealed that the program cannot seal, control frames
+    and shims from the network)."""
+    import random
+    import nanobpf_ctrl_defs as D
+    from .pcap import udp_frame
+    rng = random.Random(seed)
+    host, net = [], []
+    for i in range(n):
+        for side, out in ((HOST, host), (NET, net)):
+            src, dst = ("10.0.0.1", "10.0.0.2") if side == HOST else ("10.0.0.2", "10.0.0.1")
+            kind = ["pass", "pass", "v6", "drop", "echo", "redirect", "tag", "bad_csum", "seal", "ctrl"][i % 10]
+            payload = bytes(rng.randrange(256) for _ in range(rng.choice([18, 200, 512, 1000, 1472])))
+            dport = {"drop": 9, "echo": 7, "redirect": 19}.get(kind, 443)
+            f = udp_frame(payload, "fd00::1", "fd00::2", 1000 + i, 443) if kind == "v6" else \
+                udp_frame(payload, src, dst, 1000 + i, dport)
+            if kind == "tag":
+                f = f[:12] + b"\x88\xb7\x00\x01" + f[12:]
+            elif kind == "bad_csum":
+                f = f[:24] + bytes([f[24] ^ 0xFF]) + f[25:]
+            elif kind == "seal":
+                f = ctrl.add_shim(f, D.NANOBPF_SHIM_F_ENCRYPT, 8)
+            elif kind == "ctrl" and side == NET:
+                f = ctrl.build(ctrl.BROADCAST, ctrl.HOST_MAC, D.NANOBPF_CTRL_MSG_HELLO, i + 1, 0, b"")
+            out.append(f)
+    return host, net
+
+
+def summary(dev: WireRun, ref: ModelRun | None):
+    """The demo's report: frames per port, what was dropped where and why, core cycles per packet."""
+    c, r = dev.counters, dev.result
+    lines = [f"frames in:  host {dev.sent[HOST]}, network {dev.sent[NET]}",
+             f"frames out: host {len(dev.out[HOST])}, network {len(dev.out[NET])}"]
+    drops = {k: v for k, v in c.get("pisa_drops", {}).items() if v}
+    lines.append("dropped by the PISA parser: " + (", ".join(f"{k} {v}" for k, v in drops.items()) or "none"))
+    cores = {k: v for k, v in c.items() if k.startswith("core")}
+    fw = Counter()
+    for v in cores.values():
+        for k in ("drop", "aborted", "bad_shim", "encrypt_no_prog", "encrypt_unsealed", "ctrl_unhandled"):
+            fw[k] += v.get(k, 0)
+    lines.append("dropped by the cores: " + (", ".join(f"{k} {v}" for k, v in fw.items() if v) or "none"))
+    pkt = c.get("pkt", {})
+    lines.append(f"packet path: {pkt.get('dispatched', 0)} descriptors, {pkt.get('egress', 0)} frames back out, "
+                 f"{pkt.get('drop_full', 0)} dropped for want of a slot, {pkt.get('free_slots', 0)} slots free at the end")
+    for name, v in sorted(cores.items()):
+        per = v["cycles"] / v["packets"] if v["packets"] else 0
+        lines.append(f"{name}: {v['packets']} packets, {per:.0f} cycles per packet in the program"
+                     + (f", {v['ctrl']} control frames" if v.get("ctrl") else ""))
+    from .soc import CORE_CLOCK_HZ
+    mhz = CORE_CLOCK_HZ / 1e6
+    lines.append(f"run: {r.cycles} cycles ({r.cycles / mhz / 1000:.2f} ms at {mhz:.0f} MHz), {r.wall_s:.1f} s of simulation")
+    if ref is not None:
+        diffs = compare(dev, ref)
+        lines.append("against the device model: " + ("same frames out of each port, in order per ingress port"
+                                                     if not diffs else "DIFFERENT: " + "; ".join(diffs)))
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    import argparse
+    import sys
+    ap = argparse.ArgumentParser(prog="nanobpf-wire", description="Frames through the simulated DPU (nanobpf-sim with "
+                                 "the data-plane firmware) and the device model; prints what came out and checks "
+                                 "they agree. Without --host-in/--net-in: the built-in workload.")
+    ap.add_argument("--cores", type=int, default=4, help="cores of the simulated SoC (make sim CORES=N; default 4)")
+    ap.add_argument("--firmware", default="dpu-wire", help="data-plane firmware under build/firmware (default dpu-wire)")
+    ap.add_argument("--image", help="the program image the firmware has built in, for the model "
+                    "(default build/firmware/bpf/xdp_<name>.nbpf)")
+    ap.add_argument("--host-in", help="pcap of frames into the host port")
+    ap.add_argument("--net-in", help="pcap of frames into the network port")
+    ap.add_argument("--out", help="directory for the input and output pcaps (default: a temporary one)")
+    ap.add_argument("--no-model", action="store_true", help="do not run the device model")
+    ap.add_argument("--max-cycles", type=int, default=50_000_000)
+    a = ap.parse_args(argv)
+    from . import BUILD
+    if a.host_in or a.net_in:
+        host = [f for _, f in read_pcap(a.host_in)] if a.host_in else []
+        net = [f for _, f in read_pcap(a.net_in)] if a.net_in else []
+    else:
+        host, net = builtin_workload()
+    image = Path(a.image) if a.image else BUILD / f"firmware/bpf/xdp_{a.firmware.removeprefix('dpu-')}.nbpf"
+    print(f"[wire] {len(host)} + {len(net)} frames through the {a.cores}-core DPU ({a.firmware})", flush=True)
+    try:
+        dev = run_sim(a.cores, a.firmware, host, net, max_cycles=a.max_cycles, workdir=a.out)
+    except (FileNotFoundError, OSError) as e:
+        print(f"nanobpf-wire: {e}", file=sys.stderr)
+        return 2
+    if dev.result.returncode != 0:
+        print(dev.result.output, file=sys.stderr)
+        print(f"nanobpf-wire: the simulation failed (exit code {dev.result.returncode})", file=sys.stderr)
+        return 1
+    ref = None
+    if not a.no_model:
+        print(f"[wire] the same frames through the device model ({image.name})", flush=True)
+        ref = run_model(image, host, net)
+    print(summary(dev, ref))
+    if a.out:
+        print(f"pcaps: {a.out}/{{host,net}}-{{in,out}}.pcap")
+    return 1 if ref is not None and compare(dev, ref) else 0
