@@ -132,6 +132,10 @@ test: ## run the whole test suite (unit, cocotb blocks, firmware on the SoC, con
 	@echo "[test] pytest (parallel)"
 	@cd $(ROOT) && $(PY) -m pytest -n 2 -q
 
+test-long: ## the tests too long for make test (marked `long`: QUIC protection through the simulated DPU, with the program verified on a CVA6 core at boot)
+	@$(MAKE) -s test-prereqs
+	@cd $(ROOT) && $(PY) -m pytest -n 2 -q -m long
+
 test-block: $(VENV_STAMP) hw-blocks ## run one block's cocotb folder: BLOCK=<name> (see sim/cocotb/)
 	@test -n "$(BLOCK)" -a -d sim/cocotb/$(BLOCK) || { echo "usage: make test-block BLOCK=<$$(ls sim/cocotb/*/test_*.py | xargs -n1 dirname | xargs -n1 basename | paste -sd'|')>"; exit 2; }
 	@$(PY) -m pytest -q sim/cocotb/$(BLOCK)

@@ -185,8 +185,10 @@ int hart_main(unsigned hart) {
         printf("FAIL loading the built-in program: insn %d: %s\n", err.insn, err.msg);
         return 1;
     }
-    printf("dpu: %u core(s), program %s: %u instructions, JIT %u bytes, installed in %llu cycles\n", cores, prog.name,
-           prog.n_insns, prog.jit_size, (unsigned long long)(nb_cycles() - t0));
+    unsigned entries;
+    if (dpu_boot_config_apply(&prog, &entries)) return 1;
+    printf("dpu: %u core(s), program %s: %u instructions, JIT %u bytes, %u boot config entries, installed in %llu cycles\n",
+           cores, prog.name, prog.n_insns, prog.jit_size, entries, (unsigned long long)(nb_cycles() - t0));
     setup_pisa();
     __asm__ volatile("fence" ::: "memory");
     nb_mailbox_write(0, 1);

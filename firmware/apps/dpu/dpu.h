@@ -24,4 +24,8 @@ int dpu_guard_before(const struct ebpf_prog *prog, const struct ebpf_xdp_buff *x
  * a frame the program opened for the host gets the DECRYPTED shim (xdp->data moves back 4 bytes). */
 int dpu_guard_after(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, const struct dpu_guard *g, uint32_t ifindex_out);
 
+/* Write the boot configuration linked into the image (boot.c) into the program's maps: 0, or -1 after
+ * printing why. */
+int dpu_boot_config_apply(const struct ebpf_prog *prog, unsigned *applied);
+
 #endif

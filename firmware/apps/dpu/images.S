@@ -1,8 +1,20 @@
 /* The built-in XDP program of the dpu firmware (nanobpf-load output named by DPU_PROG, found through
- * the assembler's include path, -Wa,-I<dir>). */
+ * the assembler's include path, -Wa,-I<dir>), and its boot configuration. */
     .section .rodata.dpu_prog, "a"
     .balign 8
     .global dpu_prog_image, dpu_prog_image_end
 dpu_prog_image:
     .incbin DPU_PROG
 dpu_prog_image_end:
+
+/* Its boot configuration (DPU_BOOTCFG, nanobpf.bootcfg format), or none. */
+    .balign 8
+    .global dpu_boot_config, dpu_boot_config_end
+dpu_boot_config:
+#ifdef DPU_BOOTCFG
+    .incbin DPU_BOOTCFG
+#else
+    .ascii "NBCF"
+    .word 0
+#endif
+dpu_boot_config_end:

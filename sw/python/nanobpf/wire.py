@@ -85,9 +85,22 @@ def run_sim(cores, firmware, host, net, max_cycles=50_000_000, gbps=0.0, drain_c
     return WireRun(out=out, counters=parse_counters(r.lines(0)), result=r, sent={HOST: len(host), NET: len(net)})
 
 
-def run_model(image, host, net, cores=4):
-    """Run the frames through the device model with the program image attached, in the simulator's
-    arrival order, one frame at a time."""
+def _apply_boot(client, boot):
+    """The firmware's boot configuration as the host would install it: key table entries with KEY_ADD,
+    other maps with MAP_UPDATE."""
+    import struct as _struct
+    import nanobpf_ebpf_defs as abi
+    for name, key, value in boot:
+        if name == abi.KEYTABLE_MAP_NAME:
+            cid_len, ident, direction, _ = _struct.unpack(abi.STRUCTS["quic_cid"].fmt, key)
+            client.key_add(ctrl.KeyId(direction, cid_len, ident), value)
+        else:
+            client.map_update(name, key, value)
+
+
+def run_model(image, host, net, cores=4, boot=()):
+    """Run the frames through the device model with the program image attached (and the boot
+    configuration's map entries installed), in the simulator's arrival order, one frame at a time."""
     from .devmodel import DeviceModel
     hl, nl = ctrl.MemoryLink(), ctrl.MemoryLink()
     dev = DeviceModel(hl.b, nl.b, cores=cores, seed=1, pisa=True)
@@ -99,6 +112,7 @@ def run_model(image, host, net, cores=4):
             try:
                 client.hello()
                 client.prog_load(Path(image).read_bytes(), name=Path(image).stem)
+                _apply_boot(client, boot)
             except Exception as e:  # reported below, with the device still polled meanwhile
                 errors.append(e)
         t = threading.Thread(target=load)

@@ -1,0 +1,45 @@
+"""The boot configuration of the data-plane firmware: map entries core 0 writes after it has loaded the
+built-in program (until the control plane runs on the device, it stands for the host's KEY_ADD and
+MAP_UPDATE messages). Written at build time, linked into the firmware (firmware/apps/dpu/boot.c).
+
+Format (little-endian): b"NBCF", u32 entry count, then per entry: u8 map-name length, the name,
+u16 key length, u16 value length, the key, the value.
+
+    blob = pack([("quic_ports", struct.pack("<H", 443), struct.pack("<I", 1))])
+    assert parse(blob) == [("quic_ports", ..., ...)]
+"""
+import struct
+
+MAGIC = b"NBCF"
+
+
+def pack(entries):
+    out = [MAGIC, struct.pack("<I", len(entries))]
+    for name, key, value in entries:
+        n = name.encode()
+        if not 0 < len(n) < 256 or len(key) > 0xFFFF or len(value) > 0xFFFF:
+            raise ValueError(f"boot config entry for map {name!r}: name, key or value too long")
+        out += [bytes([len(n)]), n, struct.pack("<HH", len(key), len(value)), bytes(key), bytes(value)]
+    return b"".join(out)
+
+
+def parse(blob):
+    if blob[:4] != MAGIC or len(blob) < 8:
+        raise ValueError("not a boot configuration (magic NBCF)")
+    count, off, entries = struct.unpack_from("<I", blob, 4)[0], 8, []
+    for i in range(count):
+        try:
+            n = blob[off]
+            name = blob[off + 1:off + 1 + n].decode()
+            off += 1 + n
+            klen, vlen = struct.unpack_from("<HH", blob, off)
+            off += 4
+        except (IndexError, struct.error, UnicodeDecodeError) as e:
+            raise ValueError(f"boot configuration entry {i}: {e}") from None
+        if off + klen + vlen > len(blob):
+            raise ValueError(f"boot configuration entry {i}: truncated")
+        entries.append((name, blob[off:off + klen], blob[off + klen:off + klen + vlen]))
+        off += klen + vlen
+    if off != len(blob):
+        raise ValueError(f"boot configuration: {len(blob) - off} bytes after the last entry")
+    return entries

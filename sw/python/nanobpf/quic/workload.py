@@ -1,0 +1,107 @@
+"""A QUIC workload for the DPU wire to wire: 1-RTT traffic of several connections through a DPU placed
+in front of the server, built with the reference packet protection (nanobpf.quic), deterministic for a
+seed.
+
+The DPU's host port is the server, its network port leads to the clients. Per connection:
+- from the network: the client's 1-RTT packets to the server's CID, protected with the client's keys;
+  the device opens them and hands the host the plaintext with the DECRYPTED shim;
+- from the host: the server's plaintext 1-RTT packets to the client's CID (zero-length CIDs included:
+  that entry is keyed by the client's address and ports), with the ENCRYPT shim; the device seals them
+  with the server's keys and sends them to the network.
+Connections mix CID lengths (0, 5, 6, 8, 12, 20), IPv4 and IPv6, packet-number lengths 1..4 and
+payloads from 3 bytes to a full 1500-byte IP packet.
+
+    w = workload(seed=1)
+    w.host, w.net            # input frames per port
+    w.boot                   # map entries (nanobpf.bootcfg): keys, quic_config, quic_ports
+    w.expect_host, w.expect_net   # what must come out of each port, in order per port
+"""
+from __future__ import annotations
+
+import random
+import struct
+from dataclasses import dataclass, field
+
+import nanobpf_ctrl_defs as D
+import nanobpf_ebpf_defs as abi
+
+from .. import ctrl
+from ..pcap import udp_frame
+from .keys import PacketKeys
+from .protection import encode_pn, protect
+
+QUIC_PORT = 443
+OPEN, SEAL = abi.NANOBPF_QUIC_DIR_OPEN, abi.NANOBPF_QUIC_DIR_SEAL
+# (server CID length, client CID length, IPv6) per connection, cycled
+SHAPES = [(8, 0, False), (5, 8, True), (20, 6, False), (12, 20, True), (8, 12, False), (6, 5, False)]
+MAX_PAYLOAD = 1500 - 40 - 8 - 1 - 20 - 4 - 16   # what fits an IPv6 packet with the longest header, sealed
+
+
+def keys_value(keys: PacketKeys, cid_len: int) -> bytes:
+    """struct nanobpf_quic_keys for one phase's keys (no next keys, key phase 0)."""
+    return struct.pack(abi.STRUCTS["quic_keys"].fmt, 0, 0, cid_len, 0, keys.key + bytes(16), keys.iv + bytes(12),
+                       keys.hp, b"")
+
+
+@dataclass
+class Workload:
+    host: list = field(default_factory=list)
+    net: list = field(default_factory=list)
+    expect_host: list = field(default_factory=list)
+    expect_net: list = field(default_factory=list)
+    boot: list = field(default_factory=list)      # (map name, key, value)
+    keys: list = field(default_factory=list)      # (ctrl.KeyId, keys value): the key table entries
+
+
+def workload(seed=1, connections=6, packets=4):
+    rng = random.Random(seed)
+    w = Workload()
+    open_lens = set()
+    for c in range(connections):
+        scid_len, ccid_len, v6 = SHAPES[c % len(SHAPES)]
+        server_cid, client_cid = rng.randbytes(scid_len), rng.randbytes(ccid_len)
+        client, server = (f"2001:db8:1::{c + 2:x}", "2001:db8::1") if v6 else (f"10.1.0.{c + 2}", "10.0.0.1")
+        cport = 50000 + c
+        client_keys = PacketKeys.from_secret(rng.randbytes(32))
+        server_keys = PacketKeys.from_secret(rng.randbytes(32))
+        open_id = ctrl.key_id(server_cid, OPEN)
+        seal_id = ctrl.key_id(client_cid, SEAL, ctrl.addr_id(client, cport, QUIC_PORT) if not client_cid else None)
+        w.keys += [(open_id, keys_value(client_keys, scid_len)), (seal_id, keys_value(server_keys, ccid_len))]
+        open_lens.add(scid_len)
+        for pn in range(packets):
+            size = rng.choice([3, 20, 100, 600, 1200, MAX_PAYLOAD])   # pn + payload >= 4: the sample
+            tpn = (pn & ((1 << (8 * (pn % 4 + 1))) - 1)).to_bytes(pn % 4 + 1, "big")
+            # client -> server: protected on the wire, plaintext to the host
+            plain = bytes([0x40 | (len(tpn) - 1)]) + server_cid + tpn + rng.randbytes(size)
+            w.net.append(udp_frame(protect(plain, client_keys, short_cid_len=scid_len), client, server, cport, QUIC_PORT))
+            w.expect_host.append(ctrl.add_shim(udp_frame(plain, client, server, cport, QUIC_PORT), D.NANOBPF_SHIM_F_DECRYPTED))
+            # server -> client: plaintext from the host, marked for sealing; protected on the wire
+            tpn = encode_pn(pn, pn - 1 if pn else None)
+            plain = bytes([0x40 | (len(tpn) - 1)]) + client_cid + tpn + rng.randbytes(rng.choice([3, 50, 900, MAX_PAYLOAD]))
+            w.host.append(ctrl.add_shim(udp_frame(plain, server, client, QUIC_PORT, cport), D.NANOBPF_SHIM_F_ENCRYPT, ccid_len))
+            w.expect_net.append(udp_frame(protect(plain, server_keys, short_cid_len=ccid_len), server, client, QUIC_PORT, cport))
+    cfg = struct.pack(abi.STRUCTS["quic_config"].fmt, abi.NANOBPF_IFINDEX_HOST, abi.NANOBPF_IFINDEX_NET,
+                      sum(1 << n for n in open_lens), 0)
+    w.boot = [("quic_config", struct.pack("<I", 0), cfg),
+              ("quic_ports", struct.pack("<H", QUIC_PORT), struct.pack("<I", 1))]
+    w.boot += [(abi.KEYTABLE_MAP_NAME,
+                kid.pack(), value) for kid, value in w.keys]
+    return w
+
+
+def main(argv=None):
+    import argparse
+    from .. import bootcfg
+    ap = argparse.ArgumentParser(prog="python -m nanobpf.quic.workload",
+                                 description="Write the boot configuration (keys, quic_config, quic_ports) of the QUIC "
+                                             "workload, for the data-plane firmware dpu-quic_hw.")
+    ap.add_argument("--boot-config", metavar="FILE", required=True, help="write the nanobpf.bootcfg blob here")
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args(argv)
+    with open(a.boot_config, "wb") as f:
+        f.write(bootcfg.pack(workload(seed=a.seed).boot))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
