@@ -2,7 +2,7 @@ package nanobpf.board
 
 import chisel3._
 import chisel3.util._
-import nanobpf.mac.{AxisBeat, EthMac, GmiiRx, GmiiTx, MacParams}
+import nanobpf.mac.{AsyncFifo, AxisBeat, EthMac, GmiiRx, GmiiTx, MacParams}
 import nanobpf.soc.{NanobpfSoc, SocMap, SocParams}
 
 /** Build parameters of a board design. */
@@ -21,9 +21,10 @@ case class BoardParams(
   * Ethernet counters brought into the core clock, and the status LEDs. The board's top-level
   * SystemVerilog adds clocking, resets and the PHY's I/O primitives.
   *
-  * Until the packet path joins the SoC, the Ethernet port runs a link self-test: with SW0 on, every
-  * good frame received goes back out with its MAC addresses swapped (EthEcho); with SW0 off, frames are
-  * counted and discarded. LEDs: 0 heartbeat (core clock), 1 clocks locked, 2 frame received, 3 frame
+  * The Ethernet port is the DPU's: received frames cross into the core clock and enter the SoC's
+  * datapath as its host port (one-arm mode: the PISA port table tells host and network apart by VLAN),
+  * and what the datapath sends leaves on it. With SW0 on, the link self-test holds the port instead:
+  * every good frame received goes back out with its MAC addresses swapped (EthEcho). LEDs: 0 heartbeat (core clock), 1 clocks locked, 2 frame received, 3 frame
   * sent, 7..4 the firmware's (dpu.leds).
   */
 class NanobpfBoard(p: BoardParams) extends RawModule {
@@ -42,6 +43,13 @@ class NanobpfBoard(p: BoardParams) extends RawModule {
     val leds = Output(UInt(8.W))
   })
   val nCounters = SocMap.DpuRegs.EthCounterCount
+  // Frames between the MAC (datapath clock) and the SoC's datapath (core clock).
+  val rxFifo = withClockAndReset(netClock, netReset)(Module(new AsyncFifo(new AxisBeat(p.mac.beatBytes), 16)))
+  val txFifo = withClockAndReset(coreClock, coreReset)(Module(new AsyncFifo(new AxisBeat(p.mac.beatBytes), 16)))
+  rxFifo.io.deqClock := coreClock
+  rxFifo.io.deqReset := coreReset
+  txFifo.io.deqClock := netClock
+  txFifo.io.deqReset := netReset
 
   val (macCounters, rxLed, txLed) = withClockAndReset(netClock, netReset) {
     val mac = Module(new EthMac(p.mac))
@@ -49,10 +57,32 @@ class NanobpfBoard(p: BoardParams) extends RawModule {
     mac.io.rxReset := rxReset
     mac.io.gmiiRx := io.gmiiRx
     io.gmiiTx := mac.io.gmiiTx
+    // SW0 on: the link self-test (echo) holds the port; off: the DPU's datapath. Switched between frames.
     val echo = Module(new EthEcho(p.mac.beatBytes))
-    echo.io.enable := RegNext(RegNext(io.switches(0), false.B), false.B)
-    echo.io.in <> mac.io.rx
-    mac.io.tx <> echo.io.out
+    echo.io.enable := true.B
+    val sw0 = RegNext(RegNext(io.switches(0), false.B), false.B)
+    val rxInFrame = RegInit(false.B)
+    val selfTest = RegInit(false.B)
+    when(!rxInFrame) { selfTest := sw0 }
+    when(mac.io.rx.fire) { rxInFrame := !mac.io.rx.bits.last }
+    val rxSelf = Mux(rxInFrame, selfTest, sw0)
+    echo.io.in.valid := mac.io.rx.valid && rxSelf
+    echo.io.in.bits := mac.io.rx.bits
+    rxFifo.io.enq.valid := mac.io.rx.valid && !rxSelf
+    rxFifo.io.enq.bits := mac.io.rx.bits
+    mac.io.rx.ready := Mux(rxSelf, echo.io.in.ready, rxFifo.io.enq.ready)
+    // transmit: a whole frame from the echo or from the datapath, the echo first when both wait
+    val txLocked = RegInit(false.B)
+    val txFromEcho = RegInit(false.B)
+    val pickEcho = Mux(txLocked, txFromEcho, echo.io.out.valid)
+    mac.io.tx.valid := Mux(pickEcho, echo.io.out.valid, txFifo.io.deq.valid)
+    mac.io.tx.bits := Mux(pickEcho, echo.io.out.bits, txFifo.io.deq.bits)
+    echo.io.out.ready := pickEcho && mac.io.tx.ready
+    txFifo.io.deq.ready := !pickEcho && mac.io.tx.ready
+    when(mac.io.tx.fire) {
+      txLocked := !mac.io.tx.bits.last
+      txFromEcho := pickEcho
+    }
     val rxSeen = RegNext(mac.io.counters(SocMap.EthCounter.RxFrames)) =/= mac.io.counters(SocMap.EthCounter.RxFrames)
     val txSeen = RegNext(mac.io.counters(SocMap.EthCounter.TxFrames)) =/= mac.io.counters(SocMap.EthCounter.TxFrames)
     (mac.io.counters, Stretch(rxSeen, p.netHz / 20), Stretch(txSeen, p.netHz / 20))
@@ -78,10 +108,20 @@ class NanobpfBoard(p: BoardParams) extends RawModule {
     soc.io.board.ethCounters := counters
     soc.io.board.switches := io.switches
     io.uartTx := soc.io.board.uartTx
-    // the datapath's ports are not yet connected to the MAC (the link self-test holds it)
-    soc.io.eth.rx.valid := false.B
-    soc.io.eth.rx.bits := DontCare
-    soc.io.eth.tx.ready := true.B
+    // The one RJ45 is the DPU's host port (hw/defs/soc.toml [datapath]); host and network are told apart
+    // by VLAN in the PISA port table (one-arm mode). Everything the datapath sends leaves on it.
+    require(p.mac.beatBytes == SocMap.BusBytes, "the MAC's beats are the datapath's")
+    soc.io.eth.rx.valid := rxFifo.io.deq.valid
+    soc.io.eth.rx.bits.beat.data := rxFifo.io.deq.bits.data
+    soc.io.eth.rx.bits.beat.keep := rxFifo.io.deq.bits.keep
+    soc.io.eth.rx.bits.beat.last := rxFifo.io.deq.bits.last
+    soc.io.eth.rx.bits.user := SocMap.Datapath.HostPort.U
+    rxFifo.io.deq.ready := soc.io.eth.rx.ready
+    txFifo.io.enq.valid := soc.io.eth.tx.valid
+    txFifo.io.enq.bits.data := soc.io.eth.tx.bits.beat.data
+    txFifo.io.enq.bits.keep := soc.io.eth.tx.bits.beat.keep
+    txFifo.io.enq.bits.last := soc.io.eth.tx.bits.beat.last
+    soc.io.eth.tx.ready := txFifo.io.enq.ready
     soc.io.simDrain := false.B
     val heartbeat = Counter(p.coreHz / 2)
     val beat = RegInit(false.B)
