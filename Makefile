@@ -140,7 +140,7 @@ test-block: $(VENV_STAMP) hw-blocks ## run one block's cocotb folder: BLOCK=<nam
 	@test -n "$(BLOCK)" -a -d sim/cocotb/$(BLOCK) || { echo "usage: make test-block BLOCK=<$$(ls sim/cocotb/*/test_*.py | xargs -n1 dirname | xargs -n1 basename | paste -sd'|')>"; exit 2; }
 	@$(PY) -m pytest -q sim/cocotb/$(BLOCK)
 
-bench: $(VENV_STAMP) ## run the benchmarks (tables + PNGs under build/bench: SoC, eBPF, QUIC, PISA pipeline, core select, AEAD engine)
+bench: $(VENV_STAMP) ## run the benchmarks (tables + PNGs under build/bench: SoC, eBPF, QUIC, PISA pipeline, core select, AEAD engine, DPU wire to wire)
 	@$(MAKE) -s firmware ebpf-tools
 	@for n in 1 2 4; do $(MAKE) -s sim CORES=$$n || exit 1; done
 	@$(PY) sw/tools/nanobpf-bench --out $(BUILD)/bench
@@ -149,7 +149,11 @@ bench: $(VENV_STAMP) ## run the benchmarks (tables + PNGs under build/bench: SoC
 	@$(PY) sw/tools/nanobpf-bench-pisa --out $(BUILD)/bench
 	@$(PY) sw/tools/nanobpf-bench-dispatch --out $(BUILD)/bench
 	@$(PY) sw/tools/nanobpf-bench-aead --out $(BUILD)/bench
+	@$(PY) sw/tools/nanobpf-bench-dpu --out $(BUILD)/bench
 
+bench-dpu: $(VENV_STAMP) firmware ebpf-tools ## the DPU wire to wire in the cycle-accurate model: packets/s, Gbit/s, latency p50/p99 per frame size and core count (QUIC=1 adds a 1-core run of dpu-quic_hw, about 15 min)
+	@$(MAKE) -s sim CORES=1 && $(MAKE) -s sim CORES=4
+	@$(PY) sw/tools/nanobpf-bench-dpu --out $(BUILD)/bench $(if $(QUIC),--quic)
 bench-aead: $(VENV_STAMP) hw-blocks ## AEAD engine only: cycles per request/block, Gbit/s at 125 MHz, yosys area per build variant
 	@$(PY) sw/tools/nanobpf-bench-aead --out $(BUILD)/bench
 

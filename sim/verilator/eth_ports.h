@@ -6,7 +6,9 @@
 #pragma once
 
 #include <algorithm>
+#include <cinttypes>
 #include <cstdint>
+#include <cstdio>
 #include <deque>
 #include <memory>
 #include <string>
@@ -14,6 +16,7 @@
 
 #include "nanobpf_soc.h"
 #include "pcap.h"
+#include "tap.h"
 
 class EthPorts {
   public:
@@ -55,6 +58,7 @@ class EthPorts {
     // The beat offered this cycle was taken.
     void rx_taken(uint64_t cycle) {
         const auto &bytes = queue_[cur_port_].front().bytes;
+        if (offset_ == 0 && rx_times_) std::fprintf(rx_times_, "%d %" PRIu64 " %" PRIu64 "\n", cur_port_, sent_[cur_port_], cycle);
         offset_ += std::min<size_t>(kBeat, bytes.size() - offset_);
         last_activity_ = cycle;
         if (offset_ < bytes.size()) return;
@@ -75,8 +79,33 @@ class EthPorts {
         unsigned p = b.port % kPorts;
         received_[p]++;
         if (writer_[p]) writer_[p]->write(time_ns, frame_);
+        if (tap_[p] && !tap_[p]->write_frame(frame_)) tap_dropped_[p]++;
         frame_.clear();
     }
+
+    // A TAP device as port p: its frames are taken every `poll` calls, what leaves on p goes to it.
+    void attach_tap(unsigned p, std::unique_ptr<Tap> tap) { tap_[p] = std::move(tap); }
+    bool has_tap() const {
+        for (unsigned p = 0; p < kPorts; p++)
+            if (tap_[p]) return true;
+        return false;
+    }
+    void poll_taps(uint64_t cycle) {
+        for (unsigned p = 0; p < kPorts; p++) {
+            if (!tap_[p]) continue;
+            for (auto &f : tap_[p]->read_all()) {
+                if (f.empty()) continue;
+                pcap::Frame fr;
+                fr.bytes = std::move(f);
+                queue_[p].push_back(std::move(fr));
+                last_activity_ = cycle;
+            }
+        }
+    }
+    uint64_t tap_dropped(unsigned p) const { return tap_dropped_[p]; }
+
+    // Log "port frame-index cycle" when each input frame's first beat is taken (latency measurements).
+    void log_rx_times(FILE *f) { rx_times_ = f; }
 
     bool inputs_done() const {
         for (unsigned p = 0; p < kPorts; p++)
@@ -107,10 +136,13 @@ class EthPorts {
     double gbps_;
     std::deque<pcap::Frame> queue_[kPorts];
     std::unique_ptr<pcap::Writer> writer_[kPorts];
+    std::unique_ptr<Tap> tap_[kPorts];
+    uint64_t tap_dropped_[kPorts] = {};
     uint64_t next_start_[kPorts] = {}, sent_[kPorts] = {}, received_[kPorts] = {};
     int cur_port_ = -1;
     unsigned rr_ = 0;
     size_t offset_ = 0;
     uint64_t start_ = 0, last_activity_ = 0;
     std::vector<uint8_t> frame_;
+    FILE *rx_times_ = nullptr;
 };

@@ -4,6 +4,7 @@
 // each core's console line by line ("[core N] ..."), reports bus errors and the cycle count, and
 // exits with the firmware's code. The DPU's Ethernet ports take frames from pcap files and write what
 // leaves them into pcap files (eth_ports.h). See docs/simulation.md for options and exit codes.
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -24,6 +25,9 @@
 #include "verilated_fst_c.h"
 
 namespace {
+
+volatile sig_atomic_t g_stop = 0;  // SIGINT/SIGTERM: drain and end (runs with TAP ports)
+void on_stop(int) { g_stop = 1; }
 
 constexpr int kExitTimeout = NANOBPF_SIM_EXIT_TIMEOUT;
 constexpr int kExitBusError = NANOBPF_SIM_EXIT_BUS_ERROR;
@@ -46,6 +50,10 @@ const char kUsage[] =
     "  --net-out FILE    write the frames leaving the network port\n"
     "                    (input frames start once the firmware sets dpu.datapath_ready)\n"
     "  --gbps R          pace each input port at R Gbit/s at the core clock (default 0: as fast as the DPU takes frames)\n"
+    "  --host-tap NAME   a TAP device (created if missing, brought up) as the host port: frames both ways\n"
+    "  --net-tap NAME    a TAP device as the network port; with a TAP the run goes on until SIGINT/SIGTERM\n"
+    "                    (then dpu.sim_drain: the firmware prints its counters and ends) or --max-cycles\n"
+    "  --rx-times FILE   log \"port frame cycle\" when each input frame's first beat enters the DPU\n"
     "  --drain-cycles N  once every input frame is in and the ports have been idle N cycles (default 200000),\n"
     "                    raise dpu.sim_drain: the data-plane firmware prints its counters and ends the run\n"
     "exit code: the firmware's sim_end code (0 = pass), or the harness's own codes listed in\n"
@@ -58,12 +66,13 @@ struct Options {
     std::string uart;       // decoded UART bytes; empty: not decoded
     uint64_t max_cycles = 20000000;
     bool quiet = false;
-    std::string eth_in[EthPorts::kPorts], eth_out[EthPorts::kPorts];
+    std::string eth_in[EthPorts::kPorts], eth_out[EthPorts::kPorts], tap[EthPorts::kPorts];
     double gbps = 0;
     uint64_t drain_cycles = 200000;
+    std::string rx_times;
     bool eth() const {
         for (unsigned p = 0; p < EthPorts::kPorts; p++)
-            if (!eth_in[p].empty() || !eth_out[p].empty()) return true;
+            if (!eth_in[p].empty() || !eth_out[p].empty() || !tap[p].empty()) return true;
         return false;
     }
 };
@@ -107,6 +116,12 @@ Options parse(int argc, char **argv) {
             o.eth_out[NANOBPF_DATAPATH_HOST_PORT] = value();
         } else if (a == "--net-out") {
             o.eth_out[NANOBPF_DATAPATH_NET_PORT] = value();
+        } else if (a == "--host-tap") {
+            o.tap[NANOBPF_DATAPATH_HOST_PORT] = value();
+        } else if (a == "--net-tap") {
+            o.tap[NANOBPF_DATAPATH_NET_PORT] = value();
+        } else if (a == "--rx-times") {
+            o.rx_times = value();
         } else if (a == "--gbps") {
             std::string v = value();
             char *end = nullptr;
@@ -226,6 +241,7 @@ class Console {
 int main(int argc, char **argv) {
     Options opt = parse(argc, argv);
     std::unique_ptr<EthPorts> eth;
+    std::unique_ptr<FILE, int (*)(FILE *)> rx_times_file(nullptr, std::fclose);
     if (opt.eth()) {
         std::vector<pcap::Frame> in[EthPorts::kPorts];
         try {
@@ -236,6 +252,13 @@ int main(int argc, char **argv) {
                     if (in[p][i].bytes.empty()) throw std::runtime_error(opt.eth_in[p] + ": record " + std::to_string(i + 1) + ": empty frame");
             }
             eth = std::make_unique<EthPorts>(in, opt.eth_out, opt.gbps);
+            for (unsigned p = 0; p < EthPorts::kPorts; p++)
+                if (!opt.tap[p].empty()) eth->attach_tap(p, std::make_unique<Tap>(opt.tap[p]));
+            if (!opt.rx_times.empty()) {
+                rx_times_file.reset(std::fopen(opt.rx_times.c_str(), "w"));
+                if (!rx_times_file) throw std::runtime_error("cannot write " + opt.rx_times);
+                eth->log_rx_times(rx_times_file.get());
+            }
         } catch (const std::exception &e) {
             usage_error(e.what());
         }
@@ -285,6 +308,11 @@ int main(int argc, char **argv) {
     for (uint64_t i = 0; i < kResetCycles; i++) tick();
     top->reset = 0;
     top->io_eth_tx_ready = 1;
+    bool taps = eth && eth->has_tap();
+    if (taps) {
+        signal(SIGINT, on_stop);
+        signal(SIGTERM, on_stop);
+    }
     while (!ended && cycle < opt.max_cycles && !ctx->gotFinish()) {
         // Outputs are sampled with the clock low: these are the values the next edge will commit.
         top->clock = 0;
@@ -296,7 +324,8 @@ int main(int argc, char **argv) {
             top->io_eth_rx_bits_beat_keep = rx.keep;
             top->io_eth_rx_bits_beat_last = rx.last;
             top->io_eth_rx_bits_user = rx.port;
-            top->io_simDrain = eth->inputs_done() && cycle - eth->last_activity() >= opt.drain_cycles;
+            if (taps && (cycle & 255) == 0) eth->poll_taps(cycle);
+            top->io_simDrain = taps ? (bool)g_stop : eth->inputs_done() && cycle - eth->last_activity() >= opt.drain_cycles;
         }
         top->eval();
         if (eth) {
@@ -340,7 +369,9 @@ int main(int argc, char **argv) {
         uint64_t other = 0;
         for (unsigned p = 0; p < EthPorts::kPorts; p++)
             if (p != NANOBPF_DATAPATH_HOST_PORT && p != NANOBPF_DATAPATH_NET_PORT) other += eth->received(p);
-        std::printf("%s\n", other ? (", " + std::to_string(other) + " on no port (a bug)").c_str() : "");
+        std::printf("%s", other ? (", " + std::to_string(other) + " on no port (a bug)").c_str() : "");
+        uint64_t refused = eth->tap_dropped(NANOBPF_DATAPATH_HOST_PORT) + eth->tap_dropped(NANOBPF_DATAPATH_NET_PORT);
+        std::printf("%s\n", refused ? (", " + std::to_string(refused) + " refused by a TAP").c_str() : "");
     }
     int rc = code;
     const char *how = code == 0 ? "PASS" : "FAIL";

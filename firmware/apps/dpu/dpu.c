@@ -30,7 +30,7 @@ static struct ebpf_prog prog;
 /* Per-core tallies, each written only by its core (write-through caches: they reach memory), read by
  * core 0 at the end. One cache line each. */
 struct core_stats {
-    uint64_t packets, cycles, actions[5], aborted_by_runtime, ctrl, drops[DPU_DROPS];
+    uint64_t packets, cycles, busy, actions[5], aborted_by_runtime, ctrl, drops[DPU_DROPS];
 } __attribute__((aligned(64)));
 static struct core_stats stats[NANOBPF_MAX_CORES];
 
@@ -148,8 +148,9 @@ static int summary(unsigned cores) {
     __asm__ volatile("fence" ::: "memory"); /* the data cores' tallies: not from a stale line */
     for (unsigned c = 0; c < cores; c++) {
         volatile struct core_stats *s = &stats[c];
-        printf("DPU core%u packets=%llu cycles=%llu aborted=%llu drop=%llu pass=%llu tx=%llu redirect=%llu ctrl=%llu", c,
-               (unsigned long long)s->packets, (unsigned long long)s->cycles, (unsigned long long)s->actions[0],
+        printf("DPU core%u packets=%llu cycles=%llu busy=%llu aborted=%llu drop=%llu pass=%llu tx=%llu redirect=%llu ctrl=%llu", c,
+               (unsigned long long)s->packets, (unsigned long long)s->cycles, (unsigned long long)s->busy,
+               (unsigned long long)s->actions[0],
                (unsigned long long)s->actions[1], (unsigned long long)s->actions[2], (unsigned long long)s->actions[3],
                (unsigned long long)s->actions[4], (unsigned long long)s->ctrl);
         static const char *const drop_names[] = DPU_DROP_NAMES;
@@ -161,9 +162,11 @@ static int summary(unsigned cores) {
 
 static void data_loop(unsigned hart, int also_control) {
     for (;;) {
+        uint64_t t0 = nb_cycles();
         uint64_t d = PKT(NANOBPF_PKT_CORE_DESC_OFFSET(hart));
         if (NANOBPF_GET(d, NANOBPF_PKT_DESC_VALID)) {
             PKT(NANOBPF_PKT_CORE_COMP_OFFSET(hart)) = one_packet(hart, d);
+            stats[hart].busy += nb_cycles() - t0; /* descriptor read to completion written */
             continue;
         }
         if (also_control && drain_requested()) return;

@@ -67,7 +67,7 @@ def parse_counters(lines):
 
 
 def run_sim(cores, firmware, host, net, max_cycles=50_000_000, gbps=0.0, drain_cycles=20_000, timeout=1800,
-            workdir=None):
+            workdir=None, extra_args=()):
     """Run the frames through the `cores`-core simulated DPU with `firmware` (dpu-<program>)."""
     with tempfile.TemporaryDirectory(prefix="nanobpf-wire-") as tmp:
         d = Path(workdir or tmp)
@@ -79,6 +79,7 @@ def run_sim(cores, firmware, host, net, max_cycles=50_000_000, gbps=0.0, drain_c
                 "--net-out", files["net-out"], "--drain-cycles", str(drain_cycles)]
         if gbps:
             args += ["--gbps", str(gbps)]
+        args += list(extra_args)
         r = sim.run(cores, firmware, max_cycles=max_cycles, args=[str(a) for a in args], timeout=timeout)
         out = {p: [f for _, f in read_pcap(files[f"{p}-out"])] if files[f"{p}-out"].exists() else []
                for p in (HOST, NET)}
