@@ -71,6 +71,9 @@ def accounted(dev, ref):
     assert pisa["tx"] + pisa["tx_dropped"] == pkt["egress"] + pisa["to_host"] + pisa["to_network"]
     out = len(dev.out["host"]) + len(dev.out["net"])
     assert pisa["tx"] == out
+    ports = dev.counters["ports"]   # per port, as the host can read them (pkt.counter rx_port*/tx_port*)
+    assert (ports["host_rx"], ports["net_rx"]) == (dev.sent["host"], dev.sent["net"])
+    assert (ports["host_tx"], ports["net_tx"]) == (len(dev.out["host"]), len(dev.out["net"]))
     assert frames_in == out + pisa["dropped"] + pkt["drop_full"] + pkt["released_drop"] + pkt["egress_bad"] + pisa["tx_dropped"]
     # the model drops the same frames in the PISA stage, in the program and in its shim rules
     assert ref.counters["pisa_drop"] == pisa["dropped"]

@@ -145,6 +145,11 @@ static int summary(unsigned cores) {
            (unsigned long long)pkt_count(NANOBPF_PKT_COUNTER_EGRESS_FRAMES),
            (unsigned long long)pkt_count(NANOBPF_PKT_COUNTER_EGRESS_BAD),
            (unsigned long long)PKT(NANOBPF_PKT_FREE_SLOTS_OFFSET));
+    printf("DPU ports host_rx=%llu host_tx=%llu net_rx=%llu net_tx=%llu\n",
+           (unsigned long long)pkt_count(NANOBPF_PKT_COUNTER_RX_PORT0 + NANOBPF_DATAPATH_HOST_PORT),
+           (unsigned long long)pkt_count(NANOBPF_PKT_COUNTER_TX_PORT0 + NANOBPF_DATAPATH_HOST_PORT),
+           (unsigned long long)pkt_count(NANOBPF_PKT_COUNTER_RX_PORT0 + NANOBPF_DATAPATH_NET_PORT),
+           (unsigned long long)pkt_count(NANOBPF_PKT_COUNTER_TX_PORT0 + NANOBPF_DATAPATH_NET_PORT));
     __asm__ volatile("fence" ::: "memory"); /* the data cores' tallies: not from a stale line */
     for (unsigned c = 0; c < cores; c++) {
         volatile struct core_stats *s = &stats[c];

@@ -28,6 +28,9 @@ class PacketPath(p: PktParams = PktParams()) extends Module {
     /** Events of the egress (outside this block), counted here. */
     val egressSent = Input(Bool())
     val egressBad = Input(Bool())
+    /** Frames into and out of the datapath per physical port (outside this block), counted here. */
+    val portRx = Input(Vec(4, Bool()))
+    val portTx = Input(Vec(4, Bool()))
   })
   val reasm = Module(new Reasm(p))
   val dispatch = Module(new Dispatch(p))
@@ -77,6 +80,10 @@ class PacketPath(p: PktParams = PktParams()) extends Module {
   c(PktCounter.GsoBad) := pktz.io.count.bad
   c(PktCounter.EgressFrames) := io.egressSent
   c(PktCounter.EgressBad) := io.egressBad
+  for (i <- 0 until 4) {
+    c(PktCounter.RxPort0 + i) := io.portRx(i)
+    c(PktCounter.TxPort0 + i) := io.portTx(i)
+  }
 }
 
 object PacketPath {
@@ -107,6 +114,8 @@ class PacketPathBlock(p: PktParams = PktParams()) extends Module {
   path.io.free := io.free
   path.io.egressSent := false.B
   path.io.egressBad := false.B
+  path.io.portRx.foreach(_ := false.B)
+  path.io.portTx.foreach(_ := false.B)
   io.freeSlots := path.io.freeSlots
   mem.io.write := path.io.mem
   mem.io.readAddr := io.readAddr

@@ -80,4 +80,10 @@ class Datapath(p: PktParams) extends Module {
   path.io.egressSent := egress.io.sent
   path.io.egressBad := egress.io.bad
   io.out <> pisa.io.out
+
+  // ---- frame accounting per physical port (pkt counters rx_port*/tx_port*)
+  for (i <- 0 until 4) {
+    path.io.portRx(i) := io.in.fire && io.in.bits.beat.last && io.in.bits.user === i.U
+    path.io.portTx(i) := io.out.fire && io.out.bits.beat.last && io.out.bits.port === i.U
+  }
 }
