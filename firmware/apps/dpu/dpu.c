@@ -21,8 +21,8 @@ extern const uint8_t dpu_prog_image[], dpu_prog_image_end[];
 
 #define PISA(off) NB_REG64(NANOBPF_PISA_BASE + (off))
 #define PKT(off) NB_REG64(NANOBPF_PKT_BASE + (off))
-#define HOST_LPORT 0
-#define NET_LPORT 1
+#define HOST_LPORT NANOBPF_DATAPATH_HOST_LPORT /* the default tables (hw/defs/soc.toml [datapath]) */
+#define NET_LPORT NANOBPF_DATAPATH_NET_LPORT
 #define IDLE_CYCLES 128 /* a data core with an empty queue sleeps this long before it looks again */
 
 static struct ebpf_prog prog;
