@@ -289,7 +289,7 @@ int main(int argc, char **argv) {
         if (!uart_file) usage_error("cannot write UART output " + opt.uart);
         uart = std::make_unique<UartDecoder>(uart_file.get());
     }
-    uint64_t cycle = 0, bus_errors = 0;
+    uint64_t cycle = 0, bus_errors = 0, rx_stalls = 0;
     bool ended = false;
     int code = 0;
     auto t0 = std::chrono::steady_clock::now();
@@ -330,6 +330,7 @@ int main(int argc, char **argv) {
         top->eval();
         if (eth) {
             if (rx.valid && top->io_eth_rx_ready) eth->rx_taken(cycle);
+            else if (rx.valid) rx_stalls++;  // the DPU held a beat back (one beat per cycle is the goal)
             if (top->io_eth_tx_valid) {
                 EthPorts::Beat tx;
                 tx.data = top->io_eth_tx_bits_beat_data;
@@ -371,7 +372,8 @@ int main(int argc, char **argv) {
             if (p != NANOBPF_DATAPATH_HOST_PORT && p != NANOBPF_DATAPATH_NET_PORT) other += eth->received(p);
         std::printf("%s", other ? (", " + std::to_string(other) + " on no port (a bug)").c_str() : "");
         uint64_t refused = eth->tap_dropped(NANOBPF_DATAPATH_HOST_PORT) + eth->tap_dropped(NANOBPF_DATAPATH_NET_PORT);
-        std::printf("%s\n", refused ? (", " + std::to_string(refused) + " refused by a TAP").c_str() : "");
+        std::printf("%s; input held back %" PRIu64 " cycle(s)\n", refused ? (", " + std::to_string(refused) + " refused by a TAP").c_str() : "",
+                    rx_stalls);
     }
     int rc = code;
     const char *how = code == 0 ? "PASS" : "FAIL";
