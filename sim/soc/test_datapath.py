@@ -201,3 +201,30 @@ def test_tap_ports(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+@pytest.mark.parametrize("case", ["not_pcap", "pcapng", "not_ethernet", "cut_record", "cut_header", "empty_frame", "snapped"])
+def test_bad_capture_files_are_refused(case, tmp_path):
+    """nanobpf-sim refuses an input file it cannot take whole, naming the file and the record, before it
+    simulates anything (exit code `usage`)."""
+    import struct
+    import subprocess
+    from nanobpf import sim
+    hdr = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
+    frame = udp_frame(b"x" * 20, "10.0.0.2", "10.0.0.1", 1, 2)
+    rec = struct.pack("<IIII", 0, 0, len(frame), len(frame)) + frame
+    content, message = {
+        "not_pcap": (b"hello, this is not a capture", "bad magic"),
+        "pcapng": (struct.pack("<I", 0x0A0D0D0A) + bytes(40), "pcapng is not supported"),
+        "not_ethernet": (struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 101) + rec, "is not Ethernet"),
+        "cut_record": (hdr + rec[:-5], "record 1: truncated"),
+        "cut_header": (hdr + rec + rec[:9], "record 2: truncated header"),
+        "empty_frame": (hdr + struct.pack("<IIII", 0, 0, 0, 0), "record 1: empty frame"),
+        "snapped": (hdr + struct.pack("<IIII", 0, 0, 10, len(frame)) + frame[:10], "larger snap length"),
+    }[case]
+    bad = tmp_path / "in.pcap"
+    bad.write_bytes(content)
+    p = subprocess.run([str(sim.sim_binary(1)), "--firmware", str(sim.firmware_image("dpu-wire")), "--net-in", str(bad)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == sim.EXIT_USAGE, p.stdout + p.stderr
+    assert message in p.stderr and str(bad) in p.stderr, p.stderr
