@@ -7,21 +7,36 @@
 #include <string.h>
 #include "dpu.h"
 #include "nanobpf_ctrl.h"
+#include "nanobpf_soc.h"
 
 static int has_shim(uint64_t data, uint64_t end) {
     const volatile uint8_t *p = (const volatile uint8_t *)(uintptr_t)data;
     return end - data >= 14 && p[12] == (NANOBPF_SHIM_ETHERTYPE >> 8) && p[13] == (NANOBPF_SHIM_ETHERTYPE & 0xff);
 }
 
+/* The program's quic_stats map (NULL: none), looked up once per program and core: its maps do not
+ * change. One cache line per core, written only by that core (L1 caches are not coherent). */
+static struct {
+    const struct ebpf_prog *prog;
+    struct ebpf_map *map;
+} __attribute__((aligned(64))) stats_cache[NANOBPF_MAX_CORES];
+
+static struct ebpf_map *stats_map(const struct ebpf_prog *prog) {
+    __typeof__(stats_cache[0]) *c = &stats_cache[ebpf_cpu_id()];
+    if (c->prog != prog) {
+        c->map = NULL;
+        for (uint32_t i = 0; i < prog->n_maps; i++)
+            if (!strcmp(prog->maps[i]->name, "quic_stats") && prog->maps[i]->value_size >= 8) c->map = prog->maps[i];
+        c->prog = prog;
+    }
+    return c->map;
+}
+
 /* This core's quic_stats[index] of the program (0 when it has no such map). */
 static uint64_t quic_stat(const struct ebpf_prog *prog, uint32_t index) {
-    for (uint32_t i = 0; i < prog->n_maps; i++) {
-        struct ebpf_map *m = prog->maps[i];
-        if (strcmp(m->name, "quic_stats") || m->value_size < 8) continue;
-        const uint64_t *v = ebpf_map_lookup(m, &index);
-        return v ? *v : 0;
-    }
-    return 0;
+    struct ebpf_map *m = stats_map(prog);
+    const uint64_t *v = m ? ebpf_map_lookup(m, &index) : NULL;
+    return v ? *v : 0;
 }
 
 int dpu_guard_before(const struct ebpf_prog *prog, const struct ebpf_xdp_buff *xdp, struct dpu_guard *g) {
