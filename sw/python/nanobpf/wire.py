@@ -233,7 +233,8 @@ def summary(dev: WireRun, ref: ModelRun | None):
                  f"{pkt.get('drop_full', 0)} dropped for want of a slot, {pkt.get('free_slots', 0)} slots free at the end")
     for name, v in sorted(cores.items()):
         per = v["cycles"] / v["packets"] if v["packets"] else 0
-        lines.append(f"{name}: {v['packets']} packets, {per:.0f} cycles per packet in the program"
+        busy = v.get("busy", 0) / v["packets"] if v["packets"] else 0
+        lines.append(f"{name}: {v['packets']} packets, {per:.0f} cycles per packet in the program, {busy:.0f} with the firmware"
                      + (f", {v['ctrl']} control frames" if v.get("ctrl") else ""))
     from .soc import CORE_CLOCK_HZ
     mhz = CORE_CLOCK_HZ / 1e6
