@@ -55,7 +55,8 @@ defs: $(DEFS_STAMP) ## regenerate every view of hw/defs/*.toml (commit docs/memo
 
 # ---------------------------------------------------------------- firmware
 firmware: $(DEFS_STAMP) | $(APT_STAMP) $(VENV_STAMP) ## build the boot ROM and firmware programs into build/firmware
-	@$(MAKE) -s -C firmware O=$(FW) GEN=$(GEN) PYTHON=$(PY)
+	@$(MAKE) -s -C firmware/ebpf O=$(EBPF) GEN=$(GEN) host
+	@$(MAKE) -s -C firmware O=$(FW) GEN=$(GEN) PYTHON=$(PY) NANOBPF_RUN=$(EBPF)/host/nanobpf-run
 
 # ---------------------------------------------------------------- eBPF runtime on the host
 EBPF := $(BUILD)/ebpf

@@ -244,6 +244,16 @@ extern int ebpf_verify_no_relevance;
  * Returns 0, or -1 with err->insn / err->msg saying which instruction and why. */
 int ebpf_verify(struct ebpf_prog *prog, const struct ebpf_verify_opts *opts, struct ebpf_error *err);
 
+/* Verification records (record.c): ebpf_verify()'s conclusions about an image, made on the build host so
+ * that a firmware's built-in program is not verified again at boot. Write: prog verified, not resolved;
+ * 0 or -1 with err. Apply: to a program just loaded from `image`, as ebpf_verify() would leave it;
+ * refuses (-1, prog unchanged) a record made for another image or changing more than the verifier does. */
+size_t ebpf_record_size(const struct ebpf_prog *prog);
+int ebpf_record_write(const struct ebpf_prog *prog, const void *image, size_t image_size, void *out, size_t out_size,
+                      struct ebpf_error *err);
+int ebpf_record_apply(struct ebpf_prog *prog, const void *image, size_t image_size, const void *record, size_t size,
+                      struct ebpf_error *err);
+
 /* Replace map references (ld_imm64 src 5/6, also 1/2 with imm = map index) by addresses. */
 int ebpf_prog_resolve(struct ebpf_prog *prog, struct ebpf_error *err);
 

@@ -128,11 +128,17 @@ class Device:
             self.x.map_delete("nanobpf_quic_keys", self.key(cid, d, frame))
 
     def set_pn(self, cid, rx_next=0, tx_next=0, direction=OPEN, frame=None):
-        self.x.map_update("quic_pn", self.key(cid, direction, frame), pack("quic_pn_state", rx_next, tx_next, 0, 0, 0))
+        """Packet-number state as if numbers below rx_next had been opened and below tx_next sealed
+        (every claim word at tx_next: none of them can be sealed again)."""
+        claims = [tx_next] * abi.NANOBPF_QUIC_PN_CLAIMS
+        self.x.map_update("quic_pn", self.key(cid, direction, frame),
+                          pack("quic_pn_state", rx_next, 0, 0, 0, tx_next, *claims))
 
     def pn_state(self, cid, direction=OPEN, frame=None):
+        """The entry's struct nanobpf_quic_pn_state as a dict of its fields, or None."""
         v = self.x.map_lookup("quic_pn", self.key(cid, direction, frame))
-        return None if v is None else struct.unpack(abi.STRUCTS["quic_pn_state"].fmt, v)
+        st = abi.STRUCTS["quic_pn_state"]
+        return None if v is None else dict(zip((f[0] for f in st.fields), struct.unpack(st.fmt, v)))
 
     def counters(self, name):
         n = self.x.map_info(name).max_entries

@@ -1,7 +1,7 @@
 /* dpu: the DPU's data-plane firmware (docs/dataplane.md).
  *
- * Core 0 is the control core: at boot it loads, verifies and JIT-compiles the built-in XDP program
- * (linked into the image, images.S), sets up the PISA pipeline (host and network logical ports, every
+ * Core 0 is the control core: at boot it loads, verifies (or applies the build host's verification
+ * record, when the image carries one) and JIT-compiles the built-in XDP program (linked into the image, images.S), sets up the PISA pipeline (host and network logical ports, every
  * frame to the cores) and the core select, then wakes the data cores; its own queue then holds only
  * the control frames from the host (dropped and counted until the control protocol runs here). Every data core loops: pop a
  * descriptor from its queue (sleeping a little when the queue is empty, instead of spinning on the
@@ -10,14 +10,14 @@
  * data core. Around each run, the host link's fail-closed contract (guard.c).
  *
  * In simulation the harness raises dpu.sim_drain when it has sent every frame and the ports are idle:
- * core 0 then prints the counters (per port: frames in = frames out + drops by reason) and ends the run. */
+ * once every slot is free again, core 0 prints the counters (per port: frames in = frames out + drops by reason) and ends the run. */
 #include <stdio.h>
 #include <string.h>
 #include "aead.h"
 #include "dpu.h"
 #include "nanobpf.h"
 
-extern const uint8_t dpu_prog_image[], dpu_prog_image_end[];
+extern const uint8_t dpu_prog_image[], dpu_prog_image_end[], dpu_prog_record[], dpu_prog_record_end[];
 
 #define PISA(off) NB_REG64(NANOBPF_PISA_BASE + (off))
 #define PKT(off) NB_REG64(NANOBPF_PKT_BASE + (off))
@@ -113,7 +113,13 @@ static uint64_t one_packet(unsigned hart, uint64_t d) {
            NANOBPF_PUT(NANOBPF_PKT_COMP_OFFSET, xdp.data - base) | NANOBPF_PUT(NANOBPF_PKT_COMP_PORT, port);
 }
 
-static int drain_requested(void) { return NB_REG32(NANOBPF_DPU_BASE + NANOBPF_DPU_SIM_DRAIN_OFFSET) & 1; }
+/* The harness has sent every frame and the ports are idle, and every slot is free again: no frame is
+ * left on a core, in the reorder buffer or in the egress (data cores may still be working when the
+ * ports have been quiet for a while). */
+static int drained(void) {
+    return (NB_REG32(NANOBPF_DPU_BASE + NANOBPF_DPU_SIM_DRAIN_OFFSET) & 1) &&
+           PKT(NANOBPF_PKT_FREE_SLOTS_OFFSET) == NANOBPF_DATAPATH_SLOTS;
+}
 
 static uint64_t pisa_count(unsigned i) { return PISA(NANOBPF_PISA_COUNTER_OFFSET(i)); }
 static uint64_t pkt_count(unsigned i) { return PKT(NANOBPF_PKT_COUNTER_OFFSET(i)); }
@@ -174,7 +180,7 @@ static void data_loop(unsigned hart, int also_control) {
             stats[hart].busy += nb_cycles() - t0; /* descriptor read to completion written */
             continue;
         }
-        if (also_control && drain_requested()) return;
+        if (also_control && drained()) return;
         idle(hart, IDLE_CYCLES);
     }
 }
@@ -188,15 +194,27 @@ int hart_main(unsigned hart) {
     }
     struct ebpf_error err = {-1, ""};
     uint64_t t0 = nb_cycles();
-    if (ebpf_image_load(dpu_prog_image, (size_t)(dpu_prog_image_end - dpu_prog_image), &prog, &err) ||
-        ebpf_verify(&prog, NULL, &err) || ebpf_prog_resolve(&prog, &err) || ebpf_jit_compile(&prog, 0, &err)) {
+    size_t image_size = (size_t)(dpu_prog_image_end - dpu_prog_image), record_size = (size_t)(dpu_prog_record_end - dpu_prog_record);
+    /* verified here, or at build time by the same verifier (the record binds its result to this image) */
+    if (ebpf_image_load(dpu_prog_image, image_size, &prog, &err) ||
+        (record_size ? ebpf_record_apply(&prog, dpu_prog_image, image_size, dpu_prog_record, record_size, &err)
+                     : ebpf_verify(&prog, NULL, &err))) {
         printf("FAIL loading the built-in program: insn %d: %s\n", err.insn, err.msg);
         return 1;
     }
+    uint64_t t1 = nb_cycles();
+    if (ebpf_prog_resolve(&prog, &err) || ebpf_jit_compile(&prog, 0, &err)) {
+        printf("FAIL compiling the built-in program: insn %d: %s\n", err.insn, err.msg);
+        return 1;
+    }
+    uint64_t t2 = nb_cycles();
     unsigned entries;
     if (dpu_boot_config_apply(&prog, &entries)) return 1;
-    printf("dpu: %u core(s), program %s: %u instructions, JIT %u bytes, %u boot config entries, installed in %llu cycles\n",
-           cores, prog.name, prog.n_insns, prog.jit_size, entries, (unsigned long long)(nb_cycles() - t0));
+    printf("dpu: %u core(s), program %s: %u instructions, %s in %llu cycles, JIT %u bytes in %llu cycles, "
+           "%u boot config entries, installed in %llu cycles\n",
+           cores, prog.name, prog.n_insns, record_size ? "verification record applied" : "verified",
+           (unsigned long long)(t1 - t0), prog.jit_size, (unsigned long long)(t2 - t1), entries,
+           (unsigned long long)(nb_cycles() - t0));
     setup_pisa();
     __asm__ volatile("fence" ::: "memory");
     nb_mailbox_write(0, 1);

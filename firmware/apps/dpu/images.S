@@ -7,6 +7,16 @@ dpu_prog_image:
     .incbin DPU_PROG
 dpu_prog_image_end:
 
+/* Its verification record (DPU_RECORD, made on the build host by nanobpf-run --write-record), or none:
+ * then core 0 verifies the program itself. */
+    .balign 8
+    .global dpu_prog_record, dpu_prog_record_end
+dpu_prog_record:
+#ifdef DPU_RECORD
+    .incbin DPU_RECORD
+#endif
+dpu_prog_record_end:
+
 /* Its boot configuration (DPU_BOOTCFG, nanobpf.bootcfg format), or none. */
     .balign 8
     .global dpu_boot_config, dpu_boot_config_end

@@ -23,8 +23,8 @@
  *     removes the shim and seals the packet with the SEAL entry of that CID: it appends the tag,
  *     encrypts in place, applies header protection, fixes lengths and checksum and redirects the frame
  *     to quic_config.net_ifindex (XDP_TX when 0). A marked frame that cannot be sealed - unknown
- *     connection, key phase without keys, a packet number not above the last one sealed for the
- *     connection (the AES-GCM nonce would repeat), anything but one 1-RTT (or offloaded long-header)
+ *     connection, key phase without keys, a packet number that may have been sealed already for the
+ *     connection (the AES-GCM nonce would repeat: quic_claim_pn), anything but one 1-RTT (or offloaded long-header)
  *     packet, malformed - is dropped and counted by reason: it never leaves in plaintext. Frames without
  *     the shim are the host's own (it protected them) and are forwarded unchanged (FORWARDED).
  *   A shim arriving from the network is dropped (BAD_SHIM).
@@ -215,14 +215,53 @@ static __always_inline const struct nanobpf_quic_keys *quic_keys(const struct qu
 /* The entry's packet-number state, created on first use; NULL when quic_pn is full (the caller drops:
  * without it neither nonce uniqueness nor decoding can be kept). The control plane removes it with the
  * key table entry. */
+static const struct nanobpf_quic_pn_state quic_pn_fresh; /* zero; not on the stack, which is short */
+
 static __always_inline struct nanobpf_quic_pn_state *quic_pn_state(const struct nanobpf_quic_cid *cid) {
     struct nanobpf_quic_pn_state *st = bpf_map_lookup_elem(&quic_pn, cid);
     if (!st) {
-        struct nanobpf_quic_pn_state fresh = {};
-        bpf_map_update_elem(&quic_pn, cid, &fresh, BPF_NOEXIST);
+        bpf_map_update_elem(&quic_pn, cid, &quic_pn_fresh, BPF_NOEXIST);
         st = bpf_map_lookup_elem(&quic_pn, cid);
     }
     return st;
+}
+
+/* Claim packet number pn of a seal entry for one nonce: 0, or -1 when it may have been used. Several
+ * cores may seal one connection's packets at once (JBSQ spreads them), so the claim is one atomic
+ * compare-and-swap on the word of pn's class modulo NANOBPF_QUIC_PN_CLAIMS, which only ever grows
+ * (one past the largest number of the class claimed): a number is claimed at most once, and numbers
+ * that cores reach a little out of order (less than NANOBPF_QUIC_PN_CLAIMS apart) are all sealed. A
+ * number below its class's word is refused, also when it was never sealed: too late. tx_next (the
+ * largest + 1, for decoding) then grows the same way; it bounds nothing. */
+static __always_inline int quic_claim_word(__u64 *word, __u64 pn) {
+    NB_UNROLL
+    for (int i = 0; i < 2; i++) { /* a failed swap: another core claimed in this class meanwhile */
+        __u64 old = *word;
+        if (pn < old)
+            return -1;
+        if (__sync_val_compare_and_swap(word, old, pn + 1) == old)
+            return 0;
+    }
+    return -1;
+}
+static __always_inline int quic_claim_pn(struct nanobpf_quic_pn_state *st, __u64 pn) {
+    int rc;
+    /* each word at a constant offset: the verifier proves an atomic access aligned only so */
+    switch (pn & (NANOBPF_QUIC_PN_CLAIMS - 1)) {
+    case 0: rc = quic_claim_word(&st->tx_claim0, pn); break;
+    case 1: rc = quic_claim_word(&st->tx_claim1, pn); break;
+    case 2: rc = quic_claim_word(&st->tx_claim2, pn); break;
+    default: rc = quic_claim_word(&st->tx_claim3, pn); break;
+    }
+    if (rc)
+        return -1;
+    NB_UNROLL
+    for (int i = 0; i < 2; i++) {
+        __u64 hw = st->tx_next;
+        if (pn < hw || __sync_val_compare_and_swap(&st->tx_next, hw, pn + 1) == hw)
+            break;
+    }
+    return 0;
 }
 
 /* Make the frame exactly len bytes long (drops Ethernet padding, removes or adds room at the end). */
@@ -338,12 +377,10 @@ __noinline int quic_seal(struct xdp_md *ctx, struct quic_pkt *pk, struct quic_cr
         return quic_drop(NANOBPF_QUIC_DROP_NO_PN_STATE);
     /* Nonce uniqueness: a packet number is sealed once per connection, across key phases (the packet
      * number space goes on increasing). The decoded number is what the nonce uses, whatever the host
-     * meant; below the next unused one it is refused. The number is claimed before anything else can
-     * fail, so no later failure lets it be used again. */
+     * meant. It is claimed before anything else can fail, so no later failure lets it be used again. */
     __u64 pn = quic_decode_pn(st->tx_next, trunc, pn_len);
-    if (pn < st->tx_next)
+    if (quic_claim_pn(st, pn))
         return quic_drop(NANOBPF_QUIC_DROP_PN_REUSED);
-    st->tx_next = pn + 1;
     /* verified once from here on, whatever the packet-number length, key phase and decoding case */
     pn = quic_launder64(c, pn);
     next = quic_launder(c, next, 1);

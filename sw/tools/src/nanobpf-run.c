@@ -31,6 +31,10 @@ static const char usage[] =
     "  --verify          verify a raw program as XDP first (r1 is then an xdp_md over MEMORY)\n"
     "  --headroom N      bytes before the frame in its buffer (default 256; odd values test alignment)\n"
     "  --check           only verify (raw program or --image) and print 'accepted' or the error\n"
+    "  --write-record F  with --image: verify, write the verification record to F (firmware images carry\n"
+    "                    it so the device need not verify the program again) and stop\n"
+    "  --record F        with --image: apply the record F instead of verifying (refused if it is not\n"
+    "                    this image's), then run as usual\n"
     "  --batch FILE      with --image: run the commands of FILE ('-': standard input), one per line,\n"
     "                    printing one result line each (flushed, so a driver can talk to it):\n"
     "                      update MAP KEY VALUE [FLAGS] -> ok | error MSG (hex; FLAGS 0 any, 1 noexist,\n"
@@ -296,6 +300,7 @@ int main(int argc, char **argv) {
     long headroom = 256;
     unsigned flags = 0;
     const char *program = NULL, *image = NULL, *memhex = NULL, *dump = NULL, *batch = NULL;
+    const char *write_record = NULL, *record = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -320,6 +325,8 @@ int main(int argc, char **argv) {
         }
         else if (!strcmp(a, "--image") && i + 1 < argc) image = argv[++i];
         else if (!strcmp(a, "--batch") && i + 1 < argc) batch = argv[++i];
+        else if (!strcmp(a, "--write-record") && i + 1 < argc) write_record = argv[++i];
+        else if (!strcmp(a, "--record") && i + 1 < argc) record = argv[++i];
         else if (!strcmp(a, "--dump-jit") && i + 1 < argc) dump = argv[++i], jit = 1;
         else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "nanobpf-run: unknown or incomplete option '%s'\n%s", a, usage);
@@ -332,6 +339,10 @@ int main(int argc, char **argv) {
     }
     if (batch && (!image || memhex || check)) {
         fprintf(stderr, "nanobpf-run: --batch needs --image and takes no memory argument or --check\n");
+        return 2;
+    }
+    if ((write_record || record) && (!image || (write_record && (check || record)))) {
+        fprintf(stderr, "nanobpf-run: --write-record and --record need --image; --write-record takes no --check or --record\n");
         return 2;
     }
 #ifndef __riscv
@@ -356,6 +367,35 @@ int main(int argc, char **argv) {
         char *buf = read_all(f, &len);
         fclose(f);
         if (!buf || ebpf_image_load(buf, len, &prog, &err)) return die(2, image, &err);
+        if (write_record) {
+            if (ebpf_verify(&prog, NULL, &err)) return die(1, "verifier", &err);
+            size_t n = ebpf_record_size(&prog);
+            void *out = malloc(n);
+            FILE *o = out ? fopen(write_record, "wb") : NULL;
+            if (!o) {
+                fprintf(stderr, "nanobpf-run: %s: %s\n", write_record, strerror(errno));
+                return 2;
+            }
+            if (ebpf_record_write(&prog, buf, len, out, n, &err)) return die(1, write_record, &err);
+            if (fwrite(out, 1, n, o) != n || fclose(o)) {
+                fprintf(stderr, "nanobpf-run: %s: write failed\n", write_record);
+                return 2;
+            }
+            printf("recorded: %u insns, %u functions, %lu bytes\n", prog.n_insns, prog.n_subprogs, (unsigned long)n);
+            return 0;
+        }
+        if (record) {
+            FILE *rf = fopen(record, "rb");
+            if (!rf) {
+                fprintf(stderr, "nanobpf-run: %s: %s\n", record, strerror(errno));
+                return 2;
+            }
+            size_t rlen;
+            char *rbuf = read_all(rf, &rlen);
+            fclose(rf);
+            if (!rbuf || ebpf_record_apply(&prog, buf, len, rbuf, rlen, &err)) return die(1, image, &err);
+            free(rbuf);
+        }
         free(buf);
         verify = 1;
     } else {
@@ -398,7 +438,11 @@ int main(int argc, char **argv) {
         xdp = (struct ebpf_xdp_buff){.data = (uintptr_t)data, .data_end = (uintptr_t)(data + memlen),
                                      .data_meta = (uintptr_t)data, .data_hard_start = (uintptr_t)frame,
                                      .frame_end = (uintptr_t)(data + memlen + 256)};
-        if (ebpf_verify(&prog, NULL, &err)) return die(1, "verifier", &err);
+        if (!prog.verified && ebpf_verify(&prog, NULL, &err)) return die(1, "verifier", &err);
+        if (check && record) {
+            printf("accepted: %u insns, %u subprograms, from the verification record\n", prog.n_insns, prog.n_subprogs);
+            return 0;
+        }
         if (check) {
             printf("accepted: %u insns, %u subprograms, %u insns processed, %u states, %u bytes of states at peak\n",
                    prog.n_insns, prog.n_subprogs, ebpf_verify_last_stats.processed, ebpf_verify_last_stats.states,
