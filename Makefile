@@ -152,7 +152,7 @@ bench: $(VENV_STAMP) ## run the benchmarks (tables + PNGs under build/bench: SoC
 	@$(PY) sw/tools/nanobpf-bench-aead --out $(BUILD)/bench
 	@$(PY) sw/tools/nanobpf-bench-dpu --out $(BUILD)/bench
 
-bench-dpu: $(VENV_STAMP) firmware ebpf-tools ## the DPU wire to wire in the cycle-accurate model: packets/s, Gbit/s, latency p50/p99 per frame size and core count (QUIC=1 adds a 1-core run of dpu-quic_hw, about 15 min)
+bench-dpu: $(VENV_STAMP) firmware ebpf-tools ## the DPU wire to wire in the cycle-accurate model: packets/s, Gbit/s, latency p50/p99 per frame size and core count (QUIC=1 adds QUIC seal and open with dpu-quic_hw at 80-1500 bytes, 1 and 4 cores, JBSQ and SJBSQ, about 20 min)
 	@$(MAKE) -s sim CORES=1 && $(MAKE) -s sim CORES=4
 	@$(PY) sw/tools/nanobpf-bench-dpu --out $(BUILD)/bench $(if $(QUIC),--quic)
 bench-aead: $(VENV_STAMP) hw-blocks ## AEAD engine only: cycles per request/block, Gbit/s at 125 MHz, yosys area per build variant

@@ -35,4 +35,7 @@ void nb_aead_set_keys(unsigned slot, const void *value);
 int nb_aead_run(const struct nb_aead_req *r, uint32_t *cycles);
 /* One of the engine's counters (NANOBPF_AEAD_COUNTER_*). */
 uint64_t nb_aead_counter(unsigned index);
+/* Core cycles this hart has spent in nb_aead_run (submitting, waiting for the engine, reading the
+ * completion) since boot: where a packet's cycles go (the dpu firmware's summary). */
+uint64_t nb_aead_wait_cycles(void);
 #endif

@@ -128,16 +128,17 @@ class Device:
             self.x.map_delete("nanobpf_quic_keys", self.key(cid, d, frame))
 
     def set_pn(self, cid, rx_next=0, tx_next=0, direction=OPEN, frame=None):
-        """Packet-number state as if numbers below rx_next had been opened and below tx_next sealed
-        (every claim word at tx_next: none of them can be sealed again)."""
-        claims = [tx_next] * abi.NANOBPF_QUIC_PN_CLAIMS
-        self.x.map_update("quic_pn", self.key(cid, direction, frame),
-                          pack("quic_pn_state", rx_next, 0, 0, 0, tx_next, *claims))
+        """Packet-number state as if numbers below rx_next had been opened (OPEN entry) or below tx_next
+        sealed (SEAL entry: every claim word at tx_next, so none of them can be sealed again)."""
+        value = (pack("quic_pn_state", rx_next, 0, 0, 0, 0) if direction == OPEN else
+                 pack("quic_seal_pn", *[tx_next] * abi.NANOBPF_QUIC_PN_CLAIMS))
+        self.x.map_update("quic_pn", self.key(cid, direction, frame), value)
 
     def pn_state(self, cid, direction=OPEN, frame=None):
-        """The entry's struct nanobpf_quic_pn_state as a dict of its fields, or None."""
+        """The entry's state as a dict of its fields (struct nanobpf_quic_pn_state of an OPEN entry,
+        nanobpf_quic_seal_pn of a SEAL entry), or None."""
         v = self.x.map_lookup("quic_pn", self.key(cid, direction, frame))
-        st = abi.STRUCTS["quic_pn_state"]
+        st = abi.STRUCTS["quic_pn_state" if direction == OPEN else "quic_seal_pn"]
         return None if v is None else dict(zip((f[0] for f in st.fields), struct.unpack(st.fmt, v)))
 
     def counters(self, name):

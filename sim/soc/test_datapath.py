@@ -157,6 +157,32 @@ def test_quic_protection_wire_to_wire(tmp_path):
     assert core["encrypt_unsealed"] == 0 and core["bad_shim"] == 0
 
 
+@pytest.mark.parametrize("firmware", ["dpu-quic_hw", "dpu-quic_hw_sjbsq"])
+def test_quic_one_connection_on_every_core(tmp_path, firmware):
+    """One connection's packets in both directions spread over the three data cores (JBSQ spreads them;
+    SJBSQ starts at the connection's core and spills over when its queue is full), with some host
+    frames sent twice back to back, so that two cores race to seal the same packet number: every
+    number is sealed exactly once (the copy is dropped), every packet opened, byte for byte what the
+    reference protection gives and what the device model does. Core 0 applies the build host's
+    verification record of xdp_quic_hw and JIT-compiles it (about 5M cycles of the run)."""
+    from nanobpf.quic.workload import workload
+    w = workload(seed=1, connections=1, packets=24)   # connection 0 of the firmware's boot configuration
+    host = []
+    for i, f in enumerate(w.host):
+        host += [f, f] if i % 5 == 2 else [f]
+    copies = len(host) - len(w.host)
+    dev = wire.run_sim(4, firmware, host, w.net, workdir=tmp_path, max_cycles=30_000_000, timeout=2400)
+    assert dev.result.returncode == 0 and dev.result.bus_errors == 0, dev.result.output
+    assert dev.out["host"] == w.expect_host
+    assert dev.out["net"] == w.expect_net
+    ref = wire.run_model(QUIC_IMAGE, host, w.net, boot=w.boot)
+    assert not wire.compare(dev, ref)
+    cores = [dev.counters[f"core{c}"] for c in (1, 2, 3)]
+    assert all(c["packets"] > 0 for c in cores), cores                 # the connection was on every data core
+    assert sum(c["drop"] for c in cores) == copies                     # each copy refused (PN_REUSED), nothing else
+    assert sum(c["encrypt_unsealed"] + c["bad_shim"] for c in cores) == 0
+
+
 def test_tap_ports(tmp_path):
     """The simulated DPU on two TAP devices, as a host stack or the Python tools would use it: frames
     written on the network TAP come out of the host TAP through the 4-core DPU, an echo (UDP port 7)

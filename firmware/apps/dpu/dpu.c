@@ -16,6 +16,7 @@
 #include "aead.h"
 #include "dpu.h"
 #include "nanobpf.h"
+#include "nanobpf_aead.h"
 
 extern const uint8_t dpu_prog_image[], dpu_prog_image_end[], dpu_prog_record[], dpu_prog_record_end[];
 
@@ -30,7 +31,9 @@ static struct ebpf_prog prog;
 /* Per-core tallies, each written only by its core (write-through caches: they reach memory), read by
  * core 0 at the end. One cache line each. */
 struct core_stats {
-    uint64_t packets, cycles, busy, actions[5], aborted_by_runtime, ctrl, drops[DPU_DROPS];
+    uint64_t packets, cycles, busy, engine, actions[5], aborted_by_runtime, ctrl, drops[DPU_DROPS];
+    /* the same by ingress port (0 host, 1 network): with xdp_quic_hw, seal and open */
+    uint64_t port_packets[2], port_cycles[2], port_engine[2];
 } __attribute__((aligned(64)));
 static struct core_stats stats[NANOBPF_MAX_CORES];
 
@@ -89,10 +92,16 @@ static uint64_t one_packet(unsigned hart, uint64_t d) {
         return drop;
     }
     struct ebpf_error err = {-1, ""};
-    uint64_t c0 = nb_cycles();
+    uint64_t e0 = nb_aead_wait_cycles(), c0 = nb_cycles();
     uint64_t action = ebpf_xdp_run(&prog, &xdp, 1, &err);
-    s->cycles += nb_cycles() - c0;
+    uint64_t cycles = nb_cycles() - c0, engine = nb_aead_wait_cycles() - e0;
+    unsigned from = lport == HOST_LPORT ? 0 : 1;
+    s->cycles += cycles;
+    s->engine += engine;
     s->packets++;
+    s->port_packets[from]++;
+    s->port_cycles[from] += cycles;
+    s->port_engine[from] += engine;
     if (action > NANOBPF_XDP_REDIRECT) action = NANOBPF_XDP_ABORTED, s->aborted_by_runtime++;
     s->actions[action]++;
     uint32_t out = action == NANOBPF_XDP_PASS ? (lport == HOST_LPORT ? NANOBPF_IFINDEX_NET : NANOBPF_IFINDEX_HOST)
@@ -166,6 +175,11 @@ static int summary(unsigned cores) {
                (unsigned long long)s->actions[4], (unsigned long long)s->ctrl);
         static const char *const drop_names[] = DPU_DROP_NAMES;
         for (unsigned r = 0; r < DPU_DROPS; r++) printf(" %s=%llu", drop_names[r], (unsigned long long)s->drops[r]);
+        printf(" engine=%llu", (unsigned long long)s->engine);
+        static const char *const from[2] = {"host", "net"};
+        for (unsigned p = 0; p < 2; p++)
+            printf(" %s_packets=%llu %s_cycles=%llu %s_engine=%llu", from[p], (unsigned long long)s->port_packets[p], from[p],
+                   (unsigned long long)s->port_cycles[p], from[p], (unsigned long long)s->port_engine[p]);
         printf("\n");
     }
     return 0;

@@ -226,13 +226,13 @@ static __always_inline struct nanobpf_quic_pn_state *quic_pn_state(const struct 
     return st;
 }
 
-/* Claim packet number pn of a seal entry for one nonce: 0, or -1 when it may have been used. Several
- * cores may seal one connection's packets at once (JBSQ spreads them), so the claim is one atomic
- * compare-and-swap on the word of pn's class modulo NANOBPF_QUIC_PN_CLAIMS, which only ever grows
- * (one past the largest number of the class claimed): a number is claimed at most once, and numbers
- * that cores reach a little out of order (less than NANOBPF_QUIC_PN_CLAIMS apart) are all sealed. A
- * number below its class's word is refused, also when it was never sealed: too late. tx_next (the
- * largest + 1, for decoding) then grows the same way; it bounds nothing. */
+/* Claim packet number pn of a SEAL entry (its quic_pn value is a struct nanobpf_quic_seal_pn) for one
+ * nonce: 0, or -1 when it may have been used. Several cores may seal one connection's packets at once
+ * (JBSQ spreads them), so the claim is one atomic compare-and-swap on the word of pn's class modulo
+ * NANOBPF_QUIC_PN_CLAIMS, which only ever grows (one past the largest number of the class claimed): a
+ * number is claimed at most once, and numbers that cores reach a little out of order (less than
+ * NANOBPF_QUIC_PN_CLAIMS apart) are all sealed. A number below its class's word is refused, also when
+ * it was never sealed: too late. */
 static __always_inline int quic_claim_word(__u64 *word, __u64 pn) {
     NB_UNROLL
     for (int i = 0; i < 2; i++) { /* a failed swap: another core claimed in this class meanwhile */
@@ -244,25 +244,22 @@ static __always_inline int quic_claim_word(__u64 *word, __u64 pn) {
     }
     return -1;
 }
-static __always_inline int quic_claim_pn(struct nanobpf_quic_pn_state *st, __u64 pn) {
-    int rc;
+static __always_inline int quic_claim_pn(struct nanobpf_quic_seal_pn *sp, __u64 pn) {
     /* each word at a constant offset: the verifier proves an atomic access aligned only so */
     switch (pn & (NANOBPF_QUIC_PN_CLAIMS - 1)) {
-    case 0: rc = quic_claim_word(&st->tx_claim0, pn); break;
-    case 1: rc = quic_claim_word(&st->tx_claim1, pn); break;
-    case 2: rc = quic_claim_word(&st->tx_claim2, pn); break;
-    default: rc = quic_claim_word(&st->tx_claim3, pn); break;
+    case 0: return quic_claim_word(&sp->claim0, pn);
+    case 1: return quic_claim_word(&sp->claim1, pn);
+    case 2: return quic_claim_word(&sp->claim2, pn);
+    default: return quic_claim_word(&sp->claim3, pn);
     }
-    if (rc)
-        return -1;
-    NB_UNROLL
-    for (int i = 0; i < 2; i++) {
-        __u64 hw = st->tx_next;
-        if (pn < hw || __sync_val_compare_and_swap(&st->tx_next, hw, pn + 1) == hw)
-            break;
-    }
-    return 0;
 }
+/* The largest packet number sealed + 1 (0: none): the reference for decoding the host's numbers. */
+static __always_inline __u64 quic_sealed_next(const struct nanobpf_quic_seal_pn *sp) {
+    __u64 a = sp->claim0 > sp->claim1 ? sp->claim0 : sp->claim1;
+    __u64 b = sp->claim2 > sp->claim3 ? sp->claim2 : sp->claim3;
+    return a > b ? a : b;
+}
+_Static_assert(sizeof(struct nanobpf_quic_seal_pn) == sizeof(struct nanobpf_quic_pn_state), "one quic_pn value");
 
 /* Make the frame exactly len bytes long (drops Ethernet padding, removes or adds room at the end). */
 static __always_inline int quic_set_len(struct xdp_md *ctx, __u32 len) {
@@ -378,8 +375,9 @@ __noinline int quic_seal(struct xdp_md *ctx, struct quic_pkt *pk, struct quic_cr
     /* Nonce uniqueness: a packet number is sealed once per connection, across key phases (the packet
      * number space goes on increasing). The decoded number is what the nonce uses, whatever the host
      * meant. It is claimed before anything else can fail, so no later failure lets it be used again. */
-    __u64 pn = quic_decode_pn(st->tx_next, trunc, pn_len);
-    if (quic_claim_pn(st, pn))
+    struct nanobpf_quic_seal_pn *sp = (struct nanobpf_quic_seal_pn *)st;
+    __u64 pn = quic_decode_pn(quic_sealed_next(sp), trunc, pn_len);
+    if (quic_claim_pn(sp, pn))
         return quic_drop(NANOBPF_QUIC_DROP_PN_REUSED);
     /* verified once from here on, whatever the packet-number length, key phase and decoding case */
     pn = quic_launder64(c, pn);

@@ -3,7 +3,8 @@ built-in program (until the control plane runs on the device, it stands for the 
 MAP_UPDATE messages). Written at build time, linked into the firmware (firmware/apps/dpu/boot.c).
 
 Format (little-endian): b"NBCF", u32 entry count, then per entry: u8 map-name length, the name,
-u16 key length, u16 value length, the key, the value.
+u16 key length, u16 value length, the key, the value. A name starting with "@" is a device setting,
+not a map: "@sched" (no key, the u32 value of the core select's pkt.sched register: `sched()`).
 
     blob = pack([("quic_ports", struct.pack("<H", 443), struct.pack("<I", 1))])
     assert parse(blob) == [("quic_ports", ..., ...)]
@@ -11,6 +12,22 @@ u16 key length, u16 value length, the key, the value.
 import struct
 
 MAGIC = b"NBCF"
+
+
+def sched(policy, bound=None):
+    """The "@sched" setting: core select policy (a name of the soc.toml enumeration pkt_policy: jbsq,
+    sjbsq, rss, rr) and bound (default: the register's reset value's)."""
+    import nanobpf_soc as soc
+    reg = soc.REGS[("pkt", "sched")]
+    policies = soc.ENUMS["pkt_policy"]
+    if policy not in policies:
+        raise ValueError(f"unknown core select policy {policy!r} (one of {', '.join(policies)})")
+    (pshift, pwidth), (bshift, bwidth) = reg.fields["policy"], reg.fields["bound"]
+    if bound is None:
+        bound = (reg.reset >> bshift) & ((1 << bwidth) - 1)
+    if not 0 < bound < 1 << bwidth:
+        raise ValueError(f"core select bound {bound}: 1..{(1 << bwidth) - 1}")
+    return ("@sched", b"", struct.pack("<I", policies[policy] << pshift | bound << bshift))
 
 
 def pack(entries):

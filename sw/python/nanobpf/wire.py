@@ -95,6 +95,8 @@ def _apply_boot(client, boot):
     import struct as _struct
     import nanobpf_ebpf_defs as abi
     for name, key, value in boot:
+        if name.startswith("@"):    # a device setting (core select): the model has no cores to choose
+            continue
         if name == abi.KEYTABLE_MAP_NAME:
             cid_len, ident, direction, _ = _struct.unpack(abi.STRUCTS["quic_cid"].fmt, key)
             client.key_add(ctrl.KeyId(direction, cid_len, ident), value)

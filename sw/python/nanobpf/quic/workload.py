@@ -53,7 +53,19 @@ class Workload:
     keys: list = field(default_factory=list)      # (ctrl.KeyId, keys value): the key table entries
 
 
-def workload(seed=1, connections=6, packets=4):
+def _payload_len(frame_size, v6, cid_len, pn_len):
+    """Payload bytes of a 1-RTT packet whose protected Ethernet frame is frame_size bytes."""
+    n = frame_size - (14 + (40 if v6 else 20) + 8) - (1 + cid_len + pn_len) - 16
+    if n < 4 - pn_len:   # the header-protection sample needs 4 bytes after the packet number starts
+        raise ValueError(f"a {frame_size}-byte frame is too short for a 1-RTT packet with a {cid_len}-byte CID")
+    return n
+
+
+def workload(seed=1, connections=6, packets=4, frame_size=None):
+    """`connections` connections (the first ones of the same seed always get the same CIDs and keys,
+    so a boot configuration made with more connections serves fewer), `packets` each way per
+    connection; frame_size: every protected frame exactly this many bytes (Ethernet, no FCS), else
+    payloads from 3 bytes to the MTU."""
     rng = random.Random(seed)
     w = Workload()
     open_lens = set()
@@ -71,13 +83,18 @@ def workload(seed=1, connections=6, packets=4):
         for pn in range(packets):
             size = rng.choice([3, 20, 100, 600, 1200, MAX_PAYLOAD])   # pn + payload >= 4: the sample
             tpn = (pn & ((1 << (8 * (pn % 4 + 1))) - 1)).to_bytes(pn % 4 + 1, "big")
+            if frame_size:
+                size = _payload_len(frame_size, v6, scid_len, len(tpn))
             # client -> server: protected on the wire, plaintext to the host
             plain = bytes([0x40 | (len(tpn) - 1)]) + server_cid + tpn + rng.randbytes(size)
             w.net.append(udp_frame(protect(plain, client_keys, short_cid_len=scid_len), client, server, cport, QUIC_PORT))
             w.expect_host.append(ctrl.add_shim(udp_frame(plain, client, server, cport, QUIC_PORT), D.NANOBPF_SHIM_F_DECRYPTED))
             # server -> client: plaintext from the host, marked for sealing; protected on the wire
             tpn = encode_pn(pn, pn - 1 if pn else None)
-            plain = bytes([0x40 | (len(tpn) - 1)]) + client_cid + tpn + rng.randbytes(rng.choice([3, 50, 900, MAX_PAYLOAD]))
+            size = rng.choice([3, 50, 900, MAX_PAYLOAD])
+            if frame_size:
+                size = _payload_len(frame_size, v6, ccid_len, len(tpn))
+            plain = bytes([0x40 | (len(tpn) - 1)]) + client_cid + tpn + rng.randbytes(size)
             w.host.append(ctrl.add_shim(udp_frame(plain, server, client, QUIC_PORT, cport), D.NANOBPF_SHIM_F_ENCRYPT, ccid_len))
             w.expect_net.append(udp_frame(protect(plain, server_keys, short_cid_len=ccid_len), server, client, QUIC_PORT, cport))
     cfg = struct.pack(abi.STRUCTS["quic_config"].fmt, abi.NANOBPF_IFINDEX_HOST, abi.NANOBPF_IFINDEX_NET,
@@ -94,12 +111,21 @@ def main(argv=None):
     from .. import bootcfg
     ap = argparse.ArgumentParser(prog="python -m nanobpf.quic.workload",
                                  description="Write the boot configuration (keys, quic_config, quic_ports) of the QUIC "
-                                             "workload, for the data-plane firmware dpu-quic_hw.")
+                                             "workload, for the data-plane firmware dpu-quic_hw (dpu-quic_hw_sjbsq: "
+                                             "with --sched sjbsq).")
     ap.add_argument("--boot-config", metavar="FILE", required=True, help="write the nanobpf.bootcfg blob here")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--sched", metavar="POLICY", help="also set the core select policy (jbsq, sjbsq, rss, rr; "
+                                                      "default: the register's reset value, jbsq)")
     a = ap.parse_args(argv)
+    entries = workload(seed=a.seed).boot
+    try:
+        if a.sched:
+            entries.append(bootcfg.sched(a.sched))
+    except ValueError as e:
+        ap.error(str(e))
     with open(a.boot_config, "wb") as f:
-        f.write(bootcfg.pack(workload(seed=a.seed).boot))
+        f.write(bootcfg.pack(entries))
     return 0
 
 
