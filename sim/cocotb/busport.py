@@ -1,4 +1,4 @@
-"""Driver for the SoC's internal slave bus (nanobpf.soc.BusPort: io_bus_req_*/io_bus_resp_*).
+"""Driver for the SoC's internal slave bus (nanobpf.common.BusPort: io_bus_req_*/io_bus_resp_*).
 
 One access at a time, as the interconnect does; it checks the protocol on the way: the slave is
 ready, answers exactly one cycle after the request fires, and the answer lasts one cycle.

@@ -13,7 +13,7 @@ import nanobpf_ctrl_defs as ctrl
 import nanobpf_ebpf_defs as abi
 from nanobpf import BUILD, ROOT
 from nanobpf.ebpf import device, linux
-from nanobpf.pcap import fix_udp_checksum, inet_checksum, parse_udp, udp_frame
+from nanobpf.pcap import parse_udp, udp_frame, with_payload  # noqa: F401 (with_payload: for the tests)
 from nanobpf.quic import PacketKeys, next_secret, protect
 from nanobpf.quic.protection import encode_pn
 
@@ -168,22 +168,6 @@ class Device:
 
 
 # ---------------------------------------------------------------- frames
-def with_payload(frame, payload):
-    """frame with its UDP payload replaced: lengths, IPv4 header checksum and UDP checksum fixed."""
-    u = parse_udp(frame)
-    head = bytearray(frame[:u.payload_offset])
-    udp_off = u.payload_offset - 8
-    struct.pack_into(">H", head, udp_off + 4, 8 + len(payload))
-    if u.ip_version == 4:
-        ip = udp_off - ((head[14 + 4 * bool(u.vlan)] & 0xf) * 4)
-        struct.pack_into(">H", head, ip + 2, udp_off - ip + 8 + len(payload))
-        struct.pack_into(">H", head, ip + 10, 0)
-        struct.pack_into(">H", head, ip + 10, inet_checksum(bytes(head[ip:udp_off])))
-    else:
-        struct.pack_into(">H", head, udp_off - 40 + 4, 8 + len(payload))
-    return fix_udp_checksum(bytes(head) + payload)
-
-
 CID = bytes.fromhex("0011223344556677")
 K0 = PacketKeys.from_secret(bytes(range(32)))
 K1 = PacketKeys.from_secret(next_secret(bytes(range(32))), hp=K0.hp)

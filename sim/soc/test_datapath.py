@@ -137,7 +137,6 @@ def test_control_frames_only_from_the_host(tmp_path):
 QUIC_IMAGE = BUILD / "firmware/bpf/xdp_quic_hw.nbpf"
 
 
-@pytest.mark.long   # core 0 verifies xdp_quic_hw (26,199 explored instructions) at boot: minutes of simulation
 def test_quic_protection_wire_to_wire(tmp_path):
     """QUIC packet protection through the datapath (firmware dpu-quic_hw: sw/ebpf/quic/xdp_quic_hw.c
     with the keys of nanobpf.quic.workload in its boot configuration, the crypto on the AEAD engine):
@@ -181,6 +180,17 @@ def test_quic_one_connection_on_every_core(tmp_path, firmware):
     assert all(c["packets"] > 0 for c in cores), cores                 # the connection was on every data core
     assert sum(c["drop"] for c in cores) == copies                     # each copy refused (PN_REUSED), nothing else
     assert sum(c["encrypt_unsealed"] + c["bad_shim"] for c in cores) == 0
+
+
+@pytest.mark.long   # about 5 minutes of simulation: what make demo runs
+def test_quic_demo(tmp_path):
+    """make demo's run (nanobpf-wire --quic): the synthetic connections, the aioquic exchange captured
+    when the firmware was built (when it could be) and RFC 9001 A.2 through the 4-core DPU with
+    dpu-quic_demo; the tool checks every frame against the reference protection and the model."""
+    from nanobpf import BUILD
+    r = wire.main(["--quic", "--cores", "4", "--out", str(tmp_path)])
+    assert r == 0
+    assert (BUILD / "firmware/bpf/quic_capture/meta.json").exists(), "the demo ran without the aioquic capture"
 
 
 def test_tap_ports(tmp_path):

@@ -31,7 +31,7 @@ static struct ebpf_prog prog;
 /* Per-core tallies, each written only by its core (write-through caches: they reach memory), read by
  * core 0 at the end. One cache line each. */
 struct core_stats {
-    uint64_t packets, cycles, busy, engine, actions[5], aborted_by_runtime, ctrl, drops[DPU_DROPS];
+    uint64_t packets, cycles, busy, engine, actions[5], aborted_by_runtime, ctrl, drops[DPU_DROPS], sealed, opened;
     /* the same by ingress port (0 host, 1 network): with xdp_quic_hw, seal and open */
     uint64_t port_packets[2], port_cycles[2], port_engine[2];
 } __attribute__((aligned(64)));
@@ -115,6 +115,8 @@ static uint64_t one_packet(unsigned hart, uint64_t d) {
             s->drops[why]++;
             return drop;
         }
+        s->sealed += g.done == DPU_GUARD_SEALED;
+        s->opened += g.done == DPU_GUARD_OPENED;
     }
     unsigned port = out == NANOBPF_IFINDEX_HOST ? HOST_LPORT : NET_LPORT;
     return NANOBPF_PUT(NANOBPF_PKT_COMP_SLOT, slot) | NANOBPF_PUT(NANOBPF_PKT_COMP_ACTION, action) |
@@ -175,7 +177,8 @@ static int summary(unsigned cores) {
                (unsigned long long)s->actions[4], (unsigned long long)s->ctrl);
         static const char *const drop_names[] = DPU_DROP_NAMES;
         for (unsigned r = 0; r < DPU_DROPS; r++) printf(" %s=%llu", drop_names[r], (unsigned long long)s->drops[r]);
-        printf(" engine=%llu", (unsigned long long)s->engine);
+        printf(" sealed=%llu opened=%llu engine=%llu", (unsigned long long)s->sealed, (unsigned long long)s->opened,
+               (unsigned long long)s->engine);
         static const char *const from[2] = {"host", "net"};
         for (unsigned p = 0; p < 2; p++)
             printf(" %s_packets=%llu %s_cycles=%llu %s_engine=%llu", from[p], (unsigned long long)s->port_packets[p], from[p],

@@ -15,14 +15,16 @@ struct dpu_guard {
     int seal;          /* a host frame with the ENCRYPT shim: it may leave only sealed, towards the network */
     int watch;         /* quic_stats index whose rise this run is judged by (-1: none) */
     uint64_t before;   /* its value before the run */
+    int done;          /* after the run: DPU_GUARD_SEALED, _OPENED (for the host, with the shim) or _NONE */
 };
+enum { DPU_GUARD_NONE, DPU_GUARD_SEALED, DPU_GUARD_OPENED };
 
 /* Before the run: checks the shim of a frame from `ifindex`; returns a dpu_drop (the frame is dropped)
  * or -1 (run the program). */
 int dpu_guard_before(const struct ebpf_prog *prog, const struct ebpf_xdp_buff *xdp, struct dpu_guard *g);
 /* After the run with `action` towards `ifindex_out`: returns a dpu_drop, or -1 when the frame may leave;
  * a frame the program opened for the host gets the DECRYPTED shim (xdp->data moves back 4 bytes). */
-int dpu_guard_after(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, const struct dpu_guard *g, uint32_t ifindex_out);
+int dpu_guard_after(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, struct dpu_guard *g, uint32_t ifindex_out);
 
 /* Write the boot configuration linked into the image (boot.c) into the program's maps: 0, or -1 after
  * printing why. */

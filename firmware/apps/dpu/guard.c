@@ -56,8 +56,9 @@ int dpu_guard_before(const struct ebpf_prog *prog, const struct ebpf_xdp_buff *x
     return -1;
 }
 
-int dpu_guard_after(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, const struct dpu_guard *g, uint32_t ifindex_out) {
+int dpu_guard_after(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, struct dpu_guard *g, uint32_t ifindex_out) {
     int counted = g->watch >= 0 && quic_stat(prog, (uint32_t)g->watch) > g->before;
+    g->done = DPU_GUARD_NONE;
     if (g->seal && !(ifindex_out == NANOBPF_IFINDEX_NET && counted && !has_shim(xdp->data, xdp->data_end)))
         return DPU_DROP_ENCRYPT_UNSEALED; /* fail closed: never out unsealed */
     if (has_shim(xdp->data, xdp->data_end)) return DPU_DROP_BAD_SHIM; /* only the device adds a shim */
@@ -68,6 +69,8 @@ int dpu_guard_after(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, con
         p[12] = NANOBPF_SHIM_ETHERTYPE >> 8, p[13] = NANOBPF_SHIM_ETHERTYPE & 0xff;
         p[14] = NANOBPF_SHIM_F_DECRYPTED, p[15] = 0;
         xdp->data -= 4;
+        g->done = DPU_GUARD_OPENED;
     }
+    if (g->seal) g->done = DPU_GUARD_SEALED;
     return -1;
 }

@@ -1,4 +1,4 @@
-"""Packet path (nanobpf.coresel.PacketPath: reassembly buffer, packet memory, core select, per-core
+"""Packet path (nanobpf.pktpath.PacketPath: reassembly buffer, packet memory, core select, per-core
 queues behind registers, reorder unit), 2 worker queues and 16 slots. Frames come in; emulated cores
 pop descriptors by reading core_desc and push completions to core_comp over the register bus; the
 egress takes released packets, reads them from packet memory and frees their slots. Checked: every

@@ -267,3 +267,19 @@ def fix_udp_checksum(frame: bytes) -> bytes:
     udp[6:8] = b"\0\0"
     csum = udp_checksum(info.src, info.dst, bytes(udp))
     return frame[:start + 6] + struct.pack("!H", csum) + frame[start + 8:]
+
+
+def with_payload(frame, payload):
+    """frame with its UDP payload replaced: lengths, IPv4 header checksum and UDP checksum fixed."""
+    u = parse_udp(frame)
+    head = bytearray(frame[:u.payload_offset])
+    udp_off = u.payload_offset - 8
+    struct.pack_into(">H", head, udp_off + 4, 8 + len(payload))
+    if u.ip_version == 4:
+        ip = udp_off - ((head[14 + 4 * bool(u.vlan)] & 0xf) * 4)
+        struct.pack_into(">H", head, ip + 2, udp_off - ip + 8 + len(payload))
+        struct.pack_into(">H", head, ip + 10, 0)
+        struct.pack_into(">H", head, ip + 10, inet_checksum(bytes(head[ip:udp_off])))
+    else:
+        struct.pack_into(">H", head, udp_off - 40 + 4, 8 + len(payload))
+    return fix_udp_checksum(bytes(head) + payload)

@@ -37,6 +37,20 @@ class WireRun:
     counters: dict                 # "pisa", "pisa_drops", "pkt", "core0", ... -> {name: int}
     result: sim.SimResult
     sent: dict = field(default_factory=dict)
+    rx_cycles: dict = field(default_factory=dict)   # HOST/NET -> [cycle each input frame's first beat went in]
+    tx_cycles: dict = field(default_factory=dict)   # HOST/NET -> [cycle each output frame's last beat went out]
+
+    def latencies(self):
+        """Wire-to-wire cycles of each frame that went through (input port X's k-th frame is output
+        port Y's k-th when every frame of X left by Y: the DPU keeps arrival order per ingress port),
+        or [] when the frames cannot be matched so."""
+        out = []
+        for src, dst in ((NET, HOST), (HOST, NET)):
+            ins, outs = self.rx_cycles.get(src, []), self.tx_cycles.get(dst, [])
+            if len(ins) != len(outs):
+                return []
+            out += [b - a for a, b in zip(ins, outs)]
+        return out
 
 
 @dataclass
@@ -78,15 +92,32 @@ def run_sim(cores, firmware, host, net, max_cycles=50_000_000, gbps=0.0, drain_c
         files = {k: d / f"{k}.pcap" for k in ("host-in", "net-in", "host-out", "net-out")}
         write_pcap(files["host-in"], host)
         write_pcap(files["net-in"], net)
+        times = d / "rx-times.txt"
         args = ["--host-in", files["host-in"], "--net-in", files["net-in"], "--host-out", files["host-out"],
-                "--net-out", files["net-out"], "--drain-cycles", str(drain_cycles)]
+                "--net-out", files["net-out"], "--drain-cycles", str(drain_cycles), "--rx-times", times]
         if gbps:
             args += ["--gbps", str(gbps)]
         args += list(extra_args)
         r = sim.run(cores, firmware, max_cycles=max_cycles, args=[str(a) for a in args], timeout=timeout)
-        out = {p: [f for _, f in read_pcap(files[f"{p}-out"])] if files[f"{p}-out"].exists() else []
-               for p in (HOST, NET)}
-    return WireRun(out=out, counters=parse_counters(r.lines(0)), result=r, sent={HOST: len(host), NET: len(net)})
+        outs = {p: read_pcap(files[f"{p}-out"]) if files[f"{p}-out"].exists() else [] for p in (HOST, NET)}
+        rx = _rx_times(times)
+    from .soc import CORE_CLOCK_HZ
+    return WireRun(out={p: [f for _, f in outs[p]] for p in outs}, counters=parse_counters(r.lines(0)), result=r,
+                   sent={HOST: len(host), NET: len(net)}, rx_cycles=rx,
+                   tx_cycles={p: [round(ts * CORE_CLOCK_HZ) for ts, _ in outs[p]] for p in outs})
+
+
+def _rx_times(path):
+    """nanobpf-sim --rx-times (lines "port index cycle") as HOST/NET -> [cycle] in input order."""
+    import nanobpf_soc as soc
+    names = {soc.DATAPATH["host_port"]: HOST, soc.DATAPATH["net_port"]: NET}
+    out = {HOST: [], NET: []}
+    if Path(path).exists():
+        for ln in Path(path).read_text().splitlines():
+            if ln.strip():
+                port, _, cycle = (int(x) for x in ln.split())
+                out[names[port]].append(cycle)
+    return out
 
 
 def _apply_boot(client, boot):
@@ -233,13 +264,27 @@ def summary(dev: WireRun, ref: ModelRun | None):
     pkt = c.get("pkt", {})
     lines.append(f"packet path: {pkt.get('dispatched', 0)} descriptors, {pkt.get('egress', 0)} frames back out, "
                  f"{pkt.get('drop_full', 0)} dropped for want of a slot, {pkt.get('free_slots', 0)} slots free at the end")
+    sealed, opened = sum(v.get("sealed", 0) for v in cores.values()), sum(v.get("opened", 0) for v in cores.values())
+    if sealed or opened:
+        lines.append(f"QUIC: {opened} packets opened for the host, {sealed} sealed for the network")
     for name, v in sorted(cores.items()):
-        per = v["cycles"] / v["packets"] if v["packets"] else 0
-        busy = v.get("busy", 0) / v["packets"] if v["packets"] else 0
-        lines.append(f"{name}: {v['packets']} packets, {per:.0f} cycles per packet in the program, {busy:.0f} with the firmware"
+        n = v["packets"] or 1
+        lines.append(f"{name}: {v['packets']} packets, {v['cycles'] / n:.0f} cycles per packet in the program"
+                     + (f" ({v['engine'] / n:.0f} of them waiting for the AEAD engine)" if v.get("engine") else "")
+                     + f", {v.get('busy', 0) / n:.0f} with the firmware"
                      + (f", {v['ctrl']} control frames" if v.get("ctrl") else ""))
     from .soc import CORE_CLOCK_HZ
     mhz = CORE_CLOCK_HZ / 1e6
+    lat = sorted(dev.latencies())
+    if lat:
+        first = min(x for p in dev.rx_cycles.values() for x in p[:1])
+        last = max(x for p in dev.tx_cycles.values() for x in p[-1:])
+        nbytes = sum(len(f) for p in dev.out.values() for f in p)
+        span = max(1, last - first) / CORE_CLOCK_HZ
+        lines.append(f"wire to wire: latency p50 {lat[len(lat) // 2]} cycles ({lat[len(lat) // 2] / mhz:.1f} us), "
+                     f"p99 {lat[int(0.99 * (len(lat) - 1))]} cycles; {sum(len(p) for p in dev.out.values()) / span:,.0f} "
+                     f"packets/s, {nbytes * 8 / span / 1e9:.3f} Gbit/s at {mhz:.0f} MHz (first frame in to last out; "
+                     f"what the input offered when it is paced)")
     lines.append(f"run: {r.cycles} cycles ({r.cycles / mhz / 1000:.2f} ms at {mhz:.0f} MHz), {r.wall_s:.1f} s of simulation")
     if ref is not None:
         diffs = compare(dev, ref)
@@ -263,9 +308,30 @@ def main(argv=None):
     ap.add_argument("--out", help="directory for the input and output pcaps (default: a temporary one)")
     ap.add_argument("--no-model", action="store_true", help="do not run the device model")
     ap.add_argument("--max-cycles", type=int, default=50_000_000)
+    ap.add_argument("--gbps", type=float, help="pace each input port at this many Gbit/s of the core clock (default: "
+                    "back to back; with --quic 0.02, what the three data cores keep up with, so that no frame waits "
+                    "for a packet-memory slot)")
+    ap.add_argument("--quic", action="store_true", help="the QUIC demo instead: firmware dpu-quic_demo (xdp_quic_hw "
+                    "and the keys of nanobpf.quic.demo) on its traffic (synthetic connections, the aioquic capture "
+                    "made at build time, RFC 9001 A.2), checked against the reference protection and the model")
     a = ap.parse_args(argv)
     from . import BUILD
-    if a.host_in or a.net_in:
+    expect = None
+    boot = ()
+    if a.quic:
+        if a.host_in or a.net_in:
+            ap.error("--quic brings its own traffic: no --host-in/--net-in")
+        from .quic.demo import demo_traffic
+        w = demo_traffic(BUILD / "firmware/bpf/quic_capture")
+        host, net, boot, expect = w.host, w.net, w.boot, (w.expect_host, w.expect_net)
+        if a.firmware == "dpu-wire":
+            a.firmware = "dpu-quic_demo"
+        a.image = a.image or str(BUILD / "firmware/bpf/xdp_quic_hw.nbpf")
+        print("[wire] QUIC traffic: " + ", ".join(f"{k} {h} from the host + {n} from the network"
+                                                  for k, (h, n) in w.parts.items())
+              + ("" if "aioquic" in w.parts else " (no aioquic capture: it needs root when the firmware is built)"),
+              flush=True)
+    elif a.host_in or a.net_in:
         host = [f for _, f in read_pcap(a.host_in)] if a.host_in else []
         net = [f for _, f in read_pcap(a.net_in)] if a.net_in else []
     else:
@@ -273,7 +339,10 @@ def main(argv=None):
     image = Path(a.image) if a.image else BUILD / f"firmware/bpf/xdp_{a.firmware.removeprefix('dpu-')}.nbpf"
     print(f"[wire] {len(host)} + {len(net)} frames through the {a.cores}-core DPU ({a.firmware})", flush=True)
     try:
-        dev = run_sim(a.cores, a.firmware, host, net, max_cycles=a.max_cycles, workdir=a.out)
+        gbps = a.gbps if a.gbps is not None else (0.02 if a.quic else 0.0)
+        if gbps:
+            print(f"[wire] each input port paced at {gbps * 1000:g} Mbit/s", flush=True)
+        dev = run_sim(a.cores, a.firmware, host, net, max_cycles=a.max_cycles, workdir=a.out, gbps=gbps)
     except (FileNotFoundError, OSError) as e:
         print(f"nanobpf-wire: {e}", file=sys.stderr)
         return 2
@@ -284,8 +353,15 @@ def main(argv=None):
     ref = None
     if not a.no_model:
         print(f"[wire] the same frames through the device model ({image.name})", flush=True)
-        ref = run_model(image, host, net)
+        ref = run_model(image, host, net, boot=boot)
     print(summary(dev, ref))
+    bad = ref is not None and compare(dev, ref)
+    if expect is not None:
+        same = dev.out[HOST] == expect[0] and dev.out[NET] == expect[1]
+        bad = bad or not same
+        print("against the reference protection (nanobpf.quic): " + ("every frame out as expected, byte for byte"
+              if same else f"DIFFERENT (host {len(dev.out[HOST])} of {len(expect[0])}, network {len(dev.out[NET])} of "
+                           f"{len(expect[1])} frames)"))
     if a.out:
         print(f"pcaps: {a.out}/{{host,net}}-{{in,out}}.pcap")
-    return 1 if ref is not None and compare(dev, ref) else 0
+    return 1 if bad else 0

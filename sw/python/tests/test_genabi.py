@@ -93,7 +93,7 @@ def test_bad_definitions_are_refused(tmp_path, case):
 
 
 def test_scala_object_agrees_with_python_module(tmp_path):
-    """The hardware's view (nanobpf.soc.EbpfAbi, written by mill through --scala) carries the same
+    """The hardware's view (nanobpf.common.EbpfAbi, written by mill through --scala) carries the same
     constants and struct offsets; parsed here rather than compiled (mill compiles it in make hw)."""
     import re
     assert genabi("--scala", tmp_path / "EbpfAbi.scala").returncode == 0

@@ -2,7 +2,8 @@ package nanobpf.aead
 
 import chisel3._
 import chisel3.util._
-import nanobpf.soc.{BusPort, SocMap}
+import nanobpf.common.{BusPort, SocMap}
+import nanobpf.common._
 
 /** The AES-128-GCM engine with its registers (region `aead`) and key table storage (region
   * `keytable`); `mem` is its port into packet memory. This is the unit the SoC instantiates and the

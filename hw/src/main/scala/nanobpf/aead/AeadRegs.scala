@@ -2,8 +2,8 @@ package nanobpf.aead
 
 import chisel3._
 import chisel3.util._
-import nanobpf.reasm.Layout.{get, put}
-import nanobpf.soc.{BusPort, RegSlave, SocMap}
+import nanobpf.common.Layout.{get, put}
+import nanobpf.common.{BusPort, RegSlave, SocMap}
 
 /** Register block of the AEAD engine (block `aead` of hw/defs/soc.toml, one-cycle access).
   *

@@ -2,7 +2,7 @@ package nanobpf.aead
 
 import chisel3._
 import chisel3.util._
-import nanobpf.soc.{EbpfAbi, SocMap}
+import nanobpf.common.{EbpfAbi, SocMap}
 
 /** One request to the engine, as the register block assembled it. */
 class AeadRequest(p: AeadParams) extends Bundle {

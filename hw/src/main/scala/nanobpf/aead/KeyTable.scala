@@ -2,7 +2,7 @@ package nanobpf.aead
 
 import chisel3._
 import chisel3.util._
-import nanobpf.soc.{BusPort, EbpfAbi, SocMap}
+import nanobpf.common.{BusPort, EbpfAbi, SocMap}
 
 /** Key table storage (region `keytable`): connection slot `i` holds its `struct nanobpf_quic_keys`
   * (80 bytes, the ebpf abi) at byte `i * 80`. The bus reads and writes it a 64-bit word at a time

@@ -2,6 +2,7 @@ package nanobpf.aead
 
 import chisel3._
 import chisel3.util._
+import nanobpf.common._
 
 /** Up to 16 bytes of a byte stream, in memory order (`data(0)` is the first byte). */
 class Chunk extends Bundle {

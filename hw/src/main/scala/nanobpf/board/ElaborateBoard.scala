@@ -1,7 +1,8 @@
 package nanobpf.board
 
 import java.nio.file.{Files, Paths}
-import nanobpf.soc.{Emit, SocParams}
+import nanobpf.soc.SocParams
+import nanobpf.common.Emit
 
 /** Emits a board's Chisel part: `ElaborateBoard --board genesys2 --bootrom rom.bin --mem-init fw.hex
   * --out DIR [--cores N]`. The firmware image is baked into main memory (no loader on the board).

@@ -3,7 +3,8 @@ package nanobpf.board
 import chisel3._
 import chisel3.util._
 import nanobpf.mac.{AsyncFifo, AxisBeat, EthMac, GmiiRx, GmiiTx, MacParams}
-import nanobpf.soc.{NanobpfSoc, SocMap, SocParams}
+import nanobpf.soc.{NanobpfSoc, SocParams}
+import nanobpf.common.SocMap
 
 /** Build parameters of a board design. */
 case class BoardParams(

@@ -2,9 +2,10 @@ package nanobpf.coresel
 
 import chisel3._
 import chisel3.util._
-import nanobpf.reasm.{DescHash, Layout, PktParams}
-import nanobpf.soc.SocMap
-import nanobpf.soc.SocMap.{PktComp, PktDesc, PktPolicy}
+import nanobpf.reasm.{DescHash, PktParams}
+import nanobpf.common.Layout
+import nanobpf.common.SocMap
+import nanobpf.common.SocMap.{PktComp, PktDesc, PktPolicy}
 
 /** Run-time configuration of the core select (register `sched`). */
 class SchedConfig extends Bundle {

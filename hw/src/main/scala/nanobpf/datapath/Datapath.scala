@@ -2,11 +2,12 @@ package nanobpf.datapath
 
 import chisel3._
 import chisel3.util._
-import nanobpf.coresel.PacketPath
+import nanobpf.pktpath.PacketPath
 import nanobpf.pisa.{Pisa, PortBeat, UserBeat}
 import nanobpf.reasm.{PktParams, ReasmBeat}
-import nanobpf.soc.{BusPort, StreamMemPort}
-import nanobpf.soc.SocMap.PisaRegs.{RolesHostLport, RolesNetworkLport}
+import nanobpf.soc.StreamMemPort
+import nanobpf.common.BusPort
+import nanobpf.common.SocMap.PisaRegs.{RolesHostLport, RolesNetworkLport}
 
 /** The packet's way through the DPU, in one place (docs/architecture.md section 2):
   *

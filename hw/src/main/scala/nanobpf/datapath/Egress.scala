@@ -3,10 +3,11 @@ package nanobpf.datapath
 import chisel3._
 import chisel3.util._
 import nanobpf.pisa.{Chunk, EgressCmd, Packer, UserBeat}
-import nanobpf.reasm.{Layout, PktParams}
+import nanobpf.reasm.PktParams
+import nanobpf.common.Layout
 import nanobpf.reorder.Released
-import nanobpf.soc.EbpfAbi
-import nanobpf.soc.SocMap.{PisaAction, PktComp}
+import nanobpf.common.EbpfAbi
+import nanobpf.common.SocMap.{PisaAction, PktComp}
 
 /** Where a core's XDP action sends a frame (docs/architecture.md, "XDP actions at the device"):
   * PASS onwards (host -> network, network -> host), TX back out of the ingress port, REDIRECT to the

@@ -2,6 +2,7 @@ package nanobpf.mac
 
 import chisel3._
 import chisel3.util._
+import nanobpf.common._
 
 /** Build parameters of the 1G Ethernet MAC (docs/board.md). */
 case class MacParams(

@@ -2,6 +2,7 @@ package nanobpf.pisa
 
 import chisel3._
 import chisel3.util._
+import nanobpf.common._
 
 /** Front of a store-and-forward stage: passes the beats of each frame on (to a data FIFO) while
   * capturing its first `windowBytes` bytes and its length. One cycle after a frame's last beat,

@@ -2,8 +2,9 @@ package nanobpf.pisa
 
 import chisel3._
 import chisel3.util._
-import nanobpf.soc.SocMap.{PisaAction, PisaCounter}
-import nanobpf.soc.SocMap.PisaRegs._
+import nanobpf.common.SocMap.{PisaAction, PisaCounter}
+import nanobpf.common.SocMap.PisaRegs._
+import nanobpf.common._
 
 /** What the checksum stage tells the rewrite stage about a frame. */
 class RewriteCmd extends Bundle {

@@ -2,6 +2,7 @@ package nanobpf.pisa
 
 import chisel3._
 import chisel3.util._
+import nanobpf.common._
 
 /** Stand-alone wrapper of [[Capture]] + [[Parser]] for the parser's cocotb block test: frames in,
   * one parse result per frame out (beats are discarded).
@@ -23,7 +24,7 @@ class ParserBlock(p: PisaParams = PisaParams()) extends Module {
 /** Stand-alone deparser with its register block, for the deparser's cocotb block test. */
 class DeparserBlock(p: PisaParams = PisaParams()) extends Module {
   val io = IO(new Bundle {
-    val bus = Flipped(new nanobpf.soc.BusPort)
+    val bus = Flipped(new nanobpf.common.BusPort)
     val in = Flipped(Decoupled(new UserBeat(p, new EgressCmd)))
     val out = Decoupled(new PortBeat(p))
   })

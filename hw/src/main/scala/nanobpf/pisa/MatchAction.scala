@@ -2,8 +2,8 @@ package nanobpf.pisa
 
 import chisel3._
 import chisel3.util._
-import nanobpf.soc.SocMap.{PisaAction, PisaCounter, PisaDrop, PisaQuic}
-import nanobpf.soc.SocMap.PisaRegs._
+import nanobpf.common.SocMap.{PisaAction, PisaCounter, PisaDrop, PisaQuic}
+import nanobpf.common.SocMap.PisaRegs._
 
 /** Ingress match-action stages, one lookup per cycle, latency [[MatchAction.latency]]:
   *  1. port table: (physical port, outer VLAN) -> logical port (miss: drop no_lport);

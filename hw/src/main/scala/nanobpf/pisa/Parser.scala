@@ -2,7 +2,8 @@ package nanobpf.pisa
 
 import chisel3._
 import chisel3.util._
-import nanobpf.soc.SocMap.PisaDrop
+import nanobpf.common.SocMap.PisaDrop
+import nanobpf.common._
 
 /** Header parser: Ethernet, up to two 802.1Q/802.1ad tags, IPv4 (options via IHL), IPv6 (fixed
   * header), UDP; keeps the first bytes after the UDP header for the QUIC stage. Fully pipelined, one
@@ -68,8 +69,8 @@ class Parser[T <: Data](p: PisaParams, userGen: T) extends Module {
   s2.l3off := r1.l3off
   s2.isV4 := isV4
   s2.isV6 := isV6
-  s2.ctrl := r1.et === nanobpf.soc.CtrlDefs.Ethertype.U
-  s2.shim := r1.et === nanobpf.soc.CtrlDefs.ShimEthertype.U
+  s2.ctrl := r1.et === nanobpf.common.CtrlDefs.Ethertype.U
+  s2.shim := r1.et === nanobpf.common.CtrlDefs.ShimEthertype.U
   s2.tooLong := r1.tooLong
   s2.trunc := r1.trunc || (isV4 && (len1 < r1.l3off +& 20.U || len1 < r1.l3off +& hl)) ||
     (isV6 && len1 < r1.l3off +& 40.U)

@@ -2,8 +2,8 @@ package nanobpf.pisa
 
 import chisel3._
 import chisel3.util._
-import nanobpf.soc.BusPort
-import nanobpf.soc.SocMap.PisaAction
+import nanobpf.common.BusPort
+import nanobpf.common.SocMap.PisaAction
 
 /** The PISA transport pipeline: ingress (parser + match-action) and egress (deparser), with their
   * register block.

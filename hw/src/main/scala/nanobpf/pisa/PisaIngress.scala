@@ -2,8 +2,8 @@ package nanobpf.pisa
 
 import chisel3._
 import chisel3.util._
-import nanobpf.soc.SocMap.PisaAction
-import nanobpf.soc.SocMap.PisaRegs.CounterCount
+import nanobpf.common.SocMap.PisaAction
+import nanobpf.common.SocMap.PisaRegs.CounterCount
 
 /** A frame's beat with its ingress metadata (constant over the frame). */
 class MetaBeat(p: PisaParams) extends Bundle {

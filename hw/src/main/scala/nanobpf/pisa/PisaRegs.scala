@@ -2,8 +2,9 @@ package nanobpf.pisa
 
 import chisel3._
 import chisel3.util._
-import nanobpf.soc.{BusPort, RegSlave, SocMap}
-import nanobpf.soc.SocMap.{PisaCidOp, PisaCidStatus, PisaCounter}
+import nanobpf.common.{BusPort, RegSlave, SocMap}
+import nanobpf.common.SocMap.{PisaCidOp, PisaCidStatus, PisaCounter}
+import nanobpf.common._
 
 /** One entry of the connection-ID table. */
 class CidEntry(p: PisaParams) extends Bundle {

@@ -2,8 +2,10 @@ package nanobpf.reasm
 
 import chisel3._
 import chisel3.util._
-import nanobpf.pisa.{Beat, Bytes}
-import nanobpf.soc.SocMap.{Field, GsoHdr}
+import nanobpf.pisa.Beat
+import nanobpf.common.Bytes
+import nanobpf.common.SocMap.{Field, GsoHdr}
+import nanobpf.common._
 
 /** Up to `w` bytes of a byte stream: bytes 0..n-1 of `data` (byte i in bits 8i+7..8i); `end` marks
   * the chunk holding the last byte of a frame (it may be empty when the frame ended with an empty beat).

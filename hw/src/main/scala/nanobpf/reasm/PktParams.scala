@@ -3,7 +3,7 @@ package nanobpf.reasm
 import chisel3._
 import chisel3.util._
 import nanobpf.pisa.{Beat, PisaParams}
-import nanobpf.soc.SocMap
+import nanobpf.common.SocMap
 
 /** Build parameters of the packet path between the PISA pipeline and the cores (docs/packet-path.md).
   * Word layouts (descriptor, completion, GSO header) come from hw/defs/soc.toml.
@@ -63,10 +63,4 @@ class ReasmBeat(p: PktParams) extends Bundle {
 class DescHash extends Bundle {
   val desc = UInt(64.W)
   val hash = UInt(16.W)
-}
-
-/** Fields of the generated layouts. */
-object Layout {
-  def get(word: UInt, f: SocMap.Field): UInt = word(f.msb, f.lsb)
-  def put(f: SocMap.Field, v: UInt): UInt = (v.pad(f.width)(f.width - 1, 0) << f.lsb).asUInt
 }

@@ -2,7 +2,8 @@ package nanobpf.reasm
 
 import chisel3._
 import chisel3.util._
-import nanobpf.soc.SocMap.PktDesc
+import nanobpf.common.SocMap.PktDesc
+import nanobpf.common._
 
 /** A beat-wide write into packet memory: beat address, data, byte enables. */
 class MemWrite(p: PktParams) extends Bundle {
@@ -87,7 +88,7 @@ class Reasm(p: PktParams) extends Module {
 
   // descriptors: at most one per slot in use, so the queue never overflows
   val descQ = Module(new Queue(new DescHash, p.slots))
-  import nanobpf.reasm.Layout.put
+  import nanobpf.common.Layout.put
   val d = descQ.io.enq.bits
   d.desc := put(PktDesc.Slot, curSlot) | put(PktDesc.Len, total) | put(PktDesc.Lport, curInfo.lport) |
     put(PktDesc.Quic, curInfo.quic) | put(PktDesc.ConnValid, curInfo.connValid) | put(PktDesc.Gso, curInfo.gso) | put(PktDesc.Ctrl, curInfo.ctrl) |

@@ -2,8 +2,9 @@ package nanobpf.reorder
 
 import chisel3._
 import chisel3.util._
-import nanobpf.reasm.{Layout, PktParams}
-import nanobpf.soc.SocMap.{PktComp, PktDesc}
+import nanobpf.reasm.PktParams
+import nanobpf.common.Layout
+import nanobpf.common.SocMap.{PktComp, PktDesc}
 
 /** Run-time configuration of the reorder unit (registers `reorder_timeout`, `order_conn`). */
 class ReorderConfig extends Bundle {

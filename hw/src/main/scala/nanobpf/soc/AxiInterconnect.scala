@@ -2,6 +2,7 @@ package nanobpf.soc
 
 import chisel3._
 import chisel3.util._
+import nanobpf.common._
 
 /** N AXI4 managers to M [[BusPort]] slaves, one transaction at a time.
   *

@@ -2,6 +2,7 @@ package nanobpf.soc
 
 import chisel3._
 import chisel3.util._
+import nanobpf.common._
 
 /** Read-only boot ROM holding `image` (little endian, zero padded to 64-bit words).
   * One-cycle read latency; writes are refused with an error. The image is the binary built from

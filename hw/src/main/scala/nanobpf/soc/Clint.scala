@@ -2,6 +2,7 @@ package nanobpf.soc
 
 import chisel3._
 import chisel3.util._
+import nanobpf.common._
 
 /** Core-local interruptor (SiFive CLINT layout): per-hart msip and mtimecmp, one mtime that counts
   * core clock cycles. Outputs are level interrupts: `ipi(h)` while msip[h] bit 0 is set, `timerIrq(h)`

@@ -1,6 +1,7 @@
 package nanobpf.soc
 
 import chisel3._
+import nanobpf.common._
 
 /** One CVA6 core (hw/vsrc/nanobpf_cva6_tile.sv): RV64IMAC, no FPU, AXI4 manager port. */
 class nanobpf_cva6_tile extends ExtModule {

@@ -2,6 +2,7 @@ package nanobpf.soc
 
 import chisel3._
 import chisel3.util._
+import nanobpf.common._
 
 /** One console character written by a core. */
 class ConsoleChar(nCores: Int) extends Bundle {

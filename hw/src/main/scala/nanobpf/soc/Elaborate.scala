@@ -1,6 +1,7 @@
 package nanobpf.soc
 
 import java.nio.file.{Files, Paths}
+import nanobpf.common._
 
 /** Emits the SoC as SystemVerilog: `Elaborate --cores N --bootrom rom.bin --out DIR [--mem-init F]`. */
 object Elaborate extends App {

@@ -1,6 +1,8 @@
 package nanobpf.soc
 
 import chisel3.RawModule
+import nanobpf.common._
+import nanobpf.pktpath._
 
 /** Emits the SoC blocks that have their own cocotb tests, one directory per configuration:
   * `EmitBlocks --out DIR` writes DIR/<block>-<variant>/ (e.g. dpu_regs-c4). One JVM for all of them,
@@ -29,8 +31,8 @@ object EmitBlocks extends App {
         "reasm-w8" -> (() => new nanobpf.reasm.ReasmBlock(nanobpf.reasm.PktParams(slots = 16))),
         "dispatch-q4" -> (() => new nanobpf.coresel.Dispatch(nanobpf.reasm.PktParams(queues = 4))),
         "dispatch-q8" -> (() => new nanobpf.coresel.Dispatch(nanobpf.reasm.PktParams(queues = 8, slots = 128))),
-        "packet_path-q4" -> (() => new nanobpf.coresel.PacketPathBlock()), // default sizes: utilisation (make bench-dispatch)
-        "packet_path-q2" -> (() => new nanobpf.coresel.PacketPathBlock(nanobpf.reasm.PktParams(queues = 2, slots = 16))),
+        "packet_path-q4" -> (() => new nanobpf.pktpath.PacketPathBlock()), // default sizes: utilisation (make bench-dispatch)
+        "packet_path-q2" -> (() => new nanobpf.pktpath.PacketPathBlock(nanobpf.reasm.PktParams(queues = 2, slots = 16))),
         "dispatch-q3" -> (() => new nanobpf.coresel.Dispatch(nanobpf.reasm.PktParams(queues = 3, slots = 32))),
         "eth_mac-w8" -> (() => new nanobpf.mac.EthMac()),
         "eth_echo-w8" -> (() => new nanobpf.board.EthEcho(8)), // with eth_mac-w8 and the RGMII PHY: sim/cocotb/eth_rgmii

@@ -2,6 +2,7 @@ package nanobpf.soc
 
 import chisel3._
 import chisel3.util._
+import nanobpf.common._
 
 /** The SystemVerilog RAM in hw/vsrc/nanobpf_main_mem.sv (plusarg-loadable in simulation). */
 class nanobpf_main_mem(words: Int, initFile: String, loadPlusarg: Boolean)

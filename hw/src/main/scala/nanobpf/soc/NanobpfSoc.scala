@@ -2,6 +2,7 @@ package nanobpf.soc
 
 import chisel3._
 import chisel3.util._
+import nanobpf.common._
 
 /** Build-time parameters of the SoC. */
 case class SocParams(

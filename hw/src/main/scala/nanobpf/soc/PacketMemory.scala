@@ -3,6 +3,7 @@ package nanobpf.soc
 import chisel3._
 import chisel3.util._
 import nanobpf.aead.MemPort
+import nanobpf.common._
 
 /** The stream side of packet memory: the reassembly buffer writes frames, the egress reads them
   * back. A read is taken only in a cycle where `readGrant` is high; its data is on `readData` in the

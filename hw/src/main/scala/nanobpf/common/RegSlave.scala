@@ -1,4 +1,4 @@
-package nanobpf.soc
+package nanobpf.common
 
 import chisel3._
 import chisel3.util._

@@ -1,12 +1,14 @@
-package nanobpf.coresel
+package nanobpf.pktpath
 
 import chisel3._
 import chisel3.util._
 import nanobpf.pisa.Beat
-import nanobpf.reasm.{FrameMerge, Layout, MemWrite, PacketMem, Packetizer, PktParams, Reasm, ReasmBeat}
+import nanobpf.reasm.{FrameMerge, MemWrite, PacketMem, Packetizer, PktParams, Reasm, ReasmBeat}
+import nanobpf.common.Layout
 import nanobpf.reorder.Released
-import nanobpf.soc.{BusPort, EbpfAbi}
-import nanobpf.soc.SocMap.{PktComp, PktCounter}
+import nanobpf.common.{BusPort, EbpfAbi}
+import nanobpf.common.SocMap.{PktComp, PktCounter}
+import nanobpf.coresel._
 
 /** The packet path between the PISA pipeline and the cores (docs/packet-path.md): frames from the
   * pipeline (`in`) and from the packetization buffer (host GSO batches on `gso`) merged a frame at a

@@ -1,4 +1,4 @@
-package nanobpf.soc
+package nanobpf.common
 
 import chisel3.RawModule
 

@@ -1,10 +1,12 @@
-package nanobpf.coresel
+package nanobpf.pktpath
 
 import chisel3._
 import chisel3.util._
-import nanobpf.reasm.{Layout, PktParams}
+import nanobpf.reasm.PktParams
+import nanobpf.common.Layout
 import nanobpf.reorder.ReorderConfig
-import nanobpf.soc.{BusPort, RegSlave, SocMap}
+import nanobpf.common.{BusPort, RegSlave, SocMap}
+import nanobpf.coresel._
 
 /** Register block of the packet path (block `pkt` of hw/defs/soc.toml, one-cycle access).
   *
