@@ -135,7 +135,8 @@ struct ebpf_map {
     /* implementation (maps.c) */
     uint32_t value_stride; /* value_size rounded up to 8 */
     uint32_t n_slots;      /* hash: table slots (power of two); array: max_entries */
-    uint32_t count;        /* hash: entries in use */
+    uint32_t count;        /* hash: entries in use (atomic accesses only: cores' caches are not coherent) */
+    uint32_t lock;         /* hash: held (atomic swap) by whoever inserts or deletes; lookups take no lock */
     uint32_t n_cpus;       /* per-CPU array: copies */
     uint8_t *storage;
     uint8_t *values;       /* hash: values kept apart from the slots, value_stride each (key table), or NULL */

@@ -26,6 +26,20 @@ static uint8_t *hash_value(const struct ebpf_map *m, uint32_t i) {
 _Static_assert(NANOBPF_QUIC_KEYS_SIZE % 8 == 0, "key table values are packed at their size");
 static int keytable_in_use;
 
+/* Several cores run programs that update one hash map (the DPU's data cores: a connection's first
+ * packets may reach two cores at once). Inserts and deletes hold the map's lock, so two cores never
+ * claim one free slot or insert one key twice (a late insert of a fresh value would wipe what the
+ * first core's program already wrote there: a packet-number claim, for one). The lock and the count
+ * are only touched by atomic operations (AMOs reach memory on CVA6; a plain load could see a core's
+ * stale cached line). Lookups take no lock: an insert writes key and value before it publishes the
+ * slot's state with a release store. */
+static void hash_lock(struct ebpf_map *m) {
+    while (__atomic_exchange_n(&m->lock, 1, __ATOMIC_ACQUIRE)) {
+    }
+}
+static void hash_unlock(struct ebpf_map *m) { (void)__atomic_exchange_n(&m->lock, 0, __ATOMIC_RELEASE); }
+static uint32_t hash_count(struct ebpf_map *m) { return __atomic_fetch_add(&m->count, 0, __ATOMIC_ACQUIRE); }
+
 static uint32_t hash_bytes(const uint8_t *p, uint32_t n) {
     uint32_t h = 2166136261u; /* FNV-1a */
     for (uint32_t i = 0; i < n; i++) h = (h ^ p[i]) * 16777619u;
@@ -35,6 +49,7 @@ static uint32_t hash_bytes(const uint8_t *p, uint32_t n) {
 int ebpf_map_create(struct ebpf_map *m, struct ebpf_error *err) {
     m->value_stride = round8(m->value_size);
     m->count = 0;
+    m->lock = 0;
     m->n_cpus = 1;
     m->external = 0;
     m->values = NULL;
@@ -126,29 +141,37 @@ int ebpf_map_update(struct ebpf_map *m, const void *key, const void *value, uint
         memcpy(v, value, m->value_size);
         return 0;
     }
-    int found;
+    int found, rc = 0;
+    hash_lock(m);
     int64_t i = hash_find(m, key, &found);
-    if (found && flags == NANOBPF_BPF_NOEXIST) return -EEXIST;
-    if (!found && flags == NANOBPF_BPF_EXIST) return -ENOENT;
-    if (!found && (m->count >= m->max_entries || i < 0)) return -E2BIG;
-    uint8_t *s = slot(m, (uint32_t)i);
-    memcpy(hash_value(m, (uint32_t)i), value, m->value_size);
-    if (!found) {
-        memcpy(s + 8, key, m->key_size);
-        __atomic_store_n(&s[0], SLOT_USED, __ATOMIC_RELEASE); /* key and value before the state */
-        m->count++;
+    if (found && flags == NANOBPF_BPF_NOEXIST) rc = -EEXIST;
+    else if (!found && flags == NANOBPF_BPF_EXIST) rc = -ENOENT;
+    else if (!found && (hash_count(m) >= m->max_entries || i < 0)) rc = -E2BIG;
+    else {
+        uint8_t *s = slot(m, (uint32_t)i);
+        memcpy(hash_value(m, (uint32_t)i), value, m->value_size);
+        if (!found) {
+            memcpy(s + 8, key, m->key_size);
+            __atomic_store_n(&s[0], SLOT_USED, __ATOMIC_RELEASE); /* key and value before the state */
+            __atomic_fetch_add(&m->count, 1, __ATOMIC_RELAXED);
+        }
     }
-    return 0;
+    hash_unlock(m);
+    return rc;
 }
 
 int ebpf_map_delete(struct ebpf_map *m, const void *key) {
     if (m->type != NANOBPF_MAP_TYPE_HASH) return -EINVAL;
-    int found;
+    int found, rc = 0;
+    hash_lock(m);
     int64_t i = hash_find(m, key, &found);
-    if (!found) return -ENOENT;
-    slot(m, (uint32_t)i)[0] = SLOT_DELETED;
-    m->count--;
-    return 0;
+    if (!found) rc = -ENOENT;
+    else {
+        __atomic_store_n(&slot(m, (uint32_t)i)[0], SLOT_DELETED, __ATOMIC_RELEASE);
+        __atomic_fetch_sub(&m->count, 1, __ATOMIC_RELAXED);
+    }
+    hash_unlock(m);
+    return rc;
 }
 
 int64_t ebpf_map_slot_of(struct ebpf_map *m, const void *key) {

@@ -193,7 +193,12 @@ static void data_loop(unsigned hart, int also_control) {
         uint64_t t0 = nb_cycles();
         uint64_t d = PKT(NANOBPF_PKT_CORE_DESC_OFFSET(hart));
         if (NANOBPF_GET(d, NANOBPF_PKT_DESC_VALID)) {
-            PKT(NANOBPF_PKT_CORE_COMP_OFFSET(hart)) = one_packet(hart, d);
+            uint64_t comp = one_packet(hart, d);
+            /* every byte this core wrote into the frame reaches packet memory before the completion
+             * tells the egress to read it (uncached stores to two slaves are not ordered otherwise:
+             * without this, a shim's last bytes were seen missing under load) */
+            __asm__ volatile("fence iorw, iorw" ::: "memory");
+            PKT(NANOBPF_PKT_CORE_COMP_OFFSET(hart)) = comp;
             stats[hart].busy += nb_cycles() - t0; /* descriptor read to completion written */
             continue;
         }
@@ -229,7 +234,7 @@ int hart_main(unsigned hart) {
     if (dpu_boot_config_apply(&prog, &entries)) return 1;
     printf("dpu: %u core(s), program %s: %u instructions, %s in %llu cycles, JIT %u bytes in %llu cycles, "
            "%u boot config entries, installed in %llu cycles\n",
-           cores, prog.name, prog.n_insns, record_size ? "verification record applied" : "verified",
+           cores, prog.name, prog.n_insns, record_size ? "loaded, verification record applied" : "loaded, verified",
            (unsigned long long)(t1 - t0), prog.jit_size, (unsigned long long)(t2 - t1), entries,
            (unsigned long long)(nb_cycles() - t0));
     setup_pisa();
