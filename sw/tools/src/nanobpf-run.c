@@ -102,6 +102,19 @@ static char *read_all(FILE *f, size_t *len) {
     return buf;
 }
 
+/* The whole file at path, or NULL after saying why. */
+static char *read_path(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "nanobpf-run: %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    char *buf = read_all(f, len);
+    fclose(f);
+    if (!buf) fprintf(stderr, "nanobpf-run: %s: cannot read it\n", path);
+    return buf;
+}
+
 static int die(int code, const char *what, const struct ebpf_error *err) {
     if (err && err->insn >= 0) fprintf(stderr, "nanobpf-run: %s: insn %d: %s\n", what, err->insn, err->msg);
     else fprintf(stderr, "nanobpf-run: %s: %s\n", what, err ? err->msg : "");
@@ -358,25 +371,20 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (image) {
-        FILE *f = fopen(image, "rb");
-        if (!f) {
-            fprintf(stderr, "nanobpf-run: %s: %s\n", image, strerror(errno));
-            return 2;
-        }
         size_t len;
-        char *buf = read_all(f, &len);
-        fclose(f);
-        if (!buf || ebpf_image_load(buf, len, &prog, &err)) return die(2, image, &err);
+        char *buf = read_path(image, &len);
+        if (!buf) return 2;
+        if (ebpf_image_load(buf, len, &prog, &err)) return die(2, image, &err);
         if (write_record) {
             if (ebpf_verify(&prog, NULL, &err)) return die(1, "verifier", &err);
             size_t n = ebpf_record_size(&prog);
             void *out = malloc(n);
-            FILE *o = out ? fopen(write_record, "wb") : NULL;
+            if (!out || ebpf_record_write(&prog, buf, len, out, n, &err)) return die(1, write_record, &err);
+            FILE *o = fopen(write_record, "wb");
             if (!o) {
                 fprintf(stderr, "nanobpf-run: %s: %s\n", write_record, strerror(errno));
                 return 2;
             }
-            if (ebpf_record_write(&prog, buf, len, out, n, &err)) return die(1, write_record, &err);
             if (fwrite(out, 1, n, o) != n || fclose(o)) {
                 fprintf(stderr, "nanobpf-run: %s: write failed\n", write_record);
                 return 2;
@@ -385,15 +393,10 @@ int main(int argc, char **argv) {
             return 0;
         }
         if (record) {
-            FILE *rf = fopen(record, "rb");
-            if (!rf) {
-                fprintf(stderr, "nanobpf-run: %s: %s\n", record, strerror(errno));
-                return 2;
-            }
             size_t rlen;
-            char *rbuf = read_all(rf, &rlen);
-            fclose(rf);
-            if (!rbuf || ebpf_record_apply(&prog, buf, len, rbuf, rlen, &err)) return die(1, image, &err);
+            char *rbuf = read_path(record, &rlen);
+            if (!rbuf) return 2;
+            if (ebpf_record_apply(&prog, buf, len, rbuf, rlen, &err)) return die(1, image, &err);
             free(rbuf);
         }
         free(buf);
@@ -402,13 +405,8 @@ int main(int argc, char **argv) {
         size_t len;
         char *text;
         if (program) {
-            FILE *f = fopen(program, "rb");
-            if (!f) {
-                fprintf(stderr, "nanobpf-run: %s: %s\n", program, strerror(errno));
-                return 2;
-            }
-            text = read_all(f, &len);
-            fclose(f);
+            text = read_path(program, &len);
+            if (!text) return 2;
             prog.insns = (struct ebpf_insn *)text;
         } else {
             text = read_all(stdin, &len);
