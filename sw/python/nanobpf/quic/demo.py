@@ -29,15 +29,9 @@ from .keylog import parse_keylog, traffic_secrets
 from .keys import PacketKeys, next_secret
 from .protection import unprotect
 from .vectors import A2_PLAIN, A2_PROTECTED, CLIENT_KEYS, DCID
-from .workload import OPEN, QUIC_PORT, SEAL, Workload, workload
+from .workload import OPEN, QUIC_PORT, SEAL, Workload, keys_value, workload
 
 RFC_CLIENT, RFC_SERVER, RFC_PORT = "192.0.2.10", "10.0.0.1", 50443
-
-
-def keys_value(cur: PacketKeys, cid_len: int, nxt: PacketKeys | None = None) -> bytes:
-    """struct nanobpf_quic_keys: key phase 0, the current keys and (flag NEXT) the next phase's."""
-    return struct.pack(abi.STRUCTS["quic_keys"].fmt, 0, abi.NANOBPF_QUIC_KEY_NEXT if nxt else 0, cid_len, 0,
-                       cur.key + (nxt.key if nxt else bytes(16)), cur.iv + (nxt.iv if nxt else bytes(12)), cur.hp, b"")
 
 
 def _capture_part(capture_dir: Path):
