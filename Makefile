@@ -188,13 +188,12 @@ flash: ## program the board with openFPGALoader: FLASH=jtag (default, volatile) 
 	@case "$(FLASH)" in jtag|spi) ;; *) echo "make flash: FLASH=jtag or FLASH=spi (got '$(FLASH)')"; exit 2;; esac
 	@python3 sw/tools/nanobpf-flash --board $(BOARD) --bit $(BIT) $(if $(filter spi,$(FLASH)),--spi)
 
-# The SoC alone (CORES=N), or with BOARD=... on the command line the board design (BOARD_CORES=N) and
-# the number of cores that fit, from a second synthesis of one core tile.
+# The SoC alone (CORES=N), or with BOARD=... on the command line the board design (BOARD_CORES=N, the
+# datapath inside) and the number of cores that fit, from a second synthesis of one core tile.
 ifeq ($(origin BOARD),command line)
-synth-estimate: $(VENV_STAMP) board-hw hw-blocks ## yosys synth_xilinx utilisation vs the XC7K325T: the SoC (CORES=N), or BOARD=genesys2: the board and how many cores fit
+synth-estimate: $(VENV_STAMP) board-hw ## yosys synth_xilinx utilisation vs the XC7K325T: the SoC (CORES=N), or BOARD=genesys2: the board and how many cores fit
 	@$(PY) sw/tools/nanobpf-synth-estimate --chisel $(BOARD_HW_DIR) --top NanobpfBoard --out $(BUILD)/synth/board-$(BOARD)-$(BOARD_CORES) \
-	    --fit-cores $(BOARD_CORES) --tile-out $(BUILD)/synth/cva6-tile --reuse \
-	    --with-block $(BLOCKS_DIR)/pisa-w8:Pisa --with-block $(BLOCKS_DIR)/packet_path-q4:PacketPathBlock
+	    --fit-cores $(BOARD_CORES) --tile-out $(BUILD)/synth/cva6-tile --reuse
 else
 synth-estimate: $(VENV_STAMP)
 	@$(MAKE) -s hw CORES=$(CORES)

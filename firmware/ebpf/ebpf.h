@@ -109,9 +109,10 @@ struct ebpf_insn {
 #define EBPF_MAX_INSNS NANOBPF_PROG_MAX_INSNS /* program length limit on the device (hw/defs/ebpf.toml) */
 
 /* ---- Runtime XDP context ----
- * Programs see the Linux `struct xdp_md` (32-bit data/data_end/data_meta). The verifier rewrites each
- * xdp_md field access into an access to this structure (64-bit pointers), as Linux's
- * convert_ctx_access does, so the same program runs wherever buffers live. */
+ * Programs see the Linux `struct xdp_md` (32-bit data/data_end/data_meta), followed by what PISA parsed
+ * (struct nanobpf_xdp_ctx, hw/defs/ebpf.toml). The verifier rewrites each context field access into an
+ * access to this structure (64-bit pointers), as Linux's convert_ctx_access does, so the same program
+ * runs wherever buffers live. */
 struct ebpf_xdp_buff {
     uint64_t data;            /* xdp_md.data (offset 0) */
     uint64_t data_end;        /* xdp_md.data_end (offset 4) */
@@ -122,7 +123,13 @@ struct ebpf_xdp_buff {
     uint32_t rx_queue_index;  /* xdp_md.rx_queue_index (offset 16) */
     uint32_t egress_ifindex;  /* xdp_md.egress_ifindex (offset 20) */
     uint32_t redirect_ifindex; /* set by bpf_redirect */
+    /* what PISA parsed (struct nanobpf_xdp_ctx offsets 24..44, read-only): 0 = not found */
+    uint32_t l3_off, l4_off, quic_off, pn_off, cid_len, conn;
 };
+/* The ranges the verifier gives the parse-result fields, which ebpf_xdp_exec enforces: offsets below
+ * 4 KiB (the largest frame offset, pkt_comp.offset), cid_len <= NANOBPF_KEYTABLE_CID_MAX, conn = 1 + a 16-bit slot. */
+#define EBPF_CTX_OFF_MAX 0xfffu
+#define EBPF_CTX_CONN_MAX 0x10000u
 
 /* ---- Maps ---- */
 struct ebpf_map {
@@ -352,7 +359,8 @@ extern __thread struct ebpf_xdp_buff *ebpf_current_xdp;
 /* Run a verified, resolved program on one packet (JIT code when compiled and use_jit is set).
  * The context must keep what the verifier assumed of it: data_meta == data (there is no metadata area:
  * the verifier treats data_meta as data, so a bounds check on one proves the other) and
- * data_hard_start <= data <= data_end <= frame_end (what the helpers that move data rely on); a context
+ * data_hard_start <= data <= data_end <= frame_end (what the helpers that move data rely on), and the
+ * parse result within EBPF_CTX_OFF_MAX / NANOBPF_KEYTABLE_CID_MAX / EBPF_CTX_CONN_MAX; a context
  * that does not is refused, the program does not run. Returns 0 with the program's r0 in *action, or -1
  * when the context was refused or the interpreter faulted: *action is NANOBPF_XDP_ABORTED and err says
  * why. */

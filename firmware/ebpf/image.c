@@ -134,6 +134,11 @@ int ebpf_xdp_exec(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, int u
         return ebpf_fail(err, -1, "context: not data_hard_start <= data <= data_end <= frame_end (0x%llx 0x%llx 0x%llx 0x%llx)",
                          (unsigned long long)xdp->data_hard_start, (unsigned long long)xdp->data,
                          (unsigned long long)xdp->data_end, (unsigned long long)xdp->frame_end);
+    /* and the parse result lies in the ranges the verifier gave its fields */
+    if (xdp->l3_off > EBPF_CTX_OFF_MAX || xdp->l4_off > EBPF_CTX_OFF_MAX || xdp->quic_off > EBPF_CTX_OFF_MAX ||
+        xdp->pn_off > EBPF_CTX_OFF_MAX || xdp->cid_len > NANOBPF_KEYTABLE_CID_MAX || xdp->conn > EBPF_CTX_CONN_MAX)
+        return ebpf_fail(err, -1, "context: parse result out of range (offsets %u %u %u %u, cid_len %u, conn %u)",
+                         xdp->l3_off, xdp->l4_off, xdp->quic_off, xdp->pn_off, xdp->cid_len, xdp->conn);
     ebpf_current_xdp = xdp;
     xdp->redirect_ifindex = 0;
     if (use_jit && prog->jit_code) *action = ebpf_jit_run(prog, ctx, 0);

@@ -29,7 +29,8 @@
  *   scalar              unsigned 64-bit range [umin, umax] (umin == umax: a known constant); an id links
  *                       copies of the same value so a comparison refines all of them. Signed and 32-bit
  *                       comparisons refine only when the range allows it (one sign half; below 2^32).
- *   ctx                 r1 at entry (struct xdp_md; only 4-byte reads of its six fields)
+ *   ctx                 r1 at entry (struct nanobpf_xdp_ctx: xdp_md's six fields and PISA's parse
+ *                       result; only 4-byte reads)
  *   pkt                 data + var + off: `off` fixed, `var` in [umin, umax] (id names the var part:
  *                       pointers with one id have the same var), `range` = bytes proven readable from
  *                       data + var (set by comparisons with pkt_end, for every pointer with that id);
@@ -2243,17 +2244,24 @@ static int mem_access(struct env *e, uint32_t i, struct vstate *st, uint32_t reg
     if (ptr.type == T_CTX) {
         int64_t o = (int64_t)ptr.off + in->off;
         if (kind != ACC_READ) return fail(e, (int)i, "cannot write into ctx (off=%lld size=%u)", (long long)o, size);
-        if (size != 4 || sx || o < 0 || o > 20 || o % 4)
+        if (size != 4 || sx || o < 0 || o >= (int64_t)sizeof(struct nanobpf_xdp_ctx) || o % 4)
             return fail(e, (int)i, "invalid bpf_context access off=%lld size=%u", (long long)o, size);
         if (aux_mark(e, i, (uint8_t)(1 + o / 4))) return -1;
         switch (o) {
-        case 0:
-        case 8:
+        case offsetof(struct nanobpf_xdp_ctx, data):
+        case offsetof(struct nanobpf_xdp_ctx, data_meta):
             set_type(out, T_PKT);
             break;
-        case 4:
+        case offsetof(struct nanobpf_xdp_ctx, data_end):
             set_type(out, T_PKT_END);
             break;
+        /* the parse result: offsets within a slot, a CID length, 1 + a connection slot (16 bits) */
+        case offsetof(struct nanobpf_xdp_ctx, l3_off):
+        case offsetof(struct nanobpf_xdp_ctx, l4_off):
+        case offsetof(struct nanobpf_xdp_ctx, quic_off):
+        case offsetof(struct nanobpf_xdp_ctx, pn_off): set_range(out, 0, EBPF_CTX_OFF_MAX); break;
+        case offsetof(struct nanobpf_xdp_ctx, cid_len): set_range(out, 0, NANOBPF_KEYTABLE_CID_MAX); break;
+        case offsetof(struct nanobpf_xdp_ctx, conn): set_range(out, 0, EBPF_CTX_CONN_MAX); break;
         default: set_range(out, 0, U32MAX);
         }
         return 0;
@@ -2904,10 +2912,14 @@ static int check_stack_chains(struct env *e) {
 }
 
 static void rewrite_ctx(struct env *e) {
-    static const uint8_t field_off[6] = {
+    static const uint8_t field_off[] = {
         offsetof(struct ebpf_xdp_buff, data),           offsetof(struct ebpf_xdp_buff, data_end),
         offsetof(struct ebpf_xdp_buff, data_meta),      offsetof(struct ebpf_xdp_buff, ingress_ifindex),
-        offsetof(struct ebpf_xdp_buff, rx_queue_index), offsetof(struct ebpf_xdp_buff, egress_ifindex)};
+        offsetof(struct ebpf_xdp_buff, rx_queue_index), offsetof(struct ebpf_xdp_buff, egress_ifindex),
+        offsetof(struct ebpf_xdp_buff, l3_off),         offsetof(struct ebpf_xdp_buff, l4_off),
+        offsetof(struct ebpf_xdp_buff, quic_off),       offsetof(struct ebpf_xdp_buff, pn_off),
+        offsetof(struct ebpf_xdp_buff, cid_len),        offsetof(struct ebpf_xdp_buff, conn)};
+    _Static_assert(sizeof field_off == sizeof(struct nanobpf_xdp_ctx) / 4, "one runtime field per context field");
     for (uint32_t i = 0; i < e->n; i++) {
         uint8_t a = e->aux[i];
         if (!a || a == AUX_OTHER) continue;

@@ -20,10 +20,10 @@ IMAGE = BUILD / "firmware/bpf/xdp_wire.nbpf"
 def frames(seed, n):
     """n frames per port of what xdp_wire does something with, plus what the PISA parser drops."""
     rng = random.Random(seed)
-    host, net = [], []
+    host, net, parse_frames = [], [], []
     for i in range(n):
         for side, out in (("host", host), ("net", net)):
-            kind = rng.choice(["pass", "pass", "pass", "v6", "drop", "echo", "redirect", "tag", "arp",
+            kind = rng.choice(["pass", "pass", "pass", "v6", "drop", "echo", "redirect", "tag", "arp", "parse",
                                "bad_csum", "runt", "truncated_ip", "jumbo", "seal", "bad_shim"]
                               + (["ctrl"] if side == "net" else []))
             size = rng.choice([1, 7, 60, 200, 512, 1000, 1400, 1472])
@@ -32,6 +32,12 @@ def frames(seed, n):
             dport = {"drop": 9, "echo": 7, "redirect": 19}.get(kind, 443)
             if kind == "v6":
                 f = udp_frame(payload, "fd00::1", "fd00::2", 1000 + i, 443)
+            elif kind == "parse":       # the program finds UDP where PISA said and echoes PISA's parse
+                payload = payload[:1400] + bytes(12)
+                # IPv4 and IPv6 in turn (VLAN-tagged frames have no logical port in the boot tables: PISA drops them)
+                parse_frames.append(side)
+                v6 = len(parse_frames) % 2 == 0
+                f = udp_frame(payload, *(("fd00::1", "fd00::2") if v6 else (src, dst)), 1000 + i, 13)
             else:
                 f = udp_frame(payload, src, dst, 1000 + i, dport)
             if kind == "tag":   # removed by the program on frames from the host, passed as they are from the network
@@ -55,6 +61,24 @@ def frames(seed, n):
                 f = ctrl.build(ctrl.BROADCAST, ctrl.HOST_MAC, D.NANOBPF_CTRL_MSG_HELLO, i + 1, 0, b"")
             out.append(f)
     return host, net
+
+
+def parse_echoes(frames):
+    """The frames xdp_wire echoed with PISA's parse result (UDP to port 13): (parse fields in the payload,
+    what they must be from the frame's own headers)."""
+    out = []
+    for f in frames:
+        f = f[1] if isinstance(f, tuple) else f   # the model's: (ingress port, frame)
+        o = 12
+        while int.from_bytes(f[o:o + 2], "big") in (0x8100, 0x88A8):
+            o += 4
+        et, l3 = int.from_bytes(f[o:o + 2], "big"), o + 2
+        l4 = l3 + (20 if et == 0x0800 else 40 if et == 0x86DD else 0)
+        if et not in (0x0800, 0x86DD) or f[l4 + 2:l4 + 4] != b"\x00\x0d":
+            continue
+        got = tuple(int.from_bytes(f[l4 + 8 + 2 * k:l4 + 10 + 2 * k], "big") for k in range(6))
+        out.append((got, (l3, l4, 0, 0, 0, 0)))   # no QUIC profile in the boot tables: no QUIC fields
+    return out
 
 
 def accounted(dev, ref):
@@ -91,6 +115,10 @@ def test_wire_to_wire_agrees_with_the_model(cores, tmp_path):
     assert dev.result.returncode == 0 and dev.result.bus_errors == 0, dev.result.output
     assert not wire.compare(dev, ref), (wire.compare(dev, ref), dev.result.output)
     accounted(dev, ref)
+    # the program found UDP at the offset PISA parsed (IPv4 and IPv6), not by parsing
+    echoes = parse_echoes(dev.out["host"] + dev.out["net"])
+    assert echoes and all(got == want for got, want in echoes), echoes
+    assert len({want for _, want in echoes}) == 2, echoes   # both header layouts
     # every kind of way out was taken, on each core count
     per_core = [dev.counters[f"core{c}"] for c in range(cores)]
     total = {k: sum(c[k] for c in per_core) for k in ("drop", "pass", "tx", "redirect")}

@@ -65,6 +65,23 @@ static void idle(unsigned hart, unsigned cycles) {
     *cmp = ~0ull;
 }
 
+/* What PISA parsed, from the descriptor and the slot's pkt_meta word, as the program's context fields
+ * (ebpf abi struct nanobpf_xdp_ctx): 0 where PISA found nothing. The device model derives the same
+ * from its PISA model (nanobpf.pisa.xdp_parse); the wire tests compare the two. */
+static void parse_result(struct ebpf_xdp_buff *xdp, uint64_t d, uint64_t meta) {
+    unsigned ipver = (unsigned)NANOBPF_GET(meta, NANOBPF_PKT_META_IPVER);
+    unsigned quic = (unsigned)NANOBPF_GET(d, NANOBPF_PKT_DESC_QUIC);
+    if (ipver != 4 && ipver != 6) return;
+    xdp->l3_off = (uint32_t)NANOBPF_GET(meta, NANOBPF_PKT_META_L3_OFF);
+    if (!NANOBPF_GET(meta, NANOBPF_PKT_META_UDP)) return;
+    xdp->l4_off = (uint32_t)NANOBPF_GET(meta, NANOBPF_PKT_META_L4_OFF);
+    if (quic == NANOBPF_PISA_QUIC_NONE) return;
+    xdp->quic_off = xdp->l4_off + 8;
+    xdp->cid_len = (uint32_t)NANOBPF_GET(meta, NANOBPF_PKT_META_CID_LEN);
+    if (quic == NANOBPF_PISA_QUIC_SHORT) xdp->pn_off = xdp->quic_off + 1 + xdp->cid_len;
+    if (NANOBPF_GET(d, NANOBPF_PKT_DESC_CONN_VALID)) xdp->conn = 1 + (uint32_t)NANOBPF_GET(d, NANOBPF_PKT_DESC_CONN_SLOT);
+}
+
 /* One packet: the frame at its slot in packet memory, run in place; returns the completion word. */
 static uint64_t one_packet(unsigned hart, uint64_t d) {
     unsigned slot = (unsigned)NANOBPF_GET(d, NANOBPF_PKT_DESC_SLOT);
@@ -85,6 +102,7 @@ static uint64_t one_packet(unsigned hart, uint64_t d) {
     struct ebpf_xdp_buff xdp = {.data = data, .data_end = data + len, .data_meta = data, .data_hard_start = base,
                                 .frame_end = end_of_room,
                                 .ingress_ifindex = lport == HOST_LPORT ? NANOBPF_IFINDEX_HOST : NANOBPF_IFINDEX_NET};
+    parse_result(&xdp, d, PKT(NANOBPF_PKT_SLOT_META_OFFSET(slot)));
     struct dpu_guard g;
     int why = dpu_guard_before(&prog, &xdp, &g);
     if (why >= 0) {

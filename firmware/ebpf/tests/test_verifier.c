@@ -114,6 +114,15 @@ static int check_ctx_fields(const struct ebpf_prog *p) {
            p->insns[2].off == (int16_t)offsetof(struct ebpf_xdp_buff, rx_queue_index) &&
            p->insns[3].off == (int16_t)offsetof(struct ebpf_xdp_buff, egress_ifindex);
 }
+/* the parse-result fields (struct nanobpf_xdp_ctx past xdp_md): 32-bit loads of the runtime's fields */
+static int check_ctx_parse_fields(const struct ebpf_prog *p) {
+    static const size_t want[6] = {offsetof(struct ebpf_xdp_buff, l3_off),   offsetof(struct ebpf_xdp_buff, l4_off),
+                                   offsetof(struct ebpf_xdp_buff, quic_off), offsetof(struct ebpf_xdp_buff, pn_off),
+                                   offsetof(struct ebpf_xdp_buff, cid_len),  offsetof(struct ebpf_xdp_buff, conn)};
+    for (int k = 0; k < 6; k++)
+        if (p->insns[k].code != (EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_W) || p->insns[k].off != (int16_t)want[k]) return 0;
+    return 1;
+}
 static int check_subprogs(const struct ebpf_prog *p) {
     return p->n_subprogs == 2 && p->subprogs[0].start == 0 && p->subprogs[0].stack_depth == 16 &&
            p->subprogs[1].start == 8 && p->subprogs[1].stack_depth == 0;
@@ -235,6 +244,18 @@ static const struct tcase tests[] = {
     {"ctx_all_fields",
      PROG(LDX(W, 2, 1, 8), LDX(W, 3, 1, 12), LDX(W, 4, 1, 16), LDX(W, 5, 1, 20), MOV64_IMM(0, 2), EXIT()),
      ACCEPT, .check = check_ctx_fields},
+    {"ctx_parse_fields",
+     PROG(LDX(W, 0, 1, 24), LDX(W, 2, 1, 28), LDX(W, 3, 1, 32), LDX(W, 4, 1, 36), LDX(W, 5, 1, 40), LDX(W, 6, 1, 44),
+          EXIT()),
+     ACCEPT, PKT(1), .run = 1, .ret = 0, .check = check_ctx_parse_fields},
+    /* l4_off is at most EBPF_CTX_OFF_MAX: data + l4_off is a packet pointer a bounds check makes readable */
+    {"ctx_l4_off_packet_pointer",
+     PROG(PKT_PTRS(), LDX(W, 4, 1, 28), ALU64_REG(ADD, 2, 4), MOV64_REG(5, 2), ALU64_IMM(ADD, 5, 8), /* 0-5 */
+          JMP_REG(JGT, 5, 3, 2), LDX(H, 0, 2, 2), EXIT(), MOV64_IMM(0, 1), EXIT()),                  /* 6-10 */
+     ACCEPT, PKT(ETH_IP_UDP53), .run = 1, .ret = 0x0302}, /* l4_off 0 here: bytes 2-3 */
+    {"ctx_l4_off_unchecked", PROG(PKT_PTRS(), LDX(W, 4, 1, 28), ALU64_REG(ADD, 2, 4), LDX(H, 0, 2, 2), EXIT()),
+     REJECT(4, "invalid access to packet")},
+    {"ctx_parse_field_write", PROG(MOV64_IMM(2, 1), STX(W, 1, 2, 28), MOV64_IMM(0, 0), EXIT()), REJECT(1, "cannot write into ctx")},
     {"pkt_end_jgt_pkt_end_out", PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 4), JMP_REG(JGT, 4, 3, 2), LDX(W, 0, 2, 0), EXIT(), MOV64_IMM(0, 1), EXIT()), ACCEPT},
     {"pkt_end_jge_out", PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 3), JMP_REG(JGE, 4, 3, 2), LDX(W, 0, 2, 0), EXIT(), MOV64_IMM(0, 1), EXIT()), ACCEPT},
     {"pkt_end_end_jlt_pkt_out", PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 4), JMP_REG(JLT, 3, 4, 2), LDX(W, 0, 2, 0), EXIT(), MOV64_IMM(0, 1), EXIT()), ACCEPT},
@@ -539,7 +560,8 @@ static const struct tcase tests[] = {
     {"ctx_write", PROG(MOV64_IMM(2, 1), STX(W, 1, 2, 12), MOV64_IMM(0, 0), EXIT()), REJECT(1, "cannot write into ctx")},
     {"ctx_bad_offset", PROG(LDX(W, 0, 1, 2), EXIT()), REJECT(0, "invalid bpf_context access off=2 size=4")},
     {"ctx_bad_size", PROG(LDX(DW, 0, 1, 0), EXIT()), REJECT(0, "invalid bpf_context access off=0 size=8")},
-    {"ctx_past_end", PROG(LDX(W, 0, 1, 24), EXIT()), REJECT(0, "invalid bpf_context access off=24 size=4")},
+    {"ctx_past_end", PROG(LDX(W, 0, 1, 48), EXIT()), REJECT(0, "invalid bpf_context access off=48 size=4")},
+    {"ctx_parse_field_size", PROG(LDX(DW, 0, 1, 24), EXIT()), REJECT(0, "invalid bpf_context access off=24 size=8")},
     {"ctx_and_stack_same_insn",
      PROG(MOV64_REG(6, 1), ST(W, 10, -4, 0), CALL(7), MOV64_REG(7, 6), JMP_IMM(JEQ, 0, 0, 2), MOV64_REG(7, 10),
           ALU64_IMM(ADD, 7, -4), LDX(W, 0, 7, 0), EXIT()),
@@ -1008,6 +1030,20 @@ static int xdp_run_checks_context(void) {
         r = ebpf_xdp_run(&prog, &y, 0, &err);
         if (r != NANOBPF_XDP_ABORTED || !strstr(err.msg, bad[k].what))
             ok = 0, snprintf(why, sizeof why, "context %zu (%s) ran: 0x%llx \"%s\"", k, bad[k].what, (unsigned long long)r, err.msg);
+    }
+    /* a parse result outside the ranges the verifier gave its fields: one field at a time */
+    for (int k = 0; ok && k < 6; k++) {
+        struct ebpf_xdp_buff y = x;
+        uint32_t *f[6] = {&y.l3_off, &y.l4_off, &y.quic_off, &y.pn_off, &y.cid_len, &y.conn};
+        *f[k] = k < 4 ? EBPF_CTX_OFF_MAX + 1 : k == 4 ? NANOBPF_KEYTABLE_CID_MAX + 1 : EBPF_CTX_CONN_MAX + 1;
+        err = (struct ebpf_error){-1, ""};
+        r = ebpf_xdp_run(&prog, &y, 0, &err);
+        if (r != NANOBPF_XDP_ABORTED || !strstr(err.msg, "parse result"))
+            ok = 0, snprintf(why, sizeof why, "parse field %d out of range ran: 0x%llx \"%s\"", k, (unsigned long long)r, err.msg);
+        *f[k] = k < 4 ? EBPF_CTX_OFF_MAX : k == 4 ? NANOBPF_KEYTABLE_CID_MAX : EBPF_CTX_CONN_MAX; /* the largest in range runs */
+        err = (struct ebpf_error){-1, ""};
+        r = ebpf_xdp_run(&prog, &y, 0, &err);
+        if (err.msg[0]) ok = 0, snprintf(why, sizeof why, "parse field %d at its largest refused: \"%s\"", k, err.msg);
     }
     free(prog.insns);
     free(prog.insn_flags);

@@ -116,6 +116,7 @@ class DeviceModel:
         # pisa=True: frames pass the PISA pipeline's model first and last, with the tables the data-plane
         # firmware writes at boot (frames it drops are counted by reason, as the RTL DPU does)
         self.pisa = pisa_model.default_tables(pisa_model.Pisa()) if self.use_pisa else None
+        self._parse = None  # what PISA parsed of the frame in hand (_pisa_ingress)
         self.applied = []              # (epoch, seq, type, status) in the order applied
 
     def reset(self):
@@ -222,14 +223,17 @@ class DeviceModel:
 
     # ------------------------------------------------------------ frames
     def _pisa_ingress(self, frame, port):
-        """The frame passes the PISA ingress (always true without pisa=True); its drops are counted."""
+        """The frame passes the PISA ingress (always true without pisa=True); its drops are counted.
+        What PISA parsed is kept for the program's context (self._parse; all 0 without pisa=True)."""
+        self._parse = None
         if self.pisa is None:
             return True
         import nanobpf_soc as soc
-        action, _, reason = self.pisa.ingress(frame, soc.DATAPATH["host_port" if port == HOST_PORT else "net_port"])
+        action, meta, reason = self.pisa.ingress(frame, soc.DATAPATH["host_port" if port == HOST_PORT else "net_port"])
         if action == pisa_model.ACTION["drop"]:
             self.counters["pisa_drop"] += 1
             return False
+        self._parse = pisa_model.xdp_parse(meta)
         return True
 
     def _from_host(self, frame):
@@ -321,7 +325,7 @@ class DeviceModel:
         watch = abi.NANOBPF_QUIC_STAT_SEALED if seal else abi.NANOBPF_QUIC_STAT_OPENED if ingress == NET_PORT else None
         before = self._quic_stat(xdp, watch) if watch is not None else None
         try:
-            action, out = xdp.run(frame, ingress_ifindex=ingress)
+            action, out = xdp.run(frame, ingress_ifindex=ingress, parse=self._parse)
         except DeviceError:
             action, out = abi.NANOBPF_XDP_ABORTED, b""
         if action == abi.NANOBPF_XDP_PASS:

@@ -353,6 +353,22 @@ def fix_checksums(frame, p):
         frame[u + 6:u + 8] = (c or 0xFFFF).to_bytes(2, "big")
 
 
+def xdp_parse(meta):
+    """What a program at the device gets of PISA's parse of a frame: the context fields past xdp_md
+    (ebpf abi struct nanobpf_xdp_ctx) as (l3_off, l4_off, quic_off, pn_off, cid_len, conn), 0 where
+    PISA found nothing. The firmware derives the same from the descriptor and pkt.slot_meta
+    (firmware/apps/dpu/dpu.c parse_result); the wire tests compare the two."""
+    if meta is None or meta.ipver not in (4, 6):
+        return (0, 0, 0, 0, 0, 0)
+    if not meta.udp:
+        return (meta.l3off, 0, 0, 0, 0, 0)
+    if meta.quic == QUIC["none"]:
+        return (meta.l3off, meta.l4off, 0, 0, 0, 0)
+    q = meta.l4off + 8
+    pn = q + 1 + meta.cid_len if meta.quic == QUIC["short"] else 0
+    return (meta.l3off, meta.l4off, q, pn, meta.cid_len, 1 + meta.slot if meta.cid_hit else 0)
+
+
 def default_tables(pisa):
     """The tables the data-plane firmware (firmware/apps/dpu) writes at boot: untagged frames of the host
     and network physical ports are the host and network logical ports, and every frame that parses goes

@@ -43,7 +43,9 @@ static const char usage[] =
     "                      delete MAP KEY        -> ok | none | error MSG\n"
     "                      next MAP [KEY]        -> key HEX | none   (the key after KEY, or the first)\n"
     "                      info                  -> info INSNS MAPS   (the program was verified)\n"
-    "                      run IFINDEX FRAME     -> result ACTION FRAME-HEX REDIRECT-IFINDEX\n"
+    "                      run IFINDEX FRAME [PARSE] -> result ACTION FRAME-HEX REDIRECT-IFINDEX\n"
+    "                    (PARSE: what PISA parsed, the context fields past xdp_md, as\n"
+    "                     L3_OFF,L4_OFF,QUIC_OFF,PN_OFF,CID_LEN,CONN; without it all 0)\n"
     "                    (MAP by name; the frame gets --headroom bytes before it and 256 after)\n"
     "  --dump-jit FILE   write the JIT's RV64 code to FILE (raw bytes; objdump -b binary -m riscv:rv64 -D)\n"
     "  --stats           print the JIT's RV64 instructions per eBPF instruction class, do not run\n"
@@ -209,10 +211,23 @@ static void batch_command(struct ebpf_prog *prog, char *line, int jit, long head
         }
     } else if (!strcmp(argv[0], "run")) {
         char *endp = NULL;
-        unsigned long ifindex = argc == 3 ? strtoul(argv[1], &endp, 0) : 0;
-        long n = argc == 3 ? parse_hex(argv[2], &val) : -1;
-        if (argc != 3 || !endp || *endp || ifindex > UINT32_MAX) {
-            printf("error run takes IFINDEX FRAME\n");
+        unsigned long ifindex = argc == 3 || argc == 4 ? strtoul(argv[1], &endp, 0) : 0;
+        long n = argc == 3 || argc == 4 ? parse_hex(argv[2], &val) : -1;
+        unsigned long parse[6] = {0};
+        int parse_ok = 1;
+        if (argc == 4) { /* six numbers, comma-separated, each below 2^32 (ebpf_xdp_exec checks the ranges) */
+            const char *s = argv[3];
+            for (int k = 0; k < 6 && parse_ok; k++) {
+                char *e = NULL;
+                parse[k] = strtoul(s, &e, 0);
+                parse_ok = e != s && parse[k] <= UINT32_MAX && (k < 5 ? *e == ',' : *e == 0);
+                s = e + 1;
+            }
+        }
+        if ((argc != 3 && argc != 4) || !endp || *endp || ifindex > UINT32_MAX) {
+            printf("error run takes IFINDEX FRAME [L3_OFF,L4_OFF,QUIC_OFF,PN_OFF,CID_LEN,CONN]\n");
+        } else if (!parse_ok) {
+            printf("error PARSE is six comma-separated numbers: L3_OFF,L4_OFF,QUIC_OFF,PN_OFF,CID_LEN,CONN\n");
         } else if (n < 0) {
             printf("error the frame is not hex bytes\n");
         } else {
@@ -226,7 +241,10 @@ static void batch_command(struct ebpf_prog *prog, char *line, int jit, long head
             memcpy(data, val, (size_t)n);
             struct ebpf_xdp_buff xdp = {.data = (uintptr_t)data, .data_end = (uintptr_t)(data + n),
                                         .data_meta = (uintptr_t)data, .data_hard_start = (uintptr_t)buf,
-                                        .frame_end = (uintptr_t)(data + n + 256), .ingress_ifindex = (uint32_t)ifindex};
+                                        .frame_end = (uintptr_t)(data + n + 256), .ingress_ifindex = (uint32_t)ifindex,
+                                        .l3_off = (uint32_t)parse[0], .l4_off = (uint32_t)parse[1],
+                                        .quic_off = (uint32_t)parse[2], .pn_off = (uint32_t)parse[3],
+                                        .cid_len = (uint32_t)parse[4], .conn = (uint32_t)parse[5]};
             struct ebpf_error err = {-1, ""};
             uint64_t r0;
             if (ebpf_xdp_exec(prog, &xdp, jit, &r0, &err)) {

@@ -4,6 +4,9 @@
  *   IPv4 UDP to port 7 (echo): MAC addresses swapped         -> TX (back out of the ingress port)
  *   IPv4 UDP to port 19: to the ingress port's other side    -> REDIRECT (bpf_redirect)
  *   EtherType 0x88B7 from the host: its 4-byte tag removed   -> PASS (moves the frame start by 4 bytes)
+ *   UDP to port 13 (IPv4 or IPv6, 0..2 VLAN tags), found at the offset PISA parsed (no parsing here):
+ *     the first 12 payload bytes become the six parse-result context fields (big-endian 16-bit),
+ *     MAC addresses swapped                                  -> TX (the UDP checksum is left stale)
  *   anything else                                            -> PASS (onwards: host <-> network)
  * Each (ingress, action) pair is counted in the per-CPU array wire_count. */
 #include "nanobpf_xdp.h"
@@ -23,11 +26,37 @@ static __always_inline int count(struct xdp_md *ctx, int action) {
     return action;
 }
 
+static __always_inline void swap_macs(unsigned char *data) {
+    for (int i = 0; i < 6; i++) {
+        unsigned char t = data[i];
+        data[i] = data[6 + i];
+        data[6 + i] = t;
+    }
+}
+
+/* UDP to port 13: what PISA parsed, written into the payload (the wire tests read it back). */
+static __always_inline int parse_echo(struct xdp_md *ctx, unsigned char *data, unsigned char *end) {
+    const struct nanobpf_xdp_ctx *pc = (const void *)ctx;
+    __u32 l4 = pc->l4_off;
+    if (!l4) return -1;
+    unsigned char *udp = data + l4;
+    if (udp + 8 + 12 > end || udp[2] != 0 || udp[3] != 13) return -1;
+    __u32 v[6] = {pc->l3_off, l4, pc->quic_off, pc->pn_off, pc->cid_len, pc->conn};
+    for (int i = 0; i < 6; i++) {
+        udp[8 + 2 * i] = (unsigned char)(v[i] >> 8);
+        udp[9 + 2 * i] = (unsigned char)v[i];
+    }
+    swap_macs(data);
+    return count(ctx, XDP_TX);
+}
+
 SEC("xdp")
 int xdp_wire(struct xdp_md *ctx) {
     unsigned char *data = (unsigned char *)(long)ctx->data;
     unsigned char *end = (unsigned char *)(long)ctx->data_end;
     if (data + 18 > end) return count(ctx, XDP_PASS);
+    int echoed = parse_echo(ctx, data, end);
+    if (echoed >= 0) return echoed;
     __u16 proto = (__u16)(data[12] << 8 | data[13]);
     if (proto == 0x88B7 && ctx->ingress_ifindex == NANOBPF_IFINDEX_HOST) {
         for (int i = 11; i >= 0; i--) data[i + 4] = data[i]; /* the MAC addresses move over the tag */
@@ -40,11 +69,7 @@ int xdp_wire(struct xdp_md *ctx) {
     __u16 dport = (__u16)(ip[22] << 8 | ip[23]);
     if (dport == 9) return count(ctx, XDP_DROP);
     if (dport == 7) {
-        for (int i = 0; i < 6; i++) {
-            unsigned char t = data[i];
-            data[i] = data[6 + i];
-            data[6 + i] = t;
-        }
+        swap_macs(data);
         return count(ctx, XDP_TX);
     }
     if (dport == 19) {

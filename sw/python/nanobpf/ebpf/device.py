@@ -163,10 +163,12 @@ class DeviceXdp:
         return None if v is None else [v]
 
     # ------------------------------------------------------------ running
-    def run(self, frame, ingress_ifindex=0):
+    def run(self, frame, ingress_ifindex=0, parse=None):
         """Run the program once over frame: (action, frame after the program). The port bpf_redirect
-        chose is left in self.redirect_ifindex."""
-        reply = self._command(f"run {ingress_ifindex} {bytes(frame).hex()}")
+        chose is left in self.redirect_ifindex. parse: what PISA parsed, the six context fields past
+        xdp_md (l3_off, l4_off, quic_off, pn_off, cid_len, conn: nanobpf.pisa.xdp_parse); None: all 0."""
+        extra = "" if parse is None else " " + ",".join(str(int(v)) for v in parse)
+        reply = self._command(f"run {ingress_ifindex} {bytes(frame).hex()}{extra}")
         _, action, out, redirect = reply.split(" ")
         self.redirect_ifindex = int(redirect)
         return int(action), bytes.fromhex(out)

@@ -4,7 +4,7 @@ import chisel3._
 import chisel3.util._
 import nanobpf.pktpath.PacketPath
 import nanobpf.pisa.{Pisa, PortBeat, UserBeat}
-import nanobpf.reasm.{PktParams, ReasmBeat}
+import nanobpf.reasm.{FrameInfo, PktParams, ReasmBeat}
 import nanobpf.soc.StreamMemPort
 import nanobpf.common.BusPort
 import nanobpf.common.SocMap.PisaRegs.{RolesHostLport, RolesNetworkLport}
@@ -58,6 +58,11 @@ class Datapath(p: PktParams) extends Module {
   beat.info.hash := m.cid.asBools.grouped(16).map(b => VecInit(b.toSeq).asUInt).reduce(_ ^ _)
   beat.info.gso := false.B
   beat.info.ctrl := m.ctrl
+  import nanobpf.common.SocMap.PktMeta
+  import nanobpf.common.Layout.put
+  // what PISA parsed, for the program (slot_meta -> the context fields of ebpf abi struct nanobpf_xdp_ctx)
+  beat.info.meta := (put(PktMeta.L3Off, m.l3off) | put(PktMeta.L4Off, m.l4off) | put(PktMeta.Ipver, m.ipver) |
+    put(PktMeta.Udp, m.udp) | put(PktMeta.Vlans, m.vlans) | put(PktMeta.CidLen, m.cidLen)).pad(FrameInfo.metaBits)
   beat.bad := false.B
   path.io.in.valid := toCores.valid
   path.io.in.bits := beat

@@ -53,6 +53,8 @@ class PacketPath(p: PktParams = PktParams()) extends Module {
   regs.io.outstanding := dispatch.io.outstanding
   regs.io.dispatched := dispatch.io.dispatched
   regs.io.freeSlots := reasm.io.freeCount
+  reasm.io.metaSlot := regs.io.metaSlot
+  regs.io.meta := reasm.io.meta
 
   // Released drops free their slot here; the free port is shared with the egress, which wins.
   val rel = dispatch.io.out

@@ -27,6 +27,9 @@ class PktRegs(p: PktParams) extends Module with RegSlave {
     val dispatched = Flipped(Valid(UInt(p.queueBits.W)))
     val freeSlots = Input(UInt(16.W))
     val count = Input(Vec(nCounters, Bool()))
+    /** slot_meta reads: the slot addressed, and its parse result (pkt_meta) from the reassembly buffer. */
+    val metaSlot = Output(UInt(p.slotBits.W))
+    val meta = Input(UInt(nanobpf.reasm.FrameInfo.metaBits.W))
   })
   def busPort = io.bus
   import SocMap.PktRegs._
@@ -77,6 +80,13 @@ class PktRegs(p: PktParams) extends Module with RegSlave {
       when(off === descAt || off === outAt || off === dispAt) { err := isWrite }
       when(off === compAt) { err := !isWrite }
     }
+  }
+  // slot_meta[i]: the offset picks the slot, so one read port serves every entry
+  require(SlotMetaCount == p.slots, "slot_meta has one entry per packet memory slot")
+  val metaIdx = (off - SlotMeta.U) >> 3
+  io.metaSlot := metaIdx(p.slotBits - 1, 0)
+  when(off >= SlotMeta.U && off < (SlotMeta + SlotMetaStride * SlotMetaCount).U && off(2, 0) === 0.U) {
+    rdata := io.meta; err := isWrite
   }
   for (i <- 0 until nCounters) {
     ro(Counter + CounterStride * i, counters(i))

@@ -393,6 +393,7 @@ class Packetizer(p: PktParams) extends Module {
   info.hash := Layout.get(frameHdr, GsoHdr.ConnSlot)
   info.gso := true.B
   info.ctrl := false.B
+  info.meta := 0.U // not parsed by PISA: the batch header has the offsets, not handed on yet
   val frameOut = io.out.fire && io.out.bits.beat.last
   io.count.segments := frameOut && !io.out.bits.bad
   for (s <- 0 until 2)

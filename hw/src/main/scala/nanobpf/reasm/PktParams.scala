@@ -48,6 +48,13 @@ class FrameInfo extends Bundle {
   val gso = Bool()
   /** A control frame from the host: the control core's queue. */
   val ctrl = Bool()
+  /** What PISA parsed (layout pkt_meta, the low 32 bits), kept per slot for the cores (pkt.slot_meta). */
+  val meta = UInt(FrameInfo.metaBits.W)
+}
+
+object FrameInfo {
+  val metaBits = 32
+  require(SocMap.PktMeta.Width == 64 && SocMap.PktMeta.CidLen.msb < metaBits, "pkt_meta's fields fit the 32 bits kept per slot")
 }
 
 /** A beat into the reassembly buffer: `info` is taken on the first beat of a frame; `bad` on the

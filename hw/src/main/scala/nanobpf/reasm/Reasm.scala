@@ -32,6 +32,9 @@ class Reasm(p: PktParams) extends Module {
     val rxFrame = Output(Bool())
     val dropFull = Output(Bool())
     val dropBad = Output(Bool())
+    /** The parse result (pkt_meta) of the frame in slot `metaSlot`, for the register block. */
+    val metaSlot = Input(UInt(p.slotBits.W))
+    val meta = Output(UInt(FrameInfo.metaBits.W))
   })
   // ---- free list: a ring of slot numbers, full at reset
   val ring = RegInit(VecInit((0 until p.slots).map(_.U(p.slotBits.W))))
@@ -95,6 +98,11 @@ class Reasm(p: PktParams) extends Module {
     put(PktDesc.Valid, 1.U) | put(PktDesc.Seq, seq) | put(PktDesc.ConnSlot, curInfo.connSlot)
   d.hash := Mux(curInfo.connValid, curInfo.connSlot, curInfo.hash)
   descQ.io.enq.valid := good
+  // the parse result per slot: written as the frame's descriptor is made, read by the cores while the
+  // slot is theirs (a slot is not reused before the egress or a drop frees it)
+  val metaTab = Mem(p.slots, UInt(FrameInfo.metaBits.W))
+  when(good) { metaTab(curSlot) := curInfo.meta }
+  io.meta := metaTab(io.metaSlot)
   when(good) { seq := seq + 1.U }
   io.desc <> descQ.io.deq
 }

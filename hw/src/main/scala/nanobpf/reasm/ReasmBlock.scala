@@ -17,6 +17,8 @@ class ReasmBlock(p: PktParams = PktParams()) extends Module {
     val rxFrame = Output(Bool())
     val dropFull = Output(Bool())
     val dropBad = Output(Bool())
+    val metaSlot = Input(UInt(p.slotBits.W))
+    val meta = Output(UInt(FrameInfo.metaBits.W))
   })
   val reasm = Module(new Reasm(p))
   val mem = Module(new PacketMem(p))
@@ -30,4 +32,6 @@ class ReasmBlock(p: PktParams = PktParams()) extends Module {
   io.rxFrame := reasm.io.rxFrame
   io.dropFull := reasm.io.dropFull
   io.dropBad := reasm.io.dropBad
+  reasm.io.metaSlot := io.metaSlot
+  io.meta := reasm.io.meta
 }
