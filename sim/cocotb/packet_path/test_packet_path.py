@@ -26,10 +26,13 @@ from nanobpf_ebpf_defs import NANOBPF_XDP_DROP as XDP_DROP, NANOBPF_XDP_PASS as 
 class Bench:
     def __init__(self, dut, rng):
         self.dut, self.rng = dut, rng
-        self.sent = {}  # seq -> (frame, lport)
+        self.sent = {}  # seq -> (frame, lport, connection slot, parse result)
+        self.check_meta = False  # seq = the source's frame number (no other source): slot_meta is checked
         self.egress = []  # (seq, lport, word)
         self.busy = False
-        self.min_free = 1  # free slots the source waits for before a frame
+        # free slots the source waits for before a frame: 2, because the frame before may still be
+        # counted free (its last beat driven, not yet taken) and takes one when it ends
+        self.min_free = 2
 
     async def start(self):
         d = self.dut
@@ -55,10 +58,10 @@ class Bench:
         for n, (frame, lport) in enumerate(frames):
             while int(d.io_freeSlots.value) < self.min_free:  # never overrun the buffer: every frame gets a slot
                 await RisingEdge(d.clock)
-            conn = rng.randrange(8)
-            self.sent[n] = (frame, lport, conn)  # sequence numbers count accepted frames (none is dropped here)
+            conn, meta = rng.randrange(8), rng.getrandbits(32)
+            self.sent[n] = (frame, lport, conn, meta)  # sequence numbers count accepted frames (none is dropped here)
             await src.send(frame, side={"_bits_info_lport": lport, "_bits_info_connValid": 1,
-                                        "_bits_info_connSlot": conn}, last_side={"_bits_bad": 0})
+                                        "_bits_info_connSlot": conn, "_bits_info_meta": meta}, last_side={"_bits_bad": 0})
 
     async def egress_sink(self):
         """Takes released packets, reads them back from packet memory, frees the slot."""
@@ -103,6 +106,10 @@ class Bench:
             assert not err
             if desc:
                 f = desc_fields(desc)
+                # the frame's parse result (its side band at the reassembly) waits in slot_meta[slot]
+                if self.check_meta:
+                    got = await self.read("slot_meta", f["slot"])
+                    assert got == self.sent[f["seq"]][3], f"slot {f['slot']} (seq {f['seq']}): slot_meta {got:#x}"
                 held[core].append(f)
                 assert len(held[core]) <= bound, f"core {core} holds {len(held[core])} > bound {bound}"
             if held[core] and (rng.random() < 0.4 or len(held[core]) == bound):
@@ -128,6 +135,7 @@ class Bench:
 async def frames_through_cores_in_order(dut):
     rng = random.Random(int(os.environ.get("PKT_SEED", "1")))
     b = Bench(dut, rng)
+    b.check_meta = True
     await b.start()
     params = unpack("pkt", "params", await b.read("params"))
     assert (params["queues"], params["slots"], params["slot_bytes"], params["headroom"]) == (QUEUES, SLOTS, SLOT_BYTES, HEADROOM)
@@ -143,6 +151,7 @@ async def frames_through_cores_in_order(dut):
     assert (await b.bus.access(reg_offset("pkt", "core_desc", 0) + 4))[1]
     # Registers of cores beyond this build read 0; read-only registers refuse writes.
     assert await b.reg("core_desc", 5) == (0, False)
+    assert await b.reg("slot_meta", SLOTS) == (0, False) and (await b.reg("slot_meta", 0, write=1))[1]
     assert (await b.reg("free_slots", write=1))[1]
     frames = [(rng.randbytes(rng.randrange(60, 400)), rng.choice([0, 1, 3])) for _ in range(120)]
     cocotb.start_soon(b.egress_sink())

@@ -81,12 +81,13 @@ class PktRegs(p: PktParams) extends Module with RegSlave {
       when(off === compAt) { err := !isWrite }
     }
   }
-  // slot_meta[i]: the offset picks the slot, so one read port serves every entry
-  require(SlotMetaCount == p.slots, "slot_meta has one entry per packet memory slot")
+  // slot_meta[i]: the offset picks the slot, so one read port serves every entry; entries past this
+  // build's slots (a smaller stand-alone block) read 0
+  require(p.slots <= SlotMetaCount, "slot_meta has an entry for every packet memory slot")
   val metaIdx = (off - SlotMeta.U) >> 3
   io.metaSlot := metaIdx(p.slotBits - 1, 0)
   when(off >= SlotMeta.U && off < (SlotMeta + SlotMetaStride * SlotMetaCount).U && off(2, 0) === 0.U) {
-    rdata := io.meta; err := isWrite
+    rdata := Mux(metaIdx < p.slots.U, io.meta.pad(64), 0.U); err := isWrite
   }
   for (i <- 0 until nCounters) {
     ro(Counter + CounterStride * i, counters(i))
