@@ -72,7 +72,7 @@ static int allowed_change(const struct ebpf_insn *was, const struct ebpf_insn *n
     return EBPF_CLASS(was->code) == EBPF_CLS_LDX && EBPF_MODE(was->code) == EBPF_MODE_MEM &&
            (now->code == (EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_DW) || now->code == (EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_W)) &&
            was->dst == now->dst && was->src == now->src && was->imm == now->imm && now->off >= 0 &&
-           (size_t)now->off + 8 <= sizeof(struct ebpf_xdp_buff);
+           (size_t)now->off + (now->code == (EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_DW) ? 8 : 4) <= sizeof(struct ebpf_xdp_buff);
 }
 
 int ebpf_record_apply(struct ebpf_prog *prog, const void *image, size_t image_size, const void *record, size_t size,

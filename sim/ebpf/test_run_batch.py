@@ -83,13 +83,19 @@ def test_commands_and_results(image, jit):
 def test_errors_leave_the_session_usable(image):
     rc, out, _ = batch(image, "\n".join([
         "frobnicate", "update nosuch 00 00", "update seen 0000 0000000000000000", "update seen zz 00",
-        "lookup seen", "run x 00", "run 1 0g", "update verdict 00000000 01000000", "run 1 00",
+        "lookup seen", "run x 00", "run 1 0g", "run 1 00 1,2,3", "run 1 00 1,2,3,4,5,6,7", "run 1 00 0,0,0,0,0,99999",
+        "update verdict 00000000 01000000", "run 1 00", "run 1 00 14,34,0,0,0,0",
     ]))  # no final newline: the last line still counts
     assert rc == 0
     assert out[:7] == ["error unknown command 'frobnicate' (info, update, lookup, delete, next, run)", "error no map named 'nosuch'",
                        "error map seen: key of 2 bytes, expected 4", "error map seen: the key is not hex bytes",
-                       "error lookup takes MAP KEY", "error run takes IFINDEX FRAME", "error the frame is not hex bytes"]
-    assert out[7:] == ["ok", "result 1 ff 0"]
+                       "error lookup takes MAP KEY", "error run takes IFINDEX FRAME [L3_OFF,L4_OFF,QUIC_OFF,PN_OFF,CID_LEN,CONN]",
+                       "error the frame is not hex bytes"]
+    parse_usage = "error PARSE is six comma-separated numbers: L3_OFF,L4_OFF,QUIC_OFF,PN_OFF,CID_LEN,CONN"
+    assert out[7:9] == [parse_usage, parse_usage]
+    # a parse result outside the verifier's ranges: refused, the program does not run
+    assert out[9].startswith("error fault: insn -1: context: parse result out of range"), out[9]
+    assert out[10:] == ["ok", "result 1 ff 0", "result 1 ff 0"]
 
 
 @pytest.mark.parametrize("args", [["--batch", "-"], ["--image", "x.nbpf", "--batch", "-", "00"],
