@@ -47,7 +47,7 @@ $(DEFS_STAMP): hw/defs/soc.toml sw/tools/nanobpf-gendefs hw/defs/ebpf.toml sw/to
 	@python3 sw/tools/nanobpf-gendefs --all $(GEN)
 	@echo "[defs] hw/defs/ebpf.toml -> C header, Python, docs/ebpf-abi.md"
 	@python3 sw/tools/nanobpf-genabi --all $(GEN)
-	@echo "[defs] hw/defs/ctrl.toml -> C header, Python, docs/control-protocol.md"
+	@echo "[defs] hw/defs/ctrl.toml -> C header, Python, Wireshark dissector, docs/control-protocol.md"
 	@python3 sw/tools/nanobpf-genctrl --all $(GEN)
 	@echo "[defs] AES/GHASH tables (computed) -> nanobpf_aes_tables.h"
 	@python3 sw/tools/nanobpf-gen-aes-tables $(GEN)/include/nanobpf_aes_tables.h && touch $@
@@ -117,6 +117,10 @@ driver: $(DEFS_STAMP) | $(APT_STAMP) ## build nanobpf.ko against Debian's linux-
 	@$(MAKE) -s -C sw/driver O=$(DRIVER) GEN=$(GEN)
 host-tools: $(DEFS_STAMP) | $(APT_STAMP) ## build libnanobpf and nanobpfctl into build/host
 	@$(MAKE) -s -C sw/lib O=$(HOSTBIN) GEN=$(GEN)
+WIRESHARK_PLUGINS ?= $(HOME)/.local/lib/wireshark/plugins
+wireshark: $(DEFS_STAMP) ## install the Wireshark dissector of the control protocol and the data shim (generated from hw/defs/ctrl.toml) into ~/.local/lib/wireshark/plugins (WIRESHARK_PLUGINS=dir)
+	@install -D -m 644 $(GEN)/wireshark/nanobpf.lua $(WIRESHARK_PLUGINS)/nanobpf.lua
+	@echo "[wireshark] installed $(WIRESHARK_PLUGINS)/nanobpf.lua: restart Wireshark; display filters nanobpf, nanobpf_shim"
 test-driver: $(VENV_STAMP) driver host-tools ebpf-tools ## boot Debian's kernel in QEMU with nanobpf.ko and nanobpfctl against the reference device model
 	@$(PY) -m pytest -q sim/driver
 
@@ -208,4 +212,4 @@ help: ## list targets
 	@echo "  variables: CORES=$(CORES) FIRMWARE=$(FIRMWARE) MAX_CYCLES=$(MAX_CYCLES) BLOCK= WAVE="
 
 FORCE:
-.PHONY: FORCE setup defs firmware ebpf-tools fuzz driver host-tools test-driver hw hw-blocks sim run demo test test-prereqs test-block bench bench-pisa bench-dispatch synth-estimate board-hw board-check bitstream flash clean help
+.PHONY: FORCE setup defs firmware ebpf-tools fuzz driver host-tools wireshark test-driver hw hw-blocks sim run demo test test-prereqs test-block bench bench-pisa bench-dispatch synth-estimate board-hw board-check bitstream flash clean help
