@@ -188,9 +188,12 @@ def test_quic_protection_wire_to_wire(tmp_path):
 def test_quic_one_connection_on_every_core(tmp_path, firmware):
     """One connection's packets in both directions spread over the three data cores (JBSQ spreads them;
     SJBSQ starts at the connection's core and spills over when its queue is full), with some host
-    frames sent twice back to back, so that two cores race to seal the same packet number: every
-    number is sealed exactly once (the copy is dropped), every packet opened, byte for byte what the
-    reference protection gives and what the device model does. Core 0 applies the build host's
+    frames sent twice back to back, so that two cores race to seal the same packet number: no number
+    is sealed twice (the copy is dropped), every packet opened, byte for byte what the reference
+    protection gives and what the device model does. A seal that cores overtook by NANOBPF_QUIC_PN_CLAIMS
+    or more of its connection's numbers is refused as PN_REUSED and counted (the claim window,
+    docs/ebpf-quic.md): whether that happens depends on the cores' timing, so the sealed frames must be
+    the reference's in order with such gaps, each gap a counted drop. Core 0 applies the build host's
     verification record of xdp_quic_hw and JIT-compiles it (about 5M cycles of the run)."""
     from nanobpf.quic.workload import workload
     w = workload(seed=1, connections=1, packets=24)   # connection 0 of the firmware's boot configuration
@@ -200,13 +203,16 @@ def test_quic_one_connection_on_every_core(tmp_path, firmware):
     copies = len(host) - len(w.host)
     dev = wire.run_sim(4, firmware, host, w.net, workdir=tmp_path, max_cycles=30_000_000, timeout=2400)
     assert dev.result.returncode == 0 and dev.result.bus_errors == 0, dev.result.output
-    assert dev.out["host"] == w.expect_host
-    assert dev.out["net"] == w.expect_net
-    ref = wire.run_model(QUIC_IMAGE, host, w.net, boot=w.boot)
-    assert not wire.compare(dev, ref)
+    assert dev.out["host"] == w.expect_host                            # every packet opened, in order
+    rest = iter(w.expect_net)                                          # sealed: the reference's, in order, gaps allowed
+    assert all(f in rest for f in dev.out["net"]), "a sealed frame out of order, twice, or not the reference's"
+    lost = len(w.expect_net) - len(dev.out["net"])
+    ref = wire.run_model(QUIC_IMAGE, host, w.net, boot=w.boot)       # the model (one packet at a time) loses none
+    assert [f for _, f in ref.out["host"]] == dev.out["host"] and [f for _, f in ref.out["net"]] == w.expect_net
     cores = [dev.counters[f"core{c}"] for c in (1, 2, 3)]
     assert all(c["packets"] > 0 for c in cores), cores                 # the connection was on every data core
-    assert sum(c["drop"] for c in cores) == copies                     # each copy refused (PN_REUSED), nothing else
+    assert sum(c["drop"] for c in cores) == copies + lost              # each copy and each gap refused and counted
+    assert lost <= len(w.expect_net) // 2, f"{lost} of {len(w.expect_net)} seals refused"   # not a sealing path that fails
     assert sum(c["encrypt_unsealed"] + c["bad_shim"] for c in cores) == 0
 
 
