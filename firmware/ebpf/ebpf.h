@@ -130,6 +130,9 @@ struct ebpf_xdp_buff {
  * 4 KiB (the largest frame offset, pkt_comp.offset), cid_len <= NANOBPF_KEYTABLE_CID_MAX, conn = 1 + a 16-bit slot. */
 #define EBPF_CTX_OFF_MAX 0xfffu
 #define EBPF_CTX_CONN_MAX 0x10000u
+/* The verifier's rewrite of a 4-byte load of context field `field` (its xdp_md/nanobpf_xdp_ctx offset
+ * / 4): the load's opcode and its offset in struct ebpf_xdp_buff; -1 when there is no such field. */
+int ebpf_ctx_field_load(uint32_t field, uint8_t *code, int16_t *off);
 
 /* ---- Maps ---- */
 struct ebpf_map {

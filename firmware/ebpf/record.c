@@ -65,14 +65,16 @@ int ebpf_record_write(const struct ebpf_prog *prog, const void *image, size_t im
     return 0;
 }
 
-/* The only change the verifier makes to an instruction: a context load gets the device's field offset
- * and width (verifier.c rewrite_ctx). */
+/* The only change the verifier makes to an instruction: a 4-byte load of a context field gets the
+ * runtime's field offset and width (verifier.c rewrite_ctx), exactly that: a record cannot point a load
+ * anywhere else, not at another field of the runtime context, nor past a map value. */
 static int allowed_change(const struct ebpf_insn *was, const struct ebpf_insn *now) {
     if (!memcmp(was, now, sizeof *was)) return 1;
-    return EBPF_CLASS(was->code) == EBPF_CLS_LDX && EBPF_MODE(was->code) == EBPF_MODE_MEM &&
-           (now->code == (EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_DW) || now->code == (EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_W)) &&
-           was->dst == now->dst && was->src == now->src && was->imm == now->imm && now->off >= 0 &&
-           (size_t)now->off + (now->code == (EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_DW) ? 8 : 4) <= sizeof(struct ebpf_xdp_buff);
+    uint8_t code;
+    int16_t off;
+    return was->code == (EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_W) && was->off >= 0 && was->off % 4 == 0 &&
+           !ebpf_ctx_field_load((uint32_t)was->off / 4, &code, &off) && now->code == code && now->off == off &&
+           was->dst == now->dst && was->src == now->src && was->imm == now->imm;
 }
 
 int ebpf_record_apply(struct ebpf_prog *prog, const void *image, size_t image_size, const void *record, size_t size,

@@ -2911,7 +2911,7 @@ static int check_stack_chains(struct env *e) {
                 EBPF_STACK_SIZE);
 }
 
-static void rewrite_ctx(struct env *e) {
+int ebpf_ctx_field_load(uint32_t field, uint8_t *code, int16_t *off) {
     static const uint8_t field_off[] = {
         offsetof(struct ebpf_xdp_buff, data),           offsetof(struct ebpf_xdp_buff, data_end),
         offsetof(struct ebpf_xdp_buff, data_meta),      offsetof(struct ebpf_xdp_buff, ingress_ifindex),
@@ -2920,13 +2920,18 @@ static void rewrite_ctx(struct env *e) {
         offsetof(struct ebpf_xdp_buff, quic_off),       offsetof(struct ebpf_xdp_buff, pn_off),
         offsetof(struct ebpf_xdp_buff, cid_len),        offsetof(struct ebpf_xdp_buff, conn)};
     _Static_assert(sizeof field_off == sizeof(struct nanobpf_xdp_ctx) / 4, "one runtime field per context field");
+    if (field >= sizeof field_off) return -1;
+    *code = (uint8_t)(EBPF_CLS_LDX | EBPF_MODE_MEM | (field < 3 ? EBPF_SIZE_DW : EBPF_SIZE_W)); /* 64-bit pointers */
+    *off = field_off[field];
+    return 0;
+}
+
+static void rewrite_ctx(struct env *e) {
     for (uint32_t i = 0; i < e->n; i++) {
         uint8_t a = e->aux[i];
         if (!a || a == AUX_OTHER) continue;
         struct ebpf_insn *in = &e->prog->insns[i];
-        uint32_t field = a - 1u;
-        in->code = (uint8_t)(EBPF_CLS_LDX | EBPF_MODE_MEM | (field < 3 ? EBPF_SIZE_DW : EBPF_SIZE_W));
-        in->off = field_off[field];
+        ebpf_ctx_field_load(a - 1u, &in->code, &in->off); /* mem_access marked only fields that exist */
     }
 }
 

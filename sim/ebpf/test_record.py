@@ -64,6 +64,14 @@ def tampered(blob, how):
             if b[insns + 8 * i] == 0x05:    # ja
                 b[insns + 8 * i + 2] ^= 1
                 break
+    elif how == "ctx_elsewhere":            # a context load pointed at another field of the runtime context
+        for i in range(n):
+            code, off = b[insns + 8 * i], struct.unpack_from("<h", b, insns + 8 * i + 2)[0]
+            if code == 0x79 and off == 8:   # ldxdw off 8: the verifier's rewrite of xdp_md.data_end
+                struct.pack_into("<h", b, insns + 8 * i + 2, 24)   # data_hard_start: in bounds, not that field
+                break
+        else:
+            raise AssertionError("no data_end load in the record")
     elif how == "flags":
         b[insns + 8 * n] = 0x80
     elif how == "truncated":
@@ -77,7 +85,7 @@ def tampered(blob, how):
 
 @pytest.mark.parametrize("how,message", [
     ("magic", "no NBVR header"), ("version", "version 9"), ("crc", "made for another image"),
-    ("imm", "instruction differs"), ("flags", "unknown instruction flags"), ("truncated", "not what its counts say"),
+    ("imm", "instruction differs"), ("ctx_elsewhere", "instruction differs"), ("flags", "unknown instruction flags"), ("truncated", "not what its counts say"),
     ("function", "bad function 0"), ("no_functions", "0 functions")])
 def test_a_damaged_record_is_refused(records, tmp_path, how, message):
     bad = tmp_path / "bad.nbvr"
