@@ -43,5 +43,7 @@ int ebpf_hp_engine(const void *keys, uint8_t block[16]);
 /* The 32 bytes of packet memory this hart's header-protection requests go through (NULL: this hart's
  * 32 bytes at the top of packet memory). Device builds only. */
 void ebpf_set_hp_scratch(void *scratch);
+/* Device: bytes of the shared memory region in use (maps), for the control plane's reports. */
+size_t ebpf_shared_in_use(void);
 
 #endif

@@ -341,13 +341,26 @@ uint64_t ebpf_cycles(void);             /* core cycle counter (host: a monotonic
 uint32_t ebpf_cpu_id(void);
 uint32_t ebpf_num_cpus(void);
 void ebpf_console_write(const char *s, size_t n); /* trace_printk output */
-/* The key table storage: 2 * NANOBPF_KEYTABLE_ENTRIES values of NANOBPF_QUIC_KEYS_SIZE bytes, slot i's
+/* The key table storage: NANOBPF_KEYTABLE_SLOTS values of NANOBPF_QUIC_KEYS_SIZE bytes, slot i's
  * at i * NANOBPF_QUIC_KEYS_SIZE (device: the AEAD engine's key table storage, which reads them). */
 uint8_t *ebpf_keytable_values(void);
 
+/* Wait until no core is still running a program on a packet it started before this call (device: the
+ * data cores have each finished their packet or are between packets; elsewhere nothing runs alongside).
+ * What was unpublished before it (a key table value, a program) may then be reused. */
+void ebpf_quiesce(void);
+
 /* ---- Maps API (used by helpers and the control plane) ---- */
-int ebpf_map_create(struct ebpf_map *map, struct ebpf_error *err); /* fields type..name set */
+int ebpf_map_create(struct ebpf_map *map, struct ebpf_error *err); /* fields type..name set; not the key table */
 void ebpf_map_destroy(struct ebpf_map *map);
+/* The key table map (NANOBPF_KEYTABLE_MAP_NAME): one object for every program that declares it (decl:
+ * the program's declaration, checked), created by the first bind, its entries kept until the last
+ * unbind; NULL with err when the declaration does not fit. A changed entry's value is published with one
+ * store (a reader sees the whole old or the whole new value); its old place is reused after
+ * ebpf_quiesce(). */
+struct ebpf_map *ebpf_keytable_bind(const struct ebpf_map *decl, struct ebpf_error *err);
+void ebpf_keytable_unbind(struct ebpf_map *map);
+int ebpf_map_is_keytable(const struct ebpf_map *map);
 void *ebpf_map_lookup(struct ebpf_map *map, const void *key);
 int ebpf_map_update(struct ebpf_map *map, const void *key, const void *value, uint64_t flags);
 int ebpf_map_delete(struct ebpf_map *map, const void *key);

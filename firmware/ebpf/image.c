@@ -44,22 +44,27 @@ int ebpf_image_load(const void *image, size_t size, struct ebpf_prog *prog, stru
     for (uint32_t i = 0; i < h.n_maps; i++) {
         struct nanobpf_image_map im;
         memcpy(&im, base + h.maps_off + i * sizeof im, sizeof im);
-        struct ebpf_map *m = ebpf_alloc(sizeof *m);
-        if (!m) {
-            ebpf_prog_free(prog);
-            return ebpf_fail(err, -1, "image: out of memory");
-        }
-        m->type = im.type;
-        m->key_size = im.key_size;
-        m->value_size = im.value_size;
-        m->max_entries = im.max_entries;
-        m->flags = im.flags;
-        memcpy(m->name, im.name, sizeof m->name);
-        m->name[sizeof m->name - 1] = 0;
-        if (ebpf_map_create(m, err)) {
-            ebpf_free(m);
-            ebpf_prog_free(prog);
-            return -1;
+        struct ebpf_map decl = {.type = im.type, .key_size = im.key_size, .value_size = im.value_size,
+                                .max_entries = im.max_entries, .flags = im.flags};
+        memcpy(decl.name, im.name, sizeof decl.name);
+        decl.name[sizeof decl.name - 1] = 0;
+        struct ebpf_map *m;
+        if (!strcmp(decl.name, NANOBPF_KEYTABLE_MAP_NAME)) { /* the device's key table, shared */
+            if (!(m = ebpf_keytable_bind(&decl, err))) {
+                ebpf_prog_free(prog);
+                return -1;
+            }
+        } else {
+            if (!(m = ebpf_alloc(sizeof *m))) {
+                ebpf_prog_free(prog);
+                return ebpf_fail(err, -1, "image: out of memory");
+            }
+            *m = decl;
+            if (ebpf_map_create(m, err)) {
+                ebpf_free(m);
+                ebpf_prog_free(prog);
+                return -1;
+            }
         }
         prog->maps[prog->n_maps++] = m;
         if (im.init_size) {
@@ -78,6 +83,10 @@ int ebpf_image_load(const void *image, size_t size, struct ebpf_prog *prog, stru
 
 void ebpf_prog_free(struct ebpf_prog *prog) {
     for (uint32_t i = 0; i < prog->n_maps; i++) {
+        if (ebpf_map_is_keytable(prog->maps[i])) {
+            ebpf_keytable_unbind(prog->maps[i]);
+            continue;
+        }
         ebpf_map_destroy(prog->maps[i]);
         ebpf_free(prog->maps[i]);
     }

@@ -1,30 +1,94 @@
 /* Maps: array, per-CPU array and hash (preallocated, open addressing with linear probing and
  * tombstones, so an entry never moves while it exists: its slot index is stable, which the key table
- * relies on to name connection slots). The key table map is an ordinary hash map whose storage is the
- * device key table (ebpf_keytable_storage) instead of its own allocation. */
+ * relies on to name connection slots). The key table map is a hash map whose values live in the
+ * device key table storage (ebpf_keytable_values) instead of its own allocation: one map object shared
+ * by every program that declares it (ebpf_keytable_bind), so it survives program loads and swaps. */
 #include <errno.h>
 #include <string.h>
 #include "ebpf.h"
 
 /* Hash slot layout: state byte, then key, then value, each 8-byte aligned; the key table keeps its
- * values apart, in the platform's key table storage (m->values), where the AEAD engine reads them. */
+ * values apart, in the platform's key table storage (m->values), where the AEAD engine reads them, and
+ * names its value in the slot header (bytes 4..7: the storage index). */
 enum { SLOT_FREE = 0, SLOT_USED = 1, SLOT_DELETED = 2 };
 
 static uint32_t round8(uint32_t v) { return (v + 7u) & ~7u; }
 static uint32_t key_stride(const struct ebpf_map *m) { return round8(m->key_size); }
 static uint32_t slot_size(const struct ebpf_map *m) { return 8 + key_stride(m) + (m->values ? 0 : m->value_stride); }
 static uint8_t *slot(const struct ebpf_map *m, uint32_t i) { return m->storage + (size_t)i * slot_size(m); }
+static uint32_t *value_index(const struct ebpf_map *m, uint32_t i) { return (uint32_t *)(void *)(slot(m, i) + 4); }
 static uint8_t *hash_value(const struct ebpf_map *m, uint32_t i) {
-    return m->values ? m->values + (size_t)i * m->value_stride : slot(m, i) + 8 + key_stride(m);
+    return m->values ? m->values + (size_t)__atomic_load_n(value_index(m, i), __ATOMIC_ACQUIRE) * m->value_stride
+                     : slot(m, i) + 8 + key_stride(m);
 }
 
-/* Device key table: the backing of the hash map named NANOBPF_KEYTABLE_MAP_NAME. Its slot index is the
- * connection slot the control plane and the AEAD engine use; the slots (state, connection ID) are
- * here, the values in the platform's key table storage (ebpf_keytable_values). */
-#define KEYTABLE_SLOTS (2 * NANOBPF_KEYTABLE_ENTRIES)
+/* Device key table: KEYTABLE_SLOTS hash slots (state, connection ID, storage index) in shared memory
+ * and as many value places in the platform's key table storage, where the AEAD engine reads them by
+ * index. Twice the entries, so that a changed entry's new value is written beside the old one and
+ * published with one store of its index: a packet in flight sees the whole old value or the whole new
+ * one, never a mix. The old place is reused only after ebpf_quiesce() (every core that may have
+ * looked the entry up has finished that packet). */
+#define KEYTABLE_SLOTS NANOBPF_KEYTABLE_SLOTS
 #define KEYTABLE_SLOT_SIZE (8 + ((NANOBPF_QUIC_CID_SIZE + 7) & ~7))
 _Static_assert(NANOBPF_QUIC_KEYS_SIZE % 8 == 0, "key table values are packed at their size");
-static int keytable_in_use;
+_Static_assert(KEYTABLE_SLOTS >= 2 * NANOBPF_KEYTABLE_ENTRIES, "a new value beside every old one");
+static struct ebpf_map keytable;
+static uint32_t keytable_refs;
+static uint64_t keytable_used[(KEYTABLE_SLOTS + 63) / 64]; /* value places in use (control core only) */
+
+static uint32_t keytable_place(void) {
+    for (uint32_t w = 0; w < sizeof keytable_used / sizeof *keytable_used; w++)
+        if (~keytable_used[w])
+            for (uint32_t b = 0; b < 64; b++)
+                if (!(keytable_used[w] >> b & 1) && 64 * w + b < KEYTABLE_SLOTS) {
+                    keytable_used[w] |= 1ull << b;
+                    return 64 * w + b;
+                }
+    return UINT32_MAX; /* cannot happen: at most ENTRIES live values and ENTRIES places spare */
+}
+static void keytable_unplace(uint32_t i) { keytable_used[i / 64] &= ~(1ull << (i % 64)); }
+
+struct ebpf_map *ebpf_keytable_bind(const struct ebpf_map *decl, struct ebpf_error *err) {
+    if (decl->type != NANOBPF_MAP_TYPE_HASH || decl->key_size != NANOBPF_QUIC_CID_SIZE ||
+        decl->value_size != NANOBPF_QUIC_KEYS_SIZE || decl->max_entries == 0 || decl->max_entries > NANOBPF_KEYTABLE_ENTRIES ||
+        decl->flags) {
+        ebpf_fail(err, -1, "map %s: the key table is a hash map with key %u, value %u bytes, 1..%u entries",
+                  NANOBPF_KEYTABLE_MAP_NAME, NANOBPF_QUIC_CID_SIZE, NANOBPF_QUIC_KEYS_SIZE, NANOBPF_KEYTABLE_ENTRIES);
+        return NULL;
+    }
+    if (keytable_refs == 0) {
+        struct ebpf_map *m = &keytable;
+        memset(m, 0, sizeof *m);
+        m->type = NANOBPF_MAP_TYPE_HASH;
+        m->key_size = NANOBPF_QUIC_CID_SIZE;
+        m->value_size = m->value_stride = NANOBPF_QUIC_KEYS_SIZE;
+        m->max_entries = NANOBPF_KEYTABLE_ENTRIES; /* the device's table, whatever size a program declares */
+        memcpy(m->name, NANOBPF_KEYTABLE_MAP_NAME, sizeof NANOBPF_KEYTABLE_MAP_NAME);
+        m->n_cpus = 1;
+        m->n_slots = KEYTABLE_SLOTS;
+        m->storage = ebpf_alloc_shared((size_t)KEYTABLE_SLOTS * KEYTABLE_SLOT_SIZE);
+        if (!m->storage) {
+            ebpf_fail(err, -1, "map %s: out of shared memory for its slots", m->name);
+            return NULL;
+        }
+        m->values = ebpf_keytable_values();
+        m->external = 1;
+        memset(keytable_used, 0, sizeof keytable_used);
+        memset(m->values, 0, (size_t)KEYTABLE_SLOTS * NANOBPF_QUIC_KEYS_SIZE);
+    }
+    keytable_refs++;
+    return &keytable;
+}
+
+void ebpf_keytable_unbind(struct ebpf_map *m) {
+    if (m != &keytable || keytable_refs == 0) return;
+    if (--keytable_refs == 0) {
+        ebpf_free_shared(m->storage);
+        memset(m, 0, sizeof *m);
+    }
+}
+
+int ebpf_map_is_keytable(const struct ebpf_map *m) { return m == &keytable; }
 
 /* Several cores run programs that update one hash map (the DPU's data cores: a connection's first
  * packets may reach two cores at once). Inserts and deletes hold the map's lock, so two cores never
@@ -53,6 +117,8 @@ int ebpf_map_create(struct ebpf_map *m, struct ebpf_error *err) {
     m->n_cpus = 1;
     m->external = 0;
     m->values = NULL;
+    if (strcmp(m->name, NANOBPF_KEYTABLE_MAP_NAME) == 0)
+        return ebpf_fail(err, -1, "map %s: the key table is bound (ebpf_keytable_bind), not created", m->name);
     if (m->flags) return ebpf_fail(err, -1, "map %s: flags 0x%x not supported", m->name, m->flags);
     if (m->value_size == 0 || m->value_size > 65536 || m->max_entries == 0 || m->max_entries > (1u << 20))
         return ebpf_fail(err, -1, "map %s: value size %u / entries %u out of range", m->name, m->value_size, m->max_entries);
@@ -70,21 +136,6 @@ int ebpf_map_create(struct ebpf_map *m, struct ebpf_error *err) {
         m->n_slots = 1;
         while (m->n_slots < 2 * m->max_entries) m->n_slots <<= 1;
         bytes = (size_t)m->n_slots * slot_size(m);
-        if (strcmp(m->name, NANOBPF_KEYTABLE_MAP_NAME) == 0) {
-            if (m->key_size != NANOBPF_QUIC_CID_SIZE || m->value_size != NANOBPF_QUIC_KEYS_SIZE ||
-                m->max_entries > NANOBPF_KEYTABLE_ENTRIES)
-                return ebpf_fail(err, -1, "map %s: the key table needs key %u, value %u bytes, at most %u entries",
-                                 m->name, NANOBPF_QUIC_CID_SIZE, NANOBPF_QUIC_KEYS_SIZE, NANOBPF_KEYTABLE_ENTRIES);
-            if (keytable_in_use) return ebpf_fail(err, -1, "map %s: the key table is already bound", m->name);
-            m->n_slots = KEYTABLE_SLOTS;
-            m->storage = ebpf_alloc_shared((size_t)KEYTABLE_SLOTS * KEYTABLE_SLOT_SIZE);
-            if (!m->storage) return ebpf_fail(err, -1, "map %s: out of shared memory for its slots", m->name);
-            m->values = ebpf_keytable_values();
-            m->external = 1;
-            keytable_in_use = 1;
-            memset(m->values, 0, (size_t)KEYTABLE_SLOTS * NANOBPF_QUIC_KEYS_SIZE);
-            return 0;
-        }
         break;
     default:
         return ebpf_fail(err, -1, "map %s: type %u not supported (hash, array, percpu_array)", m->name, m->type);
@@ -96,7 +147,10 @@ int ebpf_map_create(struct ebpf_map *m, struct ebpf_error *err) {
 }
 
 void ebpf_map_destroy(struct ebpf_map *m) {
-    if (m->external) keytable_in_use = 0;
+    if (m->external) {
+        ebpf_keytable_unbind(m);
+        return;
+    }
     if (m->type == NANOBPF_MAP_TYPE_PERCPU_ARRAY) ebpf_free(m->storage);
     else ebpf_free_shared(m->storage);
     m->storage = NULL;
@@ -149,11 +203,22 @@ int ebpf_map_update(struct ebpf_map *m, const void *key, const void *value, uint
     else if (!found && (hash_count(m) >= m->max_entries || i < 0)) rc = -E2BIG;
     else {
         uint8_t *s = slot(m, (uint32_t)i);
-        memcpy(hash_value(m, (uint32_t)i), value, m->value_size);
+        uint32_t old = found && m->values ? *value_index(m, (uint32_t)i) : UINT32_MAX;
+        if (m->values) { /* the key table: the new value in a place of its own, then its index */
+            uint32_t place = keytable_place();
+            memcpy(m->values + (size_t)place * m->value_stride, value, m->value_size);
+            __atomic_store_n(value_index(m, (uint32_t)i), place, __ATOMIC_RELEASE);
+        } else {
+            memcpy(hash_value(m, (uint32_t)i), value, m->value_size);
+        }
         if (!found) {
             memcpy(s + 8, key, m->key_size);
             __atomic_store_n(&s[0], SLOT_USED, __ATOMIC_RELEASE); /* key and value before the state */
             __atomic_fetch_add(&m->count, 1, __ATOMIC_RELAXED);
+        }
+        if (old != UINT32_MAX) {
+            ebpf_quiesce(); /* no core still reads the old value */
+            keytable_unplace(old);
         }
     }
     hash_unlock(m);
@@ -169,6 +234,11 @@ int ebpf_map_delete(struct ebpf_map *m, const void *key) {
     else {
         __atomic_store_n(&slot(m, (uint32_t)i)[0], SLOT_DELETED, __ATOMIC_RELEASE);
         __atomic_fetch_sub(&m->count, 1, __ATOMIC_RELAXED);
+        if (m->values) {
+            /* the slot and its value place stay untouched until no core can still be reading them */
+            ebpf_quiesce();
+            keytable_unplace(*value_index(m, (uint32_t)i));
+        }
     }
     hash_unlock(m);
     return rc;

@@ -1,9 +1,11 @@
 /* dpu: the DPU's data-plane firmware (docs/dataplane.md).
  *
  * Core 0 is the control core: at boot it loads, verifies (or applies the build host's verification
- * record, when the image carries one) and JIT-compiles the built-in XDP program (linked into the image, images.S), sets up the PISA pipeline (host and network logical ports, every
- * frame to the cores) and the core select, then wakes the data cores; its own queue then holds only
- * the control frames from the host (dropped and counted until the control protocol runs here). Every data core loops: pop a
+ * record, when the image carries one) and JIT-compiles the built-in XDP program, if the firmware has
+ * one (linked into the image, images.S), sets up the PISA pipeline (host and network logical ports,
+ * every frame to the cores) and the core select, then wakes the data cores; its own queue then holds
+ * the control frames from the host, which it answers (the control protocol: ctrl.c; keys, programs and
+ * maps change while the data cores run). Every data core loops: pop a
  * descriptor from its queue (sleeping a little when the queue is empty, instead of spinning on the
  * interconnect), run the program on the frame in place in packet memory, push the completion (action,
  * where the frame now starts and how long it is, the redirect port). With one core, core 0 is also the
@@ -14,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "aead.h"
+#include "ctrl.h"
 #include "dpu.h"
 #include "nanobpf.h"
 #include "nanobpf_aead.h"
@@ -26,22 +29,36 @@ extern const uint8_t dpu_prog_image[], dpu_prog_image_end[], dpu_prog_record[], 
 #define NET_LPORT NANOBPF_DATAPATH_NET_LPORT
 #define IDLE_CYCLES 128 /* a data core with an empty queue sleeps this long before it looks again */
 
-static struct ebpf_prog prog;
+/* The attached program: written by core 0 (dpu_prog_publish), read by every core once per packet with
+ * an atomic operation (AMOs reach memory; a plain load could hit a stale line of a non-coherent cache). */
+static uint64_t attached;
+
+/* Per core: odd while it runs a packet, even between packets (atomic operations only). Core 0 waits on
+ * these before it reuses what it unpublished (ebpf_quiesce). One cache line each. */
+static struct {
+    uint64_t n;
+} __attribute__((aligned(64))) pass[NANOBPF_MAX_CORES];
 
 /* Per-core tallies, each written only by its core (write-through caches: they reach memory), read by
  * core 0 at the end. One cache line each. */
 struct core_stats {
     uint64_t packets, cycles, busy, engine, actions[5], aborted_by_runtime, ctrl, drops[DPU_DROPS], sealed, opened;
+    uint64_t rx[2], tx[2], encrypt_req, bad_port; /* data frames by ingress and egress port (0 host, 1 network) */
     /* the same by ingress port (0 host, 1 network): with xdp_quic_hw, seal and open */
     uint64_t port_packets[2], port_cycles[2], port_engine[2];
 } __attribute__((aligned(64)));
 static struct core_stats stats[NANOBPF_MAX_CORES];
 
-static int setup_pisa(void) {
+/* The host's own port entry: control frames from the host reach core 0 through it. */
+#define HOST_PORT_ENTRY (NANOBPF_PUT(NANOBPF_PISA_PORT_ENTRY_VALID, 1) | NANOBPF_PUT(NANOBPF_PISA_PORT_ENTRY_PORT, NANOBPF_DATAPATH_HOST_PORT) | \
+                         NANOBPF_PUT(NANOBPF_PISA_PORT_ENTRY_LPORT, HOST_LPORT))
+
+void dpu_tables_default(void) {
+    for (unsigned i = 0; i < NANOBPF_PISA_PORT_ENTRY_COUNT; i++) PISA(NANOBPF_PISA_PORT_ENTRY_OFFSET(i)) = 0;
+    for (unsigned i = 0; i < NANOBPF_PISA_PROFILE_ENTRY_COUNT; i++) PISA(NANOBPF_PISA_PROFILE_ENTRY_OFFSET(i)) = 0;
+    for (unsigned i = 0; i < NANOBPF_PISA_LPORT_CFG_COUNT; i++) PISA(NANOBPF_PISA_LPORT_CFG_OFFSET(i)) = 0;
     /* physical port -> logical port, untagged frames */
-    PISA(NANOBPF_PISA_PORT_ENTRY_OFFSET(0)) = NANOBPF_PUT(NANOBPF_PISA_PORT_ENTRY_VALID, 1) |
-                                             NANOBPF_PUT(NANOBPF_PISA_PORT_ENTRY_PORT, NANOBPF_DATAPATH_HOST_PORT) |
-                                             NANOBPF_PUT(NANOBPF_PISA_PORT_ENTRY_LPORT, HOST_LPORT);
+    PISA(NANOBPF_PISA_PORT_ENTRY_OFFSET(0)) = HOST_PORT_ENTRY;
     PISA(NANOBPF_PISA_PORT_ENTRY_OFFSET(1)) = NANOBPF_PUT(NANOBPF_PISA_PORT_ENTRY_VALID, 1) |
                                              NANOBPF_PUT(NANOBPF_PISA_PORT_ENTRY_PORT, NANOBPF_DATAPATH_NET_PORT) |
                                              NANOBPF_PUT(NANOBPF_PISA_PORT_ENTRY_LPORT, NET_LPORT);
@@ -52,7 +69,41 @@ static int setup_pisa(void) {
                                                       NANOBPF_PUT(NANOBPF_PISA_LPORT_CFG_EGRESS_PORT, NANOBPF_DATAPATH_HOST_PORT);
     PISA(NANOBPF_PISA_LPORT_CFG_OFFSET(NET_LPORT)) = NANOBPF_PUT(NANOBPF_PISA_LPORT_CFG_DEFAULT_ACTION, NANOBPF_PISA_ACTION_TO_CORES) |
                                                      NANOBPF_PUT(NANOBPF_PISA_LPORT_CFG_EGRESS_PORT, NANOBPF_DATAPATH_NET_PORT);
+}
+
+/* A TABLE_SET/TABLE_DEL word (checked by ctrl.c). The entry that brings the host's control frames in
+ * is kept: without it no later request (RESET included) could reach this core. */
+int dpu_table_write(unsigned table, unsigned index, uint32_t value, struct ctrl_reply *r) {
+    static const unsigned offsets[] = {NANOBPF_PISA_PORT_ENTRY_OFFSET(0), NANOBPF_PISA_PROFILE_ENTRY_OFFSET(0),
+                                       NANOBPF_PISA_LPORT_CFG_OFFSET(0)};
+    unsigned off = offsets[table] + 8 * index;
+    if (table == NANOBPF_CTRL_TABLE_PORT && PISA(off) == HOST_PORT_ENTRY && value != HOST_PORT_ENTRY)
+        return ctrl_refuse(r, NANOBPF_CTRL_ST_INVALID,
+                           "port_entry[%u] brings the host's control frames in: changing it would cut the control link", index);
+    PISA(off) = value;
     return 0;
+}
+
+const struct ebpf_prog *dpu_prog_current(void) { return (const struct ebpf_prog *)(uintptr_t)attached; }
+
+unsigned dpu_data_cores(void) { return nb_num_cores() > 1 ? nb_num_cores() - 1 : 1; }
+
+void ebpf_quiesce(void) {
+    unsigned me = nb_hart_id(), cores = nb_num_cores();
+    __asm__ volatile("fence rw, rw" ::: "memory");
+    for (unsigned h = 0; h < cores; h++) {
+        if (h == me) continue; /* this core is between packets: it is running this */
+        uint64_t n = __atomic_fetch_add(&pass[h].n, 0, __ATOMIC_ACQUIRE);
+        if (n & 1)
+            while (__atomic_fetch_add(&pass[h].n, 0, __ATOMIC_ACQUIRE) == n) {
+            }
+    }
+}
+
+void dpu_prog_publish(const struct ebpf_prog *prog) {
+    __asm__ volatile("fence rw, rw" ::: "memory"); /* the program's code and data are in memory first */
+    __atomic_exchange_n(&attached, (uint64_t)(uintptr_t)prog, __ATOMIC_SEQ_CST);
+    ebpf_quiesce();
 }
 
 /* Sleep about `cycles` core cycles: the timer interrupt (enabled in mie, taken by nobody: mstatus.MIE
@@ -83,19 +134,26 @@ static void parse_result(struct ebpf_xdp_buff *xdp, uint64_t d, uint64_t meta) {
 }
 
 /* One packet: the frame at its slot in packet memory, run in place; returns the completion word. */
-static uint64_t one_packet(unsigned hart, uint64_t d) {
+static uint64_t one_packet(unsigned hart, uint64_t d, const struct ebpf_prog *prog) {
     unsigned slot = (unsigned)NANOBPF_GET(d, NANOBPF_PKT_DESC_SLOT);
     unsigned len = (unsigned)NANOBPF_GET(d, NANOBPF_PKT_DESC_LEN);
     unsigned lport = (unsigned)NANOBPF_GET(d, NANOBPF_PKT_DESC_LPORT);
     struct core_stats *s = &stats[hart];
     uint64_t drop = NANOBPF_PUT(NANOBPF_PKT_COMP_SLOT, slot) | NANOBPF_PUT(NANOBPF_PKT_COMP_ACTION, NANOBPF_XDP_DROP);
-    if (NANOBPF_GET(d, NANOBPF_PKT_DESC_CTRL)) { /* the control protocol is not spoken here yet (issue 23) */
-        s->ctrl++;
-        s->drops[DPU_DROP_CTRL]++;
-        return drop;
-    }
     uintptr_t base = NANOBPF_PACKET_MEM_BASE + (uintptr_t)slot * NANOBPF_DATAPATH_SLOT_BYTES;
     uintptr_t data = base + NANOBPF_DATAPATH_HEADROOM;
+    if (NANOBPF_GET(d, NANOBPF_PKT_DESC_CTRL)) { /* a control request from the host: answered in place */
+        unsigned n;
+        s->ctrl++;
+        ctrl_frame(data, len, &n);
+        if (!n) {
+            s->drops[DPU_DROP_CTRL]++;
+            return drop;
+        }
+        return NANOBPF_PUT(NANOBPF_PKT_COMP_SLOT, slot) | NANOBPF_PUT(NANOBPF_PKT_COMP_ACTION, NANOBPF_XDP_TX) |
+               NANOBPF_PUT(NANOBPF_PKT_COMP_LEN, n) | NANOBPF_PUT(NANOBPF_PKT_COMP_OFFSET, NANOBPF_DATAPATH_HEADROOM) |
+               NANOBPF_PUT(NANOBPF_PKT_COMP_PORT, HOST_LPORT);
+    }
     /* the last 32 bytes of the slot are this packet's header-protection scratch, out of the program's reach */
     uintptr_t end_of_room = base + NANOBPF_DATAPATH_SLOT_BYTES - 32;
     ebpf_set_hp_scratch((void *)end_of_room);
@@ -104,16 +162,24 @@ static uint64_t one_packet(unsigned hart, uint64_t d) {
                                 .ingress_ifindex = lport == HOST_LPORT ? NANOBPF_IFINDEX_HOST : NANOBPF_IFINDEX_NET};
     parse_result(&xdp, d, PKT(NANOBPF_PKT_SLOT_META_OFFSET(slot)));
     struct dpu_guard g;
-    int why = dpu_guard_before(&prog, &xdp, &g);
+    unsigned from = lport == HOST_LPORT ? 0 : 1;
+    s->rx[from]++;
+    int why = dpu_guard_before(prog, &xdp, &g);
+    s->encrypt_req += g.seal || why == DPU_DROP_ENCRYPT_NO_PROG;
     if (why >= 0) {
         s->drops[why]++;
         return drop;
     }
+    if (!prog) { /* nothing attached: onwards, unchanged (the device model's rule) */
+        s->tx[!from]++;
+        return NANOBPF_PUT(NANOBPF_PKT_COMP_SLOT, slot) | NANOBPF_PUT(NANOBPF_PKT_COMP_ACTION, NANOBPF_XDP_PASS) |
+               NANOBPF_PUT(NANOBPF_PKT_COMP_LEN, len) | NANOBPF_PUT(NANOBPF_PKT_COMP_OFFSET, NANOBPF_DATAPATH_HEADROOM) |
+               NANOBPF_PUT(NANOBPF_PKT_COMP_PORT, from ? HOST_LPORT : NET_LPORT);
+    }
     struct ebpf_error err = {-1, ""};
     uint64_t e0 = nb_aead_wait_cycles(), c0 = nb_cycles();
-    uint64_t action = ebpf_xdp_run(&prog, &xdp, 1, &err);
+    uint64_t action = ebpf_xdp_run(prog, &xdp, 1, &err);
     uint64_t cycles = nb_cycles() - c0, engine = nb_aead_wait_cycles() - e0;
-    unsigned from = lport == HOST_LPORT ? 0 : 1;
     s->cycles += cycles;
     s->engine += engine;
     s->packets++;
@@ -125,10 +191,12 @@ static uint64_t one_packet(unsigned hart, uint64_t d) {
     uint32_t out = action == NANOBPF_XDP_PASS ? (lport == HOST_LPORT ? NANOBPF_IFINDEX_NET : NANOBPF_IFINDEX_HOST)
                  : action == NANOBPF_XDP_TX ? xdp.ingress_ifindex
                  : action == NANOBPF_XDP_REDIRECT ? xdp.redirect_ifindex : 0;
-    if (action == NANOBPF_XDP_REDIRECT && out != NANOBPF_IFINDEX_HOST && out != NANOBPF_IFINDEX_NET)
+    if (action == NANOBPF_XDP_REDIRECT && out != NANOBPF_IFINDEX_HOST && out != NANOBPF_IFINDEX_NET) {
+        s->bad_port++;
         return drop; /* no such port */
+    }
     if (out) {
-        why = dpu_guard_after(&prog, &xdp, &g, out);
+        why = dpu_guard_after(prog, &xdp, &g, out);
         if (why >= 0) {
             s->drops[why]++;
             return drop;
@@ -137,6 +205,7 @@ static uint64_t one_packet(unsigned hart, uint64_t d) {
         s->opened += g.done == DPU_GUARD_OPENED;
     }
     unsigned port = out == NANOBPF_IFINDEX_HOST ? HOST_LPORT : NET_LPORT;
+    if (out) s->tx[out == NANOBPF_IFINDEX_HOST ? 0 : 1]++;
     return NANOBPF_PUT(NANOBPF_PKT_COMP_SLOT, slot) | NANOBPF_PUT(NANOBPF_PKT_COMP_ACTION, action) |
            NANOBPF_PUT(NANOBPF_PKT_COMP_LEN, xdp.data_end - xdp.data) |
            NANOBPF_PUT(NANOBPF_PKT_COMP_OFFSET, xdp.data - base) | NANOBPF_PUT(NANOBPF_PKT_COMP_PORT, port);
@@ -207,22 +276,105 @@ static int summary(unsigned cores) {
 }
 
 static void data_loop(unsigned hart, int also_control) {
+    const struct ebpf_prog *last = NULL;
     for (;;) {
         uint64_t t0 = nb_cycles();
         uint64_t d = PKT(NANOBPF_PKT_CORE_DESC_OFFSET(hart));
         if (NANOBPF_GET(d, NANOBPF_PKT_DESC_VALID)) {
-            uint64_t comp = one_packet(hart, d);
+            __atomic_fetch_add(&pass[hart].n, 1, __ATOMIC_ACQ_REL); /* odd: in a packet */
+            const struct ebpf_prog *prog = (const struct ebpf_prog *)(uintptr_t)__atomic_fetch_or(&attached, 0, __ATOMIC_ACQUIRE);
+            if (prog != last) {
+                /* another program: its code and data may sit where an old one's were cached here */
+                __asm__ volatile("fence rw, rw\n\tfence.i" ::: "memory");
+                dpu_guard_reset();
+                last = prog;
+            }
+            uint64_t comp = one_packet(hart, d, prog);
             /* every byte this core wrote into the frame reaches packet memory before the completion
              * tells the egress to read it (uncached stores to two slaves are not ordered otherwise:
              * without this, a shim's last bytes were seen missing under load) */
             __asm__ volatile("fence iorw, iorw" ::: "memory");
             PKT(NANOBPF_PKT_CORE_COMP_OFFSET(hart)) = comp;
+            __atomic_fetch_add(&pass[hart].n, 1, __ATOMIC_RELEASE); /* even: between packets */
             stats[hart].busy += nb_cycles() - t0; /* descriptor read to completion written */
             continue;
         }
         if (also_control && drained()) return;
         idle(hart, IDLE_CYCLES);
     }
+}
+
+/* The data path's STATS counters (the others are the control plane's): the cores' tallies and, for
+ * control frames from the network, PISA's. Reported since power-on or the last RESET (stats_base). */
+static const unsigned stat_ids[] = {NANOBPF_CTRL_STAT_HOST_RX, NANOBPF_CTRL_STAT_HOST_TX, NANOBPF_CTRL_STAT_NET_RX,
+                                    NANOBPF_CTRL_STAT_NET_TX, NANOBPF_CTRL_STAT_DECRYPTED, NANOBPF_CTRL_STAT_ENCRYPT_REQ,
+                                    NANOBPF_CTRL_STAT_XDP_DROP, NANOBPF_CTRL_STAT_XDP_PASS, NANOBPF_CTRL_STAT_XDP_TX,
+                                    NANOBPF_CTRL_STAT_ENCRYPT_NO_PROG, NANOBPF_CTRL_STAT_ENCRYPT_UNSEALED,
+                                    NANOBPF_CTRL_STAT_BAD_SHIM, NANOBPF_CTRL_STAT_CTRL_FOREIGN};
+static uint64_t stats_base[NANOBPF_CTRL_STAT_BAD_SHIM + 1];
+
+static void stats_raw(uint64_t *v) {
+    for (unsigned i = 0; i < sizeof stat_ids / sizeof *stat_ids; i++) v[stat_ids[i]] = 0;
+    __asm__ volatile("fence" ::: "memory"); /* the other cores' tallies from memory, not stale lines */
+    for (unsigned c = 0; c < nb_num_cores(); c++) {
+        const volatile struct core_stats *s = &stats[c];
+        v[NANOBPF_CTRL_STAT_HOST_RX] += s->rx[0];
+        v[NANOBPF_CTRL_STAT_NET_RX] += s->rx[1];
+        v[NANOBPF_CTRL_STAT_HOST_TX] += s->tx[0];
+        v[NANOBPF_CTRL_STAT_NET_TX] += s->tx[1];
+        v[NANOBPF_CTRL_STAT_DECRYPTED] += s->opened;
+        v[NANOBPF_CTRL_STAT_ENCRYPT_REQ] += s->encrypt_req;
+        v[NANOBPF_CTRL_STAT_XDP_DROP] += s->actions[NANOBPF_XDP_ABORTED] + s->actions[NANOBPF_XDP_DROP] + s->bad_port;
+        v[NANOBPF_CTRL_STAT_XDP_PASS] += s->actions[NANOBPF_XDP_PASS];
+        v[NANOBPF_CTRL_STAT_XDP_TX] += s->actions[NANOBPF_XDP_TX] + s->actions[NANOBPF_XDP_REDIRECT] - s->bad_port;
+        v[NANOBPF_CTRL_STAT_ENCRYPT_NO_PROG] += s->drops[DPU_DROP_ENCRYPT_NO_PROG];
+        v[NANOBPF_CTRL_STAT_ENCRYPT_UNSEALED] += s->drops[DPU_DROP_ENCRYPT_UNSEALED];
+        v[NANOBPF_CTRL_STAT_BAD_SHIM] += s->drops[DPU_DROP_BAD_SHIM];
+    }
+    v[NANOBPF_CTRL_STAT_CTRL_FOREIGN] = pisa_count(NANOBPF_PISA_COUNTER_DROP_CTRL_FOREIGN);
+}
+
+void dpu_stats_read(uint64_t *v) {
+    uint64_t raw[NANOBPF_CTRL_STAT_BAD_SHIM + 1];
+    stats_raw(raw);
+    for (unsigned i = 0; i < sizeof stat_ids / sizeof *stat_ids; i++) v[stat_ids[i]] = raw[stat_ids[i]] - stats_base[stat_ids[i]];
+}
+
+void dpu_stats_zero(void) { stats_raw(stats_base); }
+
+/* The firmware's built-in program, if it has one: loaded, verified (or its record applied), compiled,
+ * its boot configuration applied and attached. 0, or -1 after printing why. */
+static int boot_program(void) {
+    size_t image_size = (size_t)(dpu_prog_image_end - dpu_prog_image), record_size = (size_t)(dpu_prog_record_end - dpu_prog_record);
+    unsigned entries;
+    if (!image_size) {
+        printf("dpu: no built-in program: waiting for the host's (PROG_COMMIT)\n");
+        return 0;
+    }
+    struct ebpf_error err = {-1, ""};
+    struct ebpf_prog *prog = ebpf_alloc(sizeof *prog);
+    uint64_t t0 = nb_cycles();
+    /* verified here, or at build time by the same verifier (the record binds its result to this image) */
+    if (!prog || ebpf_image_load(dpu_prog_image, image_size, prog, &err) ||
+        (record_size ? ebpf_record_apply(prog, dpu_prog_image, image_size, dpu_prog_record, record_size, &err)
+                     : ebpf_verify(prog, NULL, &err))) {
+        printf("FAIL loading the built-in program: insn %d: %s\n", err.insn, err.msg);
+        return -1;
+    }
+    uint64_t t1 = nb_cycles();
+    if (ebpf_prog_resolve(prog, &err) || ebpf_jit_compile(prog, 0, &err)) {
+        printf("FAIL compiling the built-in program: insn %d: %s\n", err.insn, err.msg);
+        return -1;
+    }
+    uint64_t t2 = nb_cycles();
+    if (dpu_boot_config_apply(prog, &entries)) return -1;
+    ctrl_prog_boot(prog, prog->name, (uint32_t)image_size, ctrl_crc32(dpu_prog_image, (uint32_t)image_size));
+    printf("dpu: %u core(s), program %s: %u instructions, %s in %llu cycles, JIT %u bytes in %llu cycles, "
+           "%u boot config entries, installed in %llu cycles\n",
+           nb_num_cores(), prog->name, prog->n_insns, record_size ? "loaded, verification record applied" : "loaded, verified",
+           (unsigned long long)(t1 - t0), prog->jit_size, (unsigned long long)(t2 - t1), entries,
+           (unsigned long long)(nb_cycles() - t0));
+    return 0;
 }
 
 int hart_main(unsigned hart) {
@@ -232,35 +384,19 @@ int hart_main(unsigned hart) {
         data_loop(hart, 0);
         return 0;
     }
-    struct ebpf_error err = {-1, ""};
-    uint64_t t0 = nb_cycles();
-    size_t image_size = (size_t)(dpu_prog_image_end - dpu_prog_image), record_size = (size_t)(dpu_prog_record_end - dpu_prog_record);
-    /* verified here, or at build time by the same verifier (the record binds its result to this image) */
-    if (ebpf_image_load(dpu_prog_image, image_size, &prog, &err) ||
-        (record_size ? ebpf_record_apply(&prog, dpu_prog_image, image_size, dpu_prog_record, record_size, &err)
-                     : ebpf_verify(&prog, NULL, &err))) {
-        printf("FAIL loading the built-in program: insn %d: %s\n", err.insn, err.msg);
+    if (ctrl_keys_init()) {
+        printf("FAIL binding the key table: no shared memory\n");
         return 1;
     }
-    uint64_t t1 = nb_cycles();
-    if (ebpf_prog_resolve(&prog, &err) || ebpf_jit_compile(&prog, 0, &err)) {
-        printf("FAIL compiling the built-in program: insn %d: %s\n", err.insn, err.msg);
-        return 1;
-    }
-    uint64_t t2 = nb_cycles();
-    unsigned entries;
-    if (dpu_boot_config_apply(&prog, &entries)) return 1;
-    printf("dpu: %u core(s), program %s: %u instructions, %s in %llu cycles, JIT %u bytes in %llu cycles, "
-           "%u boot config entries, installed in %llu cycles\n",
-           cores, prog.name, prog.n_insns, record_size ? "loaded, verification record applied" : "loaded, verified",
-           (unsigned long long)(t1 - t0), prog.jit_size, (unsigned long long)(t2 - t1), entries,
-           (unsigned long long)(nb_cycles() - t0));
-    setup_pisa();
+    ctrl_power_on();
+    if (boot_program()) return 1;
+    dpu_tables_default();
     __asm__ volatile("fence" ::: "memory");
     nb_mailbox_write(0, 1);
     for (unsigned h = 1; h < cores; h++) nb_wake(h);
     NB_REG32(NANOBPF_DPU_BASE + NANOBPF_DPU_DATAPATH_READY_OFFSET) = 1;
     printf("dpu: ready at cycle %llu\n", (unsigned long long)nb_cycles());
     data_loop(0, 1); /* with other cores, core 0's queue holds only control frames */
+    ctrl_cost_print();
     return summary(cores);
 }

@@ -8,7 +8,7 @@
 
 /* Why the firmware itself dropped a frame (counted per core, printed in the summary). */
 enum dpu_drop { DPU_DROP_BAD_SHIM, DPU_DROP_ENCRYPT_NO_PROG, DPU_DROP_ENCRYPT_UNSEALED, DPU_DROP_CTRL, DPU_DROPS };
-#define DPU_DROP_NAMES {"bad_shim", "encrypt_no_prog", "encrypt_unsealed", "ctrl_unhandled"}
+#define DPU_DROP_NAMES {"bad_shim", "encrypt_no_prog", "encrypt_unsealed", "ctrl_unanswered"}
 
 /* What the guard learnt about a frame before the program ran. */
 struct dpu_guard {
@@ -19,7 +19,9 @@ struct dpu_guard {
 };
 enum { DPU_GUARD_NONE, DPU_GUARD_SEALED, DPU_GUARD_OPENED };
 
-/* Before the run: checks the shim of a frame from `ifindex`; returns a dpu_drop (the frame is dropped)
+/* Forget this core's per-program lookups (a new program may sit where the old one was). */
+void dpu_guard_reset(void);
+/* Before the run (prog NULL: no program attached): checks the shim of a frame from `ifindex`; returns a dpu_drop (the frame is dropped)
  * or -1 (run the program). */
 int dpu_guard_before(const struct ebpf_prog *prog, const struct ebpf_xdp_buff *xdp, struct dpu_guard *g);
 /* After the run with `action` towards `ifindex_out`: returns a dpu_drop, or -1 when the frame may leave;
@@ -29,5 +31,18 @@ int dpu_guard_after(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, str
 /* Write the boot configuration linked into the image (boot.c) into the program's maps: 0, or -1 after
  * printing why. */
 int dpu_boot_config_apply(const struct ebpf_prog *prog, unsigned *applied);
+
+/* dpu.c, for the control plane (ctrl.h). The attached program (NULL: none), as core 0 sees it. */
+const struct ebpf_prog *dpu_prog_current(void);
+/* Attach prog (NULL: detach): every data core runs it from its next packet; returns once none still
+ * runs the previous one (ebpf_quiesce), which the caller may then free. */
+void dpu_prog_publish(const struct ebpf_prog *prog);
+unsigned dpu_data_cores(void); /* cores that run programs */
+/* The boot tables of PISA (every other table word 0). */
+void dpu_tables_default(void);
+/* The data path's STATS counters (NANOBPF_CTRL_STAT_* indices) into v, since power-on or the last
+ * dpu_stats_zero; the others are left as they are. */
+void dpu_stats_read(uint64_t *v);
+void dpu_stats_zero(void);
 
 #endif

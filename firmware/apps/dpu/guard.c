@@ -21,6 +21,8 @@ static struct {
     struct ebpf_map *map;
 } __attribute__((aligned(64))) stats_cache[NANOBPF_MAX_CORES];
 
+void dpu_guard_reset(void) { stats_cache[ebpf_cpu_id()].prog = NULL; }
+
 static struct ebpf_map *stats_map(const struct ebpf_prog *prog) {
     __typeof__(stats_cache[0]) *c = &stats_cache[ebpf_cpu_id()];
     if (c->prog != prog) {
@@ -34,7 +36,7 @@ static struct ebpf_map *stats_map(const struct ebpf_prog *prog) {
 
 /* This core's quic_stats[index] of the program (0 when it has no such map). */
 static uint64_t quic_stat(const struct ebpf_prog *prog, uint32_t index) {
-    struct ebpf_map *m = stats_map(prog);
+    struct ebpf_map *m = prog ? stats_map(prog) : NULL;
     const uint64_t *v = m ? ebpf_map_lookup(m, &index) : NULL;
     return v ? *v : 0;
 }

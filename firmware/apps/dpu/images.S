@@ -1,10 +1,12 @@
 /* The built-in XDP program of the dpu firmware (nanobpf-load output named by DPU_PROG, found through
- * the assembler's include path, -Wa,-I<dir>), and its boot configuration. */
+ * the assembler's include path, -Wa,-I<dir>; none without DPU_PROG), and its boot configuration. */
     .section .rodata.dpu_prog, "a"
     .balign 8
     .global dpu_prog_image, dpu_prog_image_end
 dpu_prog_image:
+#ifdef DPU_PROG
     .incbin DPU_PROG
+#endif
 dpu_prog_image_end:
 
 /* Its verification record (DPU_RECORD, made on the build host by nanobpf-run --write-record), or none:

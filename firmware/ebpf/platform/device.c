@@ -9,23 +9,46 @@
 
 void *ebpf_alloc(size_t size) { return calloc(1, size ? size : 1); }
 
-/* Shared memory: the uncached shared_mem region, handed out from the bottom up; it is all given back
- * when the last block is freed (maps live as long as their program; only the control core allocates). */
-static size_t shared_used, shared_live;
+/* Shared memory: the uncached shared_mem region, first fit over the blocks in use (kept sorted by
+ * address). Only the control core allocates; a program swap holds the old program's maps and the new
+ * one's at once, so blocks are given back one by one. */
+#define SHARED_BLOCKS 64
+static struct { uint32_t off, size; } shared[SHARED_BLOCKS];
+static unsigned shared_n;
 
 void *ebpf_alloc_shared(size_t size) {
     size_t n = (size + 63) & ~(size_t)63;
-    if (size == 0 || n > NANOBPF_SHARED_MEM_SIZE - shared_used) return NULL;
-    volatile uint64_t *p = (volatile uint64_t *)(uintptr_t)(NANOBPF_SHARED_MEM_BASE + shared_used);
+    if (size == 0 || n > NANOBPF_SHARED_MEM_SIZE || shared_n == SHARED_BLOCKS) return NULL;
+    uint32_t at = 0;
+    unsigned k = 0;
+    for (; k < shared_n && shared[k].off - at < n; k++) at = shared[k].off + shared[k].size;
+    if (k == shared_n && NANOBPF_SHARED_MEM_SIZE - at < n) return NULL;
+    for (unsigned j = shared_n++; j > k; j--) shared[j] = shared[j - 1];
+    shared[k].off = at, shared[k].size = (uint32_t)n;
+    volatile uint64_t *p = (volatile uint64_t *)(uintptr_t)(NANOBPF_SHARED_MEM_BASE + at);
     for (size_t i = 0; i < n / 8; i++) p[i] = 0;
-    shared_used += n;
-    shared_live++;
     return (void *)p;
 }
 
 void ebpf_free_shared(void *p) {
-    if (p && --shared_live == 0) shared_used = 0;
+    if (!p) return;
+    uint32_t off = (uint32_t)((uintptr_t)p - NANOBPF_SHARED_MEM_BASE);
+    for (unsigned k = 0; k < shared_n; k++)
+        if (shared[k].off == off) {
+            for (shared_n--; k < shared_n; k++) shared[k] = shared[k + 1];
+            return;
+        }
 }
+
+size_t ebpf_shared_in_use(void) {
+    size_t used = 0;
+    for (unsigned k = 0; k < shared_n; k++) used += shared[k].size;
+    return used;
+}
+
+/* Without data cores (the test and benchmark firmwares) nothing runs alongside the control core; the
+ * data-plane firmware overrides this with its wait for the data cores. */
+__attribute__((weak)) void ebpf_quiesce(void) {}
 void ebpf_free(void *p) { free(p); }
 void *ebpf_jit_alloc(size_t size) { return calloc(1, size); }
 void ebpf_jit_free(void *p, size_t size) {
@@ -47,7 +70,7 @@ void ebpf_console_write(const char *s, size_t n) {
 }
 /* The AEAD engine's key table storage (uncached, so every core sees the control core's updates). */
 uint8_t *ebpf_keytable_values(void) {
-    _Static_assert(2 * NANOBPF_KEYTABLE_ENTRIES * NANOBPF_QUIC_KEYS_SIZE <= NANOBPF_KEYTABLE_SIZE, "key table storage too small");
+    _Static_assert(NANOBPF_KEYTABLE_SLOTS * NANOBPF_QUIC_KEYS_SIZE <= NANOBPF_KEYTABLE_SIZE, "key table storage too small");
     return (uint8_t *)(uintptr_t)NANOBPF_KEYTABLE_BASE;
 }
 
@@ -63,7 +86,7 @@ void ebpf_set_hp_scratch(void *scratch) { hp_scratch[ebpf_cpu_id()] = scratch; }
 
 static int keys_slot(const void *keys) {
     uintptr_t a = (uintptr_t)keys;
-    if (a < NANOBPF_KEYTABLE_BASE || a - NANOBPF_KEYTABLE_BASE >= 2u * NANOBPF_KEYTABLE_ENTRIES * NANOBPF_QUIC_KEYS_SIZE ||
+    if (a < NANOBPF_KEYTABLE_BASE || a - NANOBPF_KEYTABLE_BASE >= (uintptr_t)NANOBPF_KEYTABLE_SLOTS * NANOBPF_QUIC_KEYS_SIZE ||
         (a - NANOBPF_KEYTABLE_BASE) % NANOBPF_QUIC_KEYS_SIZE)
         return -1;
     return (int)((a - NANOBPF_KEYTABLE_BASE) / NANOBPF_QUIC_KEYS_SIZE);

@@ -37,8 +37,9 @@ void ebpf_console_write(const char *s, size_t n) {
     fwrite(s, 1, n, stdout);
     fflush(stdout);
 }
-static uint8_t keytable_values[2 * NANOBPF_KEYTABLE_ENTRIES * NANOBPF_QUIC_KEYS_SIZE] __attribute__((aligned(8)));
+static uint8_t keytable_values[NANOBPF_KEYTABLE_SLOTS * NANOBPF_QUIC_KEYS_SIZE] __attribute__((aligned(8)));
 uint8_t *ebpf_keytable_values(void) { return keytable_values; }
+void ebpf_quiesce(void) {} /* one thread runs programs and changes maps */
 /* No AEAD engine here: the helpers compute in software (aead.h). */
 int ebpf_aead_engine(int seal, const void *keys, int next, uint64_t pn, const uint8_t *aad, size_t aad_len,
                      uint8_t *text, size_t len) {

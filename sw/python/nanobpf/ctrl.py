@@ -37,7 +37,7 @@ __all__ = ["BROADCAST", "HOST_MAC", "DEVICE_MAC", "OPEN", "SEAL", "CtrlError", "
 
 BROADCAST = b"\xff" * 6
 HOST_MAC = bytes.fromhex("024e42000002")
-DEVICE_MAC = bytes.fromhex("024e42000001")
+DEVICE_MAC = D.DEVICE_MAC  # hw/defs/ctrl.toml [protocol]
 HDR = D.CTRL_HDR_SIZE
 ETH = 14
 OPEN, SEAL = abi.NANOBPF_QUIC_DIR_OPEN, abi.NANOBPF_QUIC_DIR_SEAL

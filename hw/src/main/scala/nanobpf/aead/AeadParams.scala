@@ -8,8 +8,9 @@ case class AeadParams(
     roundsPerCycle: Int = 2,
     /** GHASH multiplier bits per cycle (8, 16, 32, 64 or 128): a block takes 128 / ghashBits cycles. */
     ghashBits: Int = 32,
-    /** Connection slots of the key table storage (the key table map's hash slots). */
-    keySlots: Int = 512,
+    /** Key slots of the key table storage: the eBPF ABI's NANOBPF_KEYTABLE_SLOTS (hw/defs/ebpf.toml), twice
+      * the entries the key table holds, so that a changed entry's new keys go beside the old ones. */
+    keySlots: Int = nanobpf.common.EbpfAbi.KeytableSlots.toInt,
     /** Cores with their own request registers and completion queue. */
     cores: Int = 4,
     /** Requests one core may have outstanding (its completion queue depth). */
