@@ -83,6 +83,12 @@ def _table_limits(name):
     return reg.count, mask
 
 
+def _host_port_entry():
+    """(index, word) of the port_entry the device writes at boot for the host link (pisa.default_tables)."""
+    from .soc import DATAPATH, pack
+    return 0, pack("pisa", "port_entry", valid=1, port=DATAPATH["host_port"], lport=DATAPATH["host_lport"])
+
+
 class DeviceModel:
     """The device on two ports. Drive it with start()/stop() (a thread) or poll() (tests)."""
 
@@ -618,20 +624,17 @@ class DeviceModel:
             raise _Refuse(D.NANOBPF_CTRL_ST_VERIFIER, f"image: {e}")
         path = Path(self._tmp.name) / f"prog-{self.epoch:08x}-{time.monotonic_ns()}.nbpf"
         path.write_bytes(image)
-        try:
-            if self._prog:                      # the key table binds to one program at a time
-                old = self._prog
-                self._prog = None
-                old[0].close()
+        xdp = None
+        try:                                    # a refused program leaves the attached one in place
             xdp = DeviceXdp(path, jit=self.jit)
             insns, maps = xdp.info()
         except DeviceError as e:
-            try:
+            if xdp is not None:
                 xdp.close()
-            except Exception:
-                pass
             raise _Refuse(D.NANOBPF_CTRL_ST_VERIFIER, str(e).split(": ", 1)[-1])
         info = dict(name=ld["name"], image_len=len(image), crc32=ld["crc32"], insns=insns, maps=maps)
+        if self._prog:
+            self._prog[0].close()
         self._prog = (xdp, info)
         if KEYTABLE in xdp.map_names():
             for kid, (_, keys) in self._keys.items():
@@ -715,6 +718,13 @@ class DeviceModel:
             raise _Refuse(D.NANOBPF_CTRL_ST_INVALID, f"{TABLES[m['table']]}[{m['index']}]: {count} entries")
         if set_ and m["value"] & ~mask:
             raise _Refuse(D.NANOBPF_CTRL_ST_INVALID, f"{TABLES[m['table']]}: bits {m['value'] & ~mask:#x} are not fields")
+        host_entry = _host_port_entry()
+        if (m["table"] == D.NANOBPF_CTRL_TABLE_PORT and m["index"] == host_entry[0]
+                and (m["value"] if set_ else 0) != host_entry[1]):
+            # the host's own port entry (written at boot) brings its control frames in: without it no
+            # later request, RESET included, could reach the device
+            raise _Refuse(D.NANOBPF_CTRL_ST_INVALID, f"port_entry[{m['index']}] brings the host's control frames in: "
+                          "changing it would cut the control link")
         if set_:
             self._tables[(m["table"], m["index"])] = m["value"]
         else:

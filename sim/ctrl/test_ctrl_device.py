@@ -1,0 +1,396 @@
+"""The control protocol against both devices, through their ports only (ctrl_device.dev: the reference
+model, and the RTL DPU whose core 0 runs firmware/apps/dpu/ctrl*.c in the Verilator simulation):
+sessions and epochs, the at-most-once window and its replay cache, every refusal, the key table, a
+program loaded in chunks, verified and compiled on the device, its maps, PISA table words, counters,
+control frames from the network, and convergence under loss, duplication, reordering and resets.
+The model-only tests (which look inside the model) are in test_ctrl_protocol.py.
+Needs `make sim firmware ebpf-tools` (RTL: root for the TAP devices)."""
+import struct
+
+import nanobpf_ctrl_defs as D
+import nanobpf_ebpf_defs as abi
+import pytest
+
+from ctrl_device import (FaultyPort, M, Raw, dev, keys_for, load_raw, map_req, stand_in_image,  # noqa: F401 (fixture)
+                         status)
+from nanobpf import ctrl
+from nanobpf.ctrl import OPEN, SEAL, Client, KeyId, addr_id, key_id
+from nanobpf.pcap import udp_frame
+
+
+def raw_of(d):
+    return Raw(d.host)
+
+
+def kid_bytes(kid):
+    """The program's map key (struct nanobpf_quic_cid) of a key table entry."""
+    return kid.pack()
+
+
+def keytable(r):
+    """The key table as the program's map shows it: {KeyId: 80-byte value}."""
+    out, key = {}, b""
+    while True:
+        f = r.ask(M.NANOBPF_CTRL_MSG_MAP_NEXT, map_req(abi.KEYTABLE_MAP_NAME, key))
+        if status(f) == "noent":
+            return out
+        assert status(f) == "ok", f.body
+        key = f.body
+        v = r.ask(M.NANOBPF_CTRL_MSG_MAP_LOOKUP, map_req(abi.KEYTABLE_MAP_NAME, key))
+        out[KeyId(key[21], key[0], key[1:21])] = v.body
+
+
+# ---------------------------------------------------------------- sessions, epochs, sequence window
+def test_session_needs_hello_and_versions_are_negotiated(dev):
+    r = raw_of(dev)
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_STATS)) == "need_hello"
+    f = r.ask(M.NANOBPF_CTRL_MSG_HELLO, D.pack("hello_req", ver_min=D.VERSION + 1, ver_max=D.VERSION + 3))
+    assert status(f) == "bad_version" and b"device speaks" in f.body
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_HELLO, b"\0")) == "bad_length"
+    f = r.hello()
+    h = D.unpack("hello_resp", f.body)
+    # the limits the device reports are the eBPF ABI's and the protocol's (one source: hw/defs/*.toml)
+    assert (h["version"], h["key_slots"], h["max_image"], h["max_body"]) == \
+        (D.VERSION, abi.NANOBPF_KEYTABLE_ENTRIES, D.NANOBPF_CTRL_MAX_IMAGE, D.NANOBPF_CTRL_MAX_BODY)
+    assert h["cores"] >= 1 and f.hdr["epoch"] != 0 and f.hdr["flags"] == M.NANOBPF_CTRL_F_RESPONSE
+    assert f.src == ctrl.DEVICE_MAC and f.dst == ctrl.HOST_MAC
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_STATS)) == "ok"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_STATS, epoch=r.epoch ^ 1)) == "stale_epoch"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_STATS, version=D.VERSION + 1)) == "bad_version"
+    assert r.stats()["epoch"] == r.epoch
+
+
+def test_duplicates_are_answered_from_the_cache_never_applied_twice(dev):
+    r = raw_of(dev)
+    r.hello()
+    body = D.pack("key_msg", cid_len=2, cid=b"\xab\xcd", keys=keys_for(b"\xab\xcd"))
+    seq = r.send(M.NANOBPF_CTRL_MSG_KEY_ADD, body)
+    first = r.answer()
+    assert status(first) == "ok"
+    for _ in range(3):
+        r.send(M.NANOBPF_CTRL_MSG_KEY_ADD, body, seq=seq)
+        again = r.answer()
+        assert again.hdr["flags"] == M.NANOBPF_CTRL_F_RESPONSE | M.NANOBPF_CTRL_F_REPLAY
+        assert (again.hdr["status"], again.body) == (first.hdr["status"], first.body)
+    s = r.stats()
+    assert s["ctrl_replayed"] == 3 and s["keys"] == 1
+    # 16 newer requests push seq out of the cache: now it is refused, still not applied
+    for _ in range(D.NANOBPF_CTRL_REPLAY_CACHE):
+        assert status(r.ask(M.NANOBPF_CTRL_MSG_STATS)) == "ok"
+    f = r.ask(M.NANOBPF_CTRL_MSG_KEY_DEL, D.pack("key_del", cid_len=2, cid=b"\xab\xcd"), seq=seq)
+    assert status(f) == "stale_seq" and struct.unpack(">I", f.body)[0] == r.seq
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_ADD, body)) == "exist"          # the entry is still there
+    # a sequence number from the future is fine (the host gave up on some in between)
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_STATS, seq=r.seq + 1000)) == "ok"
+
+
+def test_serial_arithmetic_across_the_wrap(dev):
+    r = raw_of(dev)
+    r.seq = 0xFFFFFFFD
+    r.hello()
+    for _ in range(5):
+        assert status(r.ask(M.NANOBPF_CTRL_MSG_STATS)) == "ok"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_STATS, seq=0xFFFFFFFD)) == "stale_seq"
+
+
+def test_reset_changes_the_epoch_and_clears_state(dev):
+    r = raw_of(dev)
+    r.hello()
+    add = D.pack("key_msg", cid_len=1, cid=b"\x01", keys=keys_for(b"\x01"))
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_ADD, add)) == "ok"
+    old = r.epoch
+    f = r.ask(M.NANOBPF_CTRL_MSG_RESET)
+    assert status(f) == "ok" and f.hdr["epoch"] not in (0, old)
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_STATS, epoch=f.hdr["epoch"])) == "need_hello"
+    r.hello()
+    assert r.epoch == f.hdr["epoch"]
+    s = r.stats()
+    assert s["resets"] == 1 and s["keys"] == 0 and s["ctrl_applied"] == 2   # counters start again at a reset
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_ADD, add)) == "ok"
+
+
+def test_malformed_frames_get_no_answer(dev):
+    r = raw_of(dev)
+    r.hello()
+    good = ctrl.build(ctrl.BROADCAST, ctrl.HOST_MAC, M.NANOBPF_CTRL_MSG_STATS, 500, r.epoch)
+    bad = [good[:20],                                                 # cut inside the header
+           good[:26] + struct.pack(">H", 200) + good[28:],            # body length beyond the (padded) frame
+           good[:28] + b"\0\1" + good[30:],                           # reserved bits
+           good[:14] + b"\0" + good[15:],                             # version 0
+           ctrl.build(ctrl.BROADCAST, ctrl.HOST_MAC, M.NANOBPF_CTRL_MSG_STATS, 501, r.epoch,
+                      flags=M.NANOBPF_CTRL_F_RESPONSE)]               # a "response" sent to the device
+    for b in bad:
+        r.port.send(b.ljust(60, b"\0") if len(b) >= 30 else b)
+        assert r.answer(dev.answer_s) is None
+    assert r.stats()["ctrl_malformed"] == len(bad)
+
+
+# ---------------------------------------------------------------- keys
+def test_key_messages(dev):
+    r = raw_of(dev)
+    r.hello()
+    cid = bytes(range(20))
+    ok = D.pack("key_msg", cid_len=20, cid=cid, keys=keys_for(cid))
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_UPDATE, ok)) == "noent"
+    f = r.ask(M.NANOBPF_CTRL_MSG_KEY_ADD, ok)
+    assert status(f) == "ok"
+    slot = D.unpack("key_resp", f.body)["slot"]
+    assert slot < abi.NANOBPF_KEYTABLE_SLOTS
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_ADD, ok)) == "exist"
+    new = keys_for(cid, phase=1, fill=9, nxt=True)
+    f = r.ask(M.NANOBPF_CTRL_MSG_KEY_UPDATE, D.pack("key_msg", cid_len=20, cid=cid, keys=new))
+    assert status(f) == "ok" and D.unpack("key_resp", f.body)["slot"] == slot       # an update keeps the slot
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_ADD, ok[:-1])) == "bad_length"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_DEL, D.pack("key_del", cid_len=3, cid=b"xyz"))) == "noent"
+    assert r.stats()["keys"] == 1
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_DEL, D.pack("key_del", cid_len=20, cid=cid))) == "ok"
+    assert status(r.ask(0x7F)) == "bad_type"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_FLUSH, b"\0")) == "bad_length"
+    assert r.stats()["keys"] == 0
+
+
+KEY_REFUSALS = [   # (key_msg fields, text the refusal must hold, the fault is in the entry's name: KEY_DEL too)
+    (dict(cid_len=2, dir=2, cid=b"\1\2", keys=keys_for(b"12")), "dir 2", True),
+    (dict(cid_len=21, cid=bytes(range(1, 21)), keys=keys_for(bytes(21))), "cid_len 21", True),
+    (dict(cid_len=2, reserved=b"\0\1", cid=b"\1\2", keys=keys_for(b"12")), "reserved", True),
+    (dict(cid_len=2, cid=b"\1\2\3", keys=keys_for(b"12")), "after the 2-byte CID", True),
+    (dict(cid_len=0, cid=bytes(20), keys=keys_for(b"")), "address id", True),
+    (dict(cid_len=2, cid=b"\1\2", keys=keys_for(b"123")), "cid_len 3", False),
+    (dict(cid_len=2, cid=b"\1\2", keys=keys_for(b"12", phase=2)), "key_phase 2", False),
+    (dict(cid_len=2, cid=b"\1\2", keys=keys_for(b"12", flags=3)), "not both", False),
+    (dict(cid_len=2, dir=SEAL, cid=b"\1\2", keys=keys_for(b"12", flags=abi.NANOBPF_QUIC_KEY_PREV)), "PREV", False),
+    (dict(cid_len=2, cid=b"\1\2", keys=keys_for(b"12")[:79] + b"\1"), "pad", False),
+]
+
+
+def test_key_message_refusals_name_the_field(dev):
+    r = raw_of(dev)
+    r.hello()
+    for fields, text, in_name in KEY_REFUSALS:
+        for type_ in (M.NANOBPF_CTRL_MSG_KEY_ADD, M.NANOBPF_CTRL_MSG_KEY_UPDATE):
+            f = r.ask(type_, D.pack("key_msg", **fields))
+            assert status(f) == "invalid" and text in f.body.decode(), (fields, f.body)
+        if in_name:
+            f = r.ask(M.NANOBPF_CTRL_MSG_KEY_DEL, D.pack("key_del", **{k: v for k, v in fields.items() if k != "keys"}))
+            assert status(f) == "invalid" and text in f.body.decode(), (fields, f.body)
+    assert r.stats()["keys"] == 0
+
+
+def test_key_entries_per_direction_by_address_and_in_the_programs_map(dev):
+    """One CID names an open and a seal entry; a zero-length CID is the peer's address id. A program's
+    nanobpf_quic_keys map shows the device's table (entries made before the program included), the
+    program's packet-number state of an entry goes with KEY_ADD and KEY_DEL and stays with KEY_UPDATE,
+    and quic_config.open_cid_lens follows the open entries."""
+    r = raw_of(dev)
+    r.hello()
+    cid = b"\x0c\x1d"
+    add = lambda **kw: r.ask(M.NANOBPF_CTRL_MSG_KEY_ADD, D.pack("key_msg", **kw))
+    f_open = add(cid_len=2, dir=OPEN, cid=cid, keys=keys_for(cid, fill=1))
+    assert status(load_raw(r, stand_in_image())) == "ok"
+    f_seal = add(cid_len=2, dir=SEAL, cid=cid, keys=keys_for(cid, fill=2))
+    assert status(f_open) == status(f_seal) == "ok"
+    assert D.unpack("key_resp", f_open.body)["slot"] != D.unpack("key_resp", f_seal.body)["slot"]
+    assert status(add(cid_len=2, dir=SEAL, cid=cid, keys=keys_for(cid, fill=3))) == "exist"
+    a4, a6 = addr_id("192.0.2.7", 4433, 443), addr_id("2001:db8::7", 4433, 443)
+    for a, d in ((a4, OPEN), (a4, SEAL), (a6, SEAL)):
+        assert status(add(cid_len=0, dir=d, cid=a, keys=keys_for(b"", fill=4))) == "ok"
+    entries = {KeyId(OPEN, 2, cid.ljust(20, b"\0")): keys_for(cid, fill=1), KeyId(SEAL, 2, cid.ljust(20, b"\0")): keys_for(cid, fill=2),
+               KeyId(OPEN, 0, a4): keys_for(b"", fill=4), KeyId(SEAL, 0, a4): keys_for(b"", fill=4),
+               KeyId(SEAL, 0, a6): keys_for(b"", fill=4)}
+    assert keytable(r) == entries
+    config = lambda: struct.unpack("<4I", r.ask(M.NANOBPF_CTRL_MSG_MAP_LOOKUP, map_req("quic_config", bytes(4))).body)
+    assert config()[2] == (1 << 2) | (1 << 0)                    # open entries of 2-byte and zero-length CIDs
+    # the user's quic_config fields are kept; open_cid_lens is the device's
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_UPDATE, map_req("quic_config", bytes(4), struct.pack("<4I", 1, 2, 0xFFFF, 4)))) == "ok"
+    assert config() == (1, 2, (1 << 2) | 1, 4)
+    # packet-number state: kept by KEY_UPDATE, removed by KEY_ADD (fresh keys) and KEY_DEL
+    seal = KeyId(SEAL, 2, cid.ljust(20, b"\0"))
+    pn = struct.pack("<QQQQ", 7, 0, 0, 0)
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_UPDATE, map_req("quic_pn", seal.pack(), pn))) == "ok"
+    new = keys_for(cid, phase=1, fill=8, nxt=True)
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_UPDATE, D.pack("key_msg", cid_len=2, dir=SEAL, cid=cid, keys=new))) == "ok"
+    assert r.ask(M.NANOBPF_CTRL_MSG_MAP_LOOKUP, map_req("quic_pn", seal.pack())).body == pn
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_DEL, D.pack("key_del", cid_len=2, dir=SEAL, cid=cid))) == "ok"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_LOOKUP, map_req("quic_pn", seal.pack()))) == "noent"
+    # KEY_DEL names the direction: the other entry stays
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_DEL, D.pack("key_del", cid_len=0, dir=SEAL, cid=a4))) == "ok"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_DEL, D.pack("key_del", cid_len=2, dir=OPEN, cid=cid))) == "ok"
+    assert set(keytable(r)) == {KeyId(OPEN, 0, a4), KeyId(SEAL, 0, a6)}
+    assert config()[2] == 1
+    # the key table is changed with KEY_* only
+    ck = KeyId(OPEN, 1, b"\x09".ljust(20, b"\0")).pack()
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_UPDATE, map_req(abi.KEYTABLE_MAP_NAME, ck, keys_for(b"\x09")))) == "invalid"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_FLUSH)) == "ok" and keytable(r) == {} and config()[2] == 0
+
+
+# ---------------------------------------------------------------- programs, maps, tables
+def test_program_messages(dev):
+    r = raw_of(dev)
+    image = stand_in_image()
+    r.hello()
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_PROG_INFO)) == "no_prog"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_PROG_UNLOAD)) == "no_prog"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_PROG_CHUNK, D.pack("prog_chunk", offset=0) + b"x")) == "sequence"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_PROG_BEGIN, D.pack("prog_begin", total=D.NANOBPF_CTRL_MAX_IMAGE + 1))) == "invalid"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_PROG_BEGIN, D.pack("prog_begin", total=0))) == "invalid"
+    # a chunk at the wrong offset, too many bytes, a commit before the end, a CRC mismatch
+    meta = D.pack("prog_begin", total=8, crc32=ctrl.crc32(image[:8]), name="x")
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_PROG_BEGIN, meta)) == "ok"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_PROG_CHUNK, D.pack("prog_chunk", offset=4) + b"abcd")) == "sequence"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_PROG_CHUNK, D.pack("prog_chunk", offset=0) + bytes(9))) == "sequence"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_PROG_COMMIT, meta)) == "sequence"
+    assert status(load_raw(r, image, crc=1)) == "sequence"
+    # an image the loader refuses, and one the verifier refuses, with the reason
+    f = load_raw(r, b"\x7fELF" + bytes(100))
+    assert status(f) == "verifier" and b"magic" in f.body
+    f = load_raw(r, image, chunk=700)                            # chunks need not be CHUNK bytes
+    info = D.unpack("prog_info", f.body)
+    assert status(f) == "ok" and info["name"] == "xdp_ctrl_test" and info["image_len"] == len(image)
+    assert info["crc32"] == ctrl.crc32(image) and info["maps"] == 5 and info["insns"] > 100
+    assert D.unpack("prog_info", r.ask(M.NANOBPF_CTRL_MSG_PROG_INFO).body) == info
+    # a program whose exit returns an unset r0: the verifier's reason comes back, the old one stays
+    from nanobpf.ebpf.loader import Image, Insn
+    bad = Image(name="broken", maps=[], insns=[Insn(0x95, 0, 0, 0, 0)]).to_bytes()
+    f = load_raw(r, bad, name="broken")
+    assert status(f) == "verifier" and b"R0" in f.body, f.body
+    assert D.unpack("prog_info", r.ask(M.NANOBPF_CTRL_MSG_PROG_INFO).body)["name"] == "xdp_ctrl_test"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_PROG_UNLOAD)) == "ok"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_PROG_INFO)) == "no_prog"
+
+
+def test_map_messages(dev):
+    r = raw_of(dev)
+    r.hello()
+    zero, mode = bytes(4), struct.pack("<I", 6)
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_LOOKUP, map_req("test_mode", zero))) == "no_prog"
+    assert status(load_raw(r, stand_in_image())) == "ok"
+    assert r.ask(M.NANOBPF_CTRL_MSG_MAP_LOOKUP, map_req("test_mode", zero)).body == bytes(4)
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_UPDATE, map_req("test_mode", zero, mode))) == "ok"
+    assert r.ask(M.NANOBPF_CTRL_MSG_MAP_LOOKUP, map_req("test_mode", zero)).body == mode
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_UPDATE, map_req("test_mode", zero, mode, flags=1))) == "exist"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_LOOKUP, map_req("test_mode", struct.pack("<I", 1)))) == "noent"
+    assert r.ask(M.NANOBPF_CTRL_MSG_MAP_NEXT, map_req("test_mode")).body == zero
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_NEXT, map_req("test_mode", zero))) == "noent"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_DELETE, map_req("test_mode", zero))) == "invalid"       # arrays
+    pk = KeyId(OPEN, 1, b"\x05".ljust(20, b"\0")).pack()
+    pv = struct.pack("<QQQQ", 1, 2, 3, 4)
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_UPDATE, map_req("quic_pn", pk, pv, flags=2))) == "noent"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_UPDATE, map_req("quic_pn", pk, pv))) == "ok"
+    assert r.ask(M.NANOBPF_CTRL_MSG_MAP_NEXT, map_req("quic_pn")).body == pk
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_DELETE, map_req("quic_pn", pk))) == "ok"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_DELETE, map_req("quic_pn", pk))) == "noent"
+    assert len(r.ask(M.NANOBPF_CTRL_MSG_MAP_LOOKUP, map_req("quic_stats", zero)).body) == 8             # per-CPU
+    f = r.ask(M.NANOBPF_CTRL_MSG_MAP_LOOKUP, map_req("nosuch", zero))
+    assert status(f) == "no_map" and b"test_mode" in f.body
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_LOOKUP, map_req("test_mode", zero + b"\0"))) == "no_map"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_UPDATE, map_req("test_mode", zero, mode + b"\0"))) == "no_map"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_UPDATE, map_req("test_mode", zero, mode, flags=3))) == "invalid"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_LOOKUP, map_req("test_mode", zero, mode))) == "invalid"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_LOOKUP, map_req("test_mode", zero)[:-1])) == "bad_length"
+
+
+def test_table_messages(dev):
+    r = raw_of(dev)
+    r.hello()
+    word = (1 << 0) | (1 << 3) | (10 << 4) | (1 << 16)           # port_entry: valid, tagged, vid 10, lport 1
+    ok = D.pack("table_msg", table=D.NANOBPF_CTRL_TABLE_PORT, index=7, value=word)
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_TABLE_SET, ok)) == "ok"
+    for bad in [dict(table=3, index=0), dict(table=0, index=8), dict(table=2, index=4),
+                dict(table=0, index=7, value=1 << 31), dict(table=1, index=0, reserved=1)]:
+        assert status(r.ask(M.NANOBPF_CTRL_MSG_TABLE_SET, D.pack("table_msg", **bad))) == "invalid", bad
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_TABLE_DEL, ok)) == "ok"
+    # the host's own port entry stays: without it nothing from the host would reach the device again
+    f = r.ask(M.NANOBPF_CTRL_MSG_TABLE_DEL, D.pack("table_msg", table=D.NANOBPF_CTRL_TABLE_PORT, index=0))
+    assert status(f) == "invalid" and b"control link" in f.body
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_STATS)) == "ok"
+
+
+def test_stats_name_every_counter(dev):
+    host = Client(dev.host, **dev.retry)
+    s = host.stats()
+    assert list(s) == list(D.STAT_NAMES.values())
+    assert s["epoch"] == host.epoch and s["ctrl_applied"] >= 2
+
+
+# ---------------------------------------------------------------- security
+def test_control_frames_from_the_network_port_are_ignored_and_counted(dev):
+    evil = Raw(dev.net)
+    host = Client(dev.host, **dev.retry)
+    epoch = host.stats()["epoch"]
+    for t, body in [(M.NANOBPF_CTRL_MSG_HELLO, D.pack("hello_req", ver_min=1, ver_max=1)),
+                    (M.NANOBPF_CTRL_MSG_RESET, b""),
+                    (M.NANOBPF_CTRL_MSG_KEY_ADD, D.pack("key_msg", cid_len=1, cid=b"\1", keys=keys_for(b"\1")))]:
+        evil.send(t, body, epoch=epoch)
+    evil.port.send(b"\xff" * 12 + struct.pack(">H", D.ETHERTYPE) + bytes(46))   # malformed, still foreign
+    assert evil.answer(dev.answer_s) is None
+    s = host.stats()
+    assert s["ctrl_foreign"] == 4 and s["keys"] == 0 and s["resets"] == 0 and s["epoch"] == epoch
+
+
+# ---------------------------------------------------------------- convergence
+def test_converges_under_loss_duplication_reordering_and_resets(dev):
+    """The driver's algorithm (Client) over a link that loses, duplicates and reorders control frames
+    both ways, with device resets in between: the device ends with exactly the host's key table and
+    program, and no request was applied twice (STATS: every applied request is one the host sent)."""
+    port = FaultyPort(dev.host, seed=4, loss=0.15, dup=0.15, reorder=0.15)
+    host = Client(port, **dev.retry)
+    rng = __import__("random").Random(4)
+    host.prog_load(stand_in_image(), "xdp_ctrl_test")
+    cids = [key_id(bytes([i]) * rng.randrange(1, 21), dir=i & 1) for i in range(1, 9)]
+    cids += [key_id(b"", dir=i & 1, addr=addr_id(f"10.0.{i}.1", 4433, 443)) for i in range(2)]
+    for i in range(24):
+        if i in (8, 17):
+            f = Raw(dev.host).ask(M.NANOBPF_CTRL_MSG_RESET, epoch=host.epoch, seq=host.seq + 1000)
+            assert status(f) == "ok"                                            # another host resets the device
+        cid = rng.choice(cids)
+        try:
+            if cid not in host.keys:
+                host.key_add(cid, keys_for(cid, fill=i))
+            elif rng.random() < 0.5:
+                host.key_update(cid, keys_for(cid, phase=i & 1, fill=i, nxt=True))
+            else:
+                host.key_del(cid)
+        except ctrl.CtrlTimeout:
+            pass
+    port.clean()
+    s = host.stats()                   # one clean exchange: replays if anything was left unsure
+    assert host.counters["retransmits"] > 0 and host.counters["resyncs"] >= 3 and s["resets"] == 2
+    r = Raw(dev.host)
+    r.seq, r.epoch = host.seq, host.epoch
+    assert keytable(r) == host.keys
+    info = D.unpack("prog_info", r.ask(M.NANOBPF_CTRL_MSG_PROG_INFO).body)
+    assert info["crc32"] == ctrl.crc32(stand_in_image())
+
+
+# ---------------------------------------------------------------- data frames around the program
+def test_data_frames_fail_closed_around_the_loaded_program(dev):
+    """Without a program: frames go onwards unchanged, an ENCRYPT request is dropped. With the stand-in
+    program in MODE_OPEN, a network frame reaches the host with the DECRYPTED shim; in MODE_STRIP_ONLY
+    an ENCRYPT request (stripped, not counted sealed) never leaves. Every frame in is out or counted."""
+    r = raw_of(dev)
+    r.hello()
+    udp = udp_frame(bytes(range(40)), "192.0.2.1", "192.0.2.2", 4433, 443)   # PISA parses it: a real one
+    encrypt = ctrl.add_shim(udp, D.NANOBPF_SHIM_F_ENCRYPT, 4)
+
+    def frames_on(port, n, wait):
+        out = []
+        while len(out) < n and (f := port.recv(wait)) is not None:
+            if ctrl.parse(f) is None:
+                out.append(f)
+        return out
+
+    dev.net.send(udp)
+    assert frames_on(dev.host, 1, 30) == [udp]
+    dev.host.send(encrypt)
+    dev.host.send(udp)
+    assert frames_on(dev.net, 2, 30) == [udp]
+    assert status(load_raw(r, stand_in_image())) == "ok"
+    r.ask(M.NANOBPF_CTRL_MSG_MAP_UPDATE, map_req("test_mode", bytes(4), struct.pack("<I", 6)))     # MODE_OPEN
+    dev.net.send(udp)
+    assert frames_on(dev.host, 1, 30) == [ctrl.add_shim(udp, D.NANOBPF_SHIM_F_DECRYPTED)]
+    r.ask(M.NANOBPF_CTRL_MSG_MAP_UPDATE, map_req("test_mode", bytes(4), struct.pack("<I", 5)))     # MODE_STRIP_ONLY
+    dev.host.send(encrypt)
+    assert frames_on(dev.net, 1, dev.answer_s * 3) == []
+    s = r.stats()
+    assert (s["net_rx"], s["host_tx"], s["decrypted"]) == (2, 2, 1)
+    assert (s["host_rx"], s["net_tx"], s["encrypt_req"], s["encrypt_no_prog"], s["encrypt_unsealed"]) == (3, 1, 2, 1, 1)
