@@ -169,7 +169,7 @@ done
 
 
 @pytest.fixture(scope="module")
-def initramfs(tmp_path_factory, quic_image):
+def initramfs(tmp_path_factory, quic_image, stand_in_image):
     for f, how in ((DRIVER, "make driver"), (CTL, "make host-tools")):
         if not f.exists():
             pytest.fail(f"{f} is missing ({how})")
@@ -193,6 +193,7 @@ def initramfs(tmp_path_factory, quic_image):
     entries.append(("bin/nanobpfctl", 0o100755, CTL.read_bytes(), (0, 0)))
     entries.append(("bin/nbtest", 0o100755, nbtest.read_bytes(), (0, 0)))
     entries.append(("xdp_quic.nbpf", 0o100644, quic_image.read_bytes(), (0, 0)))
+    entries.append(("xdp_ctrl_test.nbpf", 0o100644, stand_in_image.read_bytes(), (0, 0)))
     entries.append(("init", 0o100755, INIT.encode(), (0, 0)))
     entries.append(("cmdloop", 0o100644, CMDLOOP.encode(), (0, 0)))
     path = d / "initramfs.cpio"
@@ -209,6 +210,20 @@ def quic_image(tmp_path_factory):
                     f"-I/usr/include/{platform.machine()}-linux-gnu", f"-I{ROOT}/sw/ebpf/include",
                     f"-I{BUILD}/generated/include", "-c", str(ROOT / "sw/ebpf/quic/xdp_quic.c"), "-o", str(obj)],
                    check=True)
+    subprocess.run([str(BUILD / "venv/bin/python"), str(ROOT / "sw/tools/nanobpf-load"), str(obj), "-o", str(img)],
+                   check=True)
+    return img
+
+
+@pytest.fixture(scope="module")
+def stand_in_image(tmp_path_factory):
+    """sim/ctrl/xdp_ctrl_test.c (the QUIC maps, no crypto, behaviour by test_mode[0]) as an image: small
+    enough to be verified on the simulated DPU's core 0 in seconds."""
+    d = tmp_path_factory.mktemp("bpf-stand-in")
+    obj, img = d / "xdp_ctrl_test.o", d / "xdp_ctrl_test.nbpf"
+    subprocess.run(["clang", "-O2", "-g", "-target", "bpf", "-Wall", "-Werror",
+                    f"-I/usr/include/{platform.machine()}-linux-gnu", f"-I{BUILD}/generated/include",
+                    "-c", str(ROOT / "sim/ctrl/xdp_ctrl_test.c"), "-o", str(obj)], check=True)
     subprocess.run([str(BUILD / "venv/bin/python"), str(ROOT / "sw/tools/nanobpf-load"), str(obj), "-o", str(img)],
                    check=True)
     return img
@@ -384,6 +399,41 @@ class Rig:
             if p:
                 p.close()
         subprocess.run(["ip", "link", "del", self.tap], capture_output=True)
+
+
+class RtlRig:
+    """The guest's TAP bridged to the host port of the RTL DPU (nanobpf.rtldev: nanobpf-sim with the
+    dpu-ctrl firmware on TAPs), the DPU's network TAP as the test's network end."""
+
+    def __init__(self, workdir, initrd, seed):
+        from nanobpf.rtldev import RtlDevice
+        tag = f"{os.getpid() % 10000}{seed}"
+        self.tap, self.bridge = f"nbq{tag}", f"nbb{tag}"
+        self.rtl = self.guest = self.net = None
+        try:
+            self.rtl = RtlDevice(cores=1).start()
+            _ip("tuntap", "add", "dev", self.tap, "mode", "tap")
+            _ip("link", "add", self.bridge, "type", "bridge")
+            for ifname in (self.tap, self.bridge):
+                Path(f"/proc/sys/net/ipv6/conf/{ifname}/disable_ipv6").write_text("1")
+            for ifname in (self.tap, self.rtl.host_if):
+                _ip("link", "set", ifname, "master", self.bridge)
+            for ifname in (self.tap, self.bridge):
+                _ip("link", "set", ifname, "up")
+            self.rtl.host.close()              # the bridge carries the host port now
+            self.guest = Guest(workdir, initrd, self.tap)
+            self.net = self.rtl.net
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self):
+        if self.guest:
+            self.guest.close()
+        for ifname in (self.tap, self.bridge):
+            subprocess.run(["ip", "link", "del", ifname], capture_output=True)
+        if self.rtl:
+            self.rc = self.rtl.stop()
 
 
 @pytest.fixture
@@ -929,3 +979,54 @@ def test_netlink_and_data(make_rig, quic_image):
     assert g.ctl("dev show")["key_count"] == 0 and dev.keys() == {}          # a new module: empty host table
     assert dev.program() is None                                              # ... and no program
     g.assert_log_clean()
+
+
+# ---------------------------------------------------------------- boot 3: the RTL DPU
+def test_rtl_smoke(initramfs, tmp_path):
+    """The driver and nanobpfctl against the RTL DPU (the Verilator model, core 0 answering the control
+    protocol) over a bridged TAP: HELLO (attach), keys added and deleted, a program loaded (verified and
+    compiled on the simulated core), a map written, a frame from the network opened by the program and
+    delivered with the decrypt mark, another unmarked. The simulation runs some 500 times slower than
+    the board, so the driver's retransmission timeouts are raised first (module parameters)."""
+    from nanobpf.rtldev import RtlDeviceError
+    from nanobpf.pcap import udp_frame
+    try:
+        rig = RtlRig(tmp_path, initramfs, seed=3)
+    except (FileNotFoundError, RtlDeviceError) as e:
+        pytest.fail(f"the RTL DPU did not start: {e}")
+    try:
+        g = rig.guest
+        g.run("echo 3000 > /sys/module/nanobpf/parameters/retry_ms; echo 24000 > /sys/module/nanobpf/parameters/retry_max_ms")
+        rc, out = g.run("echo 0 > /sys/module/nanobpf/parameters/retry_ms", check=False)
+        assert rc != 0 and g.run("cat /sys/module/nanobpf/parameters/retry_ms").strip() == "3000"
+        g.ctl("dev attach eth0")
+        info = g.ctl("dev show")
+        assert info["link_state"] == "in_sync" and info["epoch"] != 0
+        # the device's limits, as HELLO reported them (hw/defs: one source for both)
+        assert f"key_slots {abi.NANOBPF_KEYTABLE_ENTRIES}" in g.run("cat /sys/kernel/debug/nanobpf/nbpf0/session")
+        kids = [key_id(b"\x11" * 4), key_id(b"\x22" * 8, SEAL), key_id(b"", OPEN, addr_id("192.0.2.5", 4433, 443))]
+        for i, kid in enumerate(kids):
+            g.ctl("key add " + ctl_key_args(kid, keys80(kid, fill=i)))
+        g.ctl("key del " + ctl_entry(kids[1]))
+        host = g.host_keys()
+        assert set(host) == {kids[0], kids[2]} and all(v[2] == 1 for v in host.values())
+        st = g.ctl("stats")
+        assert st["device"]["keys"] == 2 and st["device"]["epoch"] == info["epoch"]
+        prog = g.ctl("prog load /xdp_ctrl_test.nbpf")
+        assert prog["loaded"] and prog["name"] == "xdp_ctrl_test"
+        # the program's view of the device's key table
+        dump = g.ctl(f"map dump {abi.KEYTABLE_MAP_NAME}")
+        assert len(dump) == 2
+        g.ctl("map update test_mode key 00000000 value 06000000")          # MODE_OPEN: counted opened
+        g.run(f"ip link set nbpf0 up; ip addr add {GUEST_IP}/24 dev nbpf0 && arp -i nbpf0 -s {PEER_IP} {PEER_MAC}")
+        to_guest = lambda payload, dport: rig.net.send(
+            udp_frame(payload, PEER_IP, GUEST_IP, 50000, dport, src_mac=PEER_MAC, dst_mac=GUEST_MAC))
+        assert guest_recv(g, 443, lambda: to_guest(b"opened by the DPU", 443)) == (D.DECRYPT_MARK, b"opened by the DPU")
+        g.ctl("map update test_mode key 00000000 value 00000000")          # MODE_PASS: not opened
+        assert guest_recv(g, 9999, lambda: to_guest(b"plain udp", 9999)) == (0, b"plain udp")
+        st = g.ctl("stats")
+        assert st["device"]["decrypted"] == 1 and st["driver"]["rx_decrypted"] == 1
+        g.assert_log_clean()
+    finally:
+        rig.close()
+    assert rig.rc == 0, "\n".join(rig.rtl.lines[-30:])

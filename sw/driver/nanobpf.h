@@ -33,7 +33,7 @@
 
 #define NBPF_SHIM_HLEN		4	/* EtherType 0x88B6 + struct nanobpf_shim */
 #define NBPF_MARK_CID_MASK	0xffu	/* encrypt_mark | n: the low byte is the destination CID length */
-#define NBPF_DEFAULT_KEY_SLOTS	512	/* key table limit before the device said how many it has */
+#define NBPF_DEFAULT_KEY_SLOTS	NANOBPF_KEYTABLE_ENTRIES /* key table limit before the device said how many it has */
 #define NBPF_KEEPALIVE_MS	2000	/* idle probe (STATS) period */
 #define NBPF_RESYNC_TRIES	3	/* replays restarted because the device was reset during one */
 #define NBPF_TABLE_MAX_ENTRIES	8	/* largest PISA table of hw/defs/soc.toml */
@@ -131,6 +131,7 @@ extern struct mutex nbpf_cfg_lock;
 extern struct nbpf_link *nbpf_cur;
 extern unsigned int nbpf_decrypt_mark;
 extern unsigned int nbpf_encrypt_mark;
+extern unsigned int nbpf_retry_ms, nbpf_retry_max_ms;
 extern DECLARE_HASHTABLE(nbpf_keys, 9);
 extern unsigned int nbpf_nkeys;
 extern struct nbpf_prog *nbpf_prog_cur;

@@ -141,7 +141,7 @@ static int nbpf_xchg(struct nbpf_link *link, u8 type, const void *body, u16 len)
 {
 	struct ethhdr *eh = (struct ethhdr *)link->txbuf;
 	struct nanobpf_ctrl_hdr *h = (struct nanobpf_ctrl_hdr *)(link->txbuf + ETH_HLEN);
-	unsigned int tmo = NANOBPF_CTRL_RETRY_MS;
+	unsigned int tmo = READ_ONCE(nbpf_retry_ms), tmo_max = max(tmo, READ_ONCE(nbpf_retry_max_ms));
 	unsigned int flen = ETH_HLEN + sizeof(*h) + len;
 	int tries, err = 0;
 	bool got;
@@ -201,7 +201,7 @@ static int nbpf_xchg(struct nbpf_link *link, u8 type, const void *body, u16 len)
 			err = -ETIMEDOUT;
 			break;
 		}
-		tmo = min_t(unsigned int, tmo * 2, NANOBPF_CTRL_RETRY_MAX_MS);
+		tmo = min_t(unsigned int, tmo * 2, tmo_max);
 	}
 	spin_lock_bh(&link->rx_lock);
 	link->pending = false;

@@ -17,6 +17,35 @@ module_param_named(decrypt_mark, nbpf_decrypt_mark, uint, 0644);
 MODULE_PARM_DESC(decrypt_mark, "skb mark of frames the device decrypted (shim flag DECRYPTED)");
 
 /*
+ * The first retransmission timeout and its ceiling (ctrl.toml's defaults): a device that answers
+ * slowly (the simulated DPU runs some 500 times slower than the board) needs longer ones. Read once
+ * per request; 1 ms at least, the ceiling not below the first.
+ */
+static int nbpf_ms_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int v;
+	int err = kstrtouint(val, 0, &v);
+
+	if (err || v < 1 || v > 600000) {
+		pr_err("nanobpf: %s '%s' refused: 1..600000 milliseconds\n", kp->name, val);
+		return err ?: -EINVAL;
+	}
+	WRITE_ONCE(*(unsigned int *)kp->arg, v);
+	return 0;
+}
+
+static const struct kernel_param_ops nbpf_ms_ops = {
+	.set = nbpf_ms_set,
+	.get = param_get_uint,
+};
+unsigned int nbpf_retry_ms = NANOBPF_CTRL_RETRY_MS;
+unsigned int nbpf_retry_max_ms = NANOBPF_CTRL_RETRY_MAX_MS;
+module_param_cb(retry_ms, &nbpf_ms_ops, &nbpf_retry_ms, 0644);
+MODULE_PARM_DESC(retry_ms, "first retransmission timeout of a control request in ms (doubles each retry)");
+module_param_cb(retry_max_ms, &nbpf_ms_ops, &nbpf_retry_max_ms, 0644);
+MODULE_PARM_DESC(retry_max_ms, "longest retransmission timeout in ms");
+
+/*
  * encrypt_mark is a base: a frame marked base | n (n = 0..20, the length of its destination CID) is
  * sealed by the device. Its low byte must be zero, and it must not be 0 (every unmarked frame would
  * then ask to be sealed): other values are refused, at load and when written at run time.
