@@ -147,9 +147,10 @@ def test_back_pressure_slots_run_out_and_come_back(tmp_path):
 
 
 def test_control_frames_only_from_the_host(tmp_path):
-    """Control frames (EtherType 0x88B5) from the host go to core 0's queue (counted there: the protocol
-    itself runs on the device with issue 23); from the network the parser drops them (ctrl_foreign), and
-    data-frame shims from the network likewise (shim_foreign). Nothing of them leaves the DPU."""
+    """Control frames (EtherType 0x88B5) from the host go to core 0's queue and are answered there (these
+    HELLOs have no body: BAD_LENGTH); from the network the parser drops them (ctrl_foreign), and
+    data-frame shims from the network likewise (shim_foreign): nothing answers them, nothing of them
+    leaves the DPU."""
     hello = [ctrl.build(ctrl.BROADCAST, ctrl.HOST_MAC, D.NANOBPF_CTRL_MSG_HELLO, seq, 0, b"") for seq in range(1, 7)]
     shim = [ctrl.add_shim(udp_frame(b"x" * 40, "10.0.0.2", "10.0.0.1", 443, 5), D.NANOBPF_SHIM_F_DECRYPTED)] * 3
     data = [udp_frame(bytes([i]) * 50, "10.0.0.2", "10.0.0.1", 443, 1000 + i) for i in range(4)]
@@ -159,7 +160,10 @@ def test_control_frames_only_from_the_host(tmp_path):
     assert drops["ctrl_foreign"] == 3 and drops["shim_foreign"] == 3, drops
     assert dev.counters["core0"]["ctrl"] == 6 and dev.counters["core0"]["packets"] == 0   # core 0 runs no data
     assert sum(dev.counters[f"core{c}"]["ctrl"] for c in (1, 2, 3)) == 0
-    assert dev.out["host"] == data and dev.out["net"] == []
+    answers = [ctrl.parse(f) for f in dev.out["host"] if ctrl.parse(f) is not None]
+    assert [f for f in dev.out["host"] if ctrl.parse(f) is None] == data and dev.out["net"] == []
+    assert sorted(a.hdr["seq"] for a in answers) == list(range(1, 7))
+    assert all(a.hdr["status"] == D.NANOBPF_CTRL_ST_BAD_LENGTH and a.dst == ctrl.HOST_MAC for a in answers)
 
 
 QUIC_IMAGE = BUILD / "firmware/bpf/xdp_quic_hw.nbpf"

@@ -39,7 +39,7 @@ static struct {
     uint32_t last_seq;
     uint64_t resets;
 } st;
-uint64_t ctrl_counts[NANOBPF_CTRL_STAT_BAD_SHIM + 1];
+uint64_t ctrl_counts[NANOBPF_STAT_COUNT];
 
 static uint8_t frame[ETH + HDR + NANOBPF_CTRL_MAX_BODY]; /* the request, then the response */
 static uint8_t req_body[NANOBPF_CTRL_MAX_BODY];
@@ -133,17 +133,17 @@ static int do_reset(const uint8_t *b, unsigned len, struct ctrl_reply *r) {
 static int do_stats(const uint8_t *b, unsigned len, struct ctrl_reply *r) {
     (void)b;
     if (len) return ctrl_refuse(r, NANOBPF_CTRL_ST_BAD_LENGTH, "STATS has no body");
-    uint64_t v[NANOBPF_CTRL_STAT_BAD_SHIM + 1];
+    uint64_t v[NANOBPF_STAT_COUNT];
     memcpy(v, ctrl_counts, sizeof v);
     dpu_stats_read(v); /* the data path's counters, from the cores and the hardware */
     v[NANOBPF_CTRL_STAT_KEYS] = ctrl_keys_count();
     v[NANOBPF_CTRL_STAT_RESETS] = st.resets;
     v[NANOBPF_CTRL_STAT_EPOCH] = st.epoch;
-    for (unsigned id = 0; id <= NANOBPF_CTRL_STAT_BAD_SHIM; id++) {
+    for (unsigned id = 0; id < NANOBPF_STAT_COUNT; id++) {
         uint8_t *e = r->body + id * NANOBPF_STAT_ENTRY_SIZE;
         ctrl_put32(e, id), ctrl_put32(e + 4, 0), ctrl_put64(e + 8, v[id]);
     }
-    r->len = (NANOBPF_CTRL_STAT_BAD_SHIM + 1) * NANOBPF_STAT_ENTRY_SIZE;
+    r->len = (NANOBPF_STAT_COUNT) * NANOBPF_STAT_ENTRY_SIZE;
     return 0;
 }
 

@@ -31,7 +31,7 @@ void ctrl_power_on(void);
  * send back to the host port; 0: no answer, drop it). Returns the cycles it took. */
 uint64_t ctrl_frame(uintptr_t data, unsigned len, unsigned *out_len);
 uint32_t ctrl_epoch(void);
-extern uint64_t ctrl_counts[NANOBPF_CTRL_STAT_BAD_SHIM + 1]; /* the protocol's own counters */
+extern uint64_t ctrl_counts[NANOBPF_STAT_COUNT]; /* the protocol's own counters */
 
 /* ctrl_keys.c: the key table (the device's, shared by every program that declares it). */
 int ctrl_keys_init(void);

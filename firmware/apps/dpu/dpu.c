@@ -28,6 +28,7 @@ extern const uint8_t dpu_prog_image[], dpu_prog_image_end[], dpu_prog_record[], 
 #define HOST_LPORT NANOBPF_DATAPATH_HOST_LPORT /* the default tables (hw/defs/soc.toml [datapath]) */
 #define NET_LPORT NANOBPF_DATAPATH_NET_LPORT
 #define IDLE_CYCLES 128 /* a data core with an empty queue sleeps this long before it looks again */
+#define CTRL_SHED_FREE_SLOTS (NANOBPF_DATAPATH_SLOTS / 4) /* control frames are dropped at or below this (one_packet) */
 
 /* The attached program: written by core 0 (dpu_prog_publish), read by every core once per packet with
  * an atomic operation (AMOs reach memory; a plain load could hit a stale line of a non-coherent cache). */
@@ -145,6 +146,13 @@ static uint64_t one_packet(unsigned hart, uint64_t d, const struct ebpf_prog *pr
     if (NANOBPF_GET(d, NANOBPF_PKT_DESC_CTRL)) { /* a control request from the host: answered in place */
         unsigned n;
         s->ctrl++;
+        /* Data first: while control frames wait here they hold packet-memory slots, and a flood of them
+         * would leave none for data frames. With a quarter of the slots or fewer free, a control frame
+         * is dropped unanswered (the host retransmits after its timeout), at once, freeing its slot. */
+        if (PKT(NANOBPF_PKT_FREE_SLOTS_OFFSET) <= CTRL_SHED_FREE_SLOTS) {
+            s->drops[DPU_DROP_CTRL_SHED]++;
+            return drop;
+        }
         ctrl_frame(data, len, &n);
         if (!n) {
             s->drops[DPU_DROP_CTRL]++;
@@ -310,8 +318,8 @@ static const unsigned stat_ids[] = {NANOBPF_CTRL_STAT_HOST_RX, NANOBPF_CTRL_STAT
                                     NANOBPF_CTRL_STAT_NET_TX, NANOBPF_CTRL_STAT_DECRYPTED, NANOBPF_CTRL_STAT_ENCRYPT_REQ,
                                     NANOBPF_CTRL_STAT_XDP_DROP, NANOBPF_CTRL_STAT_XDP_PASS, NANOBPF_CTRL_STAT_XDP_TX,
                                     NANOBPF_CTRL_STAT_ENCRYPT_NO_PROG, NANOBPF_CTRL_STAT_ENCRYPT_UNSEALED,
-                                    NANOBPF_CTRL_STAT_BAD_SHIM, NANOBPF_CTRL_STAT_CTRL_FOREIGN};
-static uint64_t stats_base[NANOBPF_CTRL_STAT_BAD_SHIM + 1];
+                                    NANOBPF_CTRL_STAT_BAD_SHIM, NANOBPF_CTRL_STAT_CTRL_FOREIGN, NANOBPF_CTRL_STAT_CTRL_SHED};
+static uint64_t stats_base[NANOBPF_STAT_COUNT];
 
 static void stats_raw(uint64_t *v) {
     for (unsigned i = 0; i < sizeof stat_ids / sizeof *stat_ids; i++) v[stat_ids[i]] = 0;
@@ -330,12 +338,13 @@ static void stats_raw(uint64_t *v) {
         v[NANOBPF_CTRL_STAT_ENCRYPT_NO_PROG] += s->drops[DPU_DROP_ENCRYPT_NO_PROG];
         v[NANOBPF_CTRL_STAT_ENCRYPT_UNSEALED] += s->drops[DPU_DROP_ENCRYPT_UNSEALED];
         v[NANOBPF_CTRL_STAT_BAD_SHIM] += s->drops[DPU_DROP_BAD_SHIM];
+        v[NANOBPF_CTRL_STAT_CTRL_SHED] += s->drops[DPU_DROP_CTRL_SHED];
     }
     v[NANOBPF_CTRL_STAT_CTRL_FOREIGN] = pisa_count(NANOBPF_PISA_COUNTER_DROP_CTRL_FOREIGN);
 }
 
 void dpu_stats_read(uint64_t *v) {
-    uint64_t raw[NANOBPF_CTRL_STAT_BAD_SHIM + 1];
+    uint64_t raw[NANOBPF_STAT_COUNT];
     stats_raw(raw);
     for (unsigned i = 0; i < sizeof stat_ids / sizeof *stat_ids; i++) v[stat_ids[i]] = raw[stat_ids[i]] - stats_base[stat_ids[i]];
 }

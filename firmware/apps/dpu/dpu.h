@@ -7,8 +7,9 @@
 #include "ebpf.h"
 
 /* Why the firmware itself dropped a frame (counted per core, printed in the summary). */
-enum dpu_drop { DPU_DROP_BAD_SHIM, DPU_DROP_ENCRYPT_NO_PROG, DPU_DROP_ENCRYPT_UNSEALED, DPU_DROP_CTRL, DPU_DROPS };
-#define DPU_DROP_NAMES {"bad_shim", "encrypt_no_prog", "encrypt_unsealed", "ctrl_unanswered"}
+enum dpu_drop { DPU_DROP_BAD_SHIM, DPU_DROP_ENCRYPT_NO_PROG, DPU_DROP_ENCRYPT_UNSEALED, DPU_DROP_CTRL, DPU_DROP_CTRL_SHED,
+                DPU_DROPS };
+#define DPU_DROP_NAMES {"bad_shim", "encrypt_no_prog", "encrypt_unsealed", "ctrl_unanswered", "ctrl_shed"}
 
 /* What the guard learnt about a frame before the program ran. */
 struct dpu_guard {

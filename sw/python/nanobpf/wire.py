@@ -258,7 +258,7 @@ def summary(dev: WireRun, ref: ModelRun | None):
     cores = {k: v for k, v in c.items() if k.startswith("core")}
     fw = Counter()
     for v in cores.values():
-        for k in ("drop", "aborted", "bad_shim", "encrypt_no_prog", "encrypt_unsealed", "ctrl_unhandled"):
+        for k in ("drop", "aborted", "bad_shim", "encrypt_no_prog", "encrypt_unsealed", "ctrl_unanswered"):
             fw[k] += v.get(k, 0)
     lines.append("dropped by the cores: " + (", ".join(f"{k} {v}" for k, v in fw.items() if v) or "none"))
     pkt = c.get("pkt", {})
