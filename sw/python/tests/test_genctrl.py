@@ -76,7 +76,10 @@ def test_pack_unpack_round_trip_and_refusals():
     (("version = 1                 #", "version = 300                 #"), "min_version <= version"),
     (('name = "STALE_SEQ", value = 14', 'name = "STALE_SEQ", value = 13'), "value 13 used twice"),
     (('name = "IFNAME"\ntype = "string"\nlen = 16', 'name = "IFNAME"\ntype = "string"'), "string needs len"),
-    (('type = "u8[80]"', 'type = "u9[80]"'), "unknown type 'u9[80]'"),
+    (('type = "u8[NANOBPF_CTRL_KEYS_SIZE]"', 'type = "u9[80]"'), "unknown type 'u9[80]'"),
+    (('type = "u8[NANOBPF_CTRL_KEYS_SIZE]"', 'type = "u8[NANOBPF_NO_SUCH]"'), "no constant named NANOBPF_NO_SUCH"),
+    (('value = "NANOBPF_KEYTABLE_CID_MAX"', 'value = "NANOBPF_KEYTABLE_CID_MAXX"'), "no constant named"),
+    (('len = "NANOBPF_CTRL_MAX_IMAGE"', 'len = "NANOBPF_CTRL_MAX_IMAGES"'), "no constant named"),
     (('name = "UNSPEC"\ntype = "unspec"', 'name = "UNSPEC"\ntype = "u8"'), "first genl_attr must be the unspec"),
 ])
 def test_bad_definitions_are_refused(tmp_path, patch, message):
@@ -86,3 +89,34 @@ def test_bad_definitions_are_refused(tmp_path, patch, message):
     bad.write_text(text.replace(patch[0], patch[1], 1))
     p = genctrl("--defs", bad, "--python", tmp_path / "x.py")
     assert p.returncode == 1 and message in p.stderr, p.stderr
+
+
+def test_limits_have_one_source():
+    """Every limit the protocol shares with the eBPF ABI, the hardware or the driver is defined once
+    (hw/defs/*.toml) and named elsewhere, and the generated views agree: the CID length, the key
+    entry's size, name lengths, the key table's entries (HELLO's key_slots; the driver's assumption
+    before HELLO) and its slots (the AEAD engine's key storage), the netlink attribute lengths and the
+    wire structs' arrays."""
+    import re
+    import nanobpf_ebpf_defs as abi
+    import nanobpf_soc as soc
+    assert ctrl.NANOBPF_CTRL_MAX_CID == abi.NANOBPF_KEYTABLE_CID_MAX
+    assert ctrl.NANOBPF_CTRL_NAME_LEN == abi.NANOBPF_MAP_NAME_LEN == abi.NANOBPF_PROG_NAME_LEN
+    assert ctrl.NANOBPF_CTRL_KEYS_SIZE == abi.STRUCTS["quic_keys"].size
+    assert abi.NANOBPF_KEYTABLE_SLOTS == 2 * abi.NANOBPF_KEYTABLE_ENTRIES
+    toml = (ROOT / "hw/defs/ctrl.toml").read_text()
+    assert re.search(r'name = "MAX_CID", value = "NANOBPF_KEYTABLE_CID_MAX"', toml)
+    assert re.search(r'name = "NAME_LEN", value = "NANOBPF_MAP_NAME_LEN"', toml)
+    assert "u8[20]" not in toml and "u8[80]" not in toml and "char[32]" not in toml
+    for a, n in [("CID", ctrl.NANOBPF_CTRL_MAX_CID), ("ADDR_ID", ctrl.NANOBPF_CTRL_MAX_CID), ("KEYS", ctrl.NANOBPF_CTRL_KEYS_SIZE),
+                 ("IMAGE", ctrl.NANOBPF_CTRL_MAX_IMAGE), ("PROG_NAME", ctrl.NANOBPF_CTRL_NAME_LEN)]:
+        assert ctrl.GENL_ATTRS[a][2] == n, a
+    sizes = {f: n for f, _, n in ctrl.STRUCTS["key_msg"][1]}
+    assert sizes["cid"] == ctrl.NANOBPF_CTRL_MAX_CID and sizes["keys"] == ctrl.NANOBPF_CTRL_KEYS_SIZE
+    # the hardware and the driver name the ABI's constants instead of copying them
+    src = lambda p: (ROOT / p).read_text()
+    assert "keySlots: Int = nanobpf.common.EbpfAbi.KeytableSlots.toInt" in src("hw/src/main/scala/nanobpf/aead/AeadParams.scala")
+    assert "val maxCid = nanobpf.common.EbpfAbi.KeytableCidMax.toInt" in src("hw/src/main/scala/nanobpf/pisa/PisaParams.scala")
+    assert re.search(r"#define NBPF_DEFAULT_KEY_SLOTS\s+NANOBPF_KEYTABLE_ENTRIES", src("sw/driver/nanobpf.h"))
+    # the engine's key_slots register field can hold the slot count
+    assert abi.NANOBPF_KEYTABLE_SLOTS < 1 << soc.REGS[("aead", "params")].fields["key_slots"][1]

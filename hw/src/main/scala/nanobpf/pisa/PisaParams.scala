@@ -24,7 +24,7 @@ case class PisaParams(
     */
   val fifoBeats = 1 << log2Ceil(2 * ((maxFrame + 4 + beatBytes - 1) / beatBytes + 1))
   val metaDepth = 32
-  val maxCid = 20
+  val maxCid = nanobpf.common.EbpfAbi.KeytableCidMax.toInt // RFC 9000's longest CID, from hw/defs/ebpf.toml
   val quicBytes = 6 + maxCid // QUIC bytes after the UDP header the parser keeps
 }
 
