@@ -302,18 +302,35 @@ static unsigned control(unsigned len, uint64_t *cycles, uint8_t *applied_type) {
     return respond(type, reply.status, reply.body, reply.len, 0);
 }
 
+/* Packet memory is uncached: each access is a bus transaction, so frames move eight bytes at a time
+ * (a frame starts 8-byte aligned in its slot; the words past its end are the slot's own). */
+_Static_assert(NANOBPF_DATAPATH_HEADROOM % 8 == 0 && NANOBPF_DATAPATH_SLOT_BYTES % 8 == 0, "frames start 8-byte aligned");
+_Static_assert(ETH + HDR + NANOBPF_CTRL_MAX_BODY + 8 <= NANOBPF_DATAPATH_SLOT_BYTES - NANOBPF_DATAPATH_HEADROOM - 32,
+               "a response, rounded up to a word, fits its slot before the header-protection scratch");
+static void copy_in(uint8_t *dst, uintptr_t src, unsigned len) {
+    for (unsigned i = 0; i < len; i += 8) {
+        uint64_t w = *(const volatile uint64_t *)(src + i);
+        memcpy(dst + i, &w, len - i < 8 ? len - i : 8);
+    }
+}
+static void copy_out(uintptr_t dst, const uint8_t *src, unsigned len) {
+    for (unsigned i = 0; i < len; i += 8) {
+        uint64_t w = 0;
+        memcpy(&w, src + i, len - i < 8 ? len - i : 8);
+        *(volatile uint64_t *)(dst + i) = w;
+    }
+}
+
 uint64_t ctrl_frame(uintptr_t data, unsigned len, unsigned *out_len) {
     if (len > sizeof frame) len = sizeof frame; /* the header's length decides; more is padding */
-    const volatile uint8_t *p = (const volatile uint8_t *)data;
-    for (unsigned i = 0; i < len; i++) frame[i] = p[i];
+    copy_in(frame, data, len);
     uint64_t c0 = nb_cycles(), apply_cycles = 0;
     uint8_t type;
     if (!st.epoch) st.epoch = new_epoch();
     unsigned n = control(len, &apply_cycles, &type);
     uint64_t total = nb_cycles() - c0;
     if (type) ctrl_cost_note(type, total, apply_cycles);
-    volatile uint8_t *q = (volatile uint8_t *)data;
-    for (unsigned i = 0; i < n; i++) q[i] = frame[i];
+    copy_out(data, frame, n);
     *out_len = n;
     return total;
 }
