@@ -2236,6 +2236,7 @@ static int pkt_bounds(struct env *e, uint32_t i, uint32_t regno, const struct vr
 }
 
 /* Load/store/atomic through register regno (value: the stored value; out: the loaded one). */
+static int is_keytable(const struct ebpf_map *m);
 static int mem_access(struct env *e, uint32_t i, struct vstate *st, uint32_t regno, int kind, uint32_t size,
                       const struct vreg *val, uint32_t valno, struct vreg *out, int sx) {
     const struct ebpf_insn *in = &e->in[i];
@@ -2278,6 +2279,9 @@ static int mem_access(struct env *e, uint32_t i, struct vstate *st, uint32_t reg
         if (size > 1) e->flags[i] |= F_PKTACC; /* packet offsets carry no alignment: CVA6 would trap */
         break;
     case T_MAP_VALUE:
+        if (kind != ACC_READ && is_keytable(e->prog->maps[ptr.map]))
+            return fail(e, (int)i, "the key table %s is read-only for programs (the control plane writes it)",
+                        NANOBPF_KEYTABLE_MAP_NAME);
         if (map_value_bounds(e, i, &ptr, in->off, size)) return -1;
         if (kind == ACC_ATOMIC) {
             int64_t o = (int64_t)ptr.off + (int64_t)ptr.umin + in->off;
@@ -2331,7 +2335,10 @@ static int helper_mem(struct env *e, uint32_t i, struct vstate *st, uint32_t reg
         return 0;
     }
     case T_PKT: return pkt_bounds(e, i, regno, r, 0, size_max);
-    case T_MAP_VALUE: return map_value_bounds(e, i, r, 0, size_max);
+    case T_MAP_VALUE:
+        /* a helper writing into the key table is refused in do_helper; a global function's memory
+         * argument is read and written (const is not known here), so a key table value may be passed */
+        return map_value_bounds(e, i, r, 0, size_max);
     case T_MEM: return mem_bounds(e, i, regno, r, 0, size_max);
     case T_NOT_INIT: return fail(e, (int)i, "R%u !read_ok", regno);
     default: return fail(e, (int)i, "R%u type=%s expected=fp, pkt, map_value or mem", regno, tname[r->type]);
@@ -2554,6 +2561,11 @@ static int do_helper(struct env *e, uint32_t i, struct vstate *st) {
         case EBPF_ARG_CONST_MAP_PTR:
             if (r->type != T_MAP_PTR) return fail(e, (int)i, "R%u type=%s expected=map_ptr", rn, tname[r->type]);
             map = r->map;
+            /* the device's key table changes only through the control plane (its values are published
+             * whole, and their places reused after the data cores moved on: docs/control.md) */
+            if (is_keytable(e->prog->maps[map]) && h->id != NANOBPF_HELPER_MAP_LOOKUP_ELEM)
+                return fail(e, (int)i, "helper %s: the key table %s is read-only for programs (the control plane "
+                            "writes it)", h->name, NANOBPF_KEYTABLE_MAP_NAME);
             break;
         case EBPF_ARG_PTR_TO_MAP_KEY:
         case EBPF_ARG_PTR_TO_MAP_VALUE: {
@@ -2567,6 +2579,9 @@ static int do_helper(struct env *e, uint32_t i, struct vstate *st) {
         case EBPF_ARG_PTR_TO_RW_MEM:
         case EBPF_ARG_PTR_TO_UNINIT_MEM: {
             int write = t == EBPF_ARG_PTR_TO_UNINIT_MEM;
+            if ((write || t == EBPF_ARG_PTR_TO_RW_MEM) && r->type == T_MAP_VALUE && is_keytable(e->prog->maps[r->map]))
+                return fail(e, (int)i, "helper %s: the key table %s is read-only for programs (the control plane "
+                            "writes it)", h->name, NANOBPF_KEYTABLE_MAP_NAME);
             if (a == 4 || h->args[a + 1] != EBPF_ARG_CONST_SIZE)
                 return fail(e, (int)i, "helper %s: memory argument R%u without a size", h->name, rn);
             struct vreg *sz = &f->r[rn + 1];

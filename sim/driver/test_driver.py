@@ -631,13 +631,15 @@ def test_control_path(make_rig, quic_image):
         rc, doc = g.ctl(args, check=False)
         assert rc == 1 and ctl_errno(doc) == errno, (args, doc)
     # PISA table words (replayed after resets too)
-    g.ctl("table add port 0 0x10003")
+    rc, doc = g.ctl("table del port 0", check=False)                            # the host's own entry: kept
+    assert rc == 1 and ctl_errno(doc) == 22 and "control link" in doc["error"]["message"], doc
+    g.ctl("table add port 2 0x10003")
     g.ctl("table add profile 1 0x08bb0103")
     g.ctl("table add lport_cfg 3 0x5")
     g.ctl("table del lport_cfg 3")
-    assert dev.tables() == {(0, 0): 0x10003, (1, 1): 0x08bb0103}
+    assert dev.tables() == {(0, 2): 0x10003, (1, 1): 0x08bb0103}
     rc, doc = g.ctl("table add port 1 0xffffffff", check=False)                 # bits that are no field
-    assert rc == 1 and ctl_errno(doc) == 22 and dev.tables() == {(0, 0): 0x10003, (1, 1): 0x08bb0103}
+    assert rc == 1 and ctl_errno(doc) == 22 and dev.tables() == {(0, 2): 0x10003, (1, 1): 0x08bb0103}
     # a refused program leaves the attached one; the device's reason shows in dev show
     g.run("cp /xdp_quic.nbpf /tmp/bad.nbpf && dd if=/dev/zero of=/tmp/bad.nbpf bs=1 seek=200 count=4000 conv=notrunc")
     rc, doc = g.ctl("prog load /tmp/bad.nbpf name bad", check=False)
@@ -692,13 +694,13 @@ def test_control_path(make_rig, quic_image):
     expected.update(expect)
     sync_and_compare(g, dev, expected)
     assert_no_double_apply(dev.applied)
-    assert dev.program()["crc32"] == ctrl.crc32(image) and dev.tables() == {(0, 0): 0x10003, (1, 1): 0x08bb0103}
+    assert dev.program()["crc32"] == ctrl.crc32(image) and dev.tables() == {(0, 2): 0x10003, (1, 1): 0x08bb0103}
     assert struct.unpack("<4I", dev.map_lookup("quic_config", bytes(4)))[:2] == (0, 0)   # maps are not replayed
     assert drv_stats(g)["resyncs"] == resyncs + 1
     dev.reset()                                                 # idle: the keepalive notices
     wait_for(lambda: device_keys(dev) == expected and dev.program() is not None, 15,
              "the keepalive to replay the host state after an idle reset")
-    assert dev.tables() == {(0, 0): 0x10003, (1, 1): 0x08bb0103}
+    assert dev.tables() == {(0, 2): 0x10003, (1, 1): 0x08bb0103}
     epoch = dev.epoch
     g.ctl("dev reset")
     assert dev.epoch != epoch and g.ctl("dev show")["epoch"] == dev.epoch

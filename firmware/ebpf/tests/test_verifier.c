@@ -642,6 +642,21 @@ static const struct tcase tests[] = {
     /* ================= run results (issue 21) ================= */
     /* -1 is a return value like any other: not turned into XDP_ABORTED (0) */
     {"return_minus_one", PROG(MOV64_IMM(0, -1), EXIT()), ACCEPT, .run = 1, .ret = UINT64_MAX, PKT(1)},
+    /* ================= the key table is read-only for programs (the control plane writes it) ================= */
+    {"keytable_value_write", PROG(KT_LOOKUP(0), JMP_IMM(JEQ, 0, 0, 1), ST(B, 0, 0, 1), MOV64_IMM(0, 0), EXIT()),
+     QUIC_MAPS, REJECT(10, "the key table nanobpf_quic_keys is read-only for programs")},
+    {"keytable_value_atomic",
+     PROG(KT_LOOKUP(0), JMP_IMM(JEQ, 0, 0, 2), MOV64_IMM(1, 1), ATOMIC(DW, EBPF_ATOMIC_ADD, 0, 1, 0), MOV64_IMM(0, 0), EXIT()),
+     QUIC_MAPS, REJECT(11, "read-only for programs")},
+    {"keytable_update_elem",
+     PROG(KT_LOOKUP(0), JMP_IMM(JEQ, 0, 0, 7), MOV64_REG(3, 0), LD_MAP(1, 0), MOV64_REG(2, 10), ALU64_IMM(ADD, 2, -24),
+          MOV64_IMM(4, 0), CALL(2), MOV64_IMM(0, 0), EXIT()),
+     QUIC_MAPS, REJECT(16, "helper map_update_elem: the key table nanobpf_quic_keys is read-only for programs")},
+    {"keytable_delete_elem",
+     PROG(KT_LOOKUP(0), LD_MAP(1, 0), MOV64_REG(2, 10), ALU64_IMM(ADD, 2, -24), CALL(3), MOV64_IMM(0, 0), EXIT()),
+     QUIC_MAPS, REJECT(13, "helper map_delete_elem: the key table nanobpf_quic_keys is read-only")},
+    {"keytable_value_read", PROG(KT_LOOKUP(0), JMP_IMM(JEQ, 0, 0, 1), LDX(B, 0, 0, 0), MOV64_IMM(0, 0), EXIT()),
+     QUIC_MAPS, ACCEPT},
     /* ================= QUIC protection helpers: keytable_value, mem and mem_rw arguments ================= */
     {"quic_aead_seal_args", PROG(KT_LOOKUP(0), JMP_IMM(JEQ, 0, 0, 9), REQ_ON_STACK(), AEAD_CALL(SEAL, 0), EXIT()),
      QUIC_MAPS, ACCEPT},
