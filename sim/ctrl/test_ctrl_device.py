@@ -9,7 +9,6 @@ import struct
 
 import nanobpf_ctrl_defs as D
 import nanobpf_ebpf_defs as abi
-import pytest
 
 from ctrl_device import (FaultyPort, M, Raw, dev, keys_for, load_raw, map_req, stand_in_image,  # noqa: F401 (fixture)
                          status)
@@ -20,11 +19,6 @@ from nanobpf.pcap import udp_frame
 
 def raw_of(d):
     return Raw(d.host)
-
-
-def kid_bytes(kid):
-    """The program's map key (struct nanobpf_quic_cid) of a key table entry."""
-    return kid.pack()
 
 
 def keytable(r):
@@ -151,14 +145,18 @@ def test_key_messages(dev):
 
 KEY_REFUSALS = [   # (key_msg fields, text the refusal must hold, the fault is in the entry's name: KEY_DEL too)
     (dict(cid_len=2, dir=2, cid=b"\1\2", keys=keys_for(b"12")), "dir 2", True),
+    (dict(cid_len=2, dir=0xFF, cid=b"\1\2", keys=keys_for(b"12")), "dir 255", True),
     (dict(cid_len=21, cid=bytes(range(1, 21)), keys=keys_for(bytes(21))), "cid_len 21", True),
     (dict(cid_len=2, reserved=b"\0\1", cid=b"\1\2", keys=keys_for(b"12")), "reserved", True),
     (dict(cid_len=2, cid=b"\1\2\3", keys=keys_for(b"12")), "after the 2-byte CID", True),
     (dict(cid_len=0, cid=bytes(20), keys=keys_for(b"")), "address id", True),
     (dict(cid_len=2, cid=b"\1\2", keys=keys_for(b"123")), "cid_len 3", False),
+    (dict(cid_len=0, cid=b"\1" * 20, keys=keys_for(b"1")), "cid_len 1", False),
     (dict(cid_len=2, cid=b"\1\2", keys=keys_for(b"12", phase=2)), "key_phase 2", False),
     (dict(cid_len=2, cid=b"\1\2", keys=keys_for(b"12", flags=3)), "not both", False),
+    (dict(cid_len=2, cid=b"\1\2", keys=keys_for(b"12", flags=4)), "flags 0x4", False),
     (dict(cid_len=2, dir=SEAL, cid=b"\1\2", keys=keys_for(b"12", flags=abi.NANOBPF_QUIC_KEY_PREV)), "PREV", False),
+    (dict(cid_len=2, cid=b"\1\2", keys=keys_for(b"12")[:3] + b"\1" + keys_for(b"12")[4:]), "reserved and pad", False),
     (dict(cid_len=2, cid=b"\1\2", keys=keys_for(b"12")[:79] + b"\1"), "pad", False),
 ]
 
