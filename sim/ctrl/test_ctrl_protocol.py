@@ -74,21 +74,7 @@ def test_program_messages(raw):
     r, dev = raw
     image = IMAGE.read_bytes()
     r.hello()
-    assert status(r.ask(M.NANOBPF_CTRL_MSG_PROG_INFO)) == "no_prog"
-    assert status(r.ask(M.NANOBPF_CTRL_MSG_PROG_UNLOAD)) == "no_prog"
-    assert status(r.ask(M.NANOBPF_CTRL_MSG_PROG_CHUNK, D.pack("prog_chunk", offset=0) + b"x")) == "sequence"
-    assert status(r.ask(M.NANOBPF_CTRL_MSG_PROG_BEGIN, D.pack("prog_begin", total=D.NANOBPF_CTRL_MAX_IMAGE + 1))) == "invalid"
-    assert status(r.ask(M.NANOBPF_CTRL_MSG_PROG_BEGIN, D.pack("prog_begin", total=0))) == "invalid"
-    # a chunk at the wrong offset, too many bytes, a commit before the end, a CRC mismatch
-    meta = D.pack("prog_begin", total=8, crc32=ctrl.crc32(image[:8]), name="x")
-    r.ask(M.NANOBPF_CTRL_MSG_PROG_BEGIN, meta)
-    assert status(r.ask(M.NANOBPF_CTRL_MSG_PROG_CHUNK, D.pack("prog_chunk", offset=4) + b"abcd")) == "sequence"
-    assert status(r.ask(M.NANOBPF_CTRL_MSG_PROG_CHUNK, D.pack("prog_chunk", offset=0) + bytes(9))) == "sequence"
-    assert status(r.ask(M.NANOBPF_CTRL_MSG_PROG_COMMIT, meta)) == "sequence"
-    assert status(load_raw(r, image, name="xdp_quic", crc=1)) == "sequence"
-    # images the loader or the verifier refuses, with the reason
-    f = load_raw(r, b"\x7fELF" + bytes(60), name="xdp_quic")
-    assert status(f) == "verifier" and f.body
+    # (the sequence, CRC and refusal rules are tested on the model and the RTL DPU: test_ctrl_device.py)
     f = load_raw(r, image, name="xdp_quic")
     info = D.unpack("prog_info", f.body)
     assert status(f) == "ok" and info["name"] == "xdp_quic" and info["image_len"] == len(image) and info["maps"] == 8
