@@ -246,6 +246,8 @@ struct ebpf_verify_stats {
     uint32_t pruned;       /* paths cut by a stored state */
     uint32_t peak_pending; /* pending branches, peak */
     uint32_t peak_bytes;   /* bytes of stored and pending states, peak */
+    uint64_t static_cycles;  /* ebpf_cycles() spent on structure, liveness and relevance */
+    uint64_t explore_cycles; /* and on exploring the paths */
 };
 extern struct ebpf_verify_stats ebpf_verify_last_stats;
 /* Test knob: compare every scalar when pruning (measures what the relevance analysis saves). */

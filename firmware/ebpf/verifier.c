@@ -77,7 +77,8 @@ int ebpf_verify_no_relevance;
 #define DEFAULT_MAX_PROCESSED 1000000u
 #define DEFAULT_MAX_STATES 4096u
 #define STATE_BYTES_MAX (160u * 1024) /* stored states (pruning); beyond it states are not stored */
-#define PENDING_BYTES_MAX (96u * 1024)  /* pending branches; beyond it "program too complex" */
+#define PENDING_BYTES_MAX (96u * 1024)  /* encoded pending branches; beyond it "program too complex" */
+#define PENDING_RAW_MAX (48u * 1024)    /* pending branches are raw copies while these take less than this */
 #define NO_PRUNE 0xffff
 #define MAX_LIST 128              /* states stored at one instruction */
 #define LIVE_R1_R5 0x003e
@@ -127,7 +128,8 @@ struct snode {
     struct snode *next;   /* list of its instruction */
     struct snode *parent; /* newest stored state on the path that led here */
     uint32_t branches;    /* unfinished paths below it (0: exploration finished) */
-    uint32_t size;
+    uint32_t size : 31;
+    uint32_t hashed : 1;  /* hash is set (computed when first needed: see visit_state) */
     uint32_t hash;        /* of the state without ids (exact comparison filter) */
     uint16_t hit, miss;
     uint64_t types : 40;  /* 4 bits per register r0..r9 of the innermost frame (subsumption filter) */
@@ -140,7 +142,7 @@ struct pnode {
     struct pnode *next;
     struct snode *parent;
     uint32_t size;
-    uint32_t unused; /* data 8-aligned, as in snode (copied a word at a time); sizeof unchanged */
+    uint32_t raw; /* data is a raw copy (see save_raw), not an encoding */
     uint8_t data[];
 };
 _Static_assert(offsetof(struct snode, data) % 8 == 0 && offsetof(struct pnode, data) % 8 == 0, "state data alignment");
@@ -173,6 +175,7 @@ struct pool { /* stored states: an arena and a list of freed blocks per size cla
 #define F_EXITS 0x10   /* some path from here reaches exit */
 #define F_ONSTACK 0x20 /* CFG walk */
 #define F_PKTACC 0x40  /* multi-byte packet access (EBPF_INSN_PKT_ACCESS for the JIT) */
+#define F_LEADER 0x80  /* first insn of a basic block (the static analyses' unit) */
 /* Per-instruction aux: memory access kind seen (for the ctx rewrite). */
 #define AUX_OTHER 0xff
 
@@ -183,6 +186,8 @@ struct env {
     struct ebpf_error *err;
     int log;
     uint8_t *flags, *aux, *func;
+    uint32_t *succ;  /* successors of insn i within its function: succ[2i], succ[2i+1] (see cache_succs) */
+    uint8_t *nsucc;
     uint16_t *live;  /* registers r0..r9 live before each insn */
     uint16_t *finfo; /* forward facts per insn (relevance analysis) */
     uint16_t *relR;  /* relevant registers r0..r9 before each insn */
@@ -198,6 +203,7 @@ struct env {
     uint8_t changes_pkt[EBPF_MAX_SUBPROGS]; /* the function (or one it calls) may move packet data */
     uint32_t root; /* function whose exploration is running: 0 (the program) or a global function */
     struct vstate *cur;
+    struct vstate *tmp; /* a stored state decoded (for its hash) */
     uint8_t *buf; /* encoding scratch */
     struct pnode *pending;
     struct arena pending_mem; /* pending states, taken and given back last in, first out */
@@ -206,7 +212,7 @@ struct env {
     struct snode *parent; /* newest stored state on the current path (NULL: none yet) */
     uint32_t id_gen;
     uint32_t max_processed, max_states, nstates;
-    size_t state_bytes, pending_bytes;
+    size_t state_bytes, pending_bytes, raw_bytes; /* stored, pending encoded, pending raw */
     struct ebpf_verify_stats stats;
 };
 
@@ -482,6 +488,16 @@ static int succs(const struct env *e, uint32_t i, uint32_t out[2], int with_call
     return 1;
 }
 
+/* The static analyses sweep the program several times: successors without calls, once. */
+static int cache_succs(struct env *e) {
+    e->succ = ebpf_alloc(2 * e->n * sizeof *e->succ);
+    e->nsucc = ebpf_alloc(e->n);
+    if (!e->succ || !e->nsucc) return -1;
+    for (uint32_t i = 0; i < e->n; i++)
+        if (!(e->flags[i] & F_LDIMM2)) e->nsucc[i] = (uint8_t)succs(e, i, &e->succ[2 * i], 0);
+    return 0;
+}
+
 static int func_of(const struct env *e, uint32_t insn) { return e->func[insn]; }
 
 /* Bytes a global function's MEM argument a (0..4) points to. */
@@ -712,13 +728,18 @@ static int check_structure(struct env *e) {
             }
         }
     }
-    /* prune points */
+    /* Block leaders, and prune points as Linux places them: a conditional jump itself (one state covers
+     * both ways out of it), the target of a ja, the return point of a call, a function's entry. Every
+     * cycle of the CFG holds one (a cycle has a jump), which loop detection needs. */
     for (uint32_t i = 0; i < n; i++) {
         const struct ebpf_insn *in = &e->in[i];
         if (e->flags[i] & F_LDIMM2) continue;
-        if (e->flags[i] & F_FUNC) e->flags[i] |= F_PRUNE;
-        if (is_ja(in) || is_cond_jmp(in)) e->flags[jump_target(in, i)] |= F_PRUNE;
-        if (is_cond_jmp(in) || is_local_call(in)) e->flags[i + 1] |= F_PRUNE;
+        if (e->flags[i] & F_FUNC) e->flags[i] |= F_LEADER | F_PRUNE;
+        if (is_ja(in) || is_cond_jmp(in)) e->flags[jump_target(in, i)] |= F_LEADER;
+        if (is_cond_jmp(in) || is_local_call(in)) e->flags[i + 1] |= F_LEADER;
+        if (is_ja(in)) e->flags[jump_target(in, i)] |= F_PRUNE;
+        if (is_local_call(in)) e->flags[i + 1] |= F_PRUNE;
+        if (is_cond_jmp(in)) e->flags[i] |= F_PRUNE;
     }
     rc = 0;
 out:
@@ -775,17 +796,21 @@ static void use_def(const struct env *e, uint32_t i, uint16_t *use, uint16_t *de
     *def &= 0x3ff;
 }
 
-static void compute_liveness(struct env *e) {
+static int compute_liveness(struct env *e) {
+    /* use and def per insn, once (a local call's use follows its callee's liveness: computed each time) */
+    uint16_t *ud = ebpf_alloc(2 * e->n * sizeof *ud);
+    if (!ud) return -1;
+    for (uint32_t i = 0; i < e->n; i++)
+        if (!(e->flags[i] & F_LDIMM2)) use_def(e, i, &ud[2 * i], &ud[2 * i + 1]);
     int changed = 1;
     while (changed) {
         changed = 0;
         for (uint32_t i = e->n; i-- > 0;) {
-            uint32_t s[2];
-            uint16_t use, def, out = 0;
+            const uint32_t *s = &e->succ[2 * i];
+            uint16_t use = ud[2 * i], def = ud[2 * i + 1], out = 0;
             if (e->flags[i] & F_LDIMM2) continue;
-            int ns = succs(e, i, s, 0);
-            for (int k = 0; k < ns; k++) out |= e->live[s[k]];
-            use_def(e, i, &use, &def);
+            for (int k = 0; k < e->nsucc[i]; k++) out |= e->live[s[k]];
+            if (is_local_call(&e->in[i])) use_def(e, i, &use, &def);
             uint16_t v = (uint16_t)(use | (out & ~def));
             if (v != e->live[i]) {
                 e->live[i] = v;
@@ -793,6 +818,8 @@ static void compute_liveness(struct env *e) {
             }
         }
     }
+    ebpf_free(ud);
+    return 0;
 }
 
 /* ---- Relevance of scalar values ----
@@ -956,7 +983,7 @@ static int compute_kinds(struct env *e) {
         return -1;
     }
     for (uint32_t i = 0; i < e->n; i++)
-        if (e->flags[i] & F_PRUNE) pinsn[e->prune[i]] = (uint16_t)i;
+        if (e->flags[i] & F_LEADER) pinsn[e->prune[i]] = (uint16_t)i;
     uint32_t nw = 0;
     for (uint32_t f = 0; f < e->nfuncs; f++) {
         struct kstate *k = &ks[e->prune[e->fstart[f]]];
@@ -972,20 +999,20 @@ static int compute_kinds(struct env *e) {
         work[nw++] = e->prune[e->fstart[f]];
         queued[e->prune[e->fstart[f]]] = 1;
     }
-    /* block starts are exactly the prune points: run each block, join into its successors */
+    /* run each block from its leader, join into its successors (blocks are numbered with the prune points) */
     for (int final = 0; final < 2; final++) {
         if (final) /* last sweep: record facts with the fixpoint states */
             for (uint32_t i = 0; i < e->n; i++)
-                if ((e->flags[i] & F_PRUNE) && ks[e->prune[i]].valid) work[nw++] = e->prune[i];
+                if ((e->flags[i] & F_LEADER) && ks[e->prune[i]].valid) work[nw++] = e->prune[i];
         while (nw) {
             uint32_t p = work[--nw], i = pinsn[p];
             queued[p] = 0;
             struct kstate st = ks[p];
             for (;;) {
                 ktransfer(e, i, &st);
-                uint32_t s[2];
-                int ns = succs(e, i, s, 0);
-                if (ns == 1 && !(e->flags[s[0]] & F_PRUNE)) {
+                const uint32_t *s = &e->succ[2 * i];
+                int ns = e->nsucc[i];
+                if (ns == 1 && !(e->flags[s[0]] & F_LEADER)) {
                     i = s[0];
                     continue;
                 }
@@ -1093,11 +1120,10 @@ static int compute_relevance(struct env *e) {
         memcpy(before, ret_rel, sizeof before);
         for (uint32_t i = n; i-- > 0;) {
             if (e->flags[i] & F_LDIMM2) continue;
-            uint32_t s[2];
+            const uint32_t *s = &e->succ[2 * i];
             uint16_t R = 0;
             uint64_t S = 0;
-            int ns = succs(e, i, s, 0);
-            for (int k = 0; k < ns; k++) R |= e->relR[s[k]], S |= e->relS[s[k]];
+            for (int k = 0; k < e->nsucc[i]; k++) R |= e->relR[s[k]], S |= e->relS[s[k]];
             rel_transfer(e, i, &R, &S, ret_rel);
             R &= e->live[i]; /* a dead register cannot matter */
             if (R != e->relR[i] || S != e->relS[i]) {
@@ -1112,6 +1138,8 @@ static int compute_relevance(struct env *e) {
 }
 
 /* ---- State encoding (stored and pending states) ---- */
+/* The encoders run for every item of every stored state: inlined into their few callers. */
+#define HOT __attribute__((always_inline)) inline
 #define P_OFF 0x01
 #define P_AUX 0x02
 #define P_ID 0x04
@@ -1122,7 +1150,7 @@ static int compute_relevance(struct env *e) {
 #define REG_ENC_MAX 40
 #define ENC_FRAME_MAX (16 + EBPF_NREGS * REG_ENC_MAX + NSLOTS * (2 + REG_ENC_MAX))
 
-static uint8_t *put_varint(uint8_t *p, uint64_t v) {
+HOT static uint8_t *put_varint(uint8_t *p, uint64_t v) {
     if (v < 0x80) { /* most fields fit in one byte */
         *p = (uint8_t)v;
         return p + 1;
@@ -1134,7 +1162,7 @@ static uint8_t *put_varint(uint8_t *p, uint64_t v) {
     *p++ = (uint8_t)v;
     return p;
 }
-static const uint8_t *get_varint(const uint8_t *p, uint64_t *v) {
+HOT static const uint8_t *get_varint(const uint8_t *p, uint64_t *v) {
     if (*p < 0x80) { /* most fields fit in one byte */
         *v = *p;
         return p + 1;
@@ -1151,32 +1179,27 @@ static const uint8_t *get_varint(const uint8_t *p, uint64_t *v) {
     return p;
 }
 
-/* Scalar ids seen once in a state carry no information: they are encoded as 0. */
+/* Scalar ids seen once in a state carry no information: they are encoded as 0. Counted in 64 buckets
+ * by id: an id that shares its bucket with another is kept (keeping an id is never wrong, only less
+ * general), so counting and asking cost a few instructions. */
 struct idcount {
-    uint32_t n;
+    uint64_t used;  /* bit b: bucket b holds id[b] */
+    uint64_t multi; /* bit b: id[b] seen twice, or another id fell in bucket b too */
     uint32_t id[64];
-    uint8_t count[64];
 };
 static void idcount_add(struct idcount *c, uint32_t id) {
-    for (uint32_t k = 0; k < c->n; k++)
-        if (c->id[k] == id) {
-            if (c->count[k] < 2) c->count[k]++;
-            return;
-        }
-    if (c->n < 64) {
-        c->id[c->n] = id;
-        c->count[c->n++] = 1;
-    }
+    uint64_t bit = UINT64_C(1) << (id & 63);
+    if (c->used & bit) c->multi |= bit;
+    else c->used |= bit, c->id[id & 63] = id;
 }
 static int idcount_single(const struct idcount *c, uint32_t id) {
-    for (uint32_t k = 0; k < c->n; k++)
-        if (c->id[k] == id) return c->count[k] == 1;
-    return 0; /* not counted (table full): keep it */
+    uint64_t bit = UINT64_C(1) << (id & 63);
+    return (c->used & bit) && !(c->multi & bit) && c->id[id & 63] == id;
 }
 
 /* The fields are read into locals first: every byte stored through p may alias *r for the compiler,
  * which would reload them after each store. */
-static uint8_t *enc_reg(uint8_t *p, const struct vreg *r, const struct idcount *ids) {
+HOT static uint8_t *enc_reg(uint8_t *p, const struct vreg *r, const struct idcount *ids) {
     const struct vreg v = *r;
     *p++ = v.type;
     if (v.type == T_NOT_INIT) return p;
@@ -1196,7 +1219,7 @@ static uint8_t *enc_reg(uint8_t *p, const struct vreg *r, const struct idcount *
     return p;
 }
 /* Decodes into locals stored whole at the end (no memset: see set_type; no field written twice). */
-static const uint8_t *dec_reg(const uint8_t *p, struct vreg *out) {
+HOT static const uint8_t *dec_reg(const uint8_t *p, struct vreg *out) {
     uint8_t type = *p++;
     if (type == T_NOT_INIT) {
         set_not_init(out);
@@ -1251,7 +1274,7 @@ static uint32_t used_slots(const struct vframe *f) {
 }
 
 static void count_ids(const struct env *e, const struct vstate *st, struct idcount *ids) {
-    ids->n = 0;
+    ids->used = ids->multi = 0;
     for (uint32_t j = 0; j < st->nframes; j++) {
         const struct vframe *f = &st->f[j];
         uint16_t live = frame_live(e, st, j);
@@ -1460,9 +1483,10 @@ static uint32_t make_hint(uint32_t item, size_t off) {
  * comparing it. */
 static int encoded_covers(const struct env *e, const uint8_t *p, const struct vstate *c, int exact, uint32_t *hint) {
     static const struct vslot empty;
-    const uint8_t *start = p;
+    const uint8_t *start = p, *at;
     struct idmap m;
     uint64_t v, callsite, func, ns;
+    uint32_t item;
     m.n = 0;
     *hint = 0;
     p = get_varint(p, &v); /* insn: the one of c (states are listed per instruction) */
@@ -1482,32 +1506,40 @@ static int encoded_covers(const struct env *e, const uint8_t *p, const struct vs
                 p = skip_reg(p);
                 continue;
             }
-            *hint = make_hint(j * ITEM_FRAME + r, (size_t)(p - start));
+            item = j * ITEM_FRAME + r, at = p;
             if (!exact && !relevant && *p == T_SCALAR) { /* reg_covers looks at the type only */
                 p = skip_reg(p);
-                if (fc->r[r].type != T_SCALAR) return 0;
+                if (fc->r[r].type != T_SCALAR) goto differs;
                 continue;
             }
             struct vreg o;
             p = dec_reg(p, &o);
-            if (!reg_covers(&o, &fc->r[r], &m, exact, relevant)) return 0;
+            if (!reg_covers(&o, &fc->r[r], &m, exact, relevant)) goto differs;
         }
-        uint32_t n = (uint16_t)ns > fc->nslots ? (uint16_t)ns : fc->nslots;
+        /* beyond the stored slots old has nothing, which covers anything (exact: only nothing) */
+        uint32_t n = exact && fc->nslots > (uint16_t)ns ? fc->nslots : (uint16_t)ns;
         for (uint32_t k = 0; k < n; k++) {
             int relevant = relS >> k & 1;
             uint8_t oinit = 0, ospill = SPILL_NONE;
             struct vreg oreg;
-            *hint = make_hint(j * ITEM_FRAME + EBPF_NREGS + k, k < (uint16_t)ns ? (size_t)(p - start) : 0);
+            const struct vslot *cs = k < fc->nslots ? &fc->s[k] : &empty;
+            item = j * ITEM_FRAME + EBPF_NREGS + k, at = k < (uint16_t)ns ? p : start;
             if (k < (uint16_t)ns && (oinit = *p++) && (ospill = *p++)) {
                 /* slot_covers looks only at the type of an irrelevant spilled scalar */
                 if (!exact && !relevant && *p == T_SCALAR) p = skip_reg(p), set_type(&oreg, T_SCALAR);
                 else p = dec_reg(p, &oreg);
+            } else if (!exact) { /* old holds plain data or nothing (slot_covers's last case, inline) */
+                if ((oinit & cs->init) != oinit) goto differs;
+                if (cs->spill && cs->reg.type != T_SCALAR && (oinit & spill_bytes[cs->spill])) goto differs;
+                continue;
             }
-            if (!slot_covers(oinit, ospill, &oreg, k < fc->nslots ? &fc->s[k] : &empty, &m, exact, relevant)) return 0;
+            if (!slot_covers(oinit, ospill, &oreg, cs, &m, exact, relevant)) goto differs;
         }
     }
-    *hint = 0;
     return 1;
+differs: /* where: the item's encoding in the stored state (a slot beyond the stored ones: 0) */
+    *hint = make_hint(item, at == start ? 0 : (size_t)(at - start));
+    return 0;
 }
 
 /* Does the item where the last comparison with stored state s failed refuse c as well? Most states
@@ -1648,7 +1680,7 @@ static void copy_encoding(uint8_t *dst, const struct env *e, size_t size) {
 
 /* ---- Exploration bookkeeping ---- */
 static void note_bytes(struct env *e) {
-    size_t b = e->state_bytes + e->pending_bytes;
+    size_t b = e->state_bytes + e->pending_bytes + e->raw_bytes;
     if (b > e->stats.peak_bytes) e->stats.peak_bytes = (uint32_t)b;
 }
 
@@ -1664,6 +1696,11 @@ static int visit_state(struct env *e, uint32_t i) {
         len++;
         if (s->branches) {
             if (!hashed) h = state_hash(e, cur), hashed = 1;
+            if (!s->hashed) { /* most stored states never meet a state on their own path: hashed lazily */
+                decode(s->data, e->tmp);
+                s->hash = state_hash(e, e->tmp);
+                s->hashed = 1;
+            }
             if (s->hash == h) {
                 if (encoded_covers(e, s->data, cur, 1, &hint))
                     return fail(e, (int)i, "infinite loop detected at insn %u", i);
@@ -1698,7 +1735,8 @@ static int visit_state(struct env *e, uint32_t i) {
     s->size = (uint32_t)size;
     s->hit = s->miss = 0;
     s->hint = 0;
-    s->hash = hashed ? h : state_hash(e, cur);
+    s->hash = h;
+    s->hashed = (uint32_t)hashed;
     s->types = types;
     s->parent = e->parent;
     s->branches = 1;
@@ -1719,14 +1757,63 @@ static void finish_path(struct env *e) {
         if (--s->branches) break;
 }
 
+/* A pending branch is restored exactly once, soon in most programs (the newest is explored first): a raw
+ * copy of the state's frames (registers, then the slots in use) costs a tenth of encoding and decoding
+ * it. Deep stacks of pending branches (bounded loops explored iteration by iteration) are encoded, as
+ * they take several times less memory. */
+static void copy_words(void *dst, const void *src, size_t bytes) {
+    enc_word *d = dst;
+    const enc_word *s = src;
+    for (size_t k = 0; k < bytes / 8; k++) d[k] = s[k];
+}
+#define RAW_HEAD 8u
+#define RAW_FRAME offsetof(struct vframe, s)
+_Static_assert(RAW_FRAME % 8 == 0 && sizeof(struct vslot) % 8 == 0, "raw copies are whole words");
+static size_t raw_size(const struct vstate *st) {
+    size_t b = RAW_HEAD;
+    for (uint32_t j = 0; j < st->nframes; j++) b += RAW_FRAME + used_slots(&st->f[j]) * sizeof(struct vslot);
+    return b;
+}
+static void save_raw(uint8_t *p, const struct vstate *st) {
+    ((uint32_t *)(void *)p)[0] = st->insn;
+    ((uint32_t *)(void *)p)[1] = st->nframes;
+    p += RAW_HEAD;
+    for (uint32_t j = 0; j < st->nframes; j++) {
+        const struct vframe *f = &st->f[j];
+        uint32_t ns = used_slots(f);
+        copy_words(p, f, RAW_FRAME);
+        ((struct vframe *)(void *)p)->nslots = (uint16_t)ns;
+        copy_words(p + RAW_FRAME, f->s, ns * sizeof(struct vslot));
+        p += RAW_FRAME + ns * sizeof(struct vslot);
+    }
+}
+/* Into the working state st, keeping its invariant as decode() does. */
+static void restore_raw(const uint8_t *p, struct vstate *st) {
+    st->insn = ((const uint32_t *)(const void *)p)[0];
+    st->nframes = ((const uint32_t *)(const void *)p)[1];
+    p += RAW_HEAD;
+    for (uint32_t j = 0; j < st->nframes; j++) {
+        struct vframe *f = &st->f[j];
+        uint32_t old_ns = f->nslots;
+        copy_words(f, p, RAW_FRAME);
+        copy_words(f->s, p + RAW_FRAME, f->nslots * sizeof(struct vslot));
+        p += RAW_FRAME + f->nslots * sizeof(struct vslot);
+        if (old_ns > f->nslots) clear_slots(&f->s[f->nslots], old_ns - f->nslots);
+    }
+}
+
 static int push_branch(struct env *e, uint32_t i) {
     e->cur->insn = i;
-    size_t size = encode(e, e->cur);
-    if (e->pending_bytes + sizeof(struct pnode) + size > PENDING_BYTES_MAX)
+    size_t size = raw_size(e->cur);
+    int raw = fits_chunk(sizeof(struct pnode) + size) && e->raw_bytes + sizeof(struct pnode) + size <= PENDING_RAW_MAX;
+    if (!raw) size = encode(e, e->cur);
+    if (!raw && e->pending_bytes + sizeof(struct pnode) + size > PENDING_BYTES_MAX)
         return fail(e, (int)i, "program too complex (%u pending branches)", e->npending);
     struct pnode *p = pending_alloc(e, sizeof *p + size);
     if (!p) return fail(e, (int)i, "program too complex (out of memory for %u pending branches)", e->npending);
-    copy_encoding(p->data, e, size);
+    if (raw) save_raw(p->data, e->cur);
+    else copy_encoding(p->data, e, size);
+    p->raw = (uint32_t)raw;
     p->size = (uint32_t)size;
     p->parent = e->parent;
     if (e->parent) e->parent->branches++;
@@ -1734,7 +1821,7 @@ static int push_branch(struct env *e, uint32_t i) {
     e->pending = p;
     e->npending++;
     if (e->npending > e->stats.peak_pending) e->stats.peak_pending = e->npending;
-    e->pending_bytes += sizeof *p + size;
+    *(raw ? &e->raw_bytes : &e->pending_bytes) += sizeof *p + size;
     note_bytes(e);
     return 0;
 }
@@ -2861,8 +2948,9 @@ static int do_check(struct env *e, uint32_t root) {
         if (!p) return 0;
         e->pending = p->next;
         e->npending--;
-        e->pending_bytes -= sizeof *p + p->size;
-        decode(p->data, st);
+        *(p->raw ? &e->raw_bytes : &e->pending_bytes) -= sizeof *p + p->size;
+        if (p->raw) restore_raw(p->data, st);
+        else decode(p->data, st);
         e->parent = p->parent;
         pending_free(e, p, sizeof *p + p->size);
         i = st->insn;
@@ -2966,6 +3054,7 @@ int ebpf_verify(struct ebpf_prog *prog, const struct ebpf_verify_opts *opts, str
     if (prog->n_insns == 0 || prog->n_insns > EBPF_MAX_INSNS || !prog->insns)
         return ebpf_fail(err, -1, "program of %u insns (1..%d)", prog->n_insns, EBPF_MAX_INSNS);
     if (prog->n_maps && !prog->maps) return ebpf_fail(err, -1, "program has %u maps but no map table", prog->n_maps);
+    uint64_t t_start = ebpf_cycles();
     e->in = prog->insns;
     e->n = prog->n_insns;
     uint32_t n = e->n;
@@ -2980,21 +3069,27 @@ int ebpf_verify(struct ebpf_prog *prog, const struct ebpf_verify_opts *opts, str
     }
     if (check_structure(e)) goto out;
     compute_changes_pkt(e);
-    compute_liveness(e);
+    if (cache_succs(e) || compute_liveness(e)) {
+        ebpf_fail(err, -1, "verifier: out of memory");
+        goto out;
+    }
     e->no_relevance = ebpf_verify_no_relevance;
     for (uint32_t i = 0; i < n; i++) {
         e->prune[i] = NO_PRUNE;
-        if (e->flags[i] & F_PRUNE) e->prune[i] = (uint16_t)e->nprune++;
+        if (e->flags[i] & (F_PRUNE | F_LEADER)) e->prune[i] = (uint16_t)e->nprune++;
     }
     if (compute_relevance(e)) {
         ebpf_fail(err, -1, "verifier: out of memory");
         goto out;
     }
+    uint64_t t_explore = ebpf_cycles();
+    e->stats.static_cycles = t_explore - t_start;
     e->heads = ebpf_alloc((e->nprune ? e->nprune : 1) * sizeof *e->heads);
     size_t state_size = sizeof(struct vstate) + e->maxframes * sizeof(struct vframe);
     e->cur = ebpf_alloc(state_size);
+    e->tmp = ebpf_alloc(state_size);
     e->buf = ebpf_alloc(16 + e->maxframes * ENC_FRAME_MAX + 8); /* + 8: copy_encoding's last word */
-    if (!e->heads || !e->cur || !e->buf) {
+    if (!e->heads || !e->cur || !e->tmp || !e->buf) {
         ebpf_fail(err, -1, "verifier: out of memory");
         goto out;
     }
@@ -3004,6 +3099,7 @@ int ebpf_verify(struct ebpf_prog *prog, const struct ebpf_verify_opts *opts, str
         free_states(e);
         if (do_check(e, f)) goto out;
     }
+    e->stats.explore_cycles = ebpf_cycles() - t_explore;
     if (check_stack_chains(e)) goto out;
     /* accepted */
     prog->insn_flags = ebpf_alloc(n);
@@ -3032,11 +3128,14 @@ out:
     arena_destroy(&e->pending_mem);
     ebpf_free(e->heads);
     ebpf_free(e->cur);
+    ebpf_free(e->tmp);
     ebpf_free(e->buf);
     ebpf_free(e->flags);
     ebpf_free(e->aux);
     ebpf_free(e->func);
     ebpf_free(e->live);
+    ebpf_free(e->succ);
+    ebpf_free(e->nsucc);
     ebpf_free(e->prune);
     ebpf_free(e->finfo);
     ebpf_free(e->relR);

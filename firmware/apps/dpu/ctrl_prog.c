@@ -144,11 +144,14 @@ int ctrl_prog_commit(const uint8_t *b, unsigned len, struct ctrl_reply *r) {
     load_drop();
     attach(prog);
     uint64_t t5 = nb_cycles();
-    printf("dpu: PROG_COMMIT %s: %u instructions (%u explored), CRC %llu cycles, load %llu, verify %llu, JIT %llu "
-           "(%u bytes), attach %llu; shared memory %u bytes in use\n",
-           info.name, prog->n_insns, ebpf_verify_last_stats.processed, (unsigned long long)(t1 - t0),
-           (unsigned long long)(t2 - t1), (unsigned long long)(t3 - t2), (unsigned long long)(t4 - t3), prog->jit_size,
-           (unsigned long long)(t5 - t4), (unsigned)ebpf_shared_in_use());
+    const struct ebpf_verify_stats *vs = &ebpf_verify_last_stats;
+    printf("dpu: PROG_COMMIT %s: %u instructions (%u explored), CRC %llu cycles, load %llu, verify %llu "
+           "(static %llu, explore %llu; %u states, %u bytes at peak), JIT %llu (%u bytes), attach %llu; "
+           "shared memory %u bytes in use\n",
+           info.name, prog->n_insns, vs->processed, (unsigned long long)(t1 - t0), (unsigned long long)(t2 - t1),
+           (unsigned long long)(t3 - t2), (unsigned long long)vs->static_cycles, (unsigned long long)vs->explore_cycles,
+           vs->states, vs->peak_bytes, (unsigned long long)(t4 - t3), prog->jit_size, (unsigned long long)(t5 - t4),
+           (unsigned)ebpf_shared_in_use());
     put_info(prog, r);
     return 0;
 }
