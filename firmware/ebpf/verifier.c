@@ -188,6 +188,7 @@ struct env {
     uint8_t *flags, *aux, *func;
     uint32_t *succ;  /* successors of insn i within its function: succ[2i], succ[2i+1] (see cache_succs) */
     uint8_t *nsucc;
+    uint16_t *pstart, *preds; /* predecessors of insn i within its function: preds[pstart[i] .. pstart[i + 1]) */
     uint16_t *live;  /* registers r0..r9 live before each insn */
     uint16_t *finfo; /* forward facts per insn (relevance analysis) */
     uint16_t *relR;  /* relevant registers r0..r9 before each insn */
@@ -626,10 +627,10 @@ static int check_structure(struct env *e) {
     uint32_t *stk = ebpf_alloc(n * sizeof *stk);
     uint8_t *cursor = ebpf_alloc(n);
     uint16_t *back = ebpf_alloc(n * sizeof *back);
-    uint16_t *pcount = ebpf_alloc((n + 1) * sizeof *pcount);
-    uint16_t *preds = ebpf_alloc(2 * n * sizeof *preds);
+    uint16_t *pcount = e->pstart = ebpf_alloc((n + 1) * sizeof *pcount);
+    uint16_t *preds = e->preds = ebpf_alloc(2 * n * sizeof *preds);
     int rc = -1;
-    if (!stk || !cursor || !back || !pcount || !preds) {
+    if (!stk || !cursor || !back || !pcount || !preds || cache_succs(e)) {
         rc = ebpf_fail(e->err, -1, "verifier: out of memory");
         goto out;
     }
@@ -638,12 +639,12 @@ static int check_structure(struct env *e) {
     stk[sp++] = 0;
     e->flags[0] |= F_REACHED | F_ONSTACK;
     while (sp) {
-        uint32_t u = stk[sp - 1], s[2];
-        int ns = succs(e, u, s, 1);
+        uint32_t u = stk[sp - 1];
+        int call = is_local_call(&e->in[u]), ns = e->nsucc[u] + call; /* a call: its callee second */
         if (cursor[u] < ns) {
             int idx = cursor[u]++;
-            uint32_t v = s[idx];
-            int call_edge = idx == 1 && is_local_call(&e->in[u]);
+            int call_edge = idx == 1 && call;
+            uint32_t v = call_edge ? u + 1 + (uint32_t)e->in[u].imm : e->succ[2 * u + idx];
             if (!(e->flags[v] & F_REACHED)) {
                 e->flags[v] |= F_REACHED | F_ONSTACK;
                 stk[sp++] = v;
@@ -661,21 +662,15 @@ static int check_structure(struct env *e) {
             goto out;
         }
     /* which insns can reach an exit: reverse walk over intra-function edges */
-    memset(pcount, 0, (n + 1) * sizeof *pcount);
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t s[2];
-        if (e->flags[i] & F_LDIMM2) continue;
-        int ns = succs(e, i, s, 0);
-        for (int k = 0; k < ns; k++) pcount[s[k] + 1]++;
-    }
+    for (uint32_t i = 0; i < n; i++)
+        for (int k = 0; k < e->nsucc[i]; k++) pcount[e->succ[2 * i + k] + 1]++;
     for (uint32_t i = 0; i < n; i++) pcount[i + 1] = (uint16_t)(pcount[i + 1] + pcount[i]);
     memset(cursor, 0, n);
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t s[2];
-        if (e->flags[i] & F_LDIMM2) continue;
-        int ns = succs(e, i, s, 0);
-        for (int k = 0; k < ns; k++) preds[pcount[s[k]] + cursor[s[k]]++] = (uint16_t)i;
-    }
+    for (uint32_t i = 0; i < n; i++)
+        for (int k = 0; k < e->nsucc[i]; k++) {
+            uint32_t t = e->succ[2 * i + k];
+            preds[pcount[t] + cursor[t]++] = (uint16_t)i;
+        }
     sp = 0;
     for (uint32_t i = 0; i < n; i++)
         if (!(e->flags[i] & F_LDIMM2) && is_exit(&e->in[i])) {
@@ -746,8 +741,6 @@ out:
     ebpf_free(stk);
     ebpf_free(cursor);
     ebpf_free(back);
-    ebpf_free(pcount);
-    ebpf_free(preds);
     return rc;
 }
 
@@ -796,29 +789,69 @@ static void use_def(const struct env *e, uint32_t i, uint16_t *use, uint16_t *de
     *def &= 0x3ff;
 }
 
+/* The backward analyses (liveness, relevance) run off a worklist: an insn is computed again only when
+ * something it reads changed (a successor; for a call, its callee's entry; for an exit, whether its
+ * function's result matters), and the least fixpoint is the same as sweeping until nothing changes. */
+struct worklist {
+    uint16_t *stack, *calls; /* calls: the local calls, in order */
+    uint8_t *queued;
+    uint32_t n, ncalls;
+};
+static int wl_init(struct worklist *w, const struct env *e) {
+    w->stack = ebpf_alloc(e->n * sizeof *w->stack);
+    w->calls = ebpf_alloc(e->n * sizeof *w->calls);
+    w->queued = ebpf_alloc(e->n);
+    w->n = w->ncalls = 0;
+    if (!w->stack || !w->calls || !w->queued) return -1;
+    for (uint32_t i = 0; i < e->n; i++) { /* popped last first: a backward pass meets successors first */
+        if (e->flags[i] & F_LDIMM2) continue;
+        w->stack[w->n++] = (uint16_t)i, w->queued[i] = 1;
+        if (is_local_call(&e->in[i])) w->calls[w->ncalls++] = (uint16_t)i;
+    }
+    return 0;
+}
+static void wl_push(struct worklist *w, uint32_t i) {
+    if (!w->queued[i]) w->queued[i] = 1, w->stack[w->n++] = (uint16_t)i;
+}
+static void wl_free(struct worklist *w) {
+    ebpf_free(w->stack);
+    ebpf_free(w->calls);
+    ebpf_free(w->queued);
+}
+/* insn i changed: what reads it */
+static void wl_push_readers(struct worklist *w, const struct env *e, uint32_t i) {
+    for (uint32_t k = e->pstart[i]; k < e->pstart[i + 1]; k++) wl_push(w, e->preds[k]);
+    if (e->flags[i] & F_FUNC) /* a function's entry: the calls of it */
+        for (uint32_t k = 0; k < w->ncalls; k++)
+            if (w->calls[k] + 1 + (uint32_t)e->in[w->calls[k]].imm == i) wl_push(w, w->calls[k]);
+}
+
 static int compute_liveness(struct env *e) {
     /* use and def per insn, once (a local call's use follows its callee's liveness: computed each time) */
     uint16_t *ud = ebpf_alloc(2 * e->n * sizeof *ud);
-    if (!ud) return -1;
+    struct worklist w;
+    if (!ud || wl_init(&w, e)) {
+        ebpf_free(ud);
+        wl_free(&w);
+        return -1;
+    }
     for (uint32_t i = 0; i < e->n; i++)
         if (!(e->flags[i] & F_LDIMM2)) use_def(e, i, &ud[2 * i], &ud[2 * i + 1]);
-    int changed = 1;
-    while (changed) {
-        changed = 0;
-        for (uint32_t i = e->n; i-- > 0;) {
-            const uint32_t *s = &e->succ[2 * i];
-            uint16_t use = ud[2 * i], def = ud[2 * i + 1], out = 0;
-            if (e->flags[i] & F_LDIMM2) continue;
-            for (int k = 0; k < e->nsucc[i]; k++) out |= e->live[s[k]];
-            if (is_local_call(&e->in[i])) use_def(e, i, &use, &def);
-            uint16_t v = (uint16_t)(use | (out & ~def));
-            if (v != e->live[i]) {
-                e->live[i] = v;
-                changed = 1;
-            }
+    while (w.n) {
+        uint32_t i = w.stack[--w.n];
+        w.queued[i] = 0;
+        const uint32_t *s = &e->succ[2 * i];
+        uint16_t use = ud[2 * i], def = ud[2 * i + 1], out = 0;
+        for (int k = 0; k < e->nsucc[i]; k++) out |= e->live[s[k]];
+        if (is_local_call(&e->in[i])) use_def(e, i, &use, &def);
+        uint16_t v = (uint16_t)(use | (out & ~def));
+        if (v != e->live[i]) {
+            e->live[i] = v;
+            wl_push_readers(&w, e, i);
         }
     }
     ebpf_free(ud);
+    wl_free(&w);
     return 0;
 }
 
@@ -1113,27 +1146,32 @@ static int compute_relevance(struct env *e) {
     e->relS = ebpf_alloc(n * sizeof *e->relS);
     if (!e->finfo || !e->relR || !e->relS || compute_kinds(e)) return -1;
     uint8_t ret_rel[EBPF_MAX_SUBPROGS] = {0};
-    int changed = 1;
-    while (changed) {
-        changed = 0;
-        uint8_t before[EBPF_MAX_SUBPROGS];
-        memcpy(before, ret_rel, sizeof before);
-        for (uint32_t i = n; i-- > 0;) {
-            if (e->flags[i] & F_LDIMM2) continue;
-            const uint32_t *s = &e->succ[2 * i];
-            uint16_t R = 0;
-            uint64_t S = 0;
-            for (int k = 0; k < e->nsucc[i]; k++) R |= e->relR[s[k]], S |= e->relS[s[k]];
-            rel_transfer(e, i, &R, &S, ret_rel);
-            R &= e->live[i]; /* a dead register cannot matter */
-            if (R != e->relR[i] || S != e->relS[i]) {
-                e->relR[i] = R;
-                e->relS[i] = S;
-                changed = 1;
-            }
-        }
-        if (memcmp(before, ret_rel, sizeof before)) changed = 1;
+    struct worklist w;
+    if (wl_init(&w, e)) {
+        wl_free(&w);
+        return -1;
     }
+    while (w.n) {
+        uint32_t i = w.stack[--w.n];
+        w.queued[i] = 0;
+        const uint32_t *s = &e->succ[2 * i];
+        uint16_t R = 0;
+        uint64_t S = 0;
+        for (int k = 0; k < e->nsucc[i]; k++) R |= e->relR[s[k]], S |= e->relS[s[k]];
+        uint32_t callee = is_local_call(&e->in[i]) ? e->func[i + 1 + (uint32_t)e->in[i].imm] : 0;
+        uint8_t ret_before = ret_rel[callee];
+        rel_transfer(e, i, &R, &S, ret_rel);
+        if (ret_rel[callee] != ret_before) /* the callee's result matters now: its exits */
+            for (uint32_t x = e->fstart[callee]; x < e->fstart[callee + 1]; x++)
+                if (is_exit(&e->in[x]) && !(e->flags[x] & F_LDIMM2)) wl_push(&w, x);
+        R &= e->live[i]; /* a dead register cannot matter */
+        if (R != e->relR[i] || S != e->relS[i]) {
+            e->relR[i] = R;
+            e->relS[i] = S;
+            wl_push_readers(&w, e, i);
+        }
+    }
+    wl_free(&w);
     return 0;
 }
 
@@ -3069,7 +3107,7 @@ int ebpf_verify(struct ebpf_prog *prog, const struct ebpf_verify_opts *opts, str
     }
     if (check_structure(e)) goto out;
     compute_changes_pkt(e);
-    if (cache_succs(e) || compute_liveness(e)) {
+    if (compute_liveness(e)) {
         ebpf_fail(err, -1, "verifier: out of memory");
         goto out;
     }
@@ -3136,6 +3174,8 @@ out:
     ebpf_free(e->live);
     ebpf_free(e->succ);
     ebpf_free(e->nsucc);
+    ebpf_free(e->pstart);
+    ebpf_free(e->preds);
     ebpf_free(e->prune);
     ebpf_free(e->finfo);
     ebpf_free(e->relR);
