@@ -49,7 +49,8 @@ class Dev:
         self.kind = kind
         if kind == "model":
             self._links = MemoryLink(), MemoryLink()
-            self.model = DeviceModel(self._links[0].b, self._links[1].b, seed=11).start()
+            # with PISA, as the RTL DPU: what it parses reaches the program, it drops what it drops
+            self.model = DeviceModel(self._links[0].b, self._links[1].b, seed=11, pisa=True).start()
             self.host, self.net = self._links[0].a, self._links[1].a
             self.retry = MODEL_RETRY
         else:

@@ -221,6 +221,61 @@ def test_key_entries_per_direction_by_address_and_in_the_programs_map(dev):
     assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_FLUSH)) == "ok" and keytable(r) == {} and config()[2] == 0
 
 
+def test_open_entries_fill_pisas_cid_table_and_programs_see_conn(dev):
+    """Open entries of 1..20-byte CIDs go into PISA's CID table (CID, length) -> slot; a short-header
+    packet from the network with that destination CID reaches the program with conn = 1 + the slot
+    KEY_ADD answered, and with conn 0 once KEY_DEL removed it. Seal entries and zero-length CIDs stay
+    out of it. A full table refuses the insert (STATS cid_full): the entry still works. KEY_FLUSH and
+    RESET empty it."""
+    from nanobpf import pisa as pisa_model
+    from nanobpf.soc import DATAPATH, pack
+    r = raw_of(dev)
+    r.hello()
+    assert status(load_raw(r, stand_in_image())) == "ok"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_UPDATE, map_req("test_mode", bytes(4), struct.pack("<I", 9)))) == "ok"
+    profile = pack("pisa", "profile_entry", valid=1, lport=DATAPATH["net_lport"], udp_port=443, short_cid_len=4)
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_TABLE_SET, D.pack("table_msg", table=D.NANOBPF_CTRL_TABLE_PROFILE, index=0,
+                                                           value=profile))) == "ok"
+    add = lambda cid, d=OPEN, **kw: r.ask(M.NANOBPF_CTRL_MSG_KEY_ADD, D.pack("key_msg", cid_len=kw.get("n", len(cid)), dir=d, cid=cid,
+                                                                          keys=keys_for(cid if kw.get("n", len(cid)) else b"")))
+    delete = lambda cid, d=OPEN: r.ask(M.NANOBPF_CTRL_MSG_KEY_DEL, D.pack("key_del", cid_len=len(cid), dir=d, cid=cid))
+
+    def conn_of(dcid):
+        """(conn, cid_len) the program saw for a short-header packet to dcid from the network."""
+        r.ask(M.NANOBPF_CTRL_MSG_MAP_UPDATE, map_req("test_conn", bytes(4), struct.pack("<I", 0xFFFFFFFF)))
+        dev.net.send(udp_frame(bytes([0x41]) + dcid + bytes(range(30)), "192.0.2.9", "192.0.2.1", 4433, 443))
+        for _ in range(100):
+            v = struct.unpack("<I", r.ask(M.NANOBPF_CTRL_MSG_MAP_LOOKUP, map_req("test_conn", bytes(4))).body)[0]
+            if v != 0xFFFFFFFF:
+                return v & 0xFFFF, v >> 16
+        raise AssertionError("the program never saw the packet")
+
+    x, y = b"\xa1\xa2\xa3\xa4", b"\xb1\xb2\xb3\xb4"
+    f = add(x)
+    slot = D.unpack("key_resp", f.body)["slot"]
+    assert status(f) == "ok" and status(add(y, SEAL)) == "ok"
+    assert status(add(addr_id("192.0.2.9", 4433, 443), n=0)) == "ok"
+    assert conn_of(x) == (1 + slot, 4)
+    assert conn_of(y) == (0, 4)                                  # a seal entry's CID is not the device's
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_UPDATE, D.pack("key_msg", cid_len=4, dir=OPEN, cid=x,
+                                                           keys=keys_for(x, phase=1, fill=5)))) == "ok"
+    assert conn_of(x) == (1 + slot, 4)                           # an update keeps the slot
+    assert status(delete(x)) == "ok" and conn_of(x) == (0, 4)
+    # capacity: the table holds the first `entries` open CIDs; the others work without conn
+    entries = pisa_model.Pisa().cid_entries
+    cids = [bytes([1 + i // 200, 1 + i % 200]) for i in range(entries + 2)]
+    for c in cids:
+        assert status(add(c)) == "ok"
+    assert r.stats()["cid_full"] == 2
+    assert status(delete(cids[0])) == "ok" and status(add(b"\xc1\xc2\xc3\xc4")) == "ok"
+    assert conn_of(b"\xc1\xc2\xc3\xc4")[0] != 0 and r.stats()["cid_full"] == 2
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_FLUSH)) == "ok"
+    assert status(add(x)) == "ok" and conn_of(x)[0] != 0 and r.stats()["cid_full"] == 2
+    r.ask(M.NANOBPF_CTRL_MSG_RESET)
+    r.hello()
+    assert r.stats()["cid_full"] == 0 and r.stats()["keys"] == 0
+
+
 # ---------------------------------------------------------------- programs, maps, tables
 def test_program_messages(dev):
     r = raw_of(dev)
@@ -244,7 +299,7 @@ def test_program_messages(dev):
     f = load_raw(r, image, chunk=700)                            # chunks need not be CHUNK bytes
     info = D.unpack("prog_info", f.body)
     assert status(f) == "ok" and info["name"] == "xdp_ctrl_test" and info["image_len"] == len(image)
-    assert info["crc32"] == ctrl.crc32(image) and info["maps"] == 5 and info["insns"] > 100
+    assert info["crc32"] == ctrl.crc32(image) and info["maps"] == 6 and info["insns"] > 100
     assert D.unpack("prog_info", r.ask(M.NANOBPF_CTRL_MSG_PROG_INFO).body) == info
     # a program whose exit returns an unset r0: the verifier's reason comes back, the old one stays
     from nanobpf.ebpf.loader import Image, Insn

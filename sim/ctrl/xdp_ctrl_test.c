@@ -20,6 +20,7 @@ enum {
     MODE_OPEN = 6,          /* OPENED counted, XDP_PASS */
     MODE_DROP = 7,          /* XDP_DROP */
     MODE_LOOKUP = 8,        /* XDP_PASS after looking into every map (the loader keeps referenced maps only) */
+    MODE_CONN = 9,          /* test_conn[0] = what PISA parsed: conn | cid_len << 16; XDP_DROP */
 };
 
 struct {
@@ -56,6 +57,13 @@ struct {
     __type(key, __u32);
     __type(value, __u32);
 } test_mode SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, __u32);
+} test_conn SEC(".maps");
 
 static __always_inline void count(__u32 idx) {
     __u64 *v = bpf_map_lookup_elem(&quic_stats, &idx);
@@ -100,6 +108,12 @@ int xdp_ctrl_test(struct xdp_md *ctx) {
         return XDP_PASS;
     case MODE_DROP:
         return XDP_DROP;
+    case MODE_CONN: {
+        const struct nanobpf_xdp_ctx *pc = (const void *)ctx;
+        __u32 v = pc->conn | pc->cid_len << 16;
+        bpf_map_update_elem(&test_conn, &zero, &v, BPF_ANY);
+        return XDP_DROP;
+    }
     case MODE_LOOKUP: {
         struct nanobpf_quic_cid key = {};
         if (bpf_map_lookup_elem(&nanobpf_quic_keys, &key) || bpf_map_lookup_elem(&quic_pn, &key) ||

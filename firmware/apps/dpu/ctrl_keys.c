@@ -3,12 +3,15 @@
  * (ebpf_keytable_bind) is held here from boot, so entries survive program loads, and every program that
  * declares nanobpf_quic_keys sees the same one. Its values live in the AEAD engine's key storage; a
  * changed entry's value is written beside the old one and published with one store (maps.c), so a
- * packet in flight on a data core uses the whole old entry or the whole new one. */
+ * packet in flight on a data core uses the whole old entry or the whole new one. Open entries of 1..20-byte
+ * CIDs also go into PISA's CID table, (CID, length) -> the entry's slot, which programs get as conn
+ * (the model's _cid_command). */
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include "ctrl.h"
+#include "nanobpf_soc.h"
 
 static struct ebpf_map *table;
 
@@ -68,6 +71,14 @@ static void forget_pn(const struct nanobpf_quic_cid *k) {
         ebpf_map_delete(m, k);
 }
 
+/* PISA's CID table follows the open entries (packets from the network carry the device's own CIDs):
+ * inserted once the entry is in the key table, removed before it leaves it, so a packet's conn never
+ * names a slot without its entry. A full table refuses the insert (PISA counts it, STATS CID_FULL):
+ * the entry works all the same, its packets get conn 0. */
+static void cid_table(unsigned op, const struct nanobpf_quic_cid *k, unsigned slot) {
+    if (k->dir == NANOBPF_QUIC_DIR_OPEN && k->len) dpu_cid_command(op, k->id, k->len, slot);
+}
+
 static uint32_t open_cid_lens(void) {
     uint32_t bits = 0;
     struct nanobpf_quic_cid cur, next;
@@ -101,11 +112,13 @@ int ctrl_key_set(const uint8_t *b, unsigned len, struct ctrl_reply *r, int updat
     if (rc == -ENOENT) return ctrl_refuse(r, NANOBPF_CTRL_ST_NOENT, "no such entry");
     if (rc == -EEXIST) return ctrl_refuse(r, NANOBPF_CTRL_ST_EXIST, "entry already present (KEY_UPDATE replaces keys)");
     if (rc) return ctrl_refuse(r, NANOBPF_CTRL_ST_FULL, "key table full (%u entries)", NANOBPF_KEYTABLE_ENTRIES);
+    uint32_t slot = (uint32_t)ebpf_map_slot_of(table, &k);
     if (!update) {
         forget_pn(&k); /* fresh keys: packet numbers start anew (an update keeps them) */
         ctrl_keys_sync_config(dpu_prog_current());
+        cid_table(NANOBPF_PISA_CID_OP_INSERT, &k, slot);
     }
-    ctrl_put32(r->body, (uint32_t)ebpf_map_slot_of(table, &k));
+    ctrl_put32(r->body, slot);
     r->len = NANOBPF_KEY_RESP_SIZE;
     return 0;
 }
@@ -115,7 +128,9 @@ int ctrl_key_del(const uint8_t *b, unsigned len, struct ctrl_reply *r) {
         return ctrl_refuse(r, NANOBPF_CTRL_ST_BAD_LENGTH, "key_del: %u bytes, expected %u", len, NANOBPF_KEY_DEL_SIZE);
     struct nanobpf_quic_cid k;
     if (entry_key(b, &k, r)) return -1;
-    if (ebpf_map_delete(table, &k)) return ctrl_refuse(r, NANOBPF_CTRL_ST_NOENT, "no such entry");
+    if (ebpf_map_slot_of(table, &k) < 0) return ctrl_refuse(r, NANOBPF_CTRL_ST_NOENT, "no such entry");
+    cid_table(NANOBPF_PISA_CID_OP_DELETE, &k, 0);
+    ebpf_map_delete(table, &k);
     forget_pn(&k);
     ctrl_keys_sync_config(dpu_prog_current());
     return 0;
@@ -124,6 +139,7 @@ int ctrl_key_del(const uint8_t *b, unsigned len, struct ctrl_reply *r) {
 void ctrl_keys_flush(void) {
     struct nanobpf_quic_cid k;
     while (!ebpf_map_get_next_key(table, NULL, &k)) {
+        cid_table(NANOBPF_PISA_CID_OP_DELETE, &k, 0);
         ebpf_map_delete(table, &k);
         forget_pn(&k);
     }

@@ -85,6 +85,22 @@ int dpu_table_write(unsigned table, unsigned index, uint32_t value, struct ctrl_
     return 0;
 }
 
+/* One command of PISA's CID table (the hardware takes 2 cycles; traffic keeps flowing, and a lookup sees
+ * the table before or after it, never half of it): the pisa_cid_status it ended with. */
+unsigned dpu_cid_command(unsigned op, const uint8_t *cid, unsigned len, unsigned slot) {
+    for (unsigned w = 0; w < NANOBPF_PISA_CID_KEY_COUNT; w++) {
+        uint64_t v = 0;
+        for (unsigned b = 0; b < 8 && 8 * w + b < len; b++) v |= (uint64_t)cid[8 * w + b] << (8 * b);
+        PISA(NANOBPF_PISA_CID_KEY_OFFSET(w)) = v;
+    }
+    PISA(NANOBPF_PISA_CID_ARG_OFFSET) = NANOBPF_PUT(NANOBPF_PISA_CID_ARG_LEN, len) | NANOBPF_PUT(NANOBPF_PISA_CID_ARG_SLOT, slot);
+    PISA(NANOBPF_PISA_CID_CMD_OFFSET) = NANOBPF_PUT(NANOBPF_PISA_CID_CMD_OP, op);
+    uint64_t r;
+    while (NANOBPF_GET(r = PISA(NANOBPF_PISA_CID_RESULT_OFFSET), NANOBPF_PISA_CID_RESULT_BUSY)) {
+    }
+    return (unsigned)NANOBPF_GET(r, NANOBPF_PISA_CID_RESULT_STATUS);
+}
+
 const struct ebpf_prog *dpu_prog_current(void) { return (const struct ebpf_prog *)(uintptr_t)attached; }
 
 unsigned dpu_data_cores(void) { return nb_num_cores() > 1 ? nb_num_cores() - 1 : 1; }
@@ -313,12 +329,14 @@ static void data_loop(unsigned hart, int also_control) {
 }
 
 /* The data path's STATS counters (the others are the control plane's): the cores' tallies and, for
- * control frames from the network, PISA's. Reported since power-on or the last RESET (stats_base). */
+ * control frames from the network and the CID table's refused inserts, PISA's. Reported since power-on
+ * or the last RESET (stats_base). */
 static const unsigned stat_ids[] = {NANOBPF_CTRL_STAT_HOST_RX, NANOBPF_CTRL_STAT_HOST_TX, NANOBPF_CTRL_STAT_NET_RX,
                                     NANOBPF_CTRL_STAT_NET_TX, NANOBPF_CTRL_STAT_DECRYPTED, NANOBPF_CTRL_STAT_ENCRYPT_REQ,
                                     NANOBPF_CTRL_STAT_XDP_DROP, NANOBPF_CTRL_STAT_XDP_PASS, NANOBPF_CTRL_STAT_XDP_TX,
                                     NANOBPF_CTRL_STAT_ENCRYPT_NO_PROG, NANOBPF_CTRL_STAT_ENCRYPT_UNSEALED,
-                                    NANOBPF_CTRL_STAT_BAD_SHIM, NANOBPF_CTRL_STAT_CTRL_FOREIGN, NANOBPF_CTRL_STAT_CTRL_SHED};
+                                    NANOBPF_CTRL_STAT_BAD_SHIM, NANOBPF_CTRL_STAT_CTRL_FOREIGN, NANOBPF_CTRL_STAT_CTRL_SHED,
+                                    NANOBPF_CTRL_STAT_CID_FULL};
 static uint64_t stats_base[NANOBPF_STAT_COUNT];
 
 static void stats_raw(uint64_t *v) {
@@ -341,6 +359,7 @@ static void stats_raw(uint64_t *v) {
         v[NANOBPF_CTRL_STAT_CTRL_SHED] += s->drops[DPU_DROP_CTRL_SHED];
     }
     v[NANOBPF_CTRL_STAT_CTRL_FOREIGN] = pisa_count(NANOBPF_PISA_COUNTER_DROP_CTRL_FOREIGN);
+    v[NANOBPF_CTRL_STAT_CID_FULL] = pisa_count(NANOBPF_PISA_COUNTER_CID_FULL);
 }
 
 void dpu_stats_read(uint64_t *v) {

@@ -41,6 +41,9 @@ void dpu_prog_publish(const struct ebpf_prog *prog);
 unsigned dpu_data_cores(void); /* cores that run programs */
 /* The boot tables of PISA (every other table word 0). */
 void dpu_tables_default(void);
+/* A command (NANOBPF_PISA_CID_OP_*) of PISA's CID table on (cid, len) -> slot: its
+ * NANOBPF_PISA_CID_STATUS_*. */
+unsigned dpu_cid_command(unsigned op, const uint8_t *cid, unsigned len, unsigned slot);
 /* The data path's STATS counters (NANOBPF_CTRL_STAT_* indices) into v, since power-on or the last
  * dpu_stats_zero; the others are left as they are. */
 void dpu_stats_read(uint64_t *v);

@@ -122,6 +122,9 @@ class DeviceModel:
         # pisa=True: frames pass the PISA pipeline's model first and last, with the tables the data-plane
         # firmware writes at boot (frames it drops are counted by reason, as the RTL DPU does)
         self.pisa = pisa_model.default_tables(pisa_model.Pisa()) if self.use_pisa else None
+        # PISA's CID table (the pipeline's own; without pisa=True a pipeline model that only holds it):
+        # (CID, length) -> the key table slot of the open entry, so a program gets conn = 1 + slot
+        self._cid_pisa = self.pisa or pisa_model.Pisa()
         self._parse = None  # what PISA parsed of the frame in hand (_pisa_ingress)
         self.applied = []              # (epoch, seq, type, status) in the order applied
 
@@ -132,6 +135,11 @@ class DeviceModel:
                 self._prog[0].close()
             self.resets += 1
             self._power_on()
+
+    def cid_table(self):
+        """PISA's CID table: {CID bytes: key table slot}."""
+        with self.lock:
+            return {e.cid: e.slot for e in self._cid_pisa.cid_table if e}
 
     def keys(self):
         """{ctrl.KeyId: (slot, 80-byte keys)}"""
@@ -150,6 +158,7 @@ class DeviceModel:
         with self.lock:
             c = Counter(self.counters)
             c["keys"], c["resets"], c["epoch"] = len(self._keys), self.resets, self.epoch
+            c["cid_full"] = self._cid_pisa.reg_read("counter", pisa_model.COUNTER["cid_full"])
             return {name: c[name] for name in D.STAT_NAMES.values()}
 
     def map_lookup(self, name, key):
@@ -238,6 +247,8 @@ class DeviceModel:
         action, meta, reason = self.pisa.ingress(frame, soc.DATAPATH["host_port" if port == HOST_PORT else "net_port"])
         if action == pisa_model.ACTION["drop"]:
             self.counters["pisa_drop"] += 1
+            if reason == pisa_model.DROP["ctrl_foreign"]:   # STATS ctrl_foreign is PISA's count, as on the device
+                self.counters["ctrl_foreign"] += 1
             return False
         self._parse = pisa_model.xdp_parse(meta)
         return True
@@ -542,6 +553,19 @@ class DeviceModel:
             value[off:off + 4] = bits
             x.map_update("quic_config", key, bytes(value))
 
+    def _cid_command(self, op, kid, slot=0):
+        """Open entries of 1..20-byte CIDs go into PISA's CID table (packets from the network carry the
+        device's own CIDs): inserted after the entry is in the key table, removed before it leaves, so a
+        packet's conn never names a slot without its entry. A full table refuses the insert (counted,
+        cid_full): the entry still works, its packets get conn 0 and the program looks the keys up by CID."""
+        if kid.dir != ctrl.OPEN or not kid.cid_len:
+            return
+        p, key = self._cid_pisa, kid.cid.ljust(24, b"\0")
+        for i in range(3):
+            p.reg_write("cid_key", int.from_bytes(key[8 * i:8 * i + 8], "little"), i)
+        p.reg_write("cid_arg", pisa_model.pack("pisa", "cid_arg", len=kid.cid_len, slot=slot))
+        p.reg_write("cid_cmd", pisa_model.pack("pisa", "cid_cmd", op=pisa_model.CID_OP[op]))
+
     def _do_key(self, body, update):
         m = self._exact(body, "key_msg")
         kid, keys = self._key_id(m), m["keys"]
@@ -563,12 +587,14 @@ class DeviceModel:
         if not update:
             self._forget_pn(kid)            # fresh keys: packet numbers start anew (an update keeps them)
             self._sync_config()
+            self._cid_command("insert", kid, slot)
         return D.pack("key_resp", slot=slot)
 
     def _do_key_del(self, body):
         kid = self._key_id(self._exact(body, "key_del"))
         if kid not in self._keys:
             raise _Refuse(D.NANOBPF_CTRL_ST_NOENT, "no such entry")
+        self._cid_command("delete", kid)
         del self._keys[kid]
         if (x := self._keytable_map()):
             x.map_delete(KEYTABLE, kid.pack())
@@ -581,6 +607,7 @@ class DeviceModel:
             raise _Refuse(D.NANOBPF_CTRL_ST_BAD_LENGTH, "KEY_FLUSH has no body")
         x = self._keytable_map()
         for kid in self._keys:
+            self._cid_command("delete", kid)
             if x:
                 x.map_delete(KEYTABLE, kid.pack())
             self._forget_pn(kid)
@@ -729,6 +756,8 @@ class DeviceModel:
             self._tables[(m["table"], m["index"])] = m["value"]
         else:
             self._tables.pop((m["table"], m["index"]), None)
+        if self.pisa is not None:           # the pipeline's own register, as the device writes it
+            self.pisa.reg_write(TABLES[m["table"]], m["value"] if set_ else 0, m["index"])
         return b""
 
     _HANDLERS = {
