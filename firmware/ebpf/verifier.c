@@ -7,8 +7,9 @@
  *      (recursion, call depth), static register liveness and the relevance of scalar values (below).
  *   2. Abstract interpretation of every path, depth first: the current state runs instruction by
  *      instruction; at a conditional jump whose outcome is not known the other branch is pushed on a
- *      stack of pending states. At prune points (jump targets, fall-throughs of conditional jumps,
- *      function entries, call return points) a state is compared with states stored there earlier:
+ *      stack of pending states. At prune points (placed as Linux places them: conditional jumps
+ *      themselves, ja targets, function entries, call return points) a state is compared with states
+ *      stored there earlier:
  *        - a stored state whose exploration finished (all its successors proven safe) and that
  *          subsumes the current one ends the current path (pruning);
  *        - a stored state still being explored (an ancestor on the current path) that equals the
@@ -55,7 +56,10 @@
  * Memory: states are stored compactly (varint encoding, dead registers dropped) in blocks of a pool
  * (size classes carved from ebpf_alloc chunks), bounded by opts->max_states and byte budgets counted in
  * encoded bytes; everything is freed before returning. Stored states are compared without decoding
- * them first, item by item, and each remembers where its last comparison failed (a hint tried first).
+ * them first, item by item, and each remembers where its last comparison failed (a hint tried first);
+ * their hash (loop detection) is computed only when a state on their own path meets them. Pending
+ * branches are raw copies of the state while they take less than PENDING_RAW_MAX (most are restored
+ * soon), encoded beyond it (bounded loops explored iteration by iteration stack many).
  *
  * Cost on the device: picolibc's memset/memcpy move a byte at a time and its malloc is first fit, so
  * the exploration avoids all three (struct assignments, the pool, word copies). */
@@ -1379,34 +1383,26 @@ static void decode(const uint8_t *p, struct vstate *st) {
     }
 }
 
-/* Hash of a state without ids: equal states (up to id renaming) hash equally. */
-static uint32_t hash_mix(uint32_t h, uint64_t v) {
-    h ^= (uint32_t)v;
-    h *= 0x9e3779b1u;
-    h ^= (uint32_t)(v >> 32);
-    h *= 0x85ebca77u;
-    return h ^ (h >> 15);
-}
-static uint32_t hash_reg(uint32_t h, const struct vreg *r) {
-    h = hash_mix(h, r->type | (uint64_t)r->frame << 8 | (uint64_t)r->map << 16 | (uint64_t)(uint32_t)r->off << 32);
-    if (r->type == T_NOT_INIT) return h;
-    return hash_mix(hash_mix(hash_mix(h, r->range), r->umin), r->umax);
+/* Hash of a state without ids, for loop detection only: equal states (up to id renaming) hash equally.
+ * A filter before the exact comparison, so it takes the live registers of the innermost frame and the
+ * call chain only (a loop that makes progress changes a register in it: its counter or a pointer), one
+ * multiplication per word (CVA6 multiplies in several cycles). */
+static uint64_t hash_mix(uint64_t h, uint64_t v) {
+    h = (h ^ v) * UINT64_C(0x9e3779b97f4a7c15);
+    return h ^ (h >> 29);
 }
 static uint32_t state_hash(const struct env *e, const struct vstate *st) {
-    uint32_t h = st->nframes;
-    for (uint32_t j = 0; j < st->nframes; j++) {
-        const struct vframe *f = &st->f[j];
-        uint16_t live = frame_live(e, st, j);
-        h = hash_mix(h, f->callsite);
-        for (uint32_t r = 0; r < 10; r++)
-            if (live >> r & 1) h = hash_reg(h, &f->r[r]);
-        uint32_t ns = used_slots(f);
-        for (uint32_t k = 0; k < ns; k++) {
-            h = hash_mix(h, f->s[k].init | (uint32_t)f->s[k].spill << 8);
-            if (f->s[k].init && f->s[k].spill) h = hash_reg(h, &f->s[k].reg);
-        }
+    uint64_t h = st->nframes;
+    for (uint32_t j = 1; j < st->nframes; j++) h = hash_mix(h, st->f[j].callsite);
+    const struct vframe *f = &st->f[st->nframes - 1];
+    uint16_t live = e->live[st->insn];
+    for (uint32_t r = 0; r < 10; r++) {
+        if (!(live >> r & 1)) continue;
+        const struct vreg *q = &f->r[r];
+        h = hash_mix(h, q->type | (uint64_t)q->frame << 8 | (uint64_t)q->map << 16 | (uint64_t)(uint32_t)q->off << 32);
+        if (q->type != T_NOT_INIT) h = hash_mix(hash_mix(hash_mix(h, q->range), q->umin), q->umax);
     }
-    return h;
+    return (uint32_t)(h ^ h >> 32);
 }
 /* Types of the live registers of the innermost frame (a quick filter before decoding a state). */
 static uint64_t type_sig(const struct env *e, const struct vstate *st) {
@@ -1443,7 +1439,7 @@ static int idmap_check(struct idmap *m, uint32_t o, uint32_t c) {
 }
 
 /* Does old (explored safely) cover cur? exact: are they equal? */
-static int reg_covers(const struct vreg *o, const struct vreg *c, struct idmap *m, int exact, int relevant) {
+HOT static int reg_covers(const struct vreg *o, const struct vreg *c, struct idmap *m, int exact, int relevant) {
     if (o->type == T_NOT_INIT) return !exact || c->type == T_NOT_INIT;
     if (o->type != c->type) return 0;
     if (!exact && !relevant && o->type == T_SCALAR) return 1; /* its value steers nothing */
