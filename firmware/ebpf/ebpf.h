@@ -252,6 +252,8 @@ struct ebpf_verify_stats {
 extern struct ebpf_verify_stats ebpf_verify_last_stats;
 /* Test knob: compare every scalar when pruning (measures what the relevance analysis saves). */
 extern int ebpf_verify_no_relevance;
+/* Test knob: keep every pending branch encoded (the raw copies must not change any result). */
+extern int ebpf_verify_no_raw_pending;
 
 /* Prove the program safe as an XDP program; rewrites context accesses and fills prog->subprogs.
  * Returns 0, or -1 with err->insn / err->msg saying which instruction and why. */

@@ -70,6 +70,7 @@
 
 /* Statistics of the last ebpf_verify() call (host tests and benchmarks read them). */
 struct ebpf_verify_stats ebpf_verify_last_stats;
+int ebpf_verify_no_raw_pending;
 /* Test knob: compare every scalar when pruning (measures what the relevance analysis saves). */
 int ebpf_verify_no_relevance;
 
@@ -1839,7 +1840,8 @@ static void restore_raw(const uint8_t *p, struct vstate *st) {
 static int push_branch(struct env *e, uint32_t i) {
     e->cur->insn = i;
     size_t size = raw_size(e->cur);
-    int raw = fits_chunk(sizeof(struct pnode) + size) && e->raw_bytes + sizeof(struct pnode) + size <= PENDING_RAW_MAX;
+    size_t raw_max = ebpf_verify_no_raw_pending ? 0 : PENDING_RAW_MAX;
+    int raw = fits_chunk(sizeof(struct pnode) + size) && e->raw_bytes + sizeof(struct pnode) + size <= raw_max;
     if (!raw) size = encode(e, e->cur);
     if (!raw && e->pending_bytes + sizeof(struct pnode) + size > PENDING_BYTES_MAX)
         return fail(e, (int)i, "program too complex (%u pending branches)", e->npending);

@@ -31,6 +31,35 @@ def test_verifier_unit_tests():
     assert rc == 0, out[-4000:]
 
 
+def _verified(out):
+    """test_verifier --image output: {image: its lines}, without the state bytes (raw copies take more)."""
+    import re
+    blocks, name = {}, None
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) > 1 and f[0] in ("ok", "REJ"):
+            name = f[1]
+        if name:
+            blocks.setdefault(name, []).append(re.sub(r"state bytes +[0-9]+", "", line))
+    return blocks
+
+
+def test_verifier_raw_pending_copies_change_nothing():
+    """Pending branches are raw copies of the state while they take less than PENDING_RAW_MAX and encoded
+    beyond it: all encoded (--no-raw-pending), the clang-built corpus and the QUIC programs get the same
+    verdicts, explored instructions, stored and pruned states and stack depths."""
+    rc, out = run(["sh", "firmware/ebpf/tests/run_verifier_tests.sh", "--corpus"])
+    assert rc == 0, out[-4000:]
+    imgs = sorted((BUILD / "ebpf/verifier-tests/corpus").glob("*.nbpf"))
+    imgs += [p for p in (BUILD / f"firmware/bpf/{n}.nbpf" for n in ("xdp_quic", "xdp_quic_hw", "bench_quic"))
+             if p.exists() and p.name not in {i.name for i in imgs}]
+    tv = str(BUILD / "ebpf/verifier-tests/test_verifier")
+    rc1, raw = run([tv, "--image", *map(str, imgs)])
+    rc2, encoded = run([tv, "--no-raw-pending", "--image", *map(str, imgs)])
+    assert rc1 == rc2 and len(_verified(raw)) == len(imgs), raw[-2000:]
+    assert _verified(raw) == _verified(encoded)
+
+
 def test_verifier_soundness_fuzz():
     """Random XDP programs; every accepted one runs under ASan on frames of 0..96 bytes ending exactly
     at data_end: an accepted program that touches memory outside the frame or map value fails."""

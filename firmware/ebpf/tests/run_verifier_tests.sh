@@ -1,9 +1,10 @@
 #!/bin/sh
 # eBPF verifier host tests (firmware/ebpf/verifier.c), built with AddressSanitizer and UBSan.
 #   firmware/ebpf/tests/run_verifier_tests.sh [ARGS]   the table of test programs (test_verifier.c);
-#                                                      ARGS go to test_verifier (-v, -k NAME, --no-relevance)
+#                                                      ARGS go to test_verifier (-v, -k NAME, --no-relevance,
+#                                                      --no-raw-pending)
 #   ... --fuzz [N [SEED]]   differential soundness fuzzer (fuzz_verifier.c), N programs (default 20000)
-#   ... --corpus            clang-compiled XDP programs (sw/ebpf/examples, sw/ebpf/bench, verifier_corpus/)
+#   ... --corpus [ARGS]     clang-compiled XDP programs (sw/ebpf/examples, sw/ebpf/bench, verifier_corpus/)
 #                           made into images by nanobpf-load and verified; prints processed counts
 # Outputs in build/ebpf/verifier-tests/.
 set -e
@@ -25,6 +26,7 @@ case "$1" in
     exec "$OUT/fuzz_verifier" "$@"
     ;;
 --corpus)
+    shift
     cc $CFLAGS $E/tests/test_verifier.c $RUNTIME -o "$OUT/test_verifier"
     PY=python3
     [ -x build/venv/bin/python ] && PY=build/venv/bin/python
@@ -37,7 +39,7 @@ case "$1" in
         $PY sw/tools/nanobpf-load "$OUT/corpus/$b.o" -o "$OUT/corpus/$b.nbpf"
         imgs="$imgs $OUT/corpus/$b.nbpf"
     done
-    exec "$OUT/test_verifier" --image $imgs
+    exec "$OUT/test_verifier" "$@" --image $imgs
     ;;
 esac
 cc $CFLAGS $E/tests/test_verifier.c $RUNTIME -o "$OUT/test_verifier"

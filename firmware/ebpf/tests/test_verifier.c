@@ -1083,6 +1083,10 @@ int main(int argc, char **argv) {
     int verbose = 0, failed = 0, total = 0;
     const char *only = NULL;
     for (int a = 1; a < argc; a++) {
+        if (!strcmp(argv[a], "--no-raw-pending")) {
+            ebpf_verify_no_raw_pending = 1;
+            continue;
+        }
         if (!strcmp(argv[a], "--image")) {
             for (int b = a + 1; b < argc; b++) failed += verify_image(argv[b]);
             return failed != 0;
