@@ -8,7 +8,6 @@ the link, both directions), keys_for, map_req, load_raw, the stand-in program im
 """
 import os
 import platform
-import random
 import shutil
 import struct
 import subprocess
@@ -22,6 +21,7 @@ import pytest
 from nanobpf import BUILD, ctrl, sim
 from nanobpf.ctrl import KeyId, MemoryLink
 from nanobpf.devmodel import DeviceModel
+from nanobpf.faults import LinkFaults
 from nanobpf.ebpf import device
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -142,36 +142,23 @@ def _stats(body):
 
 class FaultyPort(ctrl.Port):
     """The host's end of the link with control frames lost, duplicated and held back behind the next
-    one, in both directions, from a seeded RNG (the device model's set_faults, on the host's side, so
-    that it applies to any device)."""
+    one, in both directions, from a seeded RNG (nanobpf.faults: the device model's set_faults, on the
+    host's side, so that it applies to any device)."""
 
     def __init__(self, port, seed, loss=0.0, dup=0.0, reorder=0.0):
         self.port, self.name = port, f"faulty-{port.name}"
-        self.rng = random.Random(seed)
-        self.loss, self.dup, self.reorder = loss, dup, reorder
-        self.held = {"out": None, "in": None}
+        self.faults = LinkFaults(seed=seed)
+        self.faults.set(loss, dup, reorder)
         self.inbox = deque()
 
-    def _through(self, direction, frame):
-        out = []
-        if self.rng.random() >= self.loss:
-            out = [frame, frame] if self.rng.random() < self.dup else [frame]
-        if out and self.rng.random() < self.reorder and self.held[direction] is None:
-            self.held[direction] = out.pop()
-            return out
-        if self.held[direction] is not None:
-            out.append(self.held[direction])
-            self.held[direction] = None
-        return out
-
     def clean(self):
-        self.loss = self.dup = self.reorder = 0.0
+        self.faults.set()
 
     def fileno(self):
         return self.port.fileno()
 
     def send(self, frame):
-        for f in self._through("out", frame):
+        for f in self.faults.through("out", frame):
             self.port.send(f)
 
     def recv(self, timeout=None):
@@ -182,7 +169,7 @@ class FaultyPort(ctrl.Port):
             raw = self.port.recv(left)
             if raw is None:
                 return None
-            self.inbox.extend(self._through("in", raw))
+            self.inbox.extend(self.faults.through("in", raw))
         return self.inbox.popleft()
 
 

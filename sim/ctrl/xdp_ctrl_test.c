@@ -1,5 +1,5 @@
 /* A stand-in for the QUIC programs in the device model's tests (sim/ctrl/test_devmodel_datapath.py):
- * it has the maps the control plane keeps in step (nanobpf_quic_keys, quic_pn, quic_config) and the
+ * it has the maps the control plane keeps in step (nanobpf_quic_keys, quic_pn, quic_config), quic_ports and the
  * counters the model watches (quic_stats), but no crypto. What it does with a frame is chosen by
  * test_mode[0] (MODE_*), so a test can make it misbehave the ways the model must catch:
  * claim a frame sealed and leave the shim on, strip the shim without counting it sealed, send a sealed
@@ -43,6 +43,14 @@ struct {
     __type(key, __u32);
     __type(value, struct nanobpf_quic_config);
 } quic_config SEC(".maps");
+
+/* As xdp_quic's (sw/ebpf/quic/quic_parse.h): a hash map the user writes (the driver's tests) */
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 64);
+    __type(key, __u16);
+    __type(value, __u32);
+} quic_ports SEC(".maps");
 
 struct {
     __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -116,8 +124,9 @@ int xdp_ctrl_test(struct xdp_md *ctx) {
     }
     case MODE_LOOKUP: {
         struct nanobpf_quic_cid key = {};
+        __u16 port = 443;
         if (bpf_map_lookup_elem(&nanobpf_quic_keys, &key) || bpf_map_lookup_elem(&quic_pn, &key) ||
-            bpf_map_lookup_elem(&quic_config, &zero))
+            bpf_map_lookup_elem(&quic_config, &zero) || bpf_map_lookup_elem(&quic_ports, &port))
             count(NANOBPF_QUIC_STAT_ONE_RTT);
         return XDP_PASS;
     }

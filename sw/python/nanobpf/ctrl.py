@@ -149,6 +149,12 @@ class KeyId(namedtuple("KeyId", "dir cid_len id")):
         """struct nanobpf_quic_cid as the device stores it: the key of the key table and quic_pn maps."""
         return struct.pack(abi.STRUCTS["quic_cid"].fmt, self.cid_len, self.id, self.dir, bytes(2))
 
+    @classmethod
+    def unpack(cls, b):
+        """The entry named by a key of the key table map (pack()'s inverse)."""
+        cid_len, id_, dir_, _ = struct.unpack(abi.STRUCTS["quic_cid"].fmt, b)
+        return cls(dir_, cid_len, id_)
+
     def __repr__(self):
         d = {OPEN: "open", SEAL: "seal"}.get(self.dir, f"dir{self.dir}")
         if self.cid_len:

@@ -51,6 +51,7 @@ import nanobpf_ebpf_defs as abi
 
 from . import ctrl
 from . import pisa as pisa_model
+from .faults import LinkFaults
 from .ebpf.device import DeviceError, DeviceXdp
 from .ebpf.loader import LoadError, parse_image
 
@@ -100,8 +101,7 @@ class DeviceModel:
         self.rng = random.Random(seed)
         self.log = log
         self.lock = threading.RLock()
-        self.faults = dict(loss=0.0, dup=0.0, reorder=0.0)
-        self._held = {}           # direction -> frame held back for reordering
+        self.faults = LinkFaults(rng=self.rng)
         self._thread, self._stop = None, threading.Event()
         self._tmp = tempfile.TemporaryDirectory(prefix="nanobpf-devmodel-")
         self.resets = 0
@@ -169,10 +169,7 @@ class DeviceModel:
 
     def set_faults(self, loss=0.0, dup=0.0, reorder=0.0):
         """Probabilities of dropping, duplicating and holding back (behind the next frame) each control frame."""
-        with self.lock:
-            self.faults = dict(loss=loss, dup=dup, reorder=reorder)
-            if not (loss or dup or reorder):
-                self._held.clear()
+        self.faults.set(loss, dup, reorder)
 
     # ------------------------------------------------------------ running
     def start(self):
@@ -216,22 +213,6 @@ class DeviceModel:
                 else:
                     self._from_net(frame)
 
-    # ------------------------------------------------------------ fault injection
-    def _through_faults(self, direction, frame):
-        """Frames to handle now for one control frame, after loss/duplication/reordering."""
-        f = self.faults
-        if not (f["loss"] or f["dup"] or f["reorder"]):
-            return [frame]
-        out = []
-        if self.rng.random() >= f["loss"]:
-            out = [frame, frame] if self.rng.random() < f["dup"] else [frame]
-        if out and self.rng.random() < f["reorder"] and direction not in self._held:
-            self._held[direction] = out.pop()
-            return out
-        if direction in self._held:
-            out.append(self._held.pop(direction))
-        return out
-
     def _send(self, port, frame):
         if port is not None:
             port.send(frame)
@@ -262,7 +243,7 @@ class DeviceModel:
             self.counters["ctrl_malformed"] += 1
             return
         if f is not None:
-            for fr in self._through_faults("in", frame):
+            for fr in self.faults.through("in", frame):
                 self._control(ctrl.parse(fr))
             return
         self.counters["host_rx"] += 1
@@ -371,7 +352,7 @@ class DeviceModel:
         flags = D.NANOBPF_CTRL_F_RESPONSE | (D.NANOBPF_CTRL_F_REPLAY if replay else 0)
         frame = ctrl.build(req.src, self.mac, type_, req.hdr["seq"], self.epoch, body, flags=flags, status=status,
                            version=self.version or D.VERSION)
-        for fr in self._through_faults("out", frame):
+        for fr in self.faults.through("out", frame):
             self._send(self.host, fr)
 
     def _control(self, req):

@@ -460,8 +460,10 @@ int main(int argc, char **argv) {
             return 0;
         }
         if (check) {
-            printf("accepted: %u insns, %u subprograms, %u insns processed, %u states, %u bytes of states at peak\n",
+            printf("accepted: %u insns, %u subprograms, %u insns processed, %u states (%u at once), %u paths pruned, "
+                   "%u pending at peak, %u bytes of states at peak\n",
                    prog.n_insns, prog.n_subprogs, ebpf_verify_last_stats.processed, ebpf_verify_last_stats.states,
+                   ebpf_verify_last_stats.peak_states, ebpf_verify_last_stats.pruned, ebpf_verify_last_stats.peak_pending,
                    ebpf_verify_last_stats.peak_bytes);
             return 0;
         }
