@@ -135,7 +135,7 @@ test: ## run the whole test suite (unit, cocotb blocks, firmware on the SoC, con
 	@echo "[test] pytest (parallel)"
 	@cd $(ROOT) && $(PY) -m pytest -n 2 -q
 
-test-long: ## the tests too long for make test (marked `long`: make demo's QUIC run through the 4-core DPU, against the reference and the model)
+test-long: ## the tests too long for make test (marked `long`: make demo's QUIC run through the 4-core DPU, against the reference and the model; the driver's full QEMU tests against the RTL DPU)
 	@$(MAKE) -s test-prereqs
 	@cd $(ROOT) && $(PY) -m pytest -n 2 -q -m long
 

@@ -27,6 +27,11 @@ Two boots, each a test (they run in parallel under pytest-xdist):
                            unmarked; the encrypt_mark parameter refuses a base with a low byte;
                            lower device unregistered under the driver, module unloaded while a
                            request is in flight.
+Both run against the model in make test and against the RTL DPU in make test-long (parameter "rtl",
+marker long): RtlRig puts nanobpf.faults.Relay between the guest's TAP and the simulation's host TAP
+(faults, resets as another host would send them, the device's answers recorded) and RtlView reads the
+device's state through the driver; the data path there runs xdp_quic_hw on the AEAD engine.
+test_rtl_smoke (make test) is a short boot against the RTL DPU.
 Skipped only when qemu-system-x86_64 or the kernel image is absent.
 """
 import json
@@ -760,9 +765,9 @@ def test_control_path(make_rig, quic_image, stand_in_image, device):
           f"count={4000 if model else 400} conv=notrunc")
     rc, doc = g.ctl("prog load /tmp/bad.nbpf name bad", check=False)
     assert rc == 1 and ctl_errno(doc) == 13, doc                                 # EACCES (VERIFIER)
-    assert dev.program()["crc32"] == ctrl.crc32(image)
-    err = g.ctl("dev show")["last_error"]
+    err = g.ctl("dev show")["last_error"]     # before anything else asks the device (RtlView does)
     assert err and err["status"] == "verifier" and err["message"], err
+    assert dev.program()["crc32"] == ctrl.crc32(image)
 
     # (c) counters: the device's (STATS) and the driver's (netlink and debugfs)
     st = g.ctl("stats")
