@@ -42,7 +42,8 @@
  *   map_value_or_null   result of map_lookup_elem (id: a null check on one copy decides all copies)
  *   map_ptr             a map (ld_imm64 src 1/5)
  *   mem, mem_or_null    a global function's memory argument: off + var within `range` bytes (which may
- *                       be packet memory, so multi-byte accesses are marked alignment-safe for the JIT)
+ *                       be packet memory, so multi-byte accesses are marked alignment-safe for the JIT);
+ *                       map MEM_READONLY for a pointer to const (loads only: it may be the key table)
  * Stack (per frame, 64 slots of 8 bytes): a bit per byte "initialised" and at most one spilled
  * register per slot (8-byte store of any register, or 4-byte store of a 32-bit scalar) that a fill of
  * the same bytes restores; other writes leave plain initialised data ("misc").
@@ -506,6 +507,11 @@ static int cache_succs(struct env *e) {
 
 static int func_of(const struct env *e, uint32_t insn) { return e->func[insn]; }
 
+/* A global function's memory argument (NANOBPF_FUNC_ARG_MEM, or MEM_RO: a pointer to const). */
+static int is_mem_arg(uint32_t kind) { return kind == NANOBPF_FUNC_ARG_MEM || kind == NANOBPF_FUNC_ARG_MEM_RO; }
+/* The map field of a mem / mem_or_null register (no map there): the bytes may only be read. */
+#define MEM_READONLY 1
+
 /* Bytes a global function's MEM argument a (0..4) points to. */
 static uint32_t sig_size(const struct nanobpf_image_func *g, uint32_t a) {
     switch (a) {
@@ -530,7 +536,7 @@ static int map_global_funcs(struct env *e) {
         for (uint32_t a = 0; a < 5; a++) {
             uint32_t kind = g->arg_type[a], size = sig_size(g, a);
             int ok = a >= g->n_args ? kind == NANOBPF_FUNC_ARG_NONE && size == 0
-                     : kind == NANOBPF_FUNC_ARG_MEM ? size > 0 && size <= MAX_VAR_OFF
+                     : is_mem_arg(kind) ? size > 0 && size <= MAX_VAR_OFF
                      : (kind == NANOBPF_FUNC_ARG_SCALAR || kind == NANOBPF_FUNC_ARG_CTX) && size == 0;
             if (!ok)
                 return fail(e, (int)g->start, "function table entry %u: argument %u has kind %u and size %u", k, a + 1,
@@ -1029,7 +1035,7 @@ static int compute_kinds(struct env *e) {
         if (!f) kset(&k->r[1], K_C);
         for (uint32_t a = 0; e->gsig[f] && a < 5; a++) {
             uint8_t kind = e->gsig[f]->arg_type[a];
-            kset(&k->r[a + 1], kind == NANOBPF_FUNC_ARG_CTX ? K_C : kind == NANOBPF_FUNC_ARG_MEM ? (K_P | K_S) : K_S);
+            kset(&k->r[a + 1], kind == NANOBPF_FUNC_ARG_CTX ? K_C : is_mem_arg(kind) ? (K_P | K_S) : K_S);
         }
         k->r[EBPF_REG_FP].k = K_F;
         k->r[EBPF_REG_FP].fp = 0;
@@ -1463,8 +1469,9 @@ HOT static int reg_covers(const struct vreg *o, const struct vreg *c, struct idm
     case T_MAP_VALUE_OR_NULL:
         return o->map == c->map && o->off == c->off && within && idmap_check(m, o->id, c->id);
     case T_MAP_PTR: return o->map == c->map;
-    case T_MEM: return o->off == c->off && o->range == c->range && within;
-    case T_MEM_OR_NULL: return o->off == c->off && o->range == c->range && within && idmap_check(m, o->id, c->id);
+    case T_MEM: return o->off == c->off && o->range == c->range && o->map == c->map && within;
+    case T_MEM_OR_NULL:
+        return o->off == c->off && o->range == c->range && o->map == c->map && within && idmap_check(m, o->id, c->id);
     }
     return 0;
 }
@@ -2413,6 +2420,8 @@ static int mem_access(struct env *e, uint32_t i, struct vstate *st, uint32_t reg
         }
         break;
     case T_MEM: /* may be the packet (any caller's argument): multi-byte accesses made alignment-safe */
+        if (kind != ACC_READ && ptr.map == MEM_READONLY)
+            return fail(e, (int)i, "R%u points to read-only memory (a const argument of this global function)", regno);
         if (mem_bounds(e, i, regno, &ptr, in->off, size)) return -1;
         if (kind == ACC_ATOMIC) return fail(e, (int)i, "atomic access to a memory argument not allowed");
         if (size > 1) e->flags[i] |= F_PKTACC;
@@ -2459,10 +2468,13 @@ static int helper_mem(struct env *e, uint32_t i, struct vstate *st, uint32_t reg
     }
     case T_PKT: return pkt_bounds(e, i, regno, r, 0, size_max);
     case T_MAP_VALUE:
-        /* a helper writing into the key table is refused in do_helper; a global function's memory
-         * argument is read and written (const is not known here), so a key table value may be passed */
+        /* a helper writing into the key table is refused in do_helper, a global function's non-const
+         * memory argument in do_global_call */
         return map_value_bounds(e, i, r, 0, size_max);
-    case T_MEM: return mem_bounds(e, i, regno, r, 0, size_max);
+    case T_MEM:
+        if (write && r->map == MEM_READONLY)
+            return fail(e, (int)i, "R%u points to read-only memory (a const argument of this global function)", regno);
+        return mem_bounds(e, i, regno, r, 0, size_max);
     case T_NOT_INIT: return fail(e, (int)i, "R%u !read_ok", regno);
     default: return fail(e, (int)i, "R%u type=%s expected=fp, pkt, map_value or mem", regno, tname[r->type]);
     }
@@ -2767,17 +2779,24 @@ static int do_global_call(struct env *e, uint32_t i, struct vstate *st, uint32_t
                 return fail(e, (int)i, "R%u type=%s expected=ctx (argument %u of the global function at insn %u)", rn,
                             tname[r->type], rn, e->fstart[callee]);
             break;
-        default: /* MEM: size bytes, or NULL */
+        default: { /* MEM or MEM_RO: size bytes, or NULL */
+            int write = g->arg_type[a] == NANOBPF_FUNC_ARG_MEM;
             if (r->type == T_SCALAR && is_const(r) && r->umin == 0) break;
+            if (write && r->type == T_MAP_VALUE && is_keytable(e->prog->maps[r->map]))
+                return fail(e, (int)i, "R%u: the key table %s is read-only for programs, and argument %u of the global "
+                            "function at insn %u may be written (make it a pointer to const)", rn,
+                            NANOBPF_KEYTABLE_MAP_NAME, rn, e->fstart[callee]);
             if (r->type == T_STACK) {
-                /* initialised (the callee may read it), then overwritten with plain data */
-                if (helper_mem(e, i, st, rn, size, size, 0) || helper_mem(e, i, st, rn, size, size, 1)) return -1;
+                /* initialised (the callee may read it), then overwritten with plain data unless const */
+                if (helper_mem(e, i, st, rn, size, size, 0) || (write && helper_mem(e, i, st, rn, size, size, 1)))
+                    return -1;
             } else if (r->type == T_PKT || r->type == T_MAP_VALUE || r->type == T_MEM) {
-                if (helper_mem(e, i, st, rn, size, size, 1)) return -1;
+                if (helper_mem(e, i, st, rn, size, size, write)) return -1;
             } else {
                 return fail(e, (int)i, "R%u type=%s expected=fp, pkt, map_value, mem or NULL (argument %u of the global "
                             "function at insn %u, %u bytes)", rn, tname[r->type], rn, e->fstart[callee], size);
             }
+        }
         }
     }
     if (e->changes_pkt[callee]) {
@@ -2953,6 +2972,7 @@ static int do_check(struct env *e, uint32_t root) {
         case NANOBPF_FUNC_ARG_CTX: r->type = T_CTX; break;
         default:
             r->type = T_MEM_OR_NULL;
+            r->map = e->gsig[root]->arg_type[a] == NANOBPF_FUNC_ARG_MEM_RO ? MEM_READONLY : 0;
             r->range = sig_size(e->gsig[root], a);
             r->id = ++e->id_gen;
         }

@@ -22,11 +22,16 @@ REAL = (sorted((ROOT / "sw/ebpf/examples").glob("*.c")) + sorted((ROOT / "sw/ebp
            ROOT / "sw/ebpf/quic/xdp_quic.c", ROOT / "sw/ebpf/quic/xdp_quic_hw.c"]
         + sorted((ROOT / "firmware/ebpf/tests/verifier_corpus").glob("*.c")))
 # Privileged Linux (CAP_PERFMON) lets programs read uninitialised stack; the device never does.
-LINUX_DIFFERS = {"reject_uninitialised_key": "privileged Linux allows uninitialised stack reads"}
+LINUX_DIFFERS = {"reject_uninitialised_key": "privileged Linux allows uninitialised stack reads",
+                 "reject_keys_global_arg_writable": "Linux has no read-only key table",
+                 "reject_global_func_const_write": "Linux does not read const in a global function's prototype"}
 # Programs calling the device helpers (vendor ids, docs/ebpf-abi.md): Linux has none of them.
 DEVICE_ONLY = {"xdp_quic_hw", "accept_quic_helpers", "bench_quic_hw"}
 # Why the device refuses these (a substring of its message); the others only need the instruction.
-REASONS = {"reject_helper_keys_global_arg": "R1 type=mem expected=map_value of the key table nanobpf_quic_keys"}
+REASONS = {"reject_helper_keys_global_arg": "R1 type=mem expected=map_value of the key table nanobpf_quic_keys",
+           "reject_keys_global_arg_writable": "the key table nanobpf_quic_keys is read-only for programs, and "
+                                              "argument 1 of the global function",
+           "reject_global_func_const_write": "points to read-only memory (a const argument"}
 
 
 def build(src, tmp_path):

@@ -152,7 +152,9 @@ class Map:
 
 
 FUNC_ARG_NAMES = {abi.NANOBPF_FUNC_ARG_NONE: "none", abi.NANOBPF_FUNC_ARG_SCALAR: "scalar",
-                  abi.NANOBPF_FUNC_ARG_CTX: "ctx", abi.NANOBPF_FUNC_ARG_MEM: "mem"}
+                  abi.NANOBPF_FUNC_ARG_CTX: "ctx", abi.NANOBPF_FUNC_ARG_MEM: "mem",
+                  abi.NANOBPF_FUNC_ARG_MEM_RO: "const mem"}
+MEM_ARGS = (abi.NANOBPF_FUNC_ARG_MEM, abi.NANOBPF_FUNC_ARG_MEM_RO)
 
 
 @dataclass
@@ -179,7 +181,7 @@ class GlobalFunc:
         return cls(f["start"], f["ret"], [(f["arg_type"][k], f[f"arg{k + 1}_size"]) for k in range(n)])
 
     def describe(self):
-        args = [FUNC_ARG_NAMES.get(k, str(k)) + (f"[{n}]" if k == abi.NANOBPF_FUNC_ARG_MEM else "")
+        args = [FUNC_ARG_NAMES.get(k, str(k)) + (f"[{n}]" if k in MEM_ARGS else "")
                 for k, n in self.args]
         return f"{'int' if self.ret else 'void'}({', '.join(args)})"
 
@@ -881,6 +883,18 @@ def _global_funcs(obj, btf, functions):
     return out
 
 
+def _is_const(btf, tid):
+    """Is the type tid const (a const among the modifiers and typedefs before the type itself)?"""
+    while tid:
+        t = btf.type(tid)
+        if t.kind == BTF_KIND_CONST:
+            return True
+        if t.kind not in _MODS:
+            return False
+        tid = t.size_or_type
+    return False
+
+
 def _func_arg(btf, tid, where):
     """(NANOBPF_FUNC_ARG_*, bytes) of a global function's parameter type (Linux btf_prepare_func_args)."""
     t = btf.skip_mods(tid)
@@ -896,6 +910,6 @@ def _func_arg(btf, tid, where):
         n = btf.resolve_size(t.size_or_type)
         if n <= 0:
             raise LoadError(f"{where}: points to a type of {n} bytes")
-        return abi.NANOBPF_FUNC_ARG_MEM, n
+        return abi.NANOBPF_FUNC_ARG_MEM_RO if _is_const(btf, t.size_or_type) else abi.NANOBPF_FUNC_ARG_MEM, n
     raise LoadError(f"{where}: a {BTF_KIND_NAMES.get(t.kind, t.kind)} cannot be a global function argument "
                     f"(integers, struct xdp_md * and pointers to sized types can)")
