@@ -18,7 +18,7 @@ import nanobpf_ctrl_defs as D
 import nanobpf_ebpf_defs as abi
 import pytest
 
-from nanobpf import BUILD, ctrl, sim
+from nanobpf import BUILD, ctrl
 from nanobpf.ctrl import KeyId, MemoryLink
 from nanobpf.devmodel import DeviceModel
 from nanobpf.faults import LinkFaults
@@ -33,13 +33,8 @@ MODEL_RETRY = dict(retry_ms=20, retry_max_ms=640, retries=9)
 
 
 def rtl_available():
-    if os.geteuid() != 0 or not os.path.exists("/dev/net/tun"):
-        return False, "needs root and /dev/net/tun (TAP devices)"
-    try:
-        sim.sim_binary(1), sim.firmware_image("dpu-ctrl")
-    except FileNotFoundError as e:
-        return False, str(e)
-    return True, ""
+    from nanobpf.rtldev import available
+    return available(cores=1, firmware="dpu-ctrl")
 
 
 class Dev:

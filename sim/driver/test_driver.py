@@ -411,18 +411,6 @@ class Rig:
         subprocess.run(["ip", "link", "del", self.tap], capture_output=True)
 
 
-def rtl_available():
-    """(ok, why): the RTL DPU needs root (TAPs), the 1-core simulator and the dpu-ctrl firmware."""
-    if os.geteuid() != 0 or not os.path.exists("/dev/net/tun"):
-        return False, "needs root and /dev/net/tun (TAP devices)"
-    from nanobpf import sim
-    try:
-        sim.sim_binary(1), sim.firmware_image("dpu-ctrl")
-    except FileNotFoundError as e:
-        return False, str(e)
-    return True, ""
-
-
 # The simulated DPU answers some 500 times slower than the board: a key request in about 0.1 s, the
 # stand-in program's commit in tens of seconds (answered from the replay cache after retransmissions).
 RTL_RETRY = "retry_ms=1000 retry_max_ms=24000"
@@ -558,6 +546,7 @@ def make_rig(request, initramfs, tmp_path):
             assert r.rc == 0, "\n".join(r.rtl.lines[-30:])
 
 
+from nanobpf.rtldev import available as rtl_available  # noqa: E402 (beside its use)
 RTL_OK, RTL_WHY = rtl_available()
 # the full tests against the model in make test, against the RTL DPU (minutes of simulation) in make test-long
 DEVICES = ["model", pytest.param("rtl", marks=[pytest.mark.long, pytest.mark.skipif(not RTL_OK, reason=RTL_WHY)])]

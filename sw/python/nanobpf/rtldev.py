@@ -25,7 +25,7 @@ import time
 
 from . import ctrl, sim, wire
 
-__all__ = ["RtlDevice", "RtlDeviceError"]
+__all__ = ["RtlDevice", "RtlDeviceError", "available"]
 
 _COST = re.compile(r"DPU ctrl_(\w+) n=(\d+) cycles=(\d+) max=(\d+)$")
 _counter = itertools.count()
@@ -33,6 +33,17 @@ _counter = itertools.count()
 
 class RtlDeviceError(RuntimeError):
     pass
+
+
+def available(cores=1, firmware="dpu-ctrl"):
+    """(ok, why): the RTL DPU needs root (TAPs), the simulator of `cores` cores and the firmware."""
+    if os.geteuid() != 0 or not os.path.exists("/dev/net/tun"):
+        return False, "needs root and /dev/net/tun (TAP devices)"
+    try:
+        sim.sim_binary(cores), sim.firmware_image(firmware)
+    except FileNotFoundError as e:
+        return False, str(e)
+    return True, ""
 
 
 def _ip(*args):
