@@ -284,14 +284,14 @@ class TapPort(Port):
 
 class PacketPort(Port):
     """An existing interface (e.g. the TAP QEMU opened) through an AF_PACKET socket: frames received on
-    the interface arrive here, frames sent here leave on it. The kernel's own outgoing frames are
-    ignored. Needs root."""
+    the interface arrive here (those of EtherType `proto` only, default all), frames sent here leave on
+    it. The kernel's own outgoing frames are ignored. Needs root."""
 
-    def __init__(self, ifname):
+    def __init__(self, ifname, proto=0x0003):
         self.name = ifname
-        self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+        self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(proto))
         try:
-            self.sock.bind((ifname, 0))
+            self.sock.bind((ifname, proto))
         except OSError as e:
             self.sock.close()
             raise OSError(f"interface {ifname}: {e.strerror}") from e

@@ -48,7 +48,8 @@ def stream_data(index: int, nbytes: int) -> bytes:
     return bytes((i * 7 + index * 31 + (i >> 8)) & 0xFF for i in range(nbytes))
 
 
-def _self_signed(directory: Path) -> tuple[Path, Path]:
+def self_signed(directory: Path, host: str = HOST) -> tuple[Path, Path]:
+    """A self-signed EC certificate for "localhost" and `host` (cert.pem, key.pem in directory)."""
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
     now = datetime.datetime.now(datetime.timezone.utc)
@@ -57,7 +58,7 @@ def _self_signed(directory: Path) -> tuple[Path, Path]:
             .not_valid_before(now - datetime.timedelta(hours=1))
             .not_valid_after(now + datetime.timedelta(days=1))
             .add_extension(x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address(HOST))]),
+                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address(host))]),
                 critical=False)
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
             .sign(key, hashes.SHA256()))
@@ -175,7 +176,7 @@ def capture(out_dir, streams: int = 4, nbytes: int = 3000, key_update: bool = Tr
     try:
         with tempfile.TemporaryDirectory(prefix="nanobpf-quic-") as tmp, \
                 open(out / "keylog.txt", "w") as keylog:
-            cert, key = _self_signed(Path(tmp))
+            cert, key = self_signed(Path(tmp))
             server_port, client_port = asyncio.run(asyncio.wait_for(
                 _exchange(cert, key, keylog, streams, nbytes, key_update), TIMEOUT))
         time.sleep(0.05)                          # let the last frames reach the socket

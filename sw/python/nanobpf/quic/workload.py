@@ -37,9 +37,11 @@ SHAPES = [(8, 0, False), (5, 8, True), (20, 6, False), (12, 20, True), (8, 12, F
 MAX_PAYLOAD = 1500 - 40 - 8 - 1 - 20 - 4 - 16   # what fits an IPv6 packet with the longest header, sealed
 
 
-def keys_value(cur: PacketKeys, cid_len: int, nxt: PacketKeys | None = None) -> bytes:
-    """struct nanobpf_quic_keys: key phase 0, the current keys and (flag NEXT) the next phase's."""
-    return struct.pack(abi.STRUCTS["quic_keys"].fmt, 0, abi.NANOBPF_QUIC_KEY_NEXT if nxt else 0, cid_len, 0,
+def keys_value(cur: PacketKeys, cid_len: int, nxt: PacketKeys | None = None, flag: int = abi.NANOBPF_QUIC_KEY_NEXT,
+               phase: int = 0) -> bytes:
+    """struct nanobpf_quic_keys: key phase `phase`, the current keys and in the second slot `nxt`, the
+    next phase's (flag NEXT, the default) or the previous phase's (flag PREV)."""
+    return struct.pack(abi.STRUCTS["quic_keys"].fmt, phase & 1, flag if nxt else 0, cid_len, 0,
                        cur.key + (nxt.key if nxt else bytes(16)), cur.iv + (nxt.iv if nxt else bytes(12)), cur.hp, b"")
 
 
