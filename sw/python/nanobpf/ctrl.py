@@ -285,17 +285,23 @@ class TapPort(Port):
 class PacketPort(Port):
     """An existing interface (e.g. the TAP QEMU opened) through an AF_PACKET socket: frames received on
     the interface arrive here (those of EtherType `proto` only, default all), frames sent here leave on
-    it. The kernel's own outgoing frames are ignored. Needs root."""
+    it. The kernel's own outgoing frames are ignored. quiet: bring the interface up with IPv6 off (a
+    port of its own, as a device model's); False leaves a host's interface as it is. Needs root."""
 
-    def __init__(self, ifname, proto=0x0003):
+    def __init__(self, ifname, proto=0x0003, quiet=True):
         self.name = ifname
         self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(proto))
+        try:    # a device model drains slower than a host can burst: queue, as a device's RX FIFO would
+            self.sock.setsockopt(socket.SOL_SOCKET, 33, 8 << 20)        # SO_RCVBUFFORCE (root)
+        except OSError:
+            pass
         try:
             self.sock.bind((ifname, proto))
         except OSError as e:
             self.sock.close()
             raise OSError(f"interface {ifname}: {e.strerror}") from e
-        _quiet_up(ifname)
+        if quiet:
+            _quiet_up(ifname)
 
     def fileno(self):
         return self.sock.fileno()

@@ -65,6 +65,7 @@ def _sh(*args, check=True):
 
 
 class Testbed:
+    __test__ = False          # not a pytest class
     def __init__(self, dpu="model", bottleneck: Bottleneck | None = None, rtl_cores=1, rtl_firmware="dpu-quic_hw",
                  log=None, workdir=None):
         if os.geteuid() != 0:
@@ -294,6 +295,32 @@ def delay_line(a, b, delay_s, counters_path=None):
             os.replace(tmp, counters_path)
 
 
+def sniff(ifname, out_path):
+    """Record every frame received on `ifname` into a pcap file, until SIGTERM/SIGINT."""
+    import signal
+    from .pcap import write_pcap
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+    s.bind((ifname, 0))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
+    frames, stamps, stop = [], [], []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    Path(out_path + ".ready").touch()
+    try:
+        while not stop:
+            r, _, _ = select.select([s], [], [], 0.1)
+            while r:
+                try:
+                    frame, sa = s.recvfrom(65600, socket.MSG_DONTWAIT)
+                except BlockingIOError:
+                    break
+                if sa[2] != socket.PACKET_OUTGOING:
+                    frames.append(frame)
+                    stamps.append(time.time())
+    except KeyboardInterrupt:
+        pass
+    write_pcap(out_path, frames, stamps)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m nanobpf.netbed", description="Parts of the netns test bench.")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -302,7 +329,13 @@ def main(argv=None):
     d.add_argument("--b", required=True, help="interface on the client side (the bottleneck's qdisc)")
     d.add_argument("--delay-ms", type=float, required=True, help="one-way delay")
     d.add_argument("--counters", help="file the byte counters are written to, every 100 ms")
+    c = sub.add_parser("sniff", help="record the frames received on an interface into a pcap (until SIGTERM)")
+    c.add_argument("--if", dest="ifname", required=True)
+    c.add_argument("--out", required=True, help="pcap file written at the end")
     args = ap.parse_args(argv)
+    if args.cmd == "sniff":
+        sniff(args.ifname, args.out)
+        return 0
     try:
         delay_line(args.a, args.b, args.delay_ms / 1000, args.counters)
     except KeyboardInterrupt:

@@ -405,7 +405,7 @@ class Dpu:
                  log=None):
         self.ifname, self.log = ifname, log
         self.counters = Counter()
-        self.client = ctrl.Client(ctrl.PacketPort(ifname, proto=D.ETHERTYPE), retry_ms=retry_ms,
+        self.client = ctrl.Client(ctrl.PacketPort(ifname, proto=D.ETHERTYPE, quiet=False), retry_ms=retry_ms,
                                   retry_max_ms=retry_max_ms)
         self.rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(D.SHIM_ETHERTYPE))
         self.rx.bind((ifname, D.SHIM_ETHERTYPE))
@@ -429,6 +429,7 @@ class Dpu:
             self.client.prog_load(image.read_bytes(), name=image.stem[:D.NANOBPF_CTRL_NAME_LEN])
             self.counters["program_loaded"] += 1
         self._configure()
+        self.counters["device_keys_at_start"] = self.client.stats().get("keys", 0)   # entries of other users
 
     def _log(self, msg):
         if self.log:

@@ -195,7 +195,7 @@ async def _tcp_server(host, port, name, cert_dir, report):
 
 
 # ---------------------------------------------------------------- client
-async def get(proto, host, size, cert_dir, buffer=None, cid_len=8, key_update=False, timeout=600.0):
+async def get(proto, host, size, cert_dir, buffer=None, cid_len=8, key_update=False, timeout=600.0, keylog=None):
     """Fetch `size` bytes: {"proto", "bytes", "seconds", "ok"} (ok: the SHA-256 matched)."""
     t0 = time.monotonic()
     h, got = hashlib.sha256(), 0
@@ -211,6 +211,7 @@ async def get(proto, host, size, cert_dir, buffer=None, cid_len=8, key_update=Fa
 
     if proto.startswith("quic"):
         cfg = quic_config(True, cid_len=cid_len, buffer=buffer, cert_dir=cert_dir)
+        cfg.secrets_log_file = keylog
         async with connect(host, PORTS[proto], configuration=cfg, wait_connected=True) as client:
             reader, writer = await client.create_stream()
             writer.write(f"GET {size}\n".encode())
@@ -240,6 +241,8 @@ def main(argv=None):
     s.add_argument("--dpu", metavar="IF", help="interface towards the DPU's host port: serve quic-offload through it")
     s.add_argument("--key-update", action="store_true", help="request a key update halfway through each QUIC transfer")
     s.add_argument("--cid-len", type=int, default=8, help="length of the server's connection IDs (0..20, default 8)")
+    s.add_argument("--dpu-retry-ms", type=int, help="first control retransmission after this many ms (slow DPUs: the "
+                   "Verilator one answers in tens to hundreds of ms)")
     g = sub.add_parser("get", help="fetch one transfer and print its result as JSON")
     g.add_argument("--proto", choices=PROTOS, required=True)
     g.add_argument("--host", required=True)
@@ -248,6 +251,7 @@ def main(argv=None):
     g.add_argument("--buffer", type=int, help="QUIC receive window (max_data, max_stream_data), bytes")
     g.add_argument("--cid-len", type=int, default=8, help="length of the client's connection IDs (0..20)")
     g.add_argument("--key-update", action="store_true", help="QUIC: request a key update halfway")
+    g.add_argument("--keylog", help="QUIC: append the TLS secrets to this file (SSLKEYLOGFILE format)")
     a = ap.parse_args(argv)
     if a.cmd == "serve":
         d = Path(a.cert_dir)
@@ -256,13 +260,18 @@ def main(argv=None):
             d.mkdir(parents=True, exist_ok=True)
             self_signed(d)
         try:
-            asyncio.run(run_server(d, a.host, a.dpu, a.key_update, a.cid_len))
+            asyncio.run(run_server(d, a.host, a.dpu, a.key_update, a.cid_len, dpu_retry_ms=a.dpu_retry_ms))
         except KeyboardInterrupt:
             pass
         return 0
     if not 0 < a.size <= MAX_SIZE:
         ap.error(f"--size: 1..{MAX_SIZE}")
-    r = asyncio.run(get(a.proto, a.host, a.size, a.cert_dir, a.buffer, a.cid_len, a.key_update))
+    keylog = open(a.keylog, "a") if a.keylog else None
+    try:
+        r = asyncio.run(get(a.proto, a.host, a.size, a.cert_dir, a.buffer, a.cid_len, a.key_update, keylog=keylog))
+    finally:
+        if keylog:
+            keylog.close()
     print(json.dumps(r), flush=True)
     return 0 if r["ok"] else 1
 
