@@ -16,6 +16,7 @@ Against the Verilator DPU (make test too; short): one transfer with a key update
 import json
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -44,6 +45,21 @@ class Server:
             args += ["--dpu-retry-ms", str(retry_ms)]
         self.proc = bed.popen("srv", args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.lines = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for x in self.proc.stdout:
+            if x.startswith("{"):
+                self.lines.append(json.loads(x))
+
+    def wait_report(self, proto, timeout):
+        """The offload's report of a `proto` connection (sent when it has ended: closing takes 3 PTOs)."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if any(x.get("proto") == proto and "dpu" in x for x in self.lines):
+                return
+            time.sleep(0.2)
 
     def wait_ready(self, bed, timeout):
         end = time.monotonic() + timeout
@@ -58,10 +74,35 @@ class Server:
 
     def stop(self):
         self.proc.terminate()
-        out, err = self.proc.communicate(timeout=60)
-        self.lines = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
-        self.stderr = err
+        try:
+            self.proc.wait(120)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.reader.join(10)
+        self.stderr = self.proc.stderr.read()
         return self.lines
+
+
+def fetch(bed, srv, tmp_path, host, size, client_cid=8, key_update=False, timeout=120, report_timeout=30):
+    """One quic-offload transfer, the client's wire recorded: (result, pcap, keylog)."""
+    pcap, keylog = tmp_path / "cli.pcap", tmp_path / "keylog.txt"
+    sniffer = bed.popen("cli", [PY, "-m", "nanobpf.netbed", "sniff", "--if", "eth0", "--out", str(pcap)])
+    ready = Path(str(pcap) + ".ready")
+    for _ in range(100):
+        if ready.exists():
+            break
+        time.sleep(0.1)
+    try:
+        r = bed.run("cli", [PY, "-m", "nanobpf.quic.transfer", "get", "--proto", "quic-offload", "--host", host,
+                            "--size", str(size), "--cert-dir", str(tmp_path), "--cid-len", str(client_cid),
+                            "--keylog", str(keylog)] + (["--key-update"] if key_update else []), timeout=timeout)
+        got = json.loads(r.stdout)
+        srv.wait_report("quic-offload", report_timeout)
+    finally:
+        sniffer.terminate()
+        sniffer.wait(30)
+    return got, pcap, keylog
 
 
 def server_keys(keylog_path):
@@ -128,21 +169,8 @@ def test_offloaded_transfer(model_bed, tmp_path, server_cid, client_cid, v6, upd
     srv = Server(bed, tmp_path, cid_len=server_cid, key_update=update in ("server", "both"))
     try:
         srv.wait_ready(bed, 60)
-        pcap, keylog = tmp_path / "cli.pcap", tmp_path / "keylog.txt"
-        sniffer = bed.popen("cli", [PY, "-m", "nanobpf.netbed", "sniff", "--if", "eth0", "--out", str(pcap)])
-        ready = Path(str(pcap) + ".ready")
-        for _ in range(100):
-            if ready.exists():
-                break
-            time.sleep(0.1)
-        r = bed.run("cli", [PY, "-m", "nanobpf.quic.transfer", "get", "--proto", "quic-offload", "--host",
-                            SRV_IP6 if v6 else SRV_IP, "--size", str(size), "--cert-dir", str(tmp_path),
-                            "--cid-len", str(client_cid), "--keylog", str(keylog)]
-                    + (["--key-update"] if update in ("client", "both") else []), timeout=120)
-        got = json.loads(r.stdout)
-        time.sleep(0.5)
-        sniffer.terminate()
-        sniffer.wait(30)
+        got, pcap, keylog = fetch(bed, srv, tmp_path, SRV_IP6 if v6 else SRV_IP, size, client_cid,
+                                  update in ("client", "both"))
     finally:
         lines = srv.stop()
     assert got["ok"] and got["bytes"] == size, got
@@ -198,11 +226,8 @@ def test_offloaded_transfer_through_the_verilator_dpu(tmp_path):
         srv = Server(bed, tmp_path, cid_len=8, retry_ms=2000)
         try:
             srv.wait_ready(bed, 600)
-            keylog = tmp_path / "keylog.txt"
-            r = bed.run("cli", [PY, "-m", "nanobpf.quic.transfer", "get", "--proto", "quic-offload", "--host", SRV_IP,
-                                "--size", str(size), "--cert-dir", str(tmp_path), "--keylog", str(keylog),
-                                "--key-update"], timeout=1200)
-            got = json.loads(r.stdout)
+            got, pcap, keylog = fetch(bed, srv, tmp_path, SRV_IP, size, key_update=True, timeout=1200,
+                                      report_timeout=300)
         finally:
             lines = srv.stop()
     assert got["ok"] and got["bytes"] == size, got
@@ -212,3 +237,5 @@ def test_offloaded_transfer_through_the_verilator_dpu(tmp_path):
     assert dpu["tx_device"] > 0 and dpu["rx_device"] > 0 and dpu["key_updates"] >= 1, dpu
     assert dev["quic_sealed"] >= 1 and dev["quic_opened"] >= 1 and dev["encrypt_unsealed"] == 0, dev
     assert dpu["key_del"] == dpu["key_add"] and dev["keys"] == dpu.get("device_keys_at_start", 0), (dpu, dev)
+    opened, gens = check_wire(pcap, keylog, 8)
+    assert opened >= dpu["tx_device"] and len(gens) >= 2, (opened, gens, dpu)

@@ -192,10 +192,12 @@ class Testbed:
                     p.kill()
                     p.wait()
         self.procs = []
-        if self.rtl is not None:
-            self.rtl.stop()
-        for ns in self.ns.values():
-            _sh("ip", "netns", "del", ns, check=False)
+        try:
+            if self.rtl is not None:
+                self.rtl.stop()
+        finally:
+            for ns in self.ns.values():
+                _sh("ip", "netns", "del", ns, check=False)
 
     # ------------------------------------------------------------ use
     def cmd(self, k, argv):

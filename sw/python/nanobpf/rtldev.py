@@ -123,7 +123,8 @@ class RtlDevice:
                 if m:
                     self.ctrl_costs[m[1]] = dict(n=int(m[2]), cycles=int(m[3]), max=int(m[4]))
         for ifname in (self.host_if, self.net_if):
-            subprocess.run(["ip", "link", "del", ifname], capture_output=True)
+            if ifname:          # None: handed to another namespace (nanobpf.netbed), which removes it
+                subprocess.run(["ip", "link", "del", ifname], capture_output=True)
         return self.returncode
 
     def __enter__(self):

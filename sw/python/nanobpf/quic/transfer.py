@@ -18,6 +18,7 @@ import asyncio
 import hashlib
 import json
 import random
+import signal
 import ssl
 import sys
 import time
@@ -164,7 +165,10 @@ async def run_server(cert_dir, host="::", dpu_if=None, key_update=False, cid_len
                 servers.append(await _tcp_server(host, port, name, cert_dir, report))
         if ready:
             ready(dpu)
-        await asyncio.Event().wait()
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            asyncio.get_running_loop().add_signal_handler(sig, stop.set)
+        await stop.wait()             # then close: the keys this server installed leave the device
     finally:
         for s in servers:
             s.close()
