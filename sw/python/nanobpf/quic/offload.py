@@ -50,13 +50,14 @@ from aioquic.quic.crypto import CryptoError, CryptoPair
 from aioquic.quic.packet import decode_packet_number
 
 from .. import ctrl
-from ..pcap import MalformedFrame, inet_checksum, parse_udp
 from .keys import PacketKeys, next_secret
 from .workload import keys_value
 
 __all__ = ["Dpu", "OffloadUnsupported", "keys_for"]
 
 TAG_LEN = 16
+_TAG_ROOM = bytes(TAG_LEN)
+PENDING_KEY = 24            # first bytes of an unprotected packet kept to know it again (header + number)
 
 _NEEDED = (("QuicConnection", QuicConnection, ("_initialize", "_discard_epoch", "datagrams_to_send")),
            ("CryptoPair", CryptoPair, ("_update_key", "decrypt_packet", "encrypt_packet")))
@@ -97,11 +98,22 @@ class _Route:
     routing and neighbour tables; the kernel resolved them when it sent the handshake). eth4/eth6[n]:
     the Ethernet header with the ENCRYPT shim for an n-byte destination CID."""
 
-    def __init__(self, src_mac, src_ip, dst_mac):
-        self.src_packed = ipaddress.ip_address(src_ip).packed
+    def __init__(self, src_mac, src_ip, dst_mac, dst_ip):
+        self.src_packed, self.dst_packed, self.v4 = ipaddress.ip_address(src_ip).packed, dst_ip.packed, dst_ip.version == 4
         base = bytes.fromhex(dst_mac.replace(":", "")) + src_mac
         self.eth4, self.eth6 = ([base + struct.pack("!HBBH", D.SHIM_ETHERTYPE, D.NANOBPF_SHIM_F_ENCRYPT, n, et)
                                  for n in range(ctrl.MAX_CID + 1)] for et in (0x0800, 0x86DD))
+        # IPv4 header checksum: the sum of the words that do not change (version..TOS, flags, TTL and
+        # protocol, addresses); total length and identification are added per packet
+        if self.v4:
+            self.sum4 = (0x4500 + 0x4000 + (64 << 8 | 17) + sum(struct.unpack("!4H", self.src_packed + self.dst_packed)))
+
+    def ipv4_header(self, total, ident):
+        c = self.sum4 + total + ident
+        c = (c & 0xFFFF) + (c >> 16)
+        c = (c & 0xFFFF) + (c >> 16)
+        return struct.pack("!BBHHHBBH4s4s", 0x45, 0, total, ident, 0x4000, 64, 17, ~c & 0xFFFF,
+                           self.src_packed, self.dst_packed)
 
 
 class _Conn:
@@ -117,7 +129,9 @@ class _Conn:
         self.device_opened = False    # the datagram being handled was opened by the device
         self.phase_first_pn = None    # smallest packet number received in the current key phase
         self.prev_kept = False        # OPEN entries hold the previous phase's keys (PREV), not the next's
-        self.pending = {}             # unprotected packet bytes -> shim cid_len, until sent
+        self.pending = {}             # (length, first bytes) of an unprotected packet -> shim cid_len, until sent
+        self.cids = None              # (peer CID, local CIDs...) the entries were last made for
+        self.local_port = None
 
     # ------------------------------------------------------------ addresses
     def _peer(self):
@@ -169,6 +183,7 @@ class _Conn:
             self.dpu._route(self._peer())
             self.sync_open()
             self.sync_seal()
+            self.cids = (self.quic._peer_cid.cid, *(c.cid for c in self.quic._host_cids))
         except (ctrl.CtrlError, ctrl.CtrlTimeout, OSError, RuntimeError) as e:
             self.failed = True
             self.dpu.counters["activate_failed"] += 1
@@ -286,8 +301,8 @@ class _OffloadPair(CryptoPair):
         if self._update_key_requested:
             self._update_key("local_update")
         # Unprotected, with room for the tag (aioquic counts the bytes in flight): the device seals it.
-        out = bytes(plain_header) + bytes(plain_payload) + bytes(TAG_LEN)
-        st.pending[out] = st.seal_cid_len
+        out = plain_header + plain_payload + _TAG_ROOM
+        st.pending[(len(out), out[:PENDING_KEY])] = st.seal_cid_len
         return out
 
     def _update_key(self, trigger):
@@ -334,7 +349,9 @@ class _OffloadMixin:
         quic._initialize = _initialize
 
     def _nb_local_port(self):
-        return self._transport.get_extra_info("sockname")[1]
+        if self._nb.local_port is None:
+            self._nb.local_port = self._transport.get_extra_info("sockname")[1]
+        return self._nb.local_port
 
     def _nb_addr(self, ip, port):
         """A peer address as this socket's family reports it (what aioquic compares paths with)."""
@@ -362,19 +379,22 @@ class _OffloadMixin:
                 and self._quic._cryptos[tls.Epoch.ONE_RTT].send.is_valid():
             st.activate()
         elif st.active:
-            try:
-                st.sync_open()
-                st.sync_seal()
-            except (ctrl.CtrlError, ctrl.CtrlTimeout) as e:
-                self._nb_dpu._log(f"key table update failed: {e}")
+            cids = (self._quic._peer_cid.cid, *(c.cid for c in self._quic._host_cids))
+            if cids != st.cids:          # aioquic issued, retired or switched CIDs
+                try:
+                    st.sync_open()
+                    st.sync_seal()
+                    st.cids = cids
+                except (ctrl.CtrlError, ctrl.CtrlTimeout) as e:
+                    self._nb_dpu._log(f"key table update failed: {e}")
         self._transmit_task = None
         for data, addr in self._quic.datagrams_to_send(now=self._loop.time()):
             if st.pending:
-                cid_len = st.pending.pop(data, None)
+                cid_len = st.pending.pop((len(data), data[:PENDING_KEY]), None)
                 if cid_len is not None:
-                    self._nb_dpu._seal(data[:-TAG_LEN], addr, self._nb_local_port(), cid_len)
+                    self._nb_dpu._seal(memoryview(data)[:-TAG_LEN], addr, st.local_port, cid_len)
                     continue
-                if any(data.endswith(p) for p in st.pending):
+                if any(n <= len(data) and data[len(data) - n:len(data) - n + PENDING_KEY] == k for n, k in st.pending):
                     self._nb_dpu.counters["unsealable"] += 1    # fail closed: never sent in plaintext
                     continue
             self._transport.sendto(data, addr)
@@ -414,6 +434,7 @@ class Dpu:
         self.tx.bind((ifname, 0))
         self.mac = bytes.fromhex(Path(f"/sys/class/net/{ifname}/address").read_text().strip().replace(":", ""))
         self.entries = {}             # KeyId -> _Conn that owns it
+        self.open_cids, self.open_lens = {}, []
         self.ports = set()
         self.routes = {}
         self.ip_id = 0
@@ -460,6 +481,7 @@ class Dpu:
     def _key_add(self, kid, value, conn):
         self._call(self.client.key_add, kid, value)
         self.entries[kid] = conn
+        self._index()
         self.counters["key_add"] += 1
 
     def _key_update(self, kid, value):
@@ -470,6 +492,7 @@ class Dpu:
         if self.entries.get(kid) is not conn:
             return
         del self.entries[kid]
+        self._index()
         try:
             self._call(self.client.key_del, kid)
             self.counters["key_del"] += 1
@@ -506,6 +529,9 @@ class Dpu:
 
     # ------------------------------------------------------------ data path
     def _route(self, addr):
+        r = self.routes.get(addr[0])
+        if r is not None:
+            return r
         ip = ipaddress.ip_address(addr[0])
         if ip.version == 6 and ip.ipv4_mapped:
             ip = ip.ipv4_mapped
@@ -518,24 +544,22 @@ class Dpu:
             neigh = [n for n in _ip_json("neigh", "show", hop, "dev", self.ifname) if n.get("lladdr")]
             if not neigh:
                 raise RuntimeError(f"no neighbour entry for {hop} on {self.ifname}")
-            r = _Route(self.mac, got[0]["prefsrc"], neigh[0]["lladdr"])
+            r = _Route(self.mac, got[0]["prefsrc"], neigh[0]["lladdr"], ip)
             self.routes[ip] = r
-        return ip, r
+        self.routes[addr[0]] = r
+        return r
 
     def _seal(self, packet, addr, local_port, cid_len):
         """Send an unprotected 1-RTT packet to the device with the ENCRYPT shim."""
-        ip, r = self._route(addr)
+        r = self._route(addr)
         n = 8 + len(packet)
         udp = struct.pack("!HHHH", local_port, addr[1], n, 0)   # the device computes the UDP checksum
-        if ip.version == 4:
+        if r.v4:
             self.ip_id = (self.ip_id + 1) & 0xFFFF
-            hdr = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + n, self.ip_id, 0x4000, 64, 17, 0, r.src_packed, ip.packed)
-            hdr = hdr[:10] + struct.pack("!H", inet_checksum(hdr)) + hdr[12:]
-            eth = r.eth4
+            self.tx.sendmsg([r.eth4[cid_len], r.ipv4_header(20 + n, self.ip_id), udp, packet])
         else:
-            hdr = struct.pack("!IHBB16s16s", 6 << 28, n, 17, 64, r.src_packed, ip.packed)
-            eth = r.eth6
-        self.tx.send(eth[cid_len] + hdr + udp + packet)
+            self.tx.sendmsg([r.eth6[cid_len], struct.pack("!IHBB16s16s", 6 << 28, n, 17, 64, r.src_packed, r.dst_packed),
+                             udp, packet])
         self.counters["tx_device"] += 1
 
     def _on_rx(self):
@@ -549,34 +573,52 @@ class Dpu:
             self._deliver(frame)
 
     def _deliver(self, frame):
-        try:
-            flags, _, inner = ctrl.strip_shim(frame)
-            info = parse_udp(inner)
-        except (ValueError, MalformedFrame):
+        """A frame from the device's host port with a shim: only DECRYPTED IPv4/IPv6 UDP is delivered
+        (the device verified the tag and computed the UDP checksum, as a NIC's checksum offload)."""
+        if len(frame) < 18 or frame[14] != D.NANOBPF_SHIM_F_DECRYPTED or frame[15]:
             self.counters["rx_bad_frame"] += 1
             return
-        if flags != D.NANOBPF_SHIM_F_DECRYPTED or info is None or not info.udp_checksum_ok:
+        et = frame[16] << 8 | frame[17]
+        if et == 0x0800 and len(frame) >= 38 and frame[18] >> 4 == 4 and frame[27] == 17 \
+                and not struct.unpack_from("!H", frame, 24)[0] & 0x3FFF:
+            l4 = 18 + (frame[18] & 0xF) * 4
+            src = socket.inet_ntop(socket.AF_INET, frame[30:34])
+        elif et == 0x86DD and len(frame) >= 66 and frame[18] >> 4 == 6 and frame[24] == 17:
+            l4 = 58
+            src = socket.inet_ntop(socket.AF_INET6, frame[26:42])
+        else:
             self.counters["rx_bad_frame"] += 1
             return
-        conn = self._owner(info)
+        if len(frame) < l4 + 8:
+            self.counters["rx_bad_frame"] += 1
+            return
+        sport, dport, ulen = struct.unpack_from("!HHH", frame, l4)
+        if ulen < 8 or l4 + ulen > len(frame):
+            self.counters["rx_bad_frame"] += 1
+            return
+        payload = frame[l4 + 8:l4 + ulen]
+        conn = self._owner(payload, src, sport, dport)
         if conn is None:
             self.counters["rx_unknown"] += 1                # keys already removed: dropped, as a lost packet
             return
-        conn.proto._nb_device_datagram(info.payload, info.src, info.sport)
+        conn.proto._nb_device_datagram(payload, src, sport)
 
-    def _owner(self, info):
+    def _owner(self, p, src, sport, dport):
         """The connection whose OPEN entry the device used (the device's own lookup: the CID at each
         installed length, longest first, then the address)."""
-        p = info.payload
-        lens = sorted({k.cid_len for k in self.entries if k.dir == ctrl.OPEN}, reverse=True)
-        for n in lens:
+        for n in self.open_lens:
             if n and len(p) > n:
-                c = self.entries.get(ctrl.key_id(p[1:1 + n], ctrl.OPEN))
+                c = self.open_cids.get(p[1:1 + n])
                 if c is not None:
                     return c
-        if 0 in lens:
-            return self.entries.get(ctrl.key_id(b"", ctrl.OPEN, addr=ctrl.addr_id(info.src, info.sport, info.dport)))
+        if 0 in self.open_lens:
+            return self.entries.get(ctrl.key_id(b"", ctrl.OPEN, addr=ctrl.addr_id(src, sport, dport)))
         return None
+
+    def _index(self):
+        opens = [k for k in self.entries if k.dir == ctrl.OPEN]
+        self.open_cids = {k.cid: self.entries[k] for k in opens if k.cid_len}
+        self.open_lens = sorted({k.cid_len for k in opens}, reverse=True)
 
     # ------------------------------------------------------------ end
     def device_stats(self):
