@@ -394,7 +394,10 @@ class _OffloadMixin:
                 if cid_len is not None:
                     self._nb_dpu._seal(memoryview(data)[:-TAG_LEN], addr, st.local_port, cid_len)
                     continue
-                if any(n <= len(data) and data[len(data) - n:len(data) - n + PENDING_KEY] == k for n, k in st.pending):
+                inside = [(n, k) for n, k in st.pending if n <= len(data) and data[len(data) - n:len(data) - n + PENDING_KEY] == k]
+                if inside:
+                    for key in inside:
+                        del st.pending[key]
                     self._nb_dpu.counters["unsealable"] += 1    # fail closed: never sent in plaintext
                     continue
             self._transport.sendto(data, addr)
