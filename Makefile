@@ -143,7 +143,7 @@ test-block: $(VENV_STAMP) hw-blocks ## run one block's cocotb folder: BLOCK=<nam
 	@test -n "$(BLOCK)" -a -d sim/cocotb/$(BLOCK) || { echo "usage: make test-block BLOCK=<$$(ls sim/cocotb/*/test_*.py | xargs -n1 dirname | xargs -n1 basename | paste -sd'|')>"; exit 2; }
 	@$(PY) -m pytest -q sim/cocotb/$(BLOCK)
 
-bench: $(VENV_STAMP) ## run the benchmarks (tables + PNGs under build/bench: SoC, eBPF, QUIC, PISA pipeline, core select, AEAD engine, DPU wire to wire, control plane)
+bench: $(VENV_STAMP) ## run the benchmarks (tables + PNGs under build/bench: SoC, eBPF, QUIC, PISA pipeline, core select, AEAD engine, DPU wire to wire, control plane, the paper's evaluation)
 	@$(MAKE) -s firmware ebpf-tools
 	@for n in 1 2 4; do $(MAKE) -s sim CORES=$$n || exit 1; done
 	@$(PY) sw/tools/nanobpf-bench --out $(BUILD)/bench
@@ -154,6 +154,7 @@ bench: $(VENV_STAMP) ## run the benchmarks (tables + PNGs under build/bench: SoC
 	@$(PY) sw/tools/nanobpf-bench-aead --out $(BUILD)/bench
 	@$(PY) sw/tools/nanobpf-bench-dpu --out $(BUILD)/bench
 	@$(PY) sw/tools/nanobpf-bench-ctrl --out $(BUILD)/bench
+	@$(PY) sw/tools/nanobpf-bench-paper --out $(BUILD)/bench/paper
 
 bench-dpu: $(VENV_STAMP) firmware ebpf-tools ## the DPU wire to wire in the cycle-accurate model: packets/s, Gbit/s, latency p50/p99 per frame size and core count (QUIC=1 adds QUIC seal and open with dpu-quic_hw at 80-1500 bytes, 1 and 4 cores, JBSQ and SJBSQ, about 20 min)
 	@$(MAKE) -s sim CORES=1 && $(MAKE) -s sim CORES=4
@@ -161,6 +162,8 @@ bench-dpu: $(VENV_STAMP) firmware ebpf-tools ## the DPU wire to wire in the cycl
 bench-ctrl: $(VENV_STAMP) firmware ebpf-tools ## the control plane on the RTL DPU's core 0: cycles per message, PROG_COMMIT split into CRC/load/verify (static passes, exploration)/JIT (QUIC=1 adds xdp_quic_hw: about 10 min more; needs root for the TAPs)
 	@$(MAKE) -s sim CORES=1
 	@$(PY) sw/tools/nanobpf-bench-ctrl --out $(BUILD)/bench $(if $(QUIC),--quic)
+bench-paper: $(VENV_STAMP) firmware ebpf-tools ## the paper's evaluation on the netns bench (root): aioquic with/without the DPU offload, TCP+TLS and TCP, 512 KB-10 MB through the device model; QUIC's share against iperf3 on 5 Mbit/s, 50 ms RTT; QUIC windows 13/30/60 KB; CPU per byte (RUNS=5: about 15 min; build/bench/paper)
+	@$(PY) sw/tools/nanobpf-bench-paper --out $(BUILD)/bench/paper --runs $(or $(RUNS),5)
 bench-aead: $(VENV_STAMP) hw-blocks ## AEAD engine only: cycles per request/block, Gbit/s at 125 MHz, yosys area per build variant
 	@$(PY) sw/tools/nanobpf-bench-aead --out $(BUILD)/bench
 

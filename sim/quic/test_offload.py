@@ -234,6 +234,7 @@ def test_offloaded_transfer_through_the_verilator_dpu(tmp_path):
     reports = [x for x in lines if "dpu" in x]
     assert reports, (lines, srv.stderr[-3000:])
     dpu, dev = reports[0]["dpu"], reports[0]["device"]
+    print(f"through the Verilator DPU: client {got}\noffload {dpu}\ndevice {dev}")
     assert dpu["tx_device"] > 0 and dpu["rx_device"] > 0 and dpu["key_updates"] >= 1, dpu
     assert dev["quic_sealed"] >= 1 and dev["quic_opened"] >= 1 and dev["encrypt_unsealed"] == 0, dev
     assert dpu["key_del"] == dpu["key_add"] and dev["keys"] == dpu.get("device_keys_at_start", 0), (dpu, dev)

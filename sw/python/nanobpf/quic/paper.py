@@ -37,9 +37,9 @@ PAPER = {   # the figures the paper reports, for the comparison in the tables
 
 
 class Server:
-    def __init__(self, bed, cert_dir):
+    def __init__(self, bed, cert_dir, cc="reno"):
         self.proc = bed.popen("srv", [PY, "-m", "nanobpf.quic.transfer", "serve", "--cert-dir", str(cert_dir),
-                                      "--dpu", bed.dpu_host_if], stdout=subprocess.PIPE, text=True)
+                                      "--dpu", bed.dpu_host_if, "--cc", cc], stdout=subprocess.PIPE, text=True)
         self.lines = []
         import threading
         threading.Thread(target=self._read, daemon=True).start()
@@ -89,11 +89,11 @@ def _progress(msg):
     print(f"[bench-paper] {msg}", flush=True)
 
 
-def throughput(work, runs, sizes, variants):
+def throughput(work, runs, sizes, variants, cc="reno"):
     """Experiment 1: [{variant, size, run, mbit_s, cpu_ns_per_byte}]."""
     out = []
     with Testbed(dpu="model", workdir=work / "bed1") as bed:
-        srv = Server(bed, work)
+        srv = Server(bed, work, cc)
         srv.wait_ready(bed)
         total, done = runs * len(sizes) * len(variants), 0
         for run in range(runs):
@@ -124,11 +124,11 @@ def _iperf_start(bed):
                      stderr=subprocess.DEVNULL)
 
 
-def share(work, runs, buffers, variants=("quic-offload", "quic"), size=SHARE_SIZE, rate=5.0, rtt=50.0):
+def share(work, runs, buffers, variants=("quic-offload", "quic"), size=SHARE_SIZE, rate=5.0, rtt=50.0, cc="reno"):
     """Experiments 2 and 3: [{variant, buffer, run, share, mbit_s}] (buffer None: aioquic's default)."""
     out = []
     with Testbed(dpu="model", bottleneck=Bottleneck(rate_mbit=rate, rtt_ms=rtt), workdir=work / "bed2") as bed:
-        srv = Server(bed, work)
+        srv = Server(bed, work, cc)
         srv.wait_ready(bed)
         iperf = _iperf_start(bed)
         time.sleep(5)                    # the TCP flow at its steady state
@@ -213,7 +213,8 @@ def _fmt(s, spec=".1f"):
 
 def report(res, out):
     lines = ["# Paper evaluation on the netns bench", "",
-             f"Run {res['date']}, {res['runs']} runs per configuration; median (min..max). "
+             f"Run {res['date']}, {res['runs']} runs per configuration, aioquic's congestion control "
+             f"{res.get('cc', 'reno')}; median (min..max). "
              "The DPU is the reference device model (nanobpf.devmodel running xdp_quic_hw in the device's "
              "eBPF runtime); see docs/offload.md for the set-up and why the numbers differ from the paper's.", ""]
     t = res.get("throughput") or []
@@ -322,6 +323,8 @@ def main(argv=None):
     ap.add_argument("--out", default="build/bench/paper", help="directory for paper.md, results.json and the PNGs")
     ap.add_argument("--runs", type=int, default=5, help="runs per configuration (default 5)")
     ap.add_argument("--quick", action="store_true", help="1 run, the two smallest sizes, one buffer: a smoke run")
+    ap.add_argument("--cc", default="reno", choices=["reno", "cubic"], help="aioquic's congestion control at the "
+                    "QUIC sender (default reno, aioquic's default; the iperf3 flow is Linux TCP's CUBIC)")
     ap.add_argument("--only", choices=["throughput", "share", "buffers"], action="append",
                     help="run only these experiments (repeatable)")
     a = ap.parse_args(argv)
@@ -335,18 +338,18 @@ def main(argv=None):
     only = set(a.only or ["throughput", "share", "buffers"])
     from .capture import self_signed
     self_signed(out)
-    res = dict(date=time.strftime("%Y-%m-%d %H:%M"), runs=runs)
+    res = dict(date=time.strftime("%Y-%m-%d %H:%M"), runs=runs, cc=a.cc)
     t0 = time.monotonic()
     res["crypto"] = crypto_cost()
     if "throughput" in only:
         _progress(f"experiment 1: {runs} x {len(sizes)} sizes x {len(VARIANTS)} variants through the DPU model")
-        res["throughput"] = throughput(out, runs, sizes, VARIANTS)
+        res["throughput"] = throughput(out, runs, sizes, VARIANTS, a.cc)
     if "share" in only:
         _progress(f"experiment 2: {runs} x 2 variants against iperf3 on 5 Mbit/s, 50 ms RTT")
-        res["share"] = share(out, runs, [None])
+        res["share"] = share(out, runs, [None], cc=a.cc)
     if "buffers" in only:
         _progress(f"experiment 3: {runs} x {len(buffers)} windows x 2 variants")
-        res["buffers"] = share(out, runs, buffers)
+        res["buffers"] = share(out, runs, buffers, cc=a.cc)
     res["seconds"] = round(time.monotonic() - t0, 1)
     (out / "results.json").write_text(json.dumps(res, indent=1) + "\n")
     print(report(res, out))

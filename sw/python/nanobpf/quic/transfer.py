@@ -60,9 +60,10 @@ def _parse_request(line: bytes) -> int:
     return int(parts[1])
 
 
-def quic_config(is_client, cid_len=8, buffer=None, cert_dir=None):
+def quic_config(is_client, cid_len=8, buffer=None, cert_dir=None, cc="reno"):
     cfg = QuicConfiguration(is_client=is_client, alpn_protocols=[ALPN], connection_id_length=cid_len,
-                            cipher_suites=[CipherSuite.AES_128_GCM_SHA256], idle_timeout=30.0)
+                            cipher_suites=[CipherSuite.AES_128_GCM_SHA256], idle_timeout=30.0,
+                            congestion_control_algorithm=cc)
     if buffer:
         cfg.max_data = cfg.max_stream_data = buffer
     if is_client:
@@ -142,11 +143,11 @@ class _ServerQuic(QuicConnectionProtocol):
 
 
 async def run_server(cert_dir, host="::", dpu_if=None, key_update=False, cid_len=8, report=None, ready=None,
-                     dpu_retry_ms=None, protos=PROTOS):
+                     dpu_retry_ms=None, protos=PROTOS, cc="reno"):
     """Serve until cancelled. report(dict) per connection (default: a JSON line on stdout)."""
     report = report or (lambda d: print(json.dumps(d), flush=True))
     servers, dpu = [], None
-    cfg = quic_config(False, cid_len=cid_len, cert_dir=cert_dir)
+    cfg = quic_config(False, cid_len=cid_len, cert_dir=cert_dir, cc=cc)
     try:
         for name in protos:
             port = PORTS[name]
@@ -237,7 +238,7 @@ async def get(proto, host, size, cert_dir, buffer=None, cid_len=8, key_update=Fa
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m nanobpf.quic.transfer", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="nanobpf-quic-transfer", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("serve", help="serve transfers on every protocol until interrupted")
     s.add_argument("--cert-dir", required=True, help="directory with cert.pem/key.pem (written when missing)")
@@ -245,6 +246,8 @@ def main(argv=None):
     s.add_argument("--dpu", metavar="IF", help="interface towards the DPU's host port: serve quic-offload through it")
     s.add_argument("--key-update", action="store_true", help="request a key update halfway through each QUIC transfer")
     s.add_argument("--cid-len", type=int, default=8, help="length of the server's connection IDs (0..20, default 8)")
+    s.add_argument("--cc", default="reno", choices=["reno", "cubic"], help="QUIC congestion control of the "
+                   "sender (aioquic's; default reno, aioquic's default)")
     s.add_argument("--dpu-retry-ms", type=int, help="first control retransmission after this many ms (slow DPUs: the "
                    "Verilator one answers in tens to hundreds of ms)")
     g = sub.add_parser("get", help="fetch one transfer and print its result as JSON")
@@ -264,7 +267,7 @@ def main(argv=None):
             d.mkdir(parents=True, exist_ok=True)
             self_signed(d)
         try:
-            asyncio.run(run_server(d, a.host, a.dpu, a.key_update, a.cid_len, dpu_retry_ms=a.dpu_retry_ms))
+            asyncio.run(run_server(d, a.host, a.dpu, a.key_update, a.cid_len, dpu_retry_ms=a.dpu_retry_ms, cc=a.cc))
         except KeyboardInterrupt:
             pass
         return 0
