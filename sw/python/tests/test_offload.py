@@ -116,9 +116,24 @@ def test_activation_installs_open_and_seal_entries():
     proto, client, dpu, loop = connected_pair()
     kinds = Counter((op, kid.dir) for op, kid, _ in dpu.ops)
     assert kinds[("add", ctrl.SEAL)] == 1
-    assert kinds[("add", ctrl.OPEN)] == len(proto._quic._host_cids)
     seal = [kid for op, kid, _ in dpu.ops if op == "add" and kid.dir == ctrl.SEAL][0]
     assert seal.cid == proto._quic._peer_cid.cid
+    # OPEN: the CID the peer uses, not every one aioquic issued
+    opens = {kid.cid for op, kid, _ in dpu.ops if op == "add" and kid.dir == ctrl.OPEN}
+    assert opens == {proto._quic.host_cid} and len(proto._quic._host_cids) > 1
+    loop.close()
+
+
+def test_a_cid_the_peer_moves_to_gets_an_open_entry():
+    proto, client, dpu, loop = connected_pair()
+    before = set(proto._nb.open_ids.values())
+    client.change_connection_id()
+    client.send_ping(1)
+    for data, _ in client.datagrams_to_send(now=1.0):     # through the UDP socket: aioquic opens it
+        proto._quic.receive_datagram(data, ADDR, now=1.0)
+    proto.transmit()
+    now_open = set(proto._nb.open_ids.values())
+    assert len(now_open - before) == 1 and (now_open - before) <= {c.cid for c in proto._quic._host_cids}
     loop.close()
 
 

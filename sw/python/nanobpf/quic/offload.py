@@ -10,8 +10,8 @@ port:
 
 What happens per connection, once aioquic has confirmed the handshake (before that, and for anything
 the device cannot do, aioquic protects packets itself, as without the DPU):
-- keys: the connection's 1-RTT keys go into the device's key table: an OPEN entry per local CID (the
-  peer's keys and the next phase's, to open what the peer sends) and a SEAL entry for the peer's CID
+- keys: the connection's 1-RTT keys go into the device's key table: an OPEN entry per local CID the
+  peer uses (the peer's keys and the next phase's, to open what the peer sends) and a SEAL entry for the peer's CID
   (our keys and the next phase's). Zero-length CIDs are keyed by address and ports. On each key
   update (ours or the peer's) the entries follow; when aioquic discards the 1-RTT keys (connection
   closed) they are removed.
@@ -130,7 +130,8 @@ class _Conn:
         self.phase_first_pn = None    # smallest packet number received in the current key phase
         self.prev_kept = False        # OPEN entries hold the previous phase's keys (PREV), not the next's
         self.pending = {}             # (length, first bytes) of an unprotected packet -> shim cid_len, until sent
-        self.cids = None              # (peer CID, local CIDs...) the entries were last made for
+        self.cids = None              # (peer CID, local CIDs seen...) the entries were last made for
+        self.seen = set()             # local CIDs the peer has sent 1-RTT packets to
         self.local_port = None
 
     # ------------------------------------------------------------ addresses
@@ -183,7 +184,7 @@ class _Conn:
             self.dpu._route(self._peer())
             self.sync_open()
             self.sync_seal()
-            self.cids = (self.quic._peer_cid.cid, *(c.cid for c in self.quic._host_cids))
+            self.cids = self.cid_state()
         except (ctrl.CtrlError, ctrl.CtrlTimeout, OSError, RuntimeError) as e:
             self.failed = True
             self.dpu.counters["activate_failed"] += 1
@@ -194,10 +195,14 @@ class _Conn:
         self.dpu.counters["connections"] += 1
 
     def sync_open(self):
-        """OPEN entries for exactly the local CIDs aioquic has issued."""
+        """OPEN entries for the local CIDs the peer uses: the one of the handshake and those it has sent
+        to since (seen in packets aioquic opened itself); none for a CID aioquic has retired. A CID the
+        peer moves to arrives through the UDP socket until its entry is there (one round trip each,
+        instead of one per CID aioquic issues, eight, before the first packet)."""
+        issued = {c.cid for c in self.quic._host_cids}
         want = {}
-        for c in self.quic._host_cids:
-            want[self._key_id(c.cid, ctrl.OPEN)] = c.cid
+        for cid in ({self.quic.host_cid} | self.seen) & issued:
+            want[self._key_id(cid, ctrl.OPEN)] = cid
         for kid in [k for k in self.open_ids if k not in want]:
             self.dpu._key_del(kid, self)
             del self.open_ids[kid]
@@ -205,6 +210,9 @@ class _Conn:
             if kid not in self.open_ids:
                 self.dpu._key_add(kid, self._open_value(len(cid)), self)
                 self.open_ids[kid] = cid
+
+    def cid_state(self):
+        return (self.quic._peer_cid.cid, len(self.seen), *(c.cid for c in self.quic._host_cids))
 
     def sync_seal(self):
         """The SEAL entry for the peer CID aioquic sends to."""
@@ -271,7 +279,10 @@ class _OffloadPair(CryptoPair):
         st = self._nb
         if not st.device_opened:
             st.dpu.counters["rx_software"] += 1
-            return super().decrypt_packet(packet, encrypted_offset, expected_packet_number)
+            out = super().decrypt_packet(packet, encrypted_offset, expected_packet_number)
+            if not packet[0] & 0x80:          # authentic: the peer uses this CID, give it an OPEN entry
+                st.seen.add(bytes(packet[1:encrypted_offset]))
+            return out
         first = packet[0]
         if first & 0x80 or not st.active:
             raise CryptoError("a frame opened by the device is not a 1-RTT packet of an offloaded connection")
@@ -379,8 +390,8 @@ class _OffloadMixin:
                 and self._quic._cryptos[tls.Epoch.ONE_RTT].send.is_valid():
             st.activate()
         elif st.active:
-            cids = (self._quic._peer_cid.cid, *(c.cid for c in self._quic._host_cids))
-            if cids != st.cids:          # aioquic issued, retired or switched CIDs
+            cids = st.cid_state()
+            if cids != st.cids:          # a CID the peer started using, or one aioquic retired or switched to
                 try:
                     st.sync_open()
                     st.sync_seal()
