@@ -28,8 +28,9 @@ AF_PACKET socket on the DPU link, shim frames through AF_PACKET too; the kernel'
 port and carries the rest. One process owns the device's control session (the key table is flushed
 when a session replays). Needs root or CAP_NET_RAW.
 
-aioquic internals used (checked at import, pinned 1.7.x): QuicConnection._initialize, ._cryptos,
-._host_cids, ._peer_cid, ._handshake_confirmed, ._loss, CryptoPair._update_key.
+aioquic internals used (the methods checked at import; aioquic is pinned to 1.7.2 in sw/tools/setup.sh):
+QuicConnection._initialize, ._cryptos, ._host_cids, .host_cid, ._peer_cid, ._network_paths,
+._handshake_confirmed, CryptoPair._update_key, CryptoContext._setup_cb.
 """
 from __future__ import annotations
 
@@ -538,7 +539,7 @@ class Dpu:
             self.ports.add(port)
             self._call(self.client.map_update, "quic_ports", struct.pack("<H", port), struct.pack("<I", 1))
         if self._loop is None:
-            self._loop = asyncio.get_event_loop()
+            self._loop = asyncio.get_running_loop()
             self._loop.add_reader(self.rx.fileno(), self._on_rx)
 
     # ------------------------------------------------------------ data path
