@@ -1,6 +1,6 @@
 """The aioquic offload's host-side rules (nanobpf.quic.offload), without a device or a network: what is
 sent for sealing, what is trusted as opened, and how key phases are followed. The whole path through
-the device model and the RTL DPU is in sim/quic/test_offload.py."""
+the device model and the RTL DPU is in sim/quic/test_aioquic_offload.py."""
 import struct
 from collections import Counter
 

@@ -134,6 +134,8 @@ class _Conn:
         self.cids = None              # (peer CID, local CIDs seen...) the entries were last made for
         self.seen = set()             # local CIDs the peer has sent 1-RTT packets to
         self.local_port = None
+        self.hp_recv = self.hp_send = None   # header protection keys of the first 1-RTT secrets
+        self._prev_recv = None        # the previous phase's receive secret (for PREV)
 
     # ------------------------------------------------------------ addresses
     def _peer(self):
