@@ -15,7 +15,8 @@ server and its network port towards the client:
 A bottleneck adds namespace `wire` between the DPU and the client: a delay line (this module's `delay`
 command: each frame held rtt/2 in each direction; the host kernel has no netem) and a tbf qdisc at
 `rate_mbit` on the way to the client (the server -> client direction is the shared bottleneck; the
-tbf queue holds `queue_bytes`). Segmentation and checksum offloads are off on every interface, so
+tbf queue holds `queue_bytes`; the delay line counts the bytes of the traffic classes named in
+`classes`). Segmentation and checksum offloads are off on every interface, so
 frames on the DPU link are real frames with real checksums.
 """
 from __future__ import annotations
@@ -46,6 +47,7 @@ class Bottleneck:
     rate_mbit: float = 5.0
     rtt_ms: float = 50.0
     queue_bytes: int = 62500          # about 100 ms at 5 Mbit/s (two bandwidth-delay products)
+    classes: tuple = ()               # traffic classes the delay line counts: "NAME=udp|tcp:PORT[,PORT]"
 
 
 # reachable: a TCP connection to a closed port is refused (RST), not timed out (no ping on the host)
@@ -170,6 +172,8 @@ class Testbed:
         self.wire_file = self.workdir / "wire.json"
         cmd = ["ip", "netns", "exec", self.ns["wire"], sys.executable, "-m", "nanobpf.netbed", "delay",
                "--a", "a0", "--b", "b0", "--delay-ms", str(b.rtt_ms / 2), "--counters", str(self.wire_file)]
+        for c in b.classes:
+            cmd += ["--class", c]
         self.procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(self.workdir / "wire.log", "w")))
 
     def _wait_reachable(self, timeout=60.0):
@@ -226,14 +230,28 @@ class Testbed:
 
 
 # ---------------------------------------------------------------- the delay line
-def _classify(frame):
-    """Traffic class of a frame for the share measurement: quic (UDP 4433/4434), tcp (5201: iperf3),
-    web (TCP 5080/5443) or other."""
-    off = 12
-    et = struct.unpack_from("!H", frame, off)[0] if len(frame) >= 14 else 0
+IPPROTO = {"udp": 17, "tcp": 6}
+
+
+def parse_classes(specs):
+    """["quic=udp:4433,4434", ...] -> {(17, 4433): "quic", ...}; ValueError for a malformed one."""
+    out = {}
+    for spec in specs:
+        try:
+            name, rest = spec.split("=", 1)
+            proto, ports = rest.split(":", 1)
+            for port in ports.split(","):
+                out[(IPPROTO[proto], int(port))] = name
+        except (ValueError, KeyError):
+            raise ValueError(f"traffic class {spec!r}: NAME=udp|tcp:PORT[,PORT...]") from None
+    return out
+
+
+def _classify(frame, classes):
+    """The traffic class of a frame (by IP protocol and either port), for the share measurement."""
+    et = struct.unpack_from("!H", frame, 12)[0] if len(frame) >= 14 else 0
     if et == 0x0800 and len(frame) >= 34:
-        proto, ihl = frame[23], (frame[14] & 0xF) * 4
-        l4 = 14 + ihl
+        proto, l4 = frame[23], 14 + (frame[14] & 0xF) * 4
     elif et == 0x86DD and len(frame) >= 54:
         proto, l4 = frame[20], 54
     else:
@@ -241,19 +259,13 @@ def _classify(frame):
     if len(frame) < l4 + 4:
         return "other"
     sport, dport = struct.unpack_from("!HH", frame, l4)
-    ports = {sport, dport}
-    if proto == 17 and ports & {4433, 4434}:
-        return "quic"
-    if proto == 6 and 5201 in ports:
-        return "iperf"
-    if proto == 6 and ports & {5080, 5443}:
-        return "tcp"
-    return "other"
+    return classes.get((proto, sport)) or classes.get((proto, dport)) or "other"
 
 
-def delay_line(a, b, delay_s, counters_path=None):
+def delay_line(a, b, delay_s, counters_path=None, classes=None):
     """Forward frames between interfaces a and b, each held delay_s; count bytes delivered a -> b per
-    class and the frames b's qdisc refused (the bottleneck's drops)."""
+    class (parse_classes()) and the frames b's qdisc refused (the bottleneck's drops)."""
+    classes = classes or {}
     socks = {}
     for name in (a, b):
         s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
@@ -286,7 +298,7 @@ def delay_line(a, b, delay_s, counters_path=None):
                 try:
                     socks[dst].send(frame)
                     if dst == b:
-                        stats[_classify(frame)] += len(frame)
+                        stats[_classify(frame, classes)] += len(frame)
                 except OSError:
                     stats["dropped"] += 1          # the bottleneck queue is full (tbf refused it)
         if counters_path and now - last_dump >= 0.1:
@@ -331,6 +343,8 @@ def main(argv=None):
     d.add_argument("--b", required=True, help="interface on the client side (the bottleneck's qdisc)")
     d.add_argument("--delay-ms", type=float, required=True, help="one-way delay")
     d.add_argument("--counters", help="file the byte counters are written to, every 100 ms")
+    d.add_argument("--class", dest="classes", action="append", default=[], metavar="NAME=udp|tcp:PORT[,PORT]",
+                   help="count the bytes towards b of this traffic class (repeatable; the rest counts as other)")
     c = sub.add_parser("sniff", help="record the frames received on an interface into a pcap (until SIGTERM)")
     c.add_argument("--if", dest="ifname", required=True)
     c.add_argument("--out", required=True, help="pcap file written at the end")
@@ -339,7 +353,11 @@ def main(argv=None):
         sniff(args.ifname, args.out)
         return 0
     try:
-        delay_line(args.a, args.b, args.delay_ms / 1000, args.counters)
+        classes = parse_classes(args.classes)
+    except ValueError as e:
+        ap.error(str(e))
+    try:
+        delay_line(args.a, args.b, args.delay_ms / 1000, args.counters, classes)
     except KeyboardInterrupt:
         pass
     return 0

@@ -24,6 +24,7 @@ class FakeDpu(offload.Dpu):
 
     def __init__(self):
         self.counters, self.entries, self.ops, self.sealed, self.values = Counter(), {}, [], [], {}
+        self.log = None
         self.open_cids, self.open_lens = {}, []
 
     def _key_add(self, kid, value, conn):
@@ -266,4 +267,22 @@ def test_closing_removes_every_entry():
     assert dpu.entries
     proto._quic._cryptos[tls.Epoch.ONE_RTT].teardown()
     assert not dpu.entries and not proto._nb.active
+    loop.close()
+
+
+def test_a_device_that_cannot_follow_hands_the_connection_back_to_aioquic():
+    """A KEY_UPDATE the device refuses: the entries go, the connection is protected by aioquic again
+    (nothing is sent unprotected for keys the device does not have)."""
+    proto, client, dpu, loop = connected_pair()
+
+    def refuse(kid, value):
+        raise ctrl.CtrlError(D.NANOBPF_CTRL_ST_FULL, "no")
+    dpu._key_update = refuse
+    pair = proto._quic._cryptos[tls.Epoch.ONE_RTT]
+    pair.update_key()
+    header = bytes([0x41 | 4]) + proto._quic._peer_cid.cid + b"\x00\x31"
+    out = pair.encrypt_packet(header, b"k" * 64, 0x31)
+    assert proto._nb.failed and not proto._nb.active and not dpu.entries
+    assert dpu.counters["key_update_failed"] == 1
+    assert b"k" * 64 not in out and not proto._nb.pending          # aioquic protected it
     loop.close()

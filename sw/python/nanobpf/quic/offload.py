@@ -56,7 +56,7 @@ from .workload import keys_value
 
 __all__ = ["Dpu", "OffloadUnsupported", "keys_for"]
 
-TAG_LEN = 16
+TAG_LEN = abi.NANOBPF_AEAD_TAG_LEN
 _TAG_ROOM = bytes(TAG_LEN)
 PENDING_KEY = 24            # first bytes of an unprotected packet kept to know it again (header + number)
 
@@ -189,13 +189,18 @@ class _Conn:
             self.sync_seal()
             self.cids = self.cid_state()
         except (ctrl.CtrlError, ctrl.CtrlTimeout, OSError, RuntimeError) as e:
-            self.failed = True
-            self.dpu.counters["activate_failed"] += 1
-            self.dpu._log(f"offload of a connection failed, aioquic protects it: {e}")
-            self.remove()
+            self.fail("activate_failed", e)
             return
         self.active = True
         self.dpu.counters["connections"] += 1
+
+    def fail(self, why, err):
+        """The device could not follow (a refused or unanswered request): this connection goes back to
+        aioquic's own protection for good, its entries removed."""
+        self.failed = True
+        self.dpu.counters[why] += 1
+        self.dpu._log(f"offload of a connection stopped ({why}: {err}); aioquic protects it")
+        self.remove()
 
     def sync_open(self):
         """OPEN entries for the local CIDs the peer uses: the one of the handshake and those it has sent
@@ -243,7 +248,11 @@ class _Conn:
         self._prev_recv = prev_recv
         self.prev_kept = trigger == "local_update"
         self.phase_first_pn = None
-        self._update_entries()
+        try:
+            self._update_entries()
+        except (ctrl.CtrlError, ctrl.CtrlTimeout) as e:
+            self.fail("key_update_failed", e)
+            return
         self.dpu.counters["key_updates"] += 1
 
     def _update_entries(self, seal=True):
@@ -258,7 +267,10 @@ class _Conn:
             self.phase_first_pn = pn
         if self.prev_kept:
             self.prev_kept = False
-            self._update_entries(seal=False)
+            try:
+                self._update_entries(seal=False)
+            except (ctrl.CtrlError, ctrl.CtrlTimeout) as e:
+                self.fail("key_update_failed", e)
 
     def remove(self):
         """Every entry of this connection off the device."""
@@ -309,11 +321,11 @@ class _OffloadPair(CryptoPair):
 
     def encrypt_packet(self, plain_header, plain_payload, packet_number):
         st = self._nb
+        if self._update_key_requested and st.active:
+            self._update_key("local_update")         # first: a device that cannot follow turns the offload off
         if not st.active or plain_header[0] & 0x80:
             st.dpu.counters["tx_software"] += 1
             return super().encrypt_packet(plain_header, plain_payload, packet_number)
-        if self._update_key_requested:
-            self._update_key("local_update")
         # Unprotected, with room for the tag (aioquic counts the bytes in flight): the device seals it.
         out = plain_header + plain_payload + _TAG_ROOM
         st.pending[(len(out), out[:PENDING_KEY])] = st.seal_cid_len
@@ -400,7 +412,7 @@ class _OffloadMixin:
                     st.sync_seal()
                     st.cids = cids
                 except (ctrl.CtrlError, ctrl.CtrlTimeout) as e:
-                    self._nb_dpu._log(f"key table update failed: {e}")
+                    st.fail("cid_update_failed", e)
         self._transmit_task = None
         for data, addr in self._quic.datagrams_to_send(now=self._loop.time()):
             if st.pending:

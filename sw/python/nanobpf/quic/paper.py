@@ -24,12 +24,16 @@ import time
 from pathlib import Path
 
 from ..netbed import CLI_IP, SRV_IP, Bottleneck, Testbed
+from .transfer import PORTS
 
 PY = sys.executable
 SIZES = [512_000, 1_000_000, 5_000_000, 10_000_000]
 VARIANTS = ["quic-offload", "quic", "tls", "tcp"]
 BUFFERS = [13_000, 30_000, 60_000]
 SHARE_SIZE = 2_000_000
+IPERF_PORT = 5201        # iperf3's default
+CLASSES = (f"quic=udp:{PORTS['quic-offload']},{PORTS['quic']}", f"iperf=tcp:{IPERF_PORT}",
+           f"tcp=tcp:{PORTS['tls']},{PORTS['tcp']}")
 PAPER = {   # the figures the paper reports, for the comparison in the tables
     "gain": {512_000: 0.06, 10_000_000: 0.13},
     "share": {"quic": 0.66, "quic-offload": 0.68},
@@ -51,7 +55,7 @@ class Server:
 
     def wait_ready(self, bed, timeout=120):
         end = time.monotonic() + timeout
-        probe = "import socket,sys; socket.create_connection((sys.argv[1], 5080), timeout=1).close()"
+        probe = f"import socket,sys; socket.create_connection((sys.argv[1], {PORTS['tcp']}), timeout=1).close()"
         while time.monotonic() < end:
             if self.proc.poll() is not None:
                 raise RuntimeError("the transfer server ended")
@@ -118,16 +122,17 @@ def throughput(work, runs, sizes, variants, cc="reno"):
 
 
 def _iperf_start(bed):
-    bed.popen("cli", ["iperf3", "-s", "-1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    bed.popen("cli", ["iperf3", "-s", "-1", "-p", str(IPERF_PORT)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(0.5)
-    return bed.popen("srv", ["iperf3", "-c", CLI_IP, "-t", "86400", "-i", "0"], stdout=subprocess.DEVNULL,
-                     stderr=subprocess.DEVNULL)
+    return bed.popen("srv", ["iperf3", "-c", CLI_IP, "-p", str(IPERF_PORT), "-t", "86400", "-i", "0"],
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def share(work, runs, buffers, variants=("quic-offload", "quic"), size=SHARE_SIZE, rate=5.0, rtt=50.0, cc="reno"):
     """Experiments 2 and 3: [{variant, buffer, run, share, mbit_s}] (buffer None: aioquic's default)."""
     out = []
-    with Testbed(dpu="model", bottleneck=Bottleneck(rate_mbit=rate, rtt_ms=rtt), workdir=work / "bed2") as bed:
+    with Testbed(dpu="model", bottleneck=Bottleneck(rate_mbit=rate, rtt_ms=rtt, classes=CLASSES),
+                 workdir=work / "bed2") as bed:
         srv = Server(bed, work, cc)
         srv.wait_ready(bed)
         iperf = _iperf_start(bed)
@@ -193,7 +198,7 @@ def crypto_cost(packets=20000, payload=1180):
         out = header + body + offload._TAG_ROOM
         pending[(len(out), out[:offload.PENDING_KEY])] = 8
         cid_len = pending.pop((len(out), out[:offload.PENDING_KEY]))
-        dpu._seal(memoryview(out)[:-offload.TAG_LEN], ("10.77.0.2", 50000), 4433, cid_len)
+        dpu._seal(memoryview(out)[:-offload.TAG_LEN], ("10.77.0.2", 50000), PORTS["quic-offload"], cid_len)
     host_ns = per_byte(host_path)
     return dict(aioquic_seal_ns_per_byte=seal_ns, aioquic_open_ns_per_byte=open_ns,
                 offload_host_path_ns_per_byte=host_ns, packet_bytes=len(header) + payload + 16)
