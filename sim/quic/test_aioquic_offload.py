@@ -211,6 +211,7 @@ def test_software_path_untouched(model_bed, tmp_path):
     finally:
         lines = srv.stop()
     assert {x["proto"] for x in lines if "cpu_s" in x} == {"quic", "tls", "tcp"}, lines
+    assert not any(x.get("offloaded") for x in lines), lines     # the other port is not offloaded
 
 
 RTL_OK, RTL_WHY = rtldev.available(1, "dpu-quic_hw")

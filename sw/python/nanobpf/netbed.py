@@ -96,8 +96,8 @@ class Testbed:
         try:
             for k in ("srv", "cli"):
                 self._netns(k)
-            if self.dpu == "model" or self.bottleneck:
-                self._netns("dpu") if self.dpu == "model" else None
+            if self.dpu == "model":
+                self._netns("dpu")
             if self.bottleneck:
                 self._netns("wire")
             # the client side of the DPU: the client itself, or the wire in between

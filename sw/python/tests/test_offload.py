@@ -266,7 +266,7 @@ def test_closing_removes_every_entry():
     proto, client, dpu, loop = connected_pair()
     assert dpu.entries
     proto._quic._cryptos[tls.Epoch.ONE_RTT].teardown()
-    assert not dpu.entries and not proto._nb.active
+    assert not dpu.entries and not proto._nb.active and proto._nb.offloaded
     loop.close()
 
 
@@ -282,7 +282,7 @@ def test_a_device_that_cannot_follow_hands_the_connection_back_to_aioquic():
     pair.update_key()
     header = bytes([0x41 | 4]) + proto._quic._peer_cid.cid + b"\x00\x31"
     out = pair.encrypt_packet(header, b"k" * 64, 0x31)
-    assert proto._nb.failed and not proto._nb.active and not dpu.entries
+    assert proto._nb.failed and not proto._nb.active and not dpu.entries and proto._nb.offloaded
     assert dpu.counters["key_update_failed"] == 1
     assert b"k" * 64 not in out and not proto._nb.pending          # aioquic protected it
     loop.close()

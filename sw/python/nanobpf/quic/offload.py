@@ -123,6 +123,7 @@ class _Conn:
     def __init__(self, dpu, proto):
         self.dpu, self.proto, self.quic = dpu, proto, proto._quic
         self.active = False           # keys on the device: 1-RTT packets go through it
+        self.offloaded = False        # was active at some point (the device protected this connection)
         self.failed = False           # the device refused: this connection stays in software
         self.open_ids = {}            # KeyId -> local CID bytes
         self.seal_id = None           # KeyId of the peer CID we seal for
@@ -191,7 +192,7 @@ class _Conn:
         except (ctrl.CtrlError, ctrl.CtrlTimeout, OSError, RuntimeError) as e:
             self.fail("activate_failed", e)
             return
-        self.active = True
+        self.active = self.offloaded = True
         self.dpu.counters["connections"] += 1
 
     def fail(self, why, err):

@@ -136,7 +136,7 @@ class _ServerQuic(QuicConnectionProtocol):
             extra = {}
             nb = getattr(self, "_nb", None)
             if nb is not None:
-                extra["offloaded"] = nb.active or bool(nb.dpu.counters["connections_closed"])
+                extra["offloaded"] = nb.offloaded
             self._meter.end(**extra)
             if nb is not None:    # after the CPU figure: what the device and the offload counted
                 self.report(dict(proto=self.proto_name, dpu=dict(nb.dpu.counters), device=nb.dpu.device_stats()))
