@@ -261,9 +261,10 @@ def test_open_entries_fill_pisas_cid_table_and_programs_see_conn(dev):
                                                            keys=keys_for(x, phase=1, fill=5)))) == "ok"
     assert conn_of(x) == (1 + slot, 4)                           # an update keeps the slot
     assert status(delete(x)) == "ok" and conn_of(x) == (0, 4)
-    # capacity: the table holds the first `entries` open CIDs; the others work without conn
-    entries = pisa_model.Pisa().cid_entries
-    cids = [bytes([1 + i // 200, 1 + i % 200]) for i in range(entries + 2)]
+    # capacity: CIDs with the same bucket in every way of the hashed table (nanobpf.pisa.cid_collisions)
+    # fill all their places; the next two are refused and work without conn
+    ways = pisa_model.Pisa().cid_ways
+    cids = pisa_model.cid_collisions(bytes(range(0x51, 0x59)), ways + 2)
     for c in cids:
         assert status(add(c)) == "ok"
     assert r.stats()["cid_full"] == 2

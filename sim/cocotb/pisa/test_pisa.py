@@ -10,8 +10,8 @@ from dataclasses import asdict
 import cocotb
 from cocotb.triggers import RisingEdge
 
-from nanobpf.pisa import ACTION, COUNTER, MAX_CID, CidEntry, Pisa
-from nanobpf.soc import REGIONS
+from nanobpf.pisa import ACTION, COUNTER, MAX_CID, Pisa
+from nanobpf.soc import DATAPATH, REGIONS
 from busport import BusPortDriver, start
 from pisa_common import Regs, StreamSink, StreamSource, Traffic, program_default
 
@@ -32,7 +32,7 @@ class Bench:
     def __init__(self, dut, rng, ready_prob=1.0):
         self.dut, self.rng, self.ready_prob = dut, rng, ready_prob
         self.w = int(os.environ.get("PISA_BEAT", "8"))
-        self.model = Pisa(beat_bytes=self.w, cid_entries=int(os.environ.get("PISA_CIDS", "64")))
+        self.model = Pisa(beat_bytes=self.w, cid_buckets=int(os.environ.get("PISA_CID_BUCKETS", DATAPATH["cid_buckets"])))
 
     async def start(self):
         d = self.dut
@@ -186,11 +186,11 @@ async def cid_table_under_traffic(dut):
 
     def other_state():
         """The table as it is, with the churning CID flipped (present with slot 77 / absent)."""
-        alt = Pisa(beat_bytes=b.w, cid_entries=n)
+        alt = Pisa(beat_bytes=b.w, cid_buckets=b.model.cid_buckets)
         alt.regs, alt.cid_table, alt.counters = b.model.regs, list(b.model.cid_table), list(b.model.counters)
-        idx = next((i for i, e in enumerate(alt.cid_table) if e and e.cid == churn), None)
+        idx = alt.cid_find(churn)
         if idx is None:
-            alt.cid_table[next(i for i, e in enumerate(alt.cid_table) if e is None)] = CidEntry(churn, 77)
+            assert alt.cid_insert(churn, 77) is not None
         else:
             alt.cid_table[idx] = None
         return alt
@@ -209,17 +209,30 @@ async def cid_table_under_traffic(dut):
         assert await b.regs.read("counter", i) == b.model.counters[i], name
     hits = sum([await b.regs.read("counter", COUNTER[k]) for k in ("cid_hit", "cid_miss")])
     assert hits == b.model.counters[COUNTER["cid_hit"]] + b.model.counters[COUNTER["cid_miss"]]
-    # fill the table: the next new CID is refused, nothing changes
-    while b.model.reg_read("cid_used") < n:
-        await b.regs.cid("insert", rng.randbytes(rng.randrange(0, MAX_CID + 1)), slot=rng.randrange(65536))
-    r = await b.regs.cid("insert", b"\xee" * 5, slot=1)
-    assert (r >> 1) & 3 == 2, f"insert into a full table: cid_result 0x{r:x}"
-    assert await b.regs.read("cid_used") == n
-    r = await b.regs.cid("insert", stable[0], slot=999)  # an existing CID can still be updated
-    assert (r >> 1) & 3 == 0
-    await b.regs.cid("delete", stable[1])
-    await b.regs.cid("insert", b"\xee" * 5, slot=1)
-    assert (await b.regs.read("cid_result") >> 1) & 3 == 0
+    # Insert until a new CID's buckets are all taken (the small table of the wide build fills up; the
+    # full-size one is filled 200 entries deep): every placement must be the model's (cid_result.index).
+    full, inserted = None, 0
+    while full is None and inserted < 200:
+        c = rng.randbytes(rng.randrange(0, MAX_CID + 1))
+        if b.model.cid_find(c) is not None:
+            continue
+        r = await b.regs.cid("insert", c, slot=rng.randrange(65536))
+        inserted += 1
+        if (r >> 1) & 3 == 2:
+            full = c
+    assert await b.regs.read("cid_used") == b.model.reg_read("cid_used")
+    if n <= 64:
+        assert full is not None, "a 16-entry table took 200 new CIDs"
+        used = b.model.reg_read("cid_used")
+        r = await b.regs.cid("insert", full, slot=1)  # refused again: nothing changed
+        assert (r >> 1) & 3 == 2 and await b.regs.read("cid_used") == used
+        r = await b.regs.cid("insert", stable[0], slot=999)  # an existing CID can still be updated
+        assert (r >> 1) & 3 == 0
+        # free one of its buckets: now it goes in
+        victim = next(b.model.cid_table[i].cid for i in b.model.cid_candidates(full))
+        await b.regs.cid("delete", victim)
+        r = await b.regs.cid("insert", full, slot=1)
+        assert (r >> 1) & 3 == 0
     await b.regs.put("cid_arg", len=21, slot=1)  # longer than a QUIC CID: refused
     await b.regs.write("cid_cmd", 1)
     while (r := await b.regs.read("cid_result")) & 1:
@@ -236,4 +249,4 @@ def test_pisa_wide():
     """The same pipeline with a 128-bit stream."""
     from cocotb_runner import run_block
     run_block("pisa", "w16", "Pisa", "test_pisa", os.path.dirname(__file__),
-              extra_env={"PISA_BEAT": "16", "PISA_CIDS": "16", "PISA_FRAMES": "150"})
+              extra_env={"PISA_BEAT": "16", "PISA_CID_BUCKETS": "4", "PISA_FRAMES": "150"})

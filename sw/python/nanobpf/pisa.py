@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import nanobpf_ctrl_defs as CTRL_DEFS
 
-from nanobpf.soc import ENUMS, REGS, pack, unpack
+from nanobpf.soc import CID_HASH, DATAPATH, ENUMS, REGS, pack, unpack
 
 ACTION = ENUMS["pisa_action"]
 DROP = ENUMS["pisa_drop"]
@@ -145,6 +145,53 @@ class CidEntry:
     slot: int
 
 
+def cid_key(cid: bytes) -> int:
+    """The CID table's hash key: CID byte i in bits 8i.. (zero past its length), the length in bits 160..164
+    (the hardware's `Cat(len, cid)`)."""
+    return int.from_bytes(bytes(cid).ljust(MAX_CID, b"\0"), "little") | len(cid) << 8 * MAX_CID
+
+
+def cid_bucket(cid: bytes, way: int, buckets: int) -> int:
+    """Bucket of `cid` in `way`: H3 hash, bit b = parity(key & CID_HASH[way][b]) (hw/defs/soc.toml cid_hash_seed)."""
+    return cid_bucket_of_key(cid_key(cid), way, buckets)
+
+
+def cid_bucket_of_key(key: int, way: int, buckets: int) -> int:
+    return sum((bin(key & CID_HASH[way][b]).count("1") & 1) << b for b in range(buckets.bit_length() - 1))
+
+
+def cid_collisions(cid: bytes, count: int, ways: int = DATAPATH["cid_ways"], buckets: int = DATAPATH["cid_buckets"]):
+    """`count` CIDs of cid's length, other than cid, with cid's bucket in every way: what fills all of a CID's
+    places in the table (for tests of a full table). The hash is linear over GF(2), so cid XOR d collides
+    for every d the hash maps to 0: found by elimination over the CID's bits."""
+    def image(key):
+        return sum(cid_bucket_of_key(key, w, buckets) << (16 * w) for w in range(ways))
+    basis, found = {}, []  # pivot bit -> (image, combination of CID bit positions)
+    for j in range(8 * len(cid)):
+        v, combo = image(1 << j), 1 << j
+        while v:
+            top = v.bit_length() - 1
+            if top not in basis:
+                basis[top] = (v, combo)
+                break
+            bv, bc = basis[top]
+            v, combo = v ^ bv, combo ^ bc
+        if not v:
+            found.append(combo)
+    # distinct non-zero XOR combinations of the null-space vectors
+    out, k = [], 1
+    while len(out) < count and k < 1 << len(found):
+        d = 0
+        for i, vec in enumerate(found):
+            if k >> i & 1:
+                d ^= vec
+        out.append((int.from_bytes(cid, "little") ^ d).to_bytes(len(cid), "little"))
+        k += 1
+    if len(out) < count:
+        raise ValueError(f"a {len(cid)}-byte CID has fewer than {count} colliding CIDs: use a longer one")
+    return out
+
+
 @dataclass
 class Pisa:
     """Table state, counters and the ingress/egress behaviour of one pipeline."""
@@ -152,14 +199,46 @@ class Pisa:
     max_frame: int = 1522
     port_entries: int = 8
     profile_entries: int = 8
-    cid_entries: int = 64
+    cid_ways: int = DATAPATH["cid_ways"]
+    cid_buckets: int = DATAPATH["cid_buckets"]
     regs: dict = field(default_factory=dict)
     cid_table: list = field(default_factory=list)
     counters: list = field(default_factory=lambda: [0] * REGS[("pisa", "counter")].count)
     cid_result: int = 0
 
     def __post_init__(self):
+        assert 1 <= self.cid_ways <= len(CID_HASH) and self.cid_buckets & (self.cid_buckets - 1) == 0
         self.cid_table = [None] * self.cid_entries
+
+    @property
+    def cid_entries(self):
+        return self.cid_ways * self.cid_buckets
+
+    def cid_candidates(self, cid):
+        """The entries `cid` may occupy, in the order an insert tries them: its bucket in way 0, 1, ..."""
+        return [w * self.cid_buckets + cid_bucket(cid, w, self.cid_buckets) for w in range(self.cid_ways)]
+
+    def cid_find(self, cid):
+        """Index of the entry holding `cid`, or None."""
+        return next((i for i in self.cid_candidates(cid) if self.cid_table[i] and self.cid_table[i].cid == cid), None)
+
+    def cid_insert(self, cid, slot):
+        """Insert a CID that is not in the table, as the hardware does; its index, or None when refused (full).
+        It takes the first free bucket in way order; when all are taken, one cuckoo move: the first occupant
+        (in way order) with a free bucket in another way goes to the first such bucket, and the CID takes
+        its place."""
+        cands = self.cid_candidates(cid)
+        at = next((i for i in cands if self.cid_table[i] is None), None)
+        if at is None:
+            for w, i in enumerate(cands):
+                y = self.cid_table[i]
+                to = next((j for u, j in enumerate(self.cid_candidates(y.cid)) if u != w and self.cid_table[j] is None), None)
+                if to is not None:
+                    self.cid_table[to], at = y, i
+                    break
+        if at is not None:
+            self.cid_table[at] = CidEntry(cid, slot)
+        return at
 
     # ------------------------------------------------------------------ registers
     def reg(self, name, index=0):
@@ -192,19 +271,17 @@ class Pisa:
         if n > MAX_CID:
             self.cid_result = pack("pisa", "cid_result", status=CID_STATUS["bad_len"])
             return
-        found = next((i for i, e in enumerate(self.cid_table) if e and e.cid == cid), None)
+        found = self.cid_find(cid)
         status, index, slot = CID_STATUS["ok"], found or 0, 0
         if op == CID_OP["insert"]:
-            if found is None:
-                free = next((i for i, e in enumerate(self.cid_table) if e is None), None)
-                if free is None:
-                    status = CID_STATUS["full"]
+            slot = arg["slot"]
+            if found is not None:
+                self.cid_table[found] = CidEntry(cid, slot)
+            else:
+                index = self.cid_insert(cid, slot)
+                if index is None:
+                    status, index, slot = CID_STATUS["full"], 0, 0
                     self.counters[COUNTER["cid_full"]] += 1
-                else:
-                    index = free
-            if status == CID_STATUS["ok"]:
-                slot = arg["slot"]
-                self.cid_table[index] = CidEntry(cid, slot)
         elif found is None:
             status = CID_STATUS["not_found"]
         elif op == CID_OP["delete"]:
@@ -299,7 +376,8 @@ class Pisa:
             meta.quic, start = QUIC["short"], q + 1
         meta.cid_len = n
         meta.cid = frame[start:start + n] + bytes(MAX_CID - n)
-        hit = next((e for e in self.cid_table if e and e.cid == frame[start:start + n]), None)
+        at = self.cid_find(frame[start:start + n])
+        hit = None if at is None else self.cid_table[at]
         self.count("cid_hit" if hit else "cid_miss")
         if hit:
             meta.cid_hit, meta.slot = True, hit.slot

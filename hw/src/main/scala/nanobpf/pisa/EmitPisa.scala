@@ -32,6 +32,8 @@ class DeparserBlock(p: PisaParams = PisaParams()) extends Module {
   val dep = Module(new Deparser(p))
   regs.io.bus <> io.bus
   dep.io.cfg := regs.io.cfg
+  regs.io.cid.key.valid := false.B // no ingress here: the CID table is never looked up
+  regs.io.cid.key.bits := DontCare
   regs.io.count := dep.io.count
   dep.io.in <> io.in
   io.out <> dep.io.out

@@ -9,7 +9,8 @@ import nanobpf.common.SocMap.PisaRegs._
   *  1. port table: (physical port, outer VLAN) -> logical port (miss: drop no_lport);
   *  2. QUIC profile table: (logical port, UDP destination port) -> short-header CID length;
   *  3. QUIC header: long or short form and the destination connection ID;
-  *  4. CID table: exact match (length, bytes) -> connection slot; the action: a short-header packet
+  *  4. CID table ([[CidTable]], looked up with stage 3's key, answering in stage 4): exact match
+  *     (length, bytes) -> connection slot; the action: a short-header packet
   *     whose CID hits goes to the cores, everything else follows the logical port's default action
   *     (drop: reason policy); parse errors drop with their reason.
   * `count` reports the frame's counter events in the cycle its metadata leaves.
@@ -18,6 +19,7 @@ class MatchAction(p: PisaParams) extends Module {
   val io = IO(new Bundle {
     val in = Flipped(Valid(new Parsed(p, UInt(2.W))))
     val cfg = Input(new PisaConfig(p))
+    val cid = new CidLookup(p)
     val out = Valid(new IngressResult(p))
     val count = Output(Vec(CounterCount, UInt(16.W)))
   })
@@ -77,11 +79,13 @@ class MatchAction(p: PisaParams) extends Module {
   m3.cid := VecInit((0 until p.maxCid).map(k => Mux(isQuic && k.U < n, Mux(long, q(6 + k), q(1 + k)), 0.U))).asUInt
   val r3 = RegNext(m3)
   val v3 = RegNext(v2, false.B)
+  io.cid.key.valid := v2 && isQuic
+  io.cid.key.bits.len := m3.cidLen
+  io.cid.key.bits.cid := m3.cid
 
   // ---- 4: CID table and the action
-  val cidHits = io.cfg.cid.map(e => e.valid && e.len === r3.cidLen && e.cid === r3.cid)
   val quic = r3.quic =/= PisaQuic.None.U
-  val cidHit = quic && cidHits.reduce(_ || _)
+  val cidHit = quic && io.cid.hit
   val pr = r3.pr
   val res = Wire(new IngressResult(p))
   val toCores = r3.quic === PisaQuic.Short.U && cidHit
@@ -108,7 +112,7 @@ class MatchAction(p: PisaParams) extends Module {
   m.cidLen := r3.cidLen
   m.cid := r3.cid
   m.cidHit := cidHit
-  m.slot := Mux(cidHit, Mux1H(cidHits, io.cfg.cid.map(_.slot)), 0.U)
+  m.slot := Mux(cidHit, io.cid.slot, 0.U)
   val r4 = RegNext(res)
   val v4 = RegNext(v3, false.B)
   val ev = RegNext(VecInit(Seq(

@@ -29,6 +29,7 @@ class Pisa(p: PisaParams = PisaParams()) extends Module {
   val deparser = Module(new Deparser(p))
   regs.io.bus <> io.bus
   ingress.io.cfg := regs.io.cfg
+  regs.io.cid <> ingress.io.cid
   io.roles := regs.io.cfg.roles
   deparser.io.cfg := regs.io.cfg
   regs.io.count := VecInit(ingress.io.count.zip(deparser.io.count).map { case (a, b) => a + b })

@@ -23,6 +23,7 @@ class PisaIngress(p: PisaParams) extends Module {
     val in = Flipped(Decoupled(new UserBeat(p, UInt(2.W)))) // user: physical port
     val out = Decoupled(new MetaBeat(p))
     val cfg = Input(new PisaConfig(p))
+    val cid = new CidLookup(p)
     val count = Output(Vec(CounterCount, UInt(16.W)))
   })
   val capture = Module(new Capture(p, UInt(2.W)))
@@ -38,6 +39,7 @@ class PisaIngress(p: PisaParams) extends Module {
   parser.io.in := capture.io.hdr
   ma.io.in := parser.io.out
   ma.io.cfg := io.cfg
+  io.cid <> ma.io.cid
   meta.io.enq.valid := ma.io.out.valid
   meta.io.enq.bits := ma.io.out.bits
   assert(!meta.io.enq.valid || meta.io.enq.ready, "PISA ingress metadata FIFO overflow")

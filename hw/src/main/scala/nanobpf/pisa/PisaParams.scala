@@ -11,10 +11,16 @@ case class PisaParams(
     maxFrame: Int = 1522,
     portEntries: Int = 8,
     profileEntries: Int = 8,
-    cidEntries: Int = 64) {
+    /** Connection-ID table: ways x buckets, hashed (CidTable); hw/defs/soc.toml [datapath]. */
+    cidWays: Int = nanobpf.common.SocMap.Datapath.CidWays,
+    cidBuckets: Int = nanobpf.common.SocMap.Datapath.CidBuckets) {
   require(beatBytes >= 8 && isPow2(beatBytes) && beatBytes <= 128, "beat width: 8..128 bytes, a power of two")
   require(maxFrame >= 64 && maxFrame < (1 << 16), "max frame: 64..65535 bytes")
-  require(cidEntries >= 1 && cidEntries <= 255 && portEntries <= 8 && profileEntries <= 8)
+  require(portEntries <= 8 && profileEntries <= 8)
+  require(cidWays >= 1 && cidWays <= nanobpf.common.SocMap.CidHash.Masks.size, "CID table ways: 1..the hash masks generated")
+  require(cidBuckets >= 2 && isPow2(cidBuckets) && cidBuckets <= (1 << nanobpf.common.SocMap.CidHash.Masks.head.size),
+    "CID table buckets: a power of two")
+  val cidEntries = cidWays * cidBuckets
   val beatBits = 8 * beatBytes
   /** Header bytes the parser sees: two VLAN tags + IPv4 with options + UDP + QUIC long header CID. */
   val windowBytes = 128

@@ -6,14 +6,6 @@ import nanobpf.common.{BusPort, RegSlave, SocMap}
 import nanobpf.common.SocMap.{PisaCidOp, PisaCidStatus, PisaCounter}
 import nanobpf.common._
 
-/** One entry of the connection-ID table. */
-class CidEntry(p: PisaParams) extends Bundle {
-  val valid = Bool()
-  val len = UInt(5.W)
-  val cid = UInt((8 * p.maxCid).W) // zero past len
-  val slot = UInt(16.W)
-}
-
 /** Table and configuration state the pipeline reads every cycle. Table words keep the register
   * layout (hw/defs/soc.toml); [[PisaConfig.field]] extracts a field.
   */
@@ -22,7 +14,6 @@ class PisaConfig(p: PisaParams) extends Bundle {
   val lportCfg = Vec(4, UInt(32.W))
   val portEntry = Vec(p.portEntries, UInt(32.W))
   val profileEntry = Vec(p.profileEntries, UInt(32.W))
-  val cid = Vec(p.cidEntries, new CidEntry(p))
 }
 
 object PisaConfig {
@@ -31,10 +22,12 @@ object PisaConfig {
 
 /** Register block of the pipeline (block `pisa` of hw/defs/soc.toml, one-cycle access).
   *
-  * Tables and logical-port configuration are plain registers written whole. The CID table is managed
-  * by a small command engine: write the key and argument, then `cid_cmd`; two cycles later the
-  * insert, delete or lookup is done and `cid_result` says how (a full table refuses a new CID and
-  * counts `cid_full`). An entry changes in one cycle, so a packet sees it either before or after.
+  * Tables and logical-port configuration are plain registers written whole. The CID table
+  * ([[CidTable]], block RAM) takes commands: write the key and argument, then `cid_cmd`; a few cycles
+  * later the insert, delete or lookup is done and `cid_result` says how (an insert whose buckets are
+  * all taken is refused and counts `cid_full`). A command written while the table is busy (clearing
+  * after reset) waits and starts when it is done. An entry changes in one cycle, so a packet sees it
+  * either before or after. The match-action stage looks CIDs up through `io.cid`.
   * Counters: `io.count(i)` adds to `counter[i]` every cycle.
   */
 class PisaRegs(p: PisaParams) extends Module with RegSlave {
@@ -42,6 +35,7 @@ class PisaRegs(p: PisaParams) extends Module with RegSlave {
   val io = IO(new Bundle {
     val bus = Flipped(new BusPort)
     val cfg = Output(new PisaConfig(p))
+    val cid = Flipped(new CidLookup(p))
     val count = Input(Vec(nCounters, UInt(16.W)))
   })
   def busPort = io.bus
@@ -54,54 +48,31 @@ class PisaRegs(p: PisaParams) extends Module with RegSlave {
   val profileEntry = RegInit(VecInit(Seq.fill(p.profileEntries)(0.U(32.W))))
   val cidKey = RegInit(VecInit(Seq.fill(3)(0.U(64.W))))
   val cidArg = RegInit(0.U(32.W))
-  val cidResult = RegInit(0.U(32.W))
-  val invalid = 0.U.asTypeOf(new CidEntry(p))
-  val cid = RegInit(VecInit(Seq.fill(p.cidEntries)(invalid)))
+  val cidResult = RegInit(0.U(64.W))
   val counters = RegInit(VecInit(Seq.fill(nCounters)(0.U(64.W))))
 
-  // ---- CID command engine: C1 compares the key with every entry, C2 applies the command.
-  val busy1 = RegInit(false.B)
-  val busy2 = RegInit(false.B)
-  val op = Reg(UInt(2.W))
+  // ---- CID table: a command waits in `pending` until the table takes it (its key and argument then).
+  val table = Module(new CidTable(p))
+  table.io.lookup <> io.cid
+  val pending = RegInit(false.B)
+  val pendingOp = Reg(UInt(2.W))
   val argLen = field(cidArg, CidArgLen)
-  val argSlot = field(cidArg, CidArgSlot)
   val keyBytes = Bytes.bytesOf(cidKey.asUInt, 3 * 8).take(p.maxCid)
-  val key = VecInit(keyBytes.zipWithIndex.map { case (b, i) => Mux(i.U < argLen, b, 0.U) }).asUInt
-  val matchVec = RegNext(VecInit(cid.map(e => e.valid && e.len === argLen && e.cid === key)))
-  val freeVec = RegNext(VecInit(cid.map(!_.valid)))
-  val found = matchVec.asUInt.orR
-  val foundIdx = PriorityEncoder(matchVec)
-  val hasFree = freeVec.asUInt.orR
-  val freeIdx = PriorityEncoder(freeVec)
-  val cidFull = WireDefault(false.B)
+  table.io.cmd.valid := pending && argLen <= p.maxCid.U
+  table.io.cmd.bits.op := pendingOp
+  table.io.cmd.bits.key.len := argLen
+  table.io.cmd.bits.key.cid := VecInit(keyBytes.zipWithIndex.map { case (b, i) => Mux(i.U < argLen, b, 0.U) }).asUInt
+  table.io.cmd.bits.slot := field(cidArg, CidArgSlot)
+  val cidFull = table.io.full
   /** A value placed in register field f (layout from hw/defs/soc.toml). */
   def at(f: SocMap.Field, v: UInt): UInt = (v.pad(f.width)(f.width - 1, 0) << f.lsb).asUInt
-  def result(status: Int, index: UInt, slot: UInt) =
-    cidResult := at(CidResultStatus, status.U) | at(CidResultIndex, index) | at(CidResultSlot, slot)
-  when(busy2) {
-    busy2 := false.B
-    when(argLen > p.maxCid.U) { result(PisaCidStatus.BadLen, 0.U, 0.U) }
-      .elsewhen(op === PisaCidOp.Insert.U) {
-        when(found || hasFree) {
-          val at = Mux(found, foundIdx, freeIdx)
-          cid(at).valid := true.B
-          cid(at).len := argLen
-          cid(at).cid := key
-          cid(at).slot := argSlot
-          result(PisaCidStatus.Ok, at, argSlot)
-        }.otherwise {
-          cidFull := true.B
-          result(PisaCidStatus.Full, 0.U, 0.U)
-        }
-      }
-      .elsewhen(!found) { result(PisaCidStatus.NotFound, 0.U, 0.U) }
-      .otherwise {
-        when(op === PisaCidOp.Delete.U) { cid(foundIdx) := invalid }
-        result(PisaCidStatus.Ok, foundIdx, cid(foundIdx).slot)
-      }
-  }
-  when(busy1) { busy1 := false.B; busy2 := true.B }
-  val busy = busy1 || busy2
+  def result(status: UInt, index: UInt, slot: UInt) =
+    cidResult := at(CidResultStatus, status) | at(CidResultIndex, index) | at(CidResultSlot, slot)
+  when(table.io.done.valid) { result(table.io.done.bits.status, table.io.done.bits.index, table.io.done.bits.slot) }
+  val badLen = pending && argLen > p.maxCid.U
+  when(badLen) { pending := false.B; result(PisaCidStatus.BadLen.U, 0.U, 0.U) } // never reaches the table
+  when(table.io.cmd.fire) { pending := false.B }
+  val busy = pending || table.io.busy
 
   // ---- bus
   val off = offset(SocMap.Pisa)
@@ -130,14 +101,14 @@ class PisaRegs(p: PisaParams) extends Module with RegSlave {
   array(CidKey, CidKeyStride, cidKey, 3)
   rw(CidArg, cidArg)
   ro(CidResult, cidResult | at(CidResultBusy, busy))
-  ro(CidUsed, PopCount(cid.map(_.valid)))
+  ro(CidUsed, table.io.used)
   val clear = WireDefault(false.B)
   when(off === CounterClear.U) { err := !isWrite; clear := wr && wdata(0) }
   when(off === CidCmd.U) {
     err := !isWrite
-    when(wr && !busy && field(wdata, CidCmdOp) =/= PisaCidOp.Nop.U) {
-      op := field(wdata, CidCmdOp)
-      busy1 := true.B
+    when(wr && !pending && field(wdata, CidCmdOp) =/= PisaCidOp.Nop.U) {
+      pendingOp := field(wdata, CidCmdOp)
+      pending := true.B
     }
   }
   for (i <- 0 until nCounters) {
@@ -151,5 +122,4 @@ class PisaRegs(p: PisaParams) extends Module with RegSlave {
   io.cfg.lportCfg := lportCfg
   io.cfg.portEntry := portEntry
   io.cfg.profileEntry := profileEntry
-  io.cfg.cid := cid
 }

@@ -25,7 +25,7 @@ object EmitBlocks extends App {
         "pisa_parser-w8" -> (() => new nanobpf.pisa.ParserBlock()),
         "pisa_deparser-w8" -> (() => new nanobpf.pisa.DeparserBlock()),
         "pisa-w8" -> (() => new nanobpf.pisa.Pisa()),
-        "pisa-w16" -> (() => new nanobpf.pisa.Pisa(nanobpf.pisa.PisaParams(beatBytes = 16, cidEntries = 16))),
+        "pisa-w16" -> (() => new nanobpf.pisa.Pisa(nanobpf.pisa.PisaParams(beatBytes = 16, cidBuckets = 4))),
         "packetizer-w8" -> (() => new nanobpf.reasm.PacketizerBlock()),
         "packetizer-w16" -> (() => new nanobpf.reasm.PacketizerBlock(nanobpf.reasm.PktParams(beatBytes = 16))),
         "reasm-w8" -> (() => new nanobpf.reasm.ReasmBlock(nanobpf.reasm.PktParams(slots = 16))),
@@ -36,6 +36,10 @@ object EmitBlocks extends App {
         "dispatch-q3" -> (() => new nanobpf.coresel.Dispatch(nanobpf.reasm.PktParams(queues = 3, slots = 32))),
         "eth_mac-w8" -> (() => new nanobpf.mac.EthMac()),
         "eth_echo-w8" -> (() => new nanobpf.board.EthEcho(8)), // with eth_mac-w8 and the RGMII PHY: sim/cocotb/eth_rgmii
+        // in front of LiteDRAM's --sim core (boards/genesys2/ddr3.yml `sim`: 256 MiB, 28-bit address) with a
+        // 512 MiB window, so the upper half is past the DRAM: sim/cocotb/dram_bridge checks both against dram.properties
+        "dram_bridge-sim" -> (() => new nanobpf.dram.DramBridge(nanobpf.dram.DramBridgeParams(base = SocMap.MainMem.base,
+          windowBytes = BigInt(512) << 20, dramBytes = BigInt(256) << 20, addrBits = 28))),
         "aead-r2g32" -> (() => new nanobpf.aead.AeadBlock()),
         "aead-r1g8" -> (() => new nanobpf.aead.AeadBlock(nanobpf.aead.AeadParams(roundsPerCycle = 1, ghashBits = 8, cores = 2, perCore = 2))),
         // the area/throughput trade-off (make bench-aead)

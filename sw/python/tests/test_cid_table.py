@@ -1,0 +1,79 @@
+"""PISA's connection-ID table as the model computes it (the RTL is checked against the model entry by
+entry in sim/cocotb/pisa): capacity of the hashed table, the cuckoo move, colliding CIDs for tests."""
+import random
+
+import pytest
+
+from nanobpf import pisa as P
+from nanobpf.soc import DATAPATH, REGS, pack
+
+
+def command(p, op, cid, slot=0):
+    key = bytes(cid).ljust(24, b"\0")
+    for i in range(3):
+        p.reg_write("cid_key", int.from_bytes(key[8 * i:8 * i + 8], "little"), i)
+    p.reg_write("cid_arg", pack("pisa", "cid_arg", len=len(cid), slot=slot))
+    p.reg_write("cid_cmd", pack("pisa", "cid_cmd", op=P.CID_OP[op]))
+    r = p.reg_read("cid_result")
+    return r >> REGS[("pisa", "cid_result")].fields["status"][0] & 3
+
+
+def test_the_build_holds_at_least_1024_connections():
+    """The goal (issue 25): 1,024 connections. Random CIDs of the lengths stacks use (8 bytes: quiche,
+    aioquic, ngtcp2; 20: the longest; 4: short custom ones) all go in, on several seeds."""
+    p = P.Pisa()
+    assert p.cid_entries == DATAPATH["cid_ways"] * DATAPATH["cid_buckets"] >= 1024
+    for seed, length in ((1, 8), (2, 20), (3, 4), (4, None)):
+        p = P.Pisa()
+        rng = random.Random(seed)
+        cids = set()
+        while len(cids) < 1024:
+            cids.add(rng.randbytes(length if length else rng.randrange(4, 21)))
+        for i, c in enumerate(sorted(cids)):
+            assert command(p, "insert", c, slot=i) == P.CID_STATUS["ok"], f"seed {seed}: refused after {i}"
+        assert p.reg_read("cid_used") == 1024
+        # every one is found where a lookup looks, with its slot
+        for i, c in enumerate(sorted(cids)):
+            at = p.cid_find(c)
+            assert at is not None and p.cid_table[at].slot == i
+
+
+def test_cuckoo_move_keeps_every_entry():
+    """A small table (4 ways x 4 buckets) fills past the point where all of a new CID's buckets are
+    taken: inserts move an occupant and every CID inserted stays findable with its slot, until a
+    refusal, which changes nothing."""
+    p = P.Pisa(cid_buckets=4)
+    rng = random.Random(7)
+    held, moves = {}, 0
+    while True:
+        c = rng.randbytes(8)
+        if c in held:
+            continue
+        before = list(p.cid_table)
+        direct = any(p.cid_table[i] is None for i in p.cid_candidates(c))
+        st = command(p, "insert", c, slot=len(held))
+        if st == P.CID_STATUS["full"]:
+            assert p.cid_table == before
+            break
+        assert st == P.CID_STATUS["ok"]
+        moves += not direct
+        held[c] = len(held)
+        for k, slot in held.items():
+            at = p.cid_find(k)
+            assert at is not None and p.cid_table[at].slot == slot
+    assert moves > 0, "no insert needed a move: the test did not reach the cuckoo path"
+    assert p.reg_read("cid_used") == len(held) > 8
+    assert p.counters[P.COUNTER["cid_full"]] == 1
+
+
+def test_colliding_cids_fill_all_places():
+    base = bytes(range(1, 9))
+    others = P.cid_collisions(base, 6)
+    p = P.Pisa()
+    assert len(set(others)) == 6 and base not in others
+    assert all(p.cid_candidates(c) == p.cid_candidates(base) for c in others)
+    for c in others[:p.cid_ways]:
+        assert command(p, "insert", c) == P.CID_STATUS["ok"]
+    assert command(p, "insert", base) == P.CID_STATUS["full"]
+    with pytest.raises(ValueError):
+        P.cid_collisions(b"\x01\x02", 3)  # 16 bits cannot collide on 36 hash bits
