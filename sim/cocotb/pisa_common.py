@@ -137,6 +137,18 @@ class Regs:
                 f"counter[{i}]: RTL {got}, model {self.model.reg_read('counter', i)}"
 
 
+async def model_for(bus, beat_bytes):
+    """The model of the pipeline behind `bus`, with the CID table's geometry read from its params register
+    (the builds differ: the wide test build has a small table)."""
+    from nanobpf.pisa import Pisa
+    from nanobpf.soc import DATAPATH, reg_offset, unpack
+    rdata, err, _, _ = await bus.access(reg_offset("pisa", "params"))
+    assert not err, "read pisa.params refused"
+    entries = unpack("pisa", "params", rdata)["cid_entries"]
+    assert entries % DATAPATH["cid_ways"] == 0, f"CID table of {entries} entries: not {DATAPATH['cid_ways']} ways"
+    return Pisa(beat_bytes=beat_bytes, cid_buckets=entries // DATAPATH["cid_ways"])
+
+
 # ---------------------------------------------------------------------------- configuration
 HOST, NET = 0, 1          # logical ports
 HOST_VID, NET_VID = 10, 20

@@ -85,7 +85,7 @@ int dpu_table_write(unsigned table, unsigned index, uint32_t value, struct ctrl_
     return 0;
 }
 
-/* One command of PISA's CID table (the hardware takes 2 cycles; traffic keeps flowing, and a lookup sees
+/* One command of PISA's CID table (the hardware takes 2..11 cycles; traffic keeps flowing, and a lookup sees
  * the table before or after it, never half of it): the pisa_cid_status it ended with. */
 unsigned dpu_cid_command(unsigned op, const uint8_t *cid, unsigned len, unsigned slot) {
     for (unsigned w = 0; w < NANOBPF_PISA_CID_KEY_COUNT; w++) {

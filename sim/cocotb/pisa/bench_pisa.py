@@ -9,9 +9,8 @@ import cocotb
 from cocotb.triggers import RisingEdge
 
 from busport import BusPortDriver, start
-from nanobpf.pisa import Pisa
 from nanobpf.soc import REGIONS
-from pisa_common import QUIC_PORT, SHORT_CID, Regs, StreamSink, StreamSource, program_default
+from pisa_common import QUIC_PORT, SHORT_CID, Regs, StreamSink, StreamSource, model_for, program_default
 from scapy.all import IP, UDP, Dot1Q, Ether, Raw
 
 PERIOD = 10
@@ -30,7 +29,8 @@ async def bench(dut):
     n = int(os.environ.get("PISA_BENCH_FRAMES", "200"))
     sizes = [int(s) for s in os.environ.get("PISA_BENCH_SIZES", "64,128,256,512,1024,1518").split(",")]
     dut.io_fromCores_valid.value = 0
-    regs = Regs(BusPortDriver(dut, REGIONS["pisa"].base, await start(dut)), Pisa(beat_bytes=w))
+    bus = BusPortDriver(dut, REGIONS["pisa"].base, await start(dut))
+    regs = Regs(bus, await model_for(bus, w))
     await program_default(regs)
     cid = bytes(range(1, SHORT_CID + 1))
     await regs.cid("insert", cid, slot=5)

@@ -11,9 +11,9 @@ import cocotb
 from cocotb.triggers import RisingEdge
 
 from nanobpf.pisa import ACTION, COUNTER, MAX_CID, Pisa
-from nanobpf.soc import DATAPATH, REGIONS
+from nanobpf.soc import REGIONS
 from busport import BusPortDriver, start
-from pisa_common import Regs, StreamSink, StreamSource, Traffic, program_default
+from pisa_common import Regs, StreamSink, StreamSource, Traffic, model_for, program_default
 
 META = ("action", "port", "lport", "length", "vlans", "l3off", "ipver", "l4off", "udp", "quic", "cidLen",
         "cid", "cidHit", "slot", "ctrl")
@@ -32,12 +32,13 @@ class Bench:
     def __init__(self, dut, rng, ready_prob=1.0):
         self.dut, self.rng, self.ready_prob = dut, rng, ready_prob
         self.w = int(os.environ.get("PISA_BEAT", "8"))
-        self.model = Pisa(beat_bytes=self.w, cid_buckets=int(os.environ.get("PISA_CID_BUCKETS", DATAPATH["cid_buckets"])))
 
     async def start(self):
         d = self.dut
         d.io_fromCores_valid.value = 0
-        self.regs = Regs(BusPortDriver(d, REGIONS["pisa"].base, await start(d)), self.model)
+        bus = BusPortDriver(d, REGIONS["pisa"].base, await start(d))
+        self.model = await model_for(bus, self.w)
+        self.regs = Regs(bus, self.model)
         self.cores = StreamSink(d, "io_toCores", self.w, fields=tuple(f"meta_{k}" for k in META),
                                 rng=random.Random(11), ready_prob=self.ready_prob)
         self.out = StreamSink(d, "io_out", self.w, fields=("port",), rng=random.Random(12), ready_prob=self.ready_prob)
@@ -249,4 +250,4 @@ def test_pisa_wide():
     """The same pipeline with a 128-bit stream."""
     from cocotb_runner import run_block
     run_block("pisa", "w16", "Pisa", "test_pisa", os.path.dirname(__file__),
-              extra_env={"PISA_BEAT": "16", "PISA_CID_BUCKETS": "4", "PISA_FRAMES": "150"})
+              extra_env={"PISA_BEAT": "16", "PISA_FRAMES": "150"})
