@@ -190,11 +190,11 @@ $(LITEDRAM_DIR)/%/dram.properties: $(LITEDRAM_INPUTS) | $(VENV_STAMP) $(APT_STAM
 	@$(PY) sw/tools/nanobpf-litedram --board $(BOARD) --variant $*
 litedram: $(VENV_STAMP) ## generate the board's LiteDRAM DDR3 cores (BOARD=genesys2) into build/litedram/BOARD: the real core and the simulation one
 	@$(PY) sw/tools/nanobpf-litedram --board $(BOARD)
-$(BOARD_HW_DIR)/filelist.f: $(SCALA_SRCS) $(FW)/bootrom.bin $(FW)/board.hex $(DEFS_STAMP) $(LITEDRAM_DIR)/board/dram.properties | $(MILL)
-	@echo "[board] elaborating NanobpfBoard for $(BOARD) with $(BOARD_CORES) core(s), firmware board.hex baked in -> $(BOARD_HW_DIR)"
+$(BOARD_HW_DIR)/filelist.f: $(SCALA_SRCS) $(FW)/bootrom-board.bin $(FW)/board.hex $(DEFS_STAMP) $(LITEDRAM_DIR)/board/dram.properties | $(MILL)
+	@echo "[board] elaborating NanobpfBoard for $(BOARD) with $(BOARD_CORES) core(s), main memory in the DDR3, firmware board.hex in the fw_image ROM -> $(BOARD_HW_DIR)"
 	@$(MILL) --no-server -j 1 hw.runMain nanobpf.board.ElaborateBoard --board $(BOARD) --cores $(BOARD_CORES) \
-	    --bootrom $(FW)/bootrom.bin --mem-init $(FW)/board.hex --out $(BOARD_HW_DIR)
-$(FW)/board.hex: firmware
+	    --bootrom $(FW)/bootrom-board.bin --fw-image $(FW)/board.hex --dram $(LITEDRAM_DIR)/board/dram.properties --out $(BOARD_HW_DIR)
+$(FW)/board.hex $(FW)/bootrom-board.bin: firmware
 board-hw: $(VENV_STAMP) litedram $(BOARD_HW_DIR)/filelist.f ## elaborate the board's Chisel part (BOARD=genesys2, BOARD_CORES=N, default 2)
 
 board-check: $(VENV_STAMP) board-hw ## without Vivado: XDC ports = top-level ports, the board top lints in Verilator

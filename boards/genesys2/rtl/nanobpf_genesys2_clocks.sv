@@ -5,6 +5,7 @@
 //   CLKOUT1 = 1000 / 8  = 125 MHz   clk_net90  RGMII transmit clock, 90 degrees later (2 ns)
 //   CLKOUT2 = 1000 / 20 =  50 MHz   clk_core   CVA6 cores and the SoC
 //   CLKOUT3 = 1000 / 5  = 200 MHz   clk_ref    IDELAYCTRL reference, PHY reset timer
+// clk_sys200 is the input clock itself through a BUFG, for LiteDRAM's own PLL (see the top).
 module nanobpf_genesys2_clocks (
     input  logic sysclk_p,
     input  logic sysclk_n,
@@ -13,6 +14,7 @@ module nanobpf_genesys2_clocks (
     output logic clk_net90,
     output logic clk_core,
     output logic clk_ref,
+    output logic clk_sys200,  // the 200 MHz input clock on a global buffer (not through the MMCM)
     output logic locked
 );
   logic sysclk, clkfb, clkfb_buf, out0, out1, out2, out3;
@@ -34,6 +36,7 @@ module nanobpf_genesys2_clocks (
       .LOCKED(locked)
   );
   BUFG fb_bufg (.I(clkfb), .O(clkfb_buf));
+  BUFG sys200_bufg (.I(sysclk), .O(clk_sys200));
   BUFG net_bufg (.I(out0), .O(clk_net));
   BUFG net90_bufg (.I(out1), .O(clk_net90));
   BUFG core_bufg (.I(out2), .O(clk_core));

@@ -23,8 +23,10 @@
 # WHS < 0); then no bitstream is written. A `### <stage>` line is printed before each stage.
 #
 # No IP (.xci) and no block design: the MMCM, the differential clock buffer, IDELAYE2/IDELAYCTRL and
-# ODDR/IDDR primitives are instantiated directly in the board RTL (boards/<board>/rtl), so the flow only
-# reads sources and constraints. Vivado synthesis predefines the SYNTHESIS macro, which keeps the
+# ODDR/IDDR primitives are instantiated directly in the board RTL (boards/<board>/rtl), and the DDR3
+# controller is LiteDRAM's generated Verilog (listed in FILES_F by nanobpf-bitstream, `.v`: its core and
+# its init CPU; the $readmemh files of its BIOS ROM/SRAM and of the firmware image ROM are named by
+# absolute path in the sources), so the flow only reads sources and constraints. Vivado synthesis predefines the SYNTHESIS macro, which keeps the
 # simulation-only code (e.g. $value$plusargs in nanobpf_main_mem) out.
 
 proc stage {name} {

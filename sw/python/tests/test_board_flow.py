@@ -138,8 +138,30 @@ def opt(call, name):
     return call[call.index(name) + 1]
 
 
+DRAM = None  # the stand-in LiteDRAM core's dram.properties of the running test (fixture `dram`)
+
+
+@pytest.fixture(autouse=True)
+def dram(tmp_path, monkeypatch):
+    """A stand-in for LiteDRAM's generated core (make litedram): dram.properties naming two small Verilog
+    files (the core and its init CPU) and a memory file; every nanobpf-bitstream run gets it."""
+    d = tmp_path / "litedram"
+    d.mkdir()
+    (d / "VexRiscv.v").write_text("module VexRiscv;\nendmodule\n")
+    (d / "litedram_core.v").write_text("module litedram_core;\n  VexRiscv cpu ();\nendmodule\n")
+    (d / "litedram_core_rom.init").write_text("00000013\n")
+    props = d / "dram.properties"
+    props.write_text(f"# stand-in\nvariant=board\nsources={d / 'VexRiscv.v'} {d / 'litedram_core.v'}\n"
+                     f"memory_files={d / 'litedram_core_rom.init'}\n")
+    monkeypatch.setattr(sys.modules[__name__], "DRAM", props)
+    return props
+
+
 def bitstream(*args, env=None):
-    return subprocess.run([sys.executable, str(BITSTREAM), *map(str, args)], capture_output=True, text=True, env=env)
+    args = [str(x) for x in args]
+    if "--dram" not in args and DRAM is not None:
+        args += ["--dram", str(DRAM)]
+    return subprocess.run([sys.executable, str(BITSTREAM), *args], capture_output=True, text=True, env=env)
 
 
 def list_entries(files_f):
@@ -168,8 +190,10 @@ def test_no_vivado_exits_2_with_the_message_and_writes_the_file_list(tmp_path, c
                          capture_output=True, text=True, check=True).stdout.split()
     board = sorted(str(f) for f in (ROOT / "boards/genesys2/rtl").glob("*.sv"))
     assert str(ROOT / f"boards/genesys2/rtl/{TOP}.sv") in board
-    assert files == soc + board
-    assert files[-len(board) - 2:-len(board)] == [str(chisel / "NanobpfBoard.sv"), str(chisel / "BoardLeds.sv")]
+    litedram = [str(DRAM.parent / "VexRiscv.v"), str(DRAM.parent / "litedram_core.v")]
+    assert files == soc + litedram + board
+    assert files[len(soc) - 2:len(soc)] == [str(chisel / "NanobpfBoard.sv"), str(chisel / "BoardLeds.sv")]
+    assert str(DRAM.parent / "litedram_core_rom.init") in (out / "files.f").read_text()  # named in a comment
     assert not any("/boards/genesys2/sim/" in f for f in files)
     assert "+define+WT_DCACHE" in files and any(f.startswith("+incdir+") for f in files)
     script = (out / "run-vivado.sh").read_text()
@@ -189,6 +213,27 @@ def test_unknown_board_missing_chisel_and_missing_xdc_are_refused(tmp_path, chis
     assert p.returncode == 2 and "NanobpfBoard" in p.stderr and "make board-hw" in p.stderr
     p = bitstream("--board", "genesys2", "--chisel", chisel, "--out", tmp_path / "o", "--xdc", tmp_path / "no.xdc")
     assert p.returncode == 2 and "no.xdc not found" in p.stderr
+
+
+@needs_soc_pkg
+def test_missing_litedram_core_is_refused(tmp_path, chisel, xdc, dram):
+    p = bitstream("--board", "genesys2", "--chisel", chisel, "--out", tmp_path / "o", "--xdc", xdc,
+                  "--dram", tmp_path / "none.properties")
+    assert p.returncode == 2 and "none.properties not found" in p.stderr and "make litedram BOARD=genesys2" in p.stderr
+    (dram.parent / "litedram_core_rom.init").unlink()
+    p = bitstream("--board", "genesys2", "--chisel", chisel, "--out", tmp_path / "o", "--xdc", xdc)
+    assert p.returncode == 2 and "litedram_core_rom.init" in p.stderr and "make litedram" in p.stderr
+    dram.write_text(dram.read_text().replace("variant=board", "variant=sim"))
+    p = bitstream("--board", "genesys2", "--chisel", chisel, "--out", tmp_path / "o", "--xdc", xdc)
+    assert p.returncode == 2 and "not the board's" in p.stderr
+
+
+def test_board_table_names_the_generated_litedram_core():
+    """nanobpf-bitstream's default dram.properties is where nanobpf-litedram writes the board core's."""
+    from nanobpf import litedram
+    src = BITSTREAM.read_text()
+    rel = (litedram.out_dir("genesys2", "board") / "dram.properties").relative_to(ROOT)
+    assert f'"dram": "{rel}"' in src
 
 
 @needs_soc_pkg
@@ -232,7 +277,9 @@ def test_fake_vivado_runs_the_whole_flow(tmp_path, chisel, xdc, fake_vivado):
     files = [f for f in list_entries(out / "files.f") if not f.startswith("+")]
     reads = [x for x in c if x[0] == "read_verilog"]
     assert [x[-1] for x in reads] == files
-    assert all(x[1:] == ["-sv", x[-1]] for x in reads)
+    assert all(x[1:] == (["-sv", x[-1]] if x[-1].endswith(".sv") else [x[-1]]) for x in reads)
+    assert [x[-1] for x in reads if not x[-1].endswith(".sv")] == [str(DRAM.parent / "VexRiscv.v"),
+                                                                    str(DRAM.parent / "litedram_core.v")]
     assert c[names.index("read_xdc")] == ["read_xdc", str(xdc)]
     assert names.index("read_xdc") > max(i for i, n in enumerate(names) if n == "read_verilog")
     assert ["set_param", "general.maxThreads", "2"] in c

@@ -4,12 +4,17 @@ import chisel3._
 import chisel3.util._
 import nanobpf.mac.{AsyncFifo, AxisBeat, EthMac, GmiiRx, GmiiTx, MacParams}
 import nanobpf.soc.{NanobpfSoc, SocParams}
-import nanobpf.common.SocMap
+import nanobpf.common.{Axi4, Axi4Params, SocMap}
+import nanobpf.dram.{DramBridge, DramBridgeParams}
 
 /** Build parameters of a board design. */
 case class BoardParams(
-    /** The SoC; on a board its main memory is baked in (memInitFile) and uartDiv = core clock / baud. */
+    /** The SoC; on a board its main memory is external (externalMainMem, the DRAM), the firmware comes from
+      * its fw_image ROM (fwImageFile) and uartDiv = core clock / baud. */
     soc: SocParams,
+    /** Main memory in the board's DRAM: the bridge to LiteDRAM's AXI port (ElaborateBoard reads the
+      * generator's dram.properties). */
+    dram: DramBridgeParams,
     /** The Ethernet MAC. */
     mac: MacParams = MacParams(),
     /** Core clock in Hz (LED heartbeat). */
@@ -27,6 +32,11 @@ case class BoardParams(
   * and what the datapath sends leaves on it. With SW0 on, the link self-test holds the port instead:
   * every good frame received goes back out with its MAC addresses swapped (EthEcho). LEDs: 0 heartbeat (core clock), 1 clocks locked, 2 frame received, 3 frame
   * sent, 7..4 the firmware's (dpu.leds).
+  *
+  * Main memory is the board's DDR3: the SoC's main_mem port goes through [[DramBridge]] to LiteDRAM's
+  * AXI port (`io.dram`) in LiteDRAM's user_clk (`dramClock`/`dramReset`). LED 1 shows the clocks and the
+  * DDR3 together: on when the MMCM is locked and LiteDRAM reports init_done, blinking (4 Hz) when
+  * LiteDRAM reports init_error (its calibration failed), off otherwise (reset, or still initialising).
   */
 class NanobpfBoard(p: BoardParams) extends RawModule {
   val coreClock = IO(Input(Clock()))
@@ -35,6 +45,8 @@ class NanobpfBoard(p: BoardParams) extends RawModule {
   val netReset = IO(Input(Bool()))
   val rxClock = IO(Input(Clock()))
   val rxReset = IO(Input(Bool()))
+  val dramClock = IO(Input(Clock()))
+  val dramReset = IO(Input(Bool()))
   val io = IO(new Bundle {
     val gmiiRx = Input(new GmiiRx)
     val gmiiTx = Output(new GmiiTx)
@@ -42,7 +54,13 @@ class NanobpfBoard(p: BoardParams) extends RawModule {
     val switches = Input(UInt(8.W))
     val locked = Input(Bool())
     val leds = Output(UInt(8.W))
+    /** LiteDRAM's status (asynchronous to the core clock: synchronised here). */
+    val dramInitDone = Input(Bool())
+    val dramInitError = Input(Bool())
+    /** LiteDRAM's AXI4 user port (in dramClock). */
+    val dram = new Axi4(Axi4Params(idBits = p.dram.idBits, addrBits = p.dram.addrBits, dataBits = p.dram.dataBits))
   })
+  require(p.soc.externalMainMem, "the board's main memory is its DRAM (SocParams.externalMainMem)")
   val nCounters = SocMap.DpuRegs.EthCounterCount
   // Frames between the MAC (datapath clock) and the SoC's datapath (core clock).
   val rxFifo = withClockAndReset(netClock, netReset)(Module(new AsyncFifo(new AxisBeat(p.mac.beatBytes), 16)))
@@ -102,6 +120,11 @@ class NanobpfBoard(p: BoardParams) extends RawModule {
 
   withClockAndReset(coreClock, coreReset) {
     val soc = Module(new NanobpfSoc(p.soc))
+    val bridge = Module(new DramBridge(p.dram))
+    bridge.io.bus <> soc.mainMem.get
+    bridge.io.dramClock := dramClock
+    bridge.io.dramReset := dramReset
+    io.dram <> bridge.io.axi
     // console and sim_end are simulation outputs; the bus errors are shown on an LED instead
     val togSync = RegNext(RegNext(RegNext(toggle, false.B), false.B), false.B)
     val counters = RegInit(VecInit(Seq.fill(nCounters)(0.U(32.W))))
@@ -127,7 +150,12 @@ class NanobpfBoard(p: BoardParams) extends RawModule {
     val heartbeat = Counter(p.coreHz / 2)
     val beat = RegInit(false.B)
     when(heartbeat.inc()) { beat := !beat }
-    io.leds := soc.io.board.leds ## txLed ## rxLed ## io.locked ## beat
+    val initDone = RegNext(RegNext(io.dramInitDone, false.B), false.B)
+    val initError = RegNext(RegNext(io.dramInitError, false.B), false.B)
+    val blink = RegInit(false.B)
+    when(Counter(p.coreHz / 8).inc()) { blink := !blink }
+    val ready = Mux(initError, blink, io.locked && initDone)
+    io.leds := soc.io.board.leds ## txLed ## rxLed ## ready ## beat
   }
 }
 

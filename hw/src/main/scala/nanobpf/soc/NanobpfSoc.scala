@@ -10,13 +10,20 @@ case class SocParams(
     nCores: Int = 4,
     /** Boot ROM contents: the raw binary of firmware/bootrom (no default: the SoC cannot boot without it). */
     bootRom: Seq[Byte],
-    /** $readmemh file baked into main memory (board builds); empty: loaded at run time (simulation). */
+    /** $readmemh file baked into main memory; empty: loaded at run time (simulation). */
     memInitFile: String = "",
+    /** Main memory outside the SoC (the board's DDR3 behind nanobpf.dram.DramBridge): the SoC exposes the
+      * main_mem region's bus port as `mainMem` instead of instantiating MainMemory. Off in simulation. */
+    externalMainMem: Boolean = false,
+    /** $readmemh file of the read-only firmware image (region fw_image) that the board's boot ROM copies
+      * into main memory; empty: no image, the region answers every access with an error (simulation). */
+    fwImageFile: String = "",
     /** UART bit time in core cycles after reset (dpu.uart_div): the simulation's default, or core clock / baud on a board. */
     uartDiv: Int = SocMap.DpuRegs.UartDivReset.toInt,
     /** The AES-128-GCM engine (its `cores` follows nCores; it addresses the whole packet memory). */
     aead: nanobpf.aead.AeadParams = nanobpf.aead.AeadParams()) {
   require(nCores >= 1 && nCores <= SocMap.MaxCores, s"nCores must be 1..${SocMap.MaxCores}, got $nCores")
+  require(!(externalMainMem && memInitFile.nonEmpty), "external main memory cannot be baked in (memInitFile): use fwImageFile")
   /** The datapath: one descriptor queue per core (core 0, the control core, takes data packets only
     * when it is the only core), packet memory slots from hw/defs/soc.toml. */
   val pkt: nanobpf.reasm.PktParams = nanobpf.reasm.PktParams(queues = nCores, slots = SocMap.Datapath.Slots,
@@ -57,7 +64,10 @@ class NanobpfSoc(p: SocParams) extends Module {
   val bootRom = Module(new BootRom(p.bootRom, SocMap.Bootrom))
   val clint = Module(new Clint(p.nCores))
   val dpu = Module(new DpuRegs(p.nCores, p.uartDiv))
-  val mem = Module(new MainMemory(SocMap.MainMem, p.memInitFile))
+  /** Main memory's bus port when it is outside the SoC (SocParams.externalMainMem). */
+  val mainMem = if (p.externalMainMem) Some(IO(new BusPort)) else None
+  val mem = if (p.externalMainMem) None else Some(Module(new MainMemory(SocMap.MainMem, p.memInitFile)).suggestName("mem"))
+  val fwImage = Module(new FirmwareImage(SocMap.FwImage, p.fwImageFile))
   val sharedMem = Module(new MainMemory(SocMap.SharedMem, "", loadPlusarg = false))
   val aead = Module(new nanobpf.aead.AeadBlock(p.aeadInSoc))
   val packetMem = Module(new PacketMemory(SocMap.PacketMem, p.aeadInSoc.memAddrBits))
@@ -70,7 +80,8 @@ class NanobpfSoc(p: SocParams) extends Module {
   io.datapathReady := dpu.io.datapathReady
   /** The slave serving each region of hw/defs/soc.toml; a region without hardware is an error. */
   val slaveOf: Map[String, BusPort] =
-    Map("bootrom" -> bootRom.io, "clint" -> clint.io.bus, "dpu" -> dpu.io.bus, "main_mem" -> mem.io,
+    Map("bootrom" -> bootRom.io, "clint" -> clint.io.bus, "dpu" -> dpu.io.bus, "main_mem" -> mainMem.getOrElse(mem.get.io),
+      "fw_image" -> fwImage.io,
       "aead" -> aead.io.bus, "keytable" -> aead.io.keys, "packet_mem" -> packetMem.io.bus,
       "pisa" -> datapath.io.pisaBus, "pkt" -> datapath.io.pktBus, "shared_mem" -> sharedMem.io)
   for ((region, port) <- SocMap.regions.zip(xbar.io.slaves))
