@@ -88,3 +88,27 @@ def test_second_run_is_skipped():
     r = subprocess.run([sys.executable, str(TOOL), "--board", BOARD, "--variant", "sim"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "sim: up to date" in r.stdout, r.stdout
+
+
+def test_xdc_ddr3_pins_are_litex_boards():
+    """constraints/genesys2.xdc's DDR3 pins and I/O standards are those of litex-boards' Genesys2 platform
+    (the `ddram` resource LiteDRAM's Genesys2 target uses), bit for bit."""
+    import re
+    from litex.build.generic_platform import IOStandard, Pins, Subsignal
+    from litex_boards.platforms import digilent_genesys2 as plat
+    (ddram,) = [r for r in plat._io if r[0] == "ddram" and r[1] == 0]
+    want = {}
+    for sub in ddram[2:]:
+        if not isinstance(sub, Subsignal):
+            continue
+        pins = next(c for c in sub.constraints if isinstance(c, Pins)).identifiers
+        std = next(c for c in sub.constraints if isinstance(c, IOStandard)).name
+        for i, pin in enumerate(pins):
+            port = f"ddram_{sub.name}" + (f"[{i}]" if len(pins) > 1 else "")
+            want[port] = (pin, std)
+    xdc = (ROOT / "constraints/genesys2.xdc").read_text()
+    got = {m[3]: (m[1], m[2]) for m in re.finditer(
+        r"PACKAGE_PIN\s+(\S+)\s+IOSTANDARD\s+(\S+)\s*\}\s*\[get_ports\s*\{\s*(ddram_\S+)\s*\}\]", xdc)}
+    assert len(want) == 71 and got == want  # 15 a, 3 ba, 4 dm, 32 dq, 4+4 dqs, clk pair, 7 single-pin signals
+    assert "set_property SLEW FAST [get_ports {ddram_*}]" in xdc and "set_property VCCAUX_IO HIGH [get_ports {ddram_*}]" in xdc
+    assert "INTERNAL_VREF 0.750 [get_iobanks 34]" in xdc
