@@ -192,7 +192,7 @@ set_clock_groups -name async_domains -asynchronous \
     -group [get_clocks -include_generated_clocks -of_objects [get_pins {u_clocks/mmcm/CLKOUT0 u_clocks/mmcm/CLKOUT1}]] \
     -group [get_clocks -of_objects [get_pins u_clocks/mmcm/CLKOUT3]] \
     -group [get_clocks -include_generated_clocks eth_rxck] \
-    -group [get_clocks -of_objects [get_pins -hierarchical -filter {NAME =~ u_dram/PLLE2_ADV/CLKOUT*}]]
+    -group [get_clocks -of_objects [get_pins u_dram/PLLE2_ADV/CLKOUT*]]
 
 ## Slow or asynchronous pins: synchronised (or only seen by humans) inside, nothing to time. LiteDRAM's
 ## init_done/init_error cross into clk_core through two-flop synchronisers in NanobpfBoard.

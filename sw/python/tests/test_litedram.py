@@ -80,6 +80,10 @@ def test_generated_core_agrees_with_ddr3_yml(variant):
     if variant == "board":
         assert props["init_cpu"] == "vexriscv" and any(f.endswith("VexRiscv.v") for f in props["sources"].split())
         assert len(props["memory_files"].split()) == 2  # the BIOS ROM and its SRAM
+        # constraints/genesys2.xdc names the PLL's clocks by this instance (u_dram/PLLE2_ADV/CLKOUT*)
+        import re
+        assert len(re.findall(r"^\) PLLE2_ADV \($", core, re.M)) == 1
+        assert "get_pins u_dram/PLLE2_ADV/CLKOUT*" in (ROOT / "constraints/genesys2.xdc").read_text()
 
 
 def test_second_run_is_skipped():
