@@ -36,3 +36,18 @@ def test_synthesis_list_swaps_only_the_ram_wrapper(tmp_path):
 def test_missing_chisel_output_is_explained(tmp_path):
     p = subprocess.run([sys.executable, str(TOOL), "--chisel", str(tmp_path / "none")], capture_output=True, text=True)
     assert p.returncode != 0 and "make hw" in p.stderr
+
+
+def test_cva6_is_trimmed_as_soc_toml_says(tmp_path):
+    """[cva6] of hw/defs/soc.toml: the TLB size in the load_store_unit.sv copy (both MMUs, both TLBs; the
+    package's file is not listed), branch prediction in nanobpf_soc_pkg::ARIANE_CFG."""
+    import re
+    from nanobpf.soc import CVA6
+    f = files(tmp_path)
+    lsu = [x for x in f if x.endswith("/load_store_unit.sv")]
+    assert lsu == [str(ROOT / "build/generated/cva6/load_store_unit.sv")]
+    sizes = re.findall(r"\.(?:INSTR|DATA)_TLB_ENTRIES\s*\(\s*(\d+)\s*\)", open(lsu[0]).read())
+    assert sizes == [str(CVA6["tlb_entries"])] * 4
+    pkg = (ROOT / "build/generated/vsrc/nanobpf_soc_pkg.sv").read_text()
+    assert (f"RASDepth: {CVA6['ras_depth']}, BTBEntries: {CVA6['btb_entries']}, "
+            f"BHTEntries: {CVA6['bht_entries']}") in pkg

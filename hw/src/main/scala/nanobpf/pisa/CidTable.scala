@@ -42,13 +42,15 @@ class CidOutcome(p: PisaParams) extends Bundle {
 /** The connection-ID table (docs/pisa.md): exact match of (length, CID) -> connection slot, hashed into
   * block RAM so it holds thousands of connections (a comparator per entry held 64 at 30K LUTs).
   *
-  * d-left hashing: `cidWays` ways of `cidBuckets` one-entry buckets, each way its own dual-port block RAM
-  * with its own H3 hash of the key (masks from hw/defs/soc.toml `cid_hash_seed`). A CID may sit in its
+  * d-left hashing: `cidWays` ways of `cidBuckets` one-entry buckets, each way its own simple dual-port
+  * block RAM (one read port, one write port: the cheapest shape for yosys and Vivado) with its own H3 hash of the key (masks from hw/defs/soc.toml `cid_hash_seed`). A CID may sit in its
   * bucket of any way; an insert takes the first free one in way order; when all are taken, it moves one
   * occupant (the first, in way order, that has a free bucket in another way) and takes its place (a
-  * one-step cuckoo insert: the table fills to about 70% before the first refusal, status full). Lookups use one port of every way: the key in cycle t, hit and slot in t + 1, one per
-  * cycle. Commands use the other port (read, then decide and write: [[CidTable.commandCycles]]), so the
-  * table changes under traffic; a lookup of the entry being written in that very cycle gets the new
+  * one-step cuckoo insert: the table fills to about 70% before the first refusal, status full). Lookups
+  * use the read port of every way: the key in cycle t, hit and slot in t + 1, one per cycle. Commands
+  * read through the same port in a cycle without a lookup (the pipeline looks up once per frame, so a
+  * command waits a cycle at most), then decide and write through the write port
+  * ([[CidTable.commandCycles]]), so the table changes under traffic; a lookup of the entry being written in that very cycle gets the new
   * entry (bypass), so a packet sees the table before or after a command, never in between.
   *
   * Block RAM keeps its contents over a reset: after reset the table clears every bucket (one per cycle,
@@ -97,8 +99,12 @@ class CidTable(p: PisaParams) extends Module {
   val wdata = Wire(new CidEntry(p))
   wen.foreach(_ := state === sClear)
   wdata := 0.U.asTypeOf(wdata)
-  val port = (0 until ways).map(w =>
-    mems(w).readWrite(addr(w), wdata.asUInt, state === sRead || state === sProbe || wen(w), wen(w)))
+  // The read port: the pipeline's lookup has it when it wants it; a command's read waits for a free cycle.
+  val lk = io.lookup.key
+  val engineRead = (state === sRead || state === sProbe) && !lk.valid
+  val lookupAddr = (0 until ways).map(w => bucket(lk.bits, w))
+  val port = (0 until ways).map(w => mems(w).read(Mux(lk.valid, lookupAddr(w), addr(w)), lk.valid || engineRead))
+  for (w <- 0 until ways) when(wen(w)) { mems(w).write(addr(w), wdata.asUInt) }
 
   val entries = port.map(entryOf) // in sDecide: the key's buckets; in sProbeDecide: the occupant's
   val found = VecInit(entries.map(matches(_, cmd.key)))
@@ -128,7 +134,7 @@ class CidTable(p: PisaParams) extends Module {
       clearAt := clearAt + 1.U
       when(clearAt === (p.cidBuckets - 1).U) { state := sIdle }
     }
-    is(sRead) { state := sDecide }
+    is(sRead) { when(engineRead) { state := sDecide } }
     is(sDecide) {
       when(cmd.op === PisaCidOp.Insert.U) {
         when(isFound || free.asUInt.orR) {
@@ -151,7 +157,7 @@ class CidTable(p: PisaParams) extends Module {
         done(PisaCidStatus.Ok, indexOf(foundWay), VecInit(entries)(foundWay).slot)
       }
     }
-    is(sProbe) { state := sProbeDecide }
+    is(sProbe) { when(engineRead) { state := sProbeDecide } }
     is(sProbeDecide) {
       val alt = VecInit(free.zipWithIndex.map { case (f, w) => f && victim =/= w.U })
       when(alt.asUInt.orR) {
@@ -174,14 +180,11 @@ class CidTable(p: PisaParams) extends Module {
   io.done.valid := finish
   io.done.bits := outcome
 
-  // ---- lookups: one port per way; a write to the bucket being read in the same cycle is passed on
-  val lk = io.lookup.key
+  // ---- lookups: a write to the bucket being read in the same cycle is passed on
   val read = (0 until ways).map { w =>
-    val a = bucket(lk.bits, w)
-    val raw = mems(w).read(a, lk.valid)
-    val bypass = RegNext(wen(w) && addr(w) === a)
+    val bypass = RegNext(wen(w) && addr(w) === lookupAddr(w))
     val written = RegNext(wdata.asUInt)
-    entryOf(Mux(bypass, written, raw))
+    entryOf(Mux(bypass, written, port(w)))
   }
   val key1 = RegEnable(lk.bits, lk.valid)
   val ready1 = RegNext(state =/= sClear, false.B)
@@ -191,8 +194,8 @@ class CidTable(p: PisaParams) extends Module {
 }
 
 object CidTable {
-  /** Cycles from a command's start to its outcome: read, decide; an insert that moves an entry takes
-    * up to 2 more per way and one to place. */
+  /** Cycles from a command's start to its outcome: read, decide (a read waits a cycle while the pipeline
+    * looks up); an insert that moves an entry takes up to 2 more per way and one to place. */
   val commandCycles = 2
 
   /** Bucket of `k` in `way`: bit b is the parity of (len ## cid) AND the way's mask b (an H3 hash; the
