@@ -175,7 +175,7 @@ bench-pisa: $(VENV_STAMP) hw-blocks ## PISA pipeline only: throughput/latency pe
 	@$(PY) sw/tools/nanobpf-bench-pisa --out $(BUILD)/bench
 
 # ---------------------------------------------------------------- board (BOARD=genesys2)
-BOARD_CORES ?= 2
+BOARD_CORES ?= 4
 BOARD_HW_DIR := $(BUILD)/hw/board-$(BOARD)-$(BOARD_CORES)
 BITSTREAM_DIR := $(BUILD)/bitstream/$(BOARD)
 BIT ?= $(BITSTREAM_DIR)/nanobpf_$(BOARD).bit
@@ -195,7 +195,28 @@ $(BOARD_HW_DIR)/filelist.f: $(SCALA_SRCS) $(FW)/bootrom-board.bin $(FW)/board.he
 	@$(MILL) --no-server -j 1 hw.runMain nanobpf.board.ElaborateBoard --board $(BOARD) --cores $(BOARD_CORES) \
 	    --bootrom $(FW)/bootrom-board.bin --fw-image $(FW)/board.hex --dram $(LITEDRAM_DIR)/board/dram.properties --out $(BOARD_HW_DIR)
 $(FW)/board.hex $(FW)/bootrom-board.bin: firmware
-board-hw: $(VENV_STAMP) litedram $(BOARD_HW_DIR)/filelist.f ## elaborate the board's Chisel part (BOARD=genesys2, BOARD_CORES=N, default 2)
+board-hw: $(VENV_STAMP) litedram $(BOARD_HW_DIR)/filelist.f ## elaborate the board's Chisel part (BOARD=genesys2, BOARD_CORES=N, default 4: 1 control + 3 data cores)
+
+# The board's boot path in simulation: a 1-core SoC with the board's boot ROM and board-sim.hex in its
+# fw_image ROM (main memory stays the behavioural RAM), run with hello.hex loaded into main memory: the
+# board firmware must run, so hart 0 copied the image over it (sim/board/test_fw_image_boot.py, make test-long).
+FWCOPY_HW := $(BUILD)/hw/soc-fwcopy-1
+FWCOPY_SIM := $(BUILD)/sim/soc-fwcopy-1
+$(FWCOPY_HW)/filelist.f: $(SCALA_SRCS) $(FW)/bootrom-board.bin $(FW)/board-sim.hex $(DEFS_STAMP) | $(MILL)
+	@echo "[board] elaborating the 1-core SoC with the board's boot ROM and board-sim.hex in fw_image -> $(FWCOPY_HW)"
+	@$(MILL) --no-server -j 1 hw.runMain nanobpf.soc.Elaborate --cores 1 --bootrom $(FW)/bootrom-board.bin \
+	    --fw-image $(FW)/board-sim.hex --out $(FWCOPY_HW)
+$(FW)/board-sim.hex: firmware
+$(FWCOPY_SIM)/nanobpf-sim: $(FWCOPY_HW)/filelist.f $(VSRCS) sim/verilator/main.cpp $(wildcard sim/verilator/*.h) sw/tools/nanobpf-rtl-files | $(VENV_STAMP)
+	@echo "[sim] verilating it -> $(FWCOPY_SIM)"
+	@mkdir -p $(FWCOPY_SIM)
+	@$(PY) sw/tools/nanobpf-rtl-files --chisel $(FWCOPY_HW) > $(FWCOPY_SIM)/files.f
+	@verilator $(VERILATOR_FLAGS) --top-module NanobpfSoc -Mdir $(FWCOPY_SIM)/obj -o ../nanobpf-sim -f $(FWCOPY_SIM)/files.f \
+	    $(ROOT)/sim/verilator/main.cpp > $(FWCOPY_SIM)/build.log 2>&1 || \
+	  { tail -40 $(FWCOPY_SIM)/build.log; echo "[sim] Verilator build failed: full log in $(FWCOPY_SIM)/build.log"; exit 1; }
+	@touch $@
+board-boot-sim: $(FWCOPY_SIM)/nanobpf-sim firmware ## the board's boot path in simulation: the boot ROM copies the fw_image ROM (board-sim.hex) into main memory over hello.hex, and the board firmware runs
+	@$(FWCOPY_SIM)/nanobpf-sim --firmware $(FW)/hello.hex --max-cycles $(MAX_CYCLES)
 
 board-check: $(VENV_STAMP) board-hw ## without Vivado: XDC ports = top-level ports, the board top lints in Verilator
 	@$(PY) sw/tools/nanobpf-xdc-check --xdc constraints/$(BOARD).xdc --top boards/$(BOARD)/rtl/nanobpf_$(BOARD)_top.sv
@@ -208,12 +229,15 @@ flash: ## program the board with openFPGALoader: FLASH=jtag (default, volatile) 
 	@case "$(FLASH)" in jtag|spi) ;; *) echo "make flash: FLASH=jtag or FLASH=spi (got '$(FLASH)')"; exit 2;; esac
 	@python3 sw/tools/nanobpf-flash --board $(BOARD) --bit $(BIT) $(if $(filter spi,$(FLASH)),--spi)
 
-# The SoC alone (CORES=N), or with BOARD=... on the command line the board design (BOARD_CORES=N, the
-# datapath inside) and the number of cores that fit, from a second synthesis of one core tile.
+# The SoC alone (CORES=N), or with BOARD=... on the command line the whole board design (its top-level
+# SystemVerilog, the DDR3 controller, BOARD_CORES=N cores and the datapath) in one synthesis, with a
+# table per block and the number of cores that fit.
 ifeq ($(origin BOARD),command line)
-synth-estimate: $(VENV_STAMP) board-hw ## yosys synth_xilinx utilisation vs the XC7K325T: the SoC (CORES=N), or BOARD=genesys2: the board and how many cores fit
-	@$(PY) sw/tools/nanobpf-synth-estimate --chisel $(BOARD_HW_DIR) --top NanobpfBoard --out $(BUILD)/synth/board-$(BOARD)-$(BOARD_CORES) \
-	    --fit-cores $(BOARD_CORES) --tile-out $(BUILD)/synth/cva6-tile --reuse
+synth-estimate: $(VENV_STAMP) board-hw ## yosys synth_xilinx utilisation vs the XC7K325T: the SoC (CORES=N), or BOARD=genesys2: the whole board design, per block, and how many cores fit
+	@$(PY) sw/tools/nanobpf-synth-estimate --chisel $(BOARD_HW_DIR) --top nanobpf_$(BOARD)_top \
+	    $(foreach f,$(sort $(wildcard boards/$(BOARD)/rtl/*.sv)),--top-file $(f)) \
+	    --dram-properties $(BUILD)/litedram/$(BOARD)/board/dram.properties --xilinx-prims --hier \
+	    --out $(BUILD)/synth/board-$(BOARD)-$(BOARD_CORES) --fit-cores $(BOARD_CORES) --reuse
 else
 synth-estimate: $(VENV_STAMP)
 	@$(MAKE) -s hw CORES=$(CORES)
@@ -228,4 +252,4 @@ help: ## list targets
 	@echo "  variables: CORES=$(CORES) FIRMWARE=$(FIRMWARE) MAX_CYCLES=$(MAX_CYCLES) BLOCK= WAVE="
 
 FORCE:
-.PHONY: FORCE setup defs firmware ebpf-tools fuzz driver host-tools wireshark test-driver hw hw-blocks sim run demo test test-prereqs test-block bench bench-pisa bench-dispatch bench-ctrl synth-estimate litedram board-hw board-check bitstream flash clean help
+.PHONY: FORCE setup defs firmware ebpf-tools fuzz driver host-tools wireshark test-driver hw hw-blocks sim run demo test test-prereqs test-block bench bench-pisa bench-dispatch bench-ctrl synth-estimate litedram board-boot-sim board-hw board-check bitstream flash clean help
