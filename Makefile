@@ -175,7 +175,7 @@ bench-pisa: $(VENV_STAMP) hw-blocks ## PISA pipeline only: throughput/latency pe
 	@$(PY) sw/tools/nanobpf-bench-pisa --out $(BUILD)/bench
 
 # ---------------------------------------------------------------- board (BOARD=genesys2)
-BOARD_CORES ?= 2
+BOARD_CORES ?= 4
 BOARD_HW_DIR := $(BUILD)/hw/board-$(BOARD)-$(BOARD_CORES)
 BITSTREAM_DIR := $(BUILD)/bitstream/$(BOARD)
 BIT ?= $(BITSTREAM_DIR)/nanobpf_$(BOARD).bit
@@ -195,7 +195,7 @@ $(BOARD_HW_DIR)/filelist.f: $(SCALA_SRCS) $(FW)/bootrom-board.bin $(FW)/board.he
 	@$(MILL) --no-server -j 1 hw.runMain nanobpf.board.ElaborateBoard --board $(BOARD) --cores $(BOARD_CORES) \
 	    --bootrom $(FW)/bootrom-board.bin --fw-image $(FW)/board.hex --dram $(LITEDRAM_DIR)/board/dram.properties --out $(BOARD_HW_DIR)
 $(FW)/board.hex $(FW)/bootrom-board.bin: firmware
-board-hw: $(VENV_STAMP) litedram $(BOARD_HW_DIR)/filelist.f ## elaborate the board's Chisel part (BOARD=genesys2, BOARD_CORES=N, default 2)
+board-hw: $(VENV_STAMP) litedram $(BOARD_HW_DIR)/filelist.f ## elaborate the board's Chisel part (BOARD=genesys2, BOARD_CORES=N, default 4: 1 control + 3 data cores)
 
 # The board's boot path in simulation: a 1-core SoC with the board's boot ROM and board-sim.hex in its
 # fw_image ROM (main memory stays the behavioural RAM), run with hello.hex loaded into main memory: the
@@ -229,12 +229,15 @@ flash: ## program the board with openFPGALoader: FLASH=jtag (default, volatile) 
 	@case "$(FLASH)" in jtag|spi) ;; *) echo "make flash: FLASH=jtag or FLASH=spi (got '$(FLASH)')"; exit 2;; esac
 	@python3 sw/tools/nanobpf-flash --board $(BOARD) --bit $(BIT) $(if $(filter spi,$(FLASH)),--spi)
 
-# The SoC alone (CORES=N), or with BOARD=... on the command line the board design (BOARD_CORES=N, the
-# datapath inside) and the number of cores that fit, from a second synthesis of one core tile.
+# The SoC alone (CORES=N), or with BOARD=... on the command line the whole board design (its top-level
+# SystemVerilog, the DDR3 controller, BOARD_CORES=N cores and the datapath) in one synthesis, with a
+# table per block and the number of cores that fit.
 ifeq ($(origin BOARD),command line)
-synth-estimate: $(VENV_STAMP) board-hw ## yosys synth_xilinx utilisation vs the XC7K325T: the SoC (CORES=N), or BOARD=genesys2: the board and how many cores fit
-	@$(PY) sw/tools/nanobpf-synth-estimate --chisel $(BOARD_HW_DIR) --top NanobpfBoard --out $(BUILD)/synth/board-$(BOARD)-$(BOARD_CORES) \
-	    --fit-cores $(BOARD_CORES) --tile-out $(BUILD)/synth/cva6-tile --reuse
+synth-estimate: $(VENV_STAMP) board-hw ## yosys synth_xilinx utilisation vs the XC7K325T: the SoC (CORES=N), or BOARD=genesys2: the whole board design, per block, and how many cores fit
+	@$(PY) sw/tools/nanobpf-synth-estimate --chisel $(BOARD_HW_DIR) --top nanobpf_$(BOARD)_top \
+	    $(foreach f,$(sort $(wildcard boards/$(BOARD)/rtl/*.sv)),--top-file $(f)) \
+	    --dram-properties $(BUILD)/litedram/$(BOARD)/board/dram.properties --xilinx-prims --hier --blocks-depth 4 \
+	    --out $(BUILD)/synth/board-$(BOARD)-$(BOARD_CORES) --fit-cores $(BOARD_CORES) --reuse
 else
 synth-estimate: $(VENV_STAMP)
 	@$(MAKE) -s hw CORES=$(CORES)

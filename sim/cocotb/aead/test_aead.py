@@ -14,6 +14,7 @@ import cocotb
 import pytest
 from cocotb.triggers import ReadOnly, RisingEdge
 
+import nanobpf_ebpf_defs as abi
 from nanobpf import aead
 from nanobpf.quic import vectors
 from nanobpf.soc import ENUMS, REGIONS, reg_offset, unpack
@@ -172,7 +173,7 @@ async def rfc9001_initial_packets(dut):
 async def random_requests(b, rng, count, cores, per_core):
     """Requests from every core, several outstanding per core; the engine serves them in submit
     order, so the model applies them in that order."""
-    slots = rng.sample(range(512), 12)
+    slots = rng.sample(range(abi.NANOBPF_KEYTABLE_SLOTS), 12)
     for s in slots:
         nxt = rng.random() < 0.6
         await b.set_keys(s, aead.keys_value(rng.randbytes(16), rng.randbytes(12), rng.randbytes(16),
@@ -199,7 +200,7 @@ async def random_requests(b, rng, count, cores, per_core):
             req.data_addr, req.data_len = base + 0xF00 + rng.randrange(8), 0
         r = rng.random()
         if r < 0.03:
-            req.slot = 512 + rng.randrange(100)  # bad_request
+            req.slot = abi.NANOBPF_KEYTABLE_SLOTS + rng.randrange(100)  # bad_request
         elif r < 0.06:
             req.data_len = 2049 + rng.randrange(100)  # bad_length
         elif r < 0.08:
@@ -257,7 +258,7 @@ async def limits_and_registers(dut):
     b = Bench(dut, random.Random(4))
     await b.start()
     p = b.params
-    assert p["key_slots"] == 512 and p["max_data"] == 2048
+    assert p["key_slots"] == abi.NANOBPF_KEYTABLE_SLOTS and p["max_data"] == 2048
     await b.set_keys(1, aead.keys_value(bytes(16), bytes(12), bytes(16)))
     assert await b.read("core_comp", 0) == 0  # nothing to pop
     # fill core 0 with long requests; one more is refused and counted, nothing else changes
@@ -277,7 +278,7 @@ async def limits_and_registers(dut):
     await b.write("core_ctl", 0x1234_5678_9ABC_DEF0 & ~0x3, 1)
     assert await b.read("core_ctl", 1) == 0x1234_5678_9ABC_DEF0 & ~0x3
     # key table: beyond the last slot is an error
-    _, err, _, _ = await b.keys.access(512 * aead.KEY_STRIDE, True, 1)
+    _, err, _, _ = await b.keys.access(abi.NANOBPF_KEYTABLE_SLOTS * aead.KEY_STRIDE, True, 1)
     assert err
     _, err, _, _ = await b.keys.access(aead.KEY_STRIDE + 8, False)
     assert not err

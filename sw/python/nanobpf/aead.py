@@ -14,6 +14,7 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from nanobpf.soc import ENUMS, pack_layout, unpack_layout
+import nanobpf_ebpf_defs as abi
 from nanobpf_ebpf_defs import STRUCTS
 
 KEYS = STRUCTS["quic_keys"]
@@ -79,9 +80,10 @@ def slot_keys(keytable: bytes, slot: int, next_phase: bool):
     return v[k:k + 16], v[i:i + 12], v[h:h + 16], bool(v[f["flags"][0]] & 1)
 
 
-def execute(mem: bytearray, keytable: bytes, req: Request, key_slots=512, max_data=2048):
+def execute(mem: bytearray, keytable: bytes, req: Request, key_slots=None, max_data=2048):
     """Apply one request to `mem` as the engine does; returns the aead_status name."""
     op = OP[req.op] if isinstance(req.op, str) else req.op
+    key_slots = abi.NANOBPF_KEYTABLE_SLOTS if key_slots is None else key_slots
     if op not in OP.values() or req.slot >= key_slots:
         return "bad_request"
     hp = op == OP["hp_mask"]

@@ -3,6 +3,7 @@ import os
 
 import pytest
 
+import nanobpf_ebpf_defs as abi
 from nanobpf import aead
 from nanobpf.quic import protection, vectors
 
@@ -59,7 +60,7 @@ def test_model_refusals():
     kt = _setup(bytes(16), bytes(12))
     mem = bytearray(256)
     assert aead.execute(mem, kt, aead.Request(3, 0)) == "bad_request"
-    assert aead.execute(mem, kt, aead.Request("seal", 512)) == "bad_request"
+    assert aead.execute(mem, kt, aead.Request("seal", abi.NANOBPF_KEYTABLE_SLOTS)) == "bad_request"
     assert aead.execute(mem, kt, aead.Request("seal", 3, data_addr=200, data_len=41)) == "bad_length"
     assert aead.execute(mem, kt, aead.Request("seal", 3, data_len=2049)) == "bad_length"
     assert aead.execute(mem, kt, aead.Request("seal", 3, next_phase=True)) == "no_key"

@@ -302,7 +302,7 @@ REFUSALS = {
                                   " nanobpf_quic_keys SEC(\".maps\");",
                                   "struct nanobpf_quic_cid k = {}; return bpf_map_lookup_elem(&nanobpf_quic_keys, &k)"
                                   " ? XDP_PASS : XDP_DROP;", "#include \"nanobpf_ebpf_defs.h\"\n"),
-                         r"the key table .* at most 256 entries; .* 257 entries"),
+                         rf"the key table .* at most {abi.NANOBPF_KEYTABLE_ENTRIES} entries; .* {abi.NANOBPF_KEYTABLE_ENTRIES + 1} entries"),
     "unknown_helper": (xdp_with("", "return bpf_get_current_pid_tgid() ? XDP_PASS : XDP_DROP;"),
                        r"section 'xdp' instruction 0: helper 14 \(bpf_get_current_pid_tgid\) is not provided"),
     "legacy_abs": (xdp_with("", "return load_byte(ctx, 12) == 8 ? XDP_PASS : XDP_DROP;",
