@@ -69,3 +69,43 @@ def test_a_recorded_digest_survives_a_rewrite_with_the_same_contents(tmp_path):
     assert tool.reusable(out, files, "a")["LUT"] == 1
     src.write_text("module a; wire w; endmodule\n")                    # contents changed
     assert tool.reusable(out, files, "a") is None
+
+
+# yosys 0.23's `stat -json` of a design with hierarchy: valid module entries, then its hierarchy text
+# (cell types naming modules have no leading backslash, the module keys do).
+HIER_STAT = """{
+   "creator": "Yosys 0.23",
+   "modules": {
+      "\\\\top": {"num_cells_by_type": {"LUT6": 10, "FDRE": 2, "tile$top.soc.core0": 1, "tile$top.soc.core1": 1,
+                                         "dp$top.soc.dp": 1}},
+      "\\\\tile$top.soc.core0": {"num_cells_by_type": {"LUT6": 100, "RAMB36E1": 3, "DSP48E1": 1}},
+      "\\\\tile$top.soc.core1": {"num_cells_by_type": {"LUT6": 100, "RAMB36E1": 3, "DSP48E1": 1}},
+      "\\\\dp$top.soc.dp": {"num_cells_by_type": {"LUT5": 40, "RAMB18E1": 1}}
+   },
+       tile$top.soc.core0      1
+}
+"""
+
+
+def test_hierarchy_is_summed_from_per_module_counts(tmp_path):
+    (tmp_path / "stat.json").write_text(HIER_STAT)
+    stat = tool.load_stat(tmp_path / "stat.json")
+    used, _ = tool.count(tool.hier_cells(stat, "top"))
+    assert used == {"LUT": 10 + 200 + 40, "FF": 2, "BRAM36": 6.5, "DSP": 2}
+    tree = tool.blocks(stat, "top")
+    tiles = tool.find_block(tree, "tile")
+    assert tiles["count"] == 2 and tiles["total"]["LUT"] == 200 and tiles["each"]["BRAM36"] == 3
+    table = tool.blocks_table(tree, 3)
+    assert "| top | 250 | 2 | 6.5 | 2 |" in table and "tile x 2 | 200 | 0 | 6 | 2 |" in table
+
+
+def test_hier_prep_keeps_blocks_and_points_every_tile_at_one(tmp_path):
+    il = tmp_path / "design.il"
+    il.write_text("\n".join("module \\" + m for m in [
+        "top", "NanobpfSoc$top.soc", "nanobpf_cva6_tile$top.soc.core0", "nanobpf_cva6_tile$top.soc.core1",
+        "cva6$top.soc.core0.core", "cva6$top.soc.core1.core", "ram_512x73$top.soc.q.ram_ext",
+        "banks_8192x64$top.soc.pm.banks_0_ext", "Deep$top.soc.a.b.c.d", "gen$top.soc.g[0].x"]) + "\n")
+    cmds = tool.hier_prep(il, "top", 3)
+    assert cmds[0] == "chtype -map nanobpf_cva6_tile$top.soc.core1 nanobpf_cva6_tile$top.soc.core0"
+    kept = {c.split()[-1] for c in cmds if c.startswith("setattr")}
+    assert kept == {"NanobpfSoc$top.soc", "nanobpf_cva6_tile$top.soc.core0", "cva6$top.soc.core0.core"}
