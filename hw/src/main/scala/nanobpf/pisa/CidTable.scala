@@ -50,8 +50,9 @@ class CidOutcome(p: PisaParams) extends Bundle {
   * use the read port of every way: the key in cycle t, hit and slot in t + 1, one per cycle. Commands
   * read through the same port in a cycle without a lookup (the pipeline looks up once per frame, so a
   * command waits a cycle at most), then decide and write through the write port
-  * ([[CidTable.commandCycles]]), so the table changes under traffic; a lookup of the entry being written in that very cycle gets the new
-  * entry (bypass), so a packet sees the table before or after a command, never in between.
+  * (2 cycles; an insert that moves an entry up to 2 more per way and one to place), so the table
+  * changes under traffic; a lookup of the entry being written in that very cycle gets the new entry
+  * (bypass), so a packet sees the table before or after a command, never in between.
   *
   * Block RAM keeps its contents over a reset: after reset the table clears every bucket (one per cycle,
   * `busy`); lookups miss and a command waits until it is done.
@@ -194,10 +195,6 @@ class CidTable(p: PisaParams) extends Module {
 }
 
 object CidTable {
-  /** Cycles from a command's start to its outcome: read, decide (a read waits a cycle while the pipeline
-    * looks up); an insert that moves an entry takes up to 2 more per way and one to place. */
-  val commandCycles = 2
-
   /** Bucket of `k` in `way`: bit b is the parity of (len ## cid) AND the way's mask b (an H3 hash; the
     * device model's nanobpf.pisa.cid_bucket computes the same from the same generated masks). */
   def bucket(k: CidKey, way: Int, bits: Int): UInt = {
