@@ -22,7 +22,7 @@ BLOCKS_DIR := $(BUILD)/hw/blocks
 export PATH := $(VENV)/bin:$(PATH)
 
 SCALA_SRCS := build.sc $(shell find hw/src -name '*.scala' 2>/dev/null)
-VSRCS := $(wildcard hw/vsrc/*.sv)
+VSRCS := $(wildcard hw/vsrc/*.sv hw/vsrc/cva6/*.sv)
 
 # ---------------------------------------------------------------- set-up (idempotent, registries only)
 APT_STAMP := $(BUILD)/.setup-apt

@@ -19,10 +19,10 @@ _MAKEFLAGS = "CFG_CXXFLAGS_PCH_I=-include CFG_LDLIBS_THREADS=-pthread"
 def run_block(block, variant, toplevel, test_module, test_dir, extra_env=None, waves=False,
               rtl_blocks=None, extra_sources=()):
     """`rtl_blocks`: the emitted blocks to build (default: `<block>-<variant>` alone), for a test bench
-    of several blocks; `extra_sources`: more SystemVerilog files (a wrapper, board RTL, models), read
+    of several blocks, or none (`[]`) for hand-written RTL alone; `extra_sources`: more SystemVerilog files (a wrapper, board RTL, models), read
     before the blocks' own. The build directory is build/cocotb/<block>-<variant> either way."""
     sources = [Path(s) for s in extra_sources]
-    for name in rtl_blocks or [f"{block}-{variant}"]:
+    for name in [f"{block}-{variant}"] if rtl_blocks is None else rtl_blocks:
         rtl = BUILD / "hw/blocks" / name
         filelist = rtl / "filelist.f"
         if not filelist.exists():

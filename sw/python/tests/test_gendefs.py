@@ -73,6 +73,10 @@ BAD = {
                     "[[enum]]\nname='e'\ndesc='e'\nvalues=[['x', 1, 'x'], ['y', 1, 'y']]\n", "repeats"),
     "bad access": ("[[region]]\nname='a'\nbase=0x1000\nsize=0x1000\ndesc='a'\n"
                    "[[reg]]\nblock='a'\nname='r'\noffset=0\nwidth=32\naccess='rx'\ndesc='r'\n", "access must be"),
+    "cva6 unknown key": ("[cva6]\nscoreboard=4\n", "[cva6] has no key 'scoreboard'"),
+    "cva6 too few ways": ("[cva6]\ndcache_ways=2\n", "dcache_ways must be a power of two >= 4"),
+    "cva6 not a power of two": ("[cva6]\nscoreboard_entries=6\n", "scoreboard_entries must be a power of two"),
+    "cva6 switch": ("[cva6]\nperf_counters=0\n", "perf_counters must be true or false"),
 }
 
 def test_fields_and_enums_agree(tmp_path):

@@ -39,15 +39,33 @@ def test_missing_chisel_output_is_explained(tmp_path):
 
 
 def test_cva6_is_trimmed_as_soc_toml_says(tmp_path):
-    """[cva6] of hw/defs/soc.toml: the TLB size in the load_store_unit.sv copy (both MMUs, both TLBs; the
-    package's file is not listed), branch prediction in nanobpf_soc_pkg::ARIANE_CFG."""
+    """[cva6] of hw/defs/soc.toml: the sizes in the copies of CVA6's files (the TLBs of both MMUs, the
+    scoreboard, the data cache's ways and write buffer; the package's files are not listed), our files
+    for the switches, branch prediction in nanobpf_soc_pkg::ARIANE_CFG."""
     import re
     from nanobpf.soc import CVA6
     f = files(tmp_path)
-    lsu = [x for x in f if x.endswith("/load_store_unit.sv")]
-    assert lsu == [str(ROOT / "build/generated/cva6/load_store_unit.sv")]
-    sizes = re.findall(r"\.(?:INSTR|DATA)_TLB_ENTRIES\s*\(\s*(\d+)\s*\)", open(lsu[0]).read())
+    gen = ROOT / "build/generated/cva6"
+
+    def copy(name):
+        listed = [x for x in f if x.endswith("/" + name)]
+        assert listed == [str(gen / name)]
+        return (gen / name).read_text()
+
+    sizes = re.findall(r"\.(?:INSTR|DATA)_TLB_ENTRIES\s*\(\s*(\d+)\s*\)", copy("load_store_unit.sv"))
     assert sizes == [str(CVA6["tlb_entries"])] * 4
+    pkg = copy("ariane_pkg.sv")
+    assert re.search(r"localparam NR_SB_ENTRIES = (\d+);", pkg)[1] == str(CVA6["scoreboard_entries"])
+    ways = re.findall(r"localparam int unsigned DCACHE_SET_ASSOC\s*=\s*(\S+);", pkg)
+    assert ways == ["`CONFIG_L1D_ASSOCIATIVITY", str(CVA6["dcache_ways"])]  # OpenPiton's, then ours
+    assert re.search(r"localparam DCACHE_WBUF_DEPTH\s*=\s*(\d+);", copy("wt_cache_pkg.sv"))[1] == \
+        str(CVA6["dcache_wbuf_depth"])
+    regfile = ROOT / "hw/vsrc/cva6/ariane_regfile_lutram.sv"
+    assert (str(regfile) in f) == CVA6["lutram_regfile"]
+    assert any(x.endswith("/ariane_regfile_ff.sv") for x in f) != CVA6["lutram_regfile"]
+    perf = ROOT / "hw/vsrc/cva6/perf_counters_off.sv"
+    assert (str(perf) in f) != CVA6["perf_counters"]
+    assert any(x.endswith("/core/perf_counters.sv") for x in f) == CVA6["perf_counters"]
     pkg = (ROOT / "build/generated/vsrc/nanobpf_soc_pkg.sv").read_text()
     assert (f"RASDepth: {CVA6['ras_depth']}, BTBEntries: {CVA6['btb_entries']}, "
             f"BHTEntries: {CVA6['bht_entries']}") in pkg

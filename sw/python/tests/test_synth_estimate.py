@@ -105,7 +105,10 @@ def test_hier_prep_keeps_blocks_and_points_every_tile_at_one(tmp_path):
         "top", "NanobpfSoc$top.soc", "nanobpf_cva6_tile$top.soc.core0", "nanobpf_cva6_tile$top.soc.core1",
         "cva6$top.soc.core0.core", "cva6$top.soc.core1.core", "ram_512x73$top.soc.q.ram_ext",
         "banks_8192x64$top.soc.pm.banks_0_ext", "Deep$top.soc.a.b.c.d", "gen$top.soc.g[0].x"]) + "\n")
-    cmds = tool.hier_prep(il, "top", 3)
+    cmds = tool.hier_prep(il, "top", 3, tile_units=3)
     assert cmds[0] == "chtype -map nanobpf_cva6_tile$top.soc.core1 nanobpf_cva6_tile$top.soc.core0"
     kept = {c.split()[-1] for c in cmds if c.startswith("setattr")}
     assert kept == {"NanobpfSoc$top.soc", "nanobpf_cva6_tile$top.soc.core0", "cva6$top.soc.core0.core"}
+    # by default the tile is one block: its units are flattened into it
+    kept = {c.split()[-1] for c in tool.hier_prep(il, "top", 3) if c.startswith("setattr")}
+    assert kept == {"NanobpfSoc$top.soc", "nanobpf_cva6_tile$top.soc.core0"}
