@@ -115,6 +115,26 @@ def test_refused_accesses_fail_the_run():
     assert r.lines(0) == ["made three stores the bus must refuse"]
 
 
+@pytest.mark.parametrize("kind,mcause", [("load", 4), ("store", 6), ("fetch", 1)])
+def test_refused_accesses_trap(kind, mcause):
+    """A misaligned load or store and a fetch outside the execute regions trap (load/store address
+    misaligned, instruction access fault) with the faulting address in mtval, and the run fails: the
+    checks CVA6's MMU made, kept by the MMU-less core of hw/defs/soc.toml [cva6] mmu = false."""
+    from nanobpf.soc import REGIONS
+    r = sim.run(1, f"traps-{kind}", max_cycles=200_000)
+    assert r.returncode == sim.SIM_EXIT["trap"], r.output
+    first = r.lines(0)[0]
+    addr = int(first.rsplit(" at ", 1)[1], 16)
+    if kind == "fetch":
+        assert addr == REGIONS["packet_mem"].base  # no exec attribute
+    else:
+        assert addr % 8 == 4  # an 8-byte access half-way into a word
+    trap = [line for line in r.lines(0) if line.startswith("TRAP on hart 0:")]
+    assert len(trap) == 1, r.output
+    assert f"mcause=0x{mcause:x} " in trap[0] and trap[0].endswith(f"mtval=0x{addr:x}"), trap
+    assert "no trap" not in r.lines(0)
+
+
 def test_no_files_left_in_the_working_directory(tmp_path):
     """CVA6's Verilator tracer would write trace_hart_00.dasm into the current directory."""
     import subprocess

@@ -40,8 +40,9 @@ def test_missing_chisel_output_is_explained(tmp_path):
 
 def test_cva6_is_trimmed_as_soc_toml_says(tmp_path):
     """[cva6] of hw/defs/soc.toml: the sizes in the copies of CVA6's files (the TLBs of both MMUs, the
-    scoreboard, the data cache's ways and write buffer; the package's files are not listed), our files
-    for the switches, branch prediction in nanobpf_soc_pkg::ARIANE_CFG."""
+    scoreboard, the data cache's ways and write buffer, the instruction queue; the package's files are
+    not listed), the MMU-less load/store unit, our files for the switches, branch prediction in
+    nanobpf_soc_pkg::ARIANE_CFG."""
     import re
     from nanobpf.soc import CVA6
     f = files(tmp_path)
@@ -63,6 +64,14 @@ def test_cva6_is_trimmed_as_soc_toml_says(tmp_path):
     regfile = ROOT / "hw/vsrc/cva6/ariane_regfile_lutram.sv"
     assert (str(regfile) in f) == CVA6["lutram_regfile"]
     assert any(x.endswith("/ariane_regfile_ff.sv") for x in f) != CVA6["lutram_regfile"]
+    lsu = copy("load_store_unit.sv")
+    no_mmu = "1'b0 /* [cva6] mmu = false */ && (riscv::XLEN == 64)" in lsu
+    assert no_mmu == (not CVA6["mmu"])
+    # without the MMU, the two checks it made stay (CVA6's MMU-less branch drops them)
+    assert ("is_inside_execute_regions" in lsu and "assign mmu_exception = misaligned_q;" in lsu) == no_mmu
+    assert ("assign mmu_exception = '0;" in lsu) != no_mmu
+    fifo = re.search(r"localparam int unsigned FETCH_FIFO_DEPTH\s*=\s*(\d+);", pkg)[1]
+    assert fifo == str(CVA6["fetch_fifo_depth"])
     perf = ROOT / "hw/vsrc/cva6/perf_counters_off.sv"
     assert (str(perf) in f) != CVA6["perf_counters"]
     assert any(x.endswith("/core/perf_counters.sv") for x in f) == CVA6["perf_counters"]
