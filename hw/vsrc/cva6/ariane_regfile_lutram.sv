@@ -10,7 +10,7 @@
 // Same behaviour as the flip-flop version: when two ports write one register in a cycle the higher port
 // wins; register 0 reads 0 with ZERO_REG_ZERO. Difference: reset clears the LVT, not the banks; a
 // register read before the program writes it holds whatever was there (0 after FPGA configuration and
-// in the simulator), as in a real core's register file. The firmware sets every register it reads.
+// in the simulator), as in a real core's register file; no code may rely on registers being zero.
 module ariane_regfile #(
   parameter int unsigned DATA_WIDTH     = 32,
   parameter int unsigned NR_READ_PORTS  = 2,
