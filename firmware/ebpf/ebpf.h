@@ -150,7 +150,7 @@ struct ebpf_map {
     uint32_t n_cpus;       /* per-CPU array: copies */
     uint8_t *storage;
     uint8_t *values;       /* hash: values kept apart from the slots, value_stride each (key table), or NULL */
-    int external;          /* storage not owned by the map (key table) */
+    int external;          /* values not owned by the map (the key table's, in the key table storage) */
 };
 
 /* ---- Helpers ---- */
@@ -355,15 +355,18 @@ uint8_t *ebpf_keytable_values(void);
 void ebpf_quiesce(void);
 
 /* ---- Maps API (used by helpers and the control plane) ---- */
-int ebpf_map_create(struct ebpf_map *map, struct ebpf_error *err); /* fields type..name set; not the key table */
+int ebpf_map_create(struct ebpf_map *map, struct ebpf_error *err); /* fields type..name set; not a device map */
 void ebpf_map_destroy(struct ebpf_map *map);
-/* The key table map (NANOBPF_KEYTABLE_MAP_NAME): one object for every program that declares it (decl:
- * the program's declaration, checked), created by the first bind, its entries kept until the last
- * unbind; NULL with err when the declaration does not fit. A changed entry's value is published with one
- * store (a reader sees the whole old or the whole new value); its old place is reused after
- * ebpf_quiesce(). */
-struct ebpf_map *ebpf_keytable_bind(const struct ebpf_map *decl, struct ebpf_error *err);
-void ebpf_keytable_unbind(struct ebpf_map *map);
+/* The device maps: the key table (NANOBPF_KEYTABLE_MAP_NAME) and its packet-number map
+ * (NANOBPF_KEYTABLE_PN_MAP_NAME). Each is one object for every program that declares it (decl: the
+ * program's declaration, checked against the device's shape), created by the first bind, its entries
+ * kept until the last unbind; NULL with err when the declaration does not fit. A changed key table
+ * value is published with one store (a reader sees the whole old or the whole new value); its old place
+ * is reused after ebpf_quiesce(). */
+int ebpf_device_map_named(const char *name);
+struct ebpf_map *ebpf_device_map_bind(const struct ebpf_map *decl, struct ebpf_error *err);
+void ebpf_device_map_unbind(struct ebpf_map *map);
+int ebpf_map_is_device(const struct ebpf_map *map);
 int ebpf_map_is_keytable(const struct ebpf_map *map);
 void *ebpf_map_lookup(struct ebpf_map *map, const void *key);
 int ebpf_map_update(struct ebpf_map *map, const void *key, const void *value, uint64_t flags);

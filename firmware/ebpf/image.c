@@ -49,8 +49,8 @@ int ebpf_image_load(const void *image, size_t size, struct ebpf_prog *prog, stru
         memcpy(decl.name, im.name, sizeof decl.name);
         decl.name[sizeof decl.name - 1] = 0;
         struct ebpf_map *m;
-        if (!strcmp(decl.name, NANOBPF_KEYTABLE_MAP_NAME)) { /* the device's key table, shared */
-            if (!(m = ebpf_keytable_bind(&decl, err))) {
+        if (ebpf_device_map_named(decl.name)) { /* the key table or its packet-number map: the device's, shared */
+            if (!(m = ebpf_device_map_bind(&decl, err))) {
                 ebpf_prog_free(prog);
                 return -1;
             }
@@ -83,8 +83,8 @@ int ebpf_image_load(const void *image, size_t size, struct ebpf_prog *prog, stru
 
 void ebpf_prog_free(struct ebpf_prog *prog) {
     for (uint32_t i = 0; i < prog->n_maps; i++) {
-        if (ebpf_map_is_keytable(prog->maps[i])) {
-            ebpf_keytable_unbind(prog->maps[i]);
+        if (ebpf_map_is_device(prog->maps[i])) {
+            ebpf_device_map_unbind(prog->maps[i]);
             continue;
         }
         ebpf_map_destroy(prog->maps[i]);

@@ -1,8 +1,9 @@
 /* Maps: array, per-CPU array and hash (preallocated, open addressing with linear probing and
  * tombstones, so an entry never moves while it exists: its slot index is stable, which the key table
- * relies on to name connection slots). The key table map is a hash map whose values live in the
- * device key table storage (ebpf_keytable_values) instead of its own allocation: one map object shared
- * by every program that declares it (ebpf_keytable_bind), so it survives program loads and swaps. */
+ * relies on to name connection slots). Two hash maps are the device's, not a program's (the device
+ * maps): the key table, whose values live in the device key table storage (ebpf_keytable_values)
+ * instead of its own allocation, and the packet-number map beside it. Each is one map object shared by
+ * every program that declares it (ebpf_device_map_bind), so it survives program loads and swaps. */
 #include <errno.h>
 #include <string.h>
 #include "ebpf.h"
@@ -48,14 +49,16 @@ static uint32_t keytable_place(void) {
 }
 static void keytable_unplace(uint32_t i) { keytable_used[i / 64] &= ~(1ull << (i % 64)); }
 
-struct ebpf_map *ebpf_keytable_bind(const struct ebpf_map *decl, struct ebpf_error *err) {
+static int keytable_fits(const struct ebpf_map *decl, struct ebpf_error *err) {
     if (decl->type != NANOBPF_MAP_TYPE_HASH || decl->key_size != NANOBPF_QUIC_CID_SIZE ||
         decl->value_size != NANOBPF_QUIC_KEYS_SIZE || decl->max_entries == 0 || decl->max_entries > NANOBPF_KEYTABLE_ENTRIES ||
-        decl->flags) {
-        ebpf_fail(err, -1, "map %s: the key table is a hash map with key %u, value %u bytes, 1..%u entries",
-                  NANOBPF_KEYTABLE_MAP_NAME, NANOBPF_QUIC_CID_SIZE, NANOBPF_QUIC_KEYS_SIZE, NANOBPF_KEYTABLE_ENTRIES);
-        return NULL;
-    }
+        decl->flags)
+        return ebpf_fail(err, -1, "map %s: the key table is a hash map with key %u, value %u bytes, 1..%u entries",
+                         NANOBPF_KEYTABLE_MAP_NAME, NANOBPF_QUIC_CID_SIZE, NANOBPF_QUIC_KEYS_SIZE, NANOBPF_KEYTABLE_ENTRIES);
+    return 0;
+}
+
+static struct ebpf_map *keytable_bind(struct ebpf_error *err) {
     if (keytable_refs == 0) {
         struct ebpf_map *m = &keytable;
         memset(m, 0, sizeof *m);
@@ -80,14 +83,60 @@ struct ebpf_map *ebpf_keytable_bind(const struct ebpf_map *decl, struct ebpf_err
     return &keytable;
 }
 
-void ebpf_keytable_unbind(struct ebpf_map *m) {
-    if (m != &keytable || keytable_refs == 0) return;
-    if (--keytable_refs == 0) {
+/* The packet-number map: an ordinary hash map of the key table's keys (each core's program claims
+ * packet numbers in it with atomics), owned by the device so that a program swap does not hand out a
+ * sealed packet number again, and so that it takes its shared memory once, not twice while two
+ * programs are loaded. */
+static struct ebpf_map pn_map;
+static uint32_t pn_refs;
+static int map_create(struct ebpf_map *m, struct ebpf_error *err);
+
+static int pn_fits(const struct ebpf_map *decl, struct ebpf_error *err) {
+    if (decl->type != NANOBPF_MAP_TYPE_HASH || decl->key_size != NANOBPF_QUIC_CID_SIZE ||
+        decl->value_size != NANOBPF_QUIC_PN_STATE_SIZE || decl->max_entries == 0 ||
+        decl->max_entries > NANOBPF_KEYTABLE_ENTRIES || decl->flags)
+        return ebpf_fail(err, -1, "map %s: the device's packet-number map is a hash map with key %u, value %u bytes, 1..%u entries",
+                         NANOBPF_KEYTABLE_PN_MAP_NAME, NANOBPF_QUIC_CID_SIZE, NANOBPF_QUIC_PN_STATE_SIZE, NANOBPF_KEYTABLE_ENTRIES);
+    return 0;
+}
+
+static struct ebpf_map *pn_bind(struct ebpf_error *err) {
+    if (pn_refs == 0) {
+        struct ebpf_map *m = &pn_map;
+        memset(m, 0, sizeof *m);
+        m->type = NANOBPF_MAP_TYPE_HASH;
+        m->key_size = NANOBPF_QUIC_CID_SIZE;
+        m->value_size = NANOBPF_QUIC_PN_STATE_SIZE;
+        m->max_entries = NANOBPF_KEYTABLE_ENTRIES;
+        memcpy(m->name, NANOBPF_KEYTABLE_PN_MAP_NAME, sizeof NANOBPF_KEYTABLE_PN_MAP_NAME);
+        if (map_create(m, err)) return NULL;
+    }
+    pn_refs++;
+    return &pn_map;
+}
+
+int ebpf_device_map_named(const char *name) {
+    return !strcmp(name, NANOBPF_KEYTABLE_MAP_NAME) || !strcmp(name, NANOBPF_KEYTABLE_PN_MAP_NAME);
+}
+
+struct ebpf_map *ebpf_device_map_bind(const struct ebpf_map *decl, struct ebpf_error *err) {
+    if (!strcmp(decl->name, NANOBPF_KEYTABLE_MAP_NAME)) return keytable_fits(decl, err) ? NULL : keytable_bind(err);
+    if (!strcmp(decl->name, NANOBPF_KEYTABLE_PN_MAP_NAME)) return pn_fits(decl, err) ? NULL : pn_bind(err);
+    ebpf_fail(err, -1, "map %s: not a device map", decl->name);
+    return NULL;
+}
+
+void ebpf_device_map_unbind(struct ebpf_map *m) {
+    if (m == &keytable && keytable_refs && --keytable_refs == 0) {
+        ebpf_free_shared(m->storage);
+        memset(m, 0, sizeof *m);
+    } else if (m == &pn_map && pn_refs && --pn_refs == 0) {
         ebpf_free_shared(m->storage);
         memset(m, 0, sizeof *m);
     }
 }
 
+int ebpf_map_is_device(const struct ebpf_map *m) { return m == &keytable || m == &pn_map; }
 int ebpf_map_is_keytable(const struct ebpf_map *m) { return m == &keytable; }
 
 /* Several cores run programs that update one hash map (the DPU's data cores: a connection's first
@@ -111,14 +160,18 @@ static uint32_t hash_bytes(const uint8_t *p, uint32_t n) {
 }
 
 int ebpf_map_create(struct ebpf_map *m, struct ebpf_error *err) {
+    if (ebpf_device_map_named(m->name))
+        return ebpf_fail(err, -1, "map %s: a device map is bound (ebpf_device_map_bind), not created", m->name);
+    return map_create(m, err);
+}
+
+static int map_create(struct ebpf_map *m, struct ebpf_error *err) {
     m->value_stride = round8(m->value_size);
     m->count = 0;
     m->lock = 0;
     m->n_cpus = 1;
     m->external = 0;
     m->values = NULL;
-    if (strcmp(m->name, NANOBPF_KEYTABLE_MAP_NAME) == 0)
-        return ebpf_fail(err, -1, "map %s: the key table is bound (ebpf_keytable_bind), not created", m->name);
     if (m->flags) return ebpf_fail(err, -1, "map %s: flags 0x%x not supported", m->name, m->flags);
     if (m->value_size == 0 || m->value_size > 65536 || m->max_entries == 0 || m->max_entries > (1u << 20))
         return ebpf_fail(err, -1, "map %s: value size %u / entries %u out of range", m->name, m->value_size, m->max_entries);
@@ -147,8 +200,8 @@ int ebpf_map_create(struct ebpf_map *m, struct ebpf_error *err) {
 }
 
 void ebpf_map_destroy(struct ebpf_map *m) {
-    if (m->external) {
-        ebpf_keytable_unbind(m);
+    if (ebpf_map_is_device(m)) {
+        ebpf_device_map_unbind(m);
         return;
     }
     if (m->type == NANOBPF_MAP_TYPE_PERCPU_ARRAY) ebpf_free(m->storage);

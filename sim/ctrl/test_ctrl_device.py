@@ -7,13 +7,16 @@ The model-only tests (which look inside the model) are in test_ctrl_protocol.py.
 Needs `make sim firmware ebpf-tools` (RTL: root for the TAP devices)."""
 import struct
 
+import pytest
+
 import nanobpf_ctrl_defs as D
 import nanobpf_ebpf_defs as abi
+from nanobpf.devmodel import PN_MAP
 
 from ctrl_device import (FaultyPort, M, Raw, dev, keys_for, load_raw, map_req, stand_in_image,  # noqa: F401 (fixture)
                          status)
 from nanobpf import ctrl
-from nanobpf.ctrl import OPEN, SEAL, Client, KeyId, addr_id, key_id
+from nanobpf.ctrl import OPEN, SEAL, Client, CtrlError, KeyId, addr_id, key_id
 from nanobpf.pcap import udp_frame
 
 
@@ -303,7 +306,7 @@ def test_program_messages(dev):
     assert info["crc32"] == ctrl.crc32(image) and info["maps"] == 7 and info["insns"] > 100
     assert D.unpack("prog_info", r.ask(M.NANOBPF_CTRL_MSG_PROG_INFO).body) == info
     # a program with QUIC maps replaces one with QUIC maps: the device holds both programs' maps at once
-    # until the data cores have moved on (the stand-in's quic_pn alone takes 32 KiB of shared memory)
+    # until the data cores have moved on (the key table and quic_pn are the device's, held once)
     f = load_raw(r, image)
     assert status(f) == "ok" and D.unpack("prog_info", f.body) == info, f.body
     # a program whose exit returns an unset r0: the verifier's reason comes back, the old one stays
@@ -421,6 +424,15 @@ def test_converges_under_loss_duplication_reordering_and_resets(dev):
 
 
 # ---------------------------------------------------------------- data frames around the program
+def frames_on(port, n, wait):
+    """Up to n data frames (control frames skipped) from port, waiting up to wait s for each."""
+    out = []
+    while len(out) < n and (f := port.recv(wait)) is not None:
+        if ctrl.parse(f) is None:
+            out.append(f)
+    return out
+
+
 def test_data_frames_fail_closed_around_the_loaded_program(dev):
     """Without a program: frames go onwards unchanged, an ENCRYPT request is dropped. With the stand-in
     program in MODE_OPEN, a network frame reaches the host with the DECRYPTED shim; in MODE_STRIP_ONLY
@@ -429,13 +441,6 @@ def test_data_frames_fail_closed_around_the_loaded_program(dev):
     r.hello()
     udp = udp_frame(bytes(range(40)), "192.0.2.1", "192.0.2.2", 4433, 443)   # PISA parses it: a real one
     encrypt = ctrl.add_shim(udp, D.NANOBPF_SHIM_F_ENCRYPT, 4)
-
-    def frames_on(port, n, wait):
-        out = []
-        while len(out) < n and (f := port.recv(wait)) is not None:
-            if ctrl.parse(f) is None:
-                out.append(f)
-        return out
 
     dev.net.send(udp)
     assert frames_on(dev.host, 1, 30) == [udp]
@@ -452,3 +457,41 @@ def test_data_frames_fail_closed_around_the_loaded_program(dev):
     s = r.stats()
     assert (s["net_rx"], s["host_tx"], s["decrypted"]) == (2, 2, 1)
     assert (s["host_rx"], s["net_tx"], s["encrypt_req"], s["encrypt_no_prog"], s["encrypt_unsealed"]) == (3, 1, 2, 1, 1)
+
+
+def test_packet_number_state_outlives_program_swaps(dev):
+    """The packet-number map (quic_pn) is the device's, like the key table: a program that replaces
+    another, or is loaded after an unload, finds the state the last one left (so a number sealed
+    before stays claimed: test_devmodel_datapath.py sends the packets). A program whose quic_pn has
+    another shape is refused by name. KEY_FLUSH clears all of it, entries no key names included."""
+    host = Client(dev.host, **dev.retry)
+    host.hello()
+    image = stand_in_image()
+    host.prog_load(image, name="xdp_ctrl_test")
+    cid = b"\x0c\x1d\x2e"
+    host.key_add(cid, keys_for(cid, fill=5), dir=SEAL)
+    claims = struct.pack("<QQQQ", 13, 10, 11, 12)                 # numbers up to 12 sealed
+    host.map_update(PN_MAP, key_id(cid, SEAL).pack(), claims)
+
+    def pn_state():
+        return {k: host.map_lookup(PN_MAP, k) for k in host.map_keys(PN_MAP)}
+
+    assert pn_state() == {key_id(cid, SEAL).pack(): claims}
+    host.prog_load(image, name="xdp_ctrl_test")                   # a swap
+    assert pn_state() == {key_id(cid, SEAL).pack(): claims}
+    host.prog_unload()
+    host.prog_load(image, name="xdp_ctrl_test")                   # an unload, then a load
+    assert pn_state() == {key_id(cid, SEAL).pack(): claims}
+    # a program whose quic_pn is not the device's shape: refused, naming the map; the attached one stays
+    from nanobpf.ebpf.loader import Image, Insn, Map
+    bad = Image(name="bad_pn", maps=[Map(PN_MAP, abi.NANOBPF_MAP_TYPE_HASH, abi.STRUCTS["quic_cid"].size, 16, 8)],
+                insns=[Insn(0xB7, 0, 0, 0, 2), Insn(0x95, 0, 0, 0, 0)]).to_bytes()
+    with pytest.raises(CtrlError) as refused:
+        host.prog_load(bad, name="bad_pn")
+    assert refused.value.status == D.NANOBPF_CTRL_ST_VERIFIER and PN_MAP in str(refused.value), refused.value
+    assert host.prog_info()["name"] == "xdp_ctrl_test"
+    # KEY_FLUSH takes every entry's state, one that no key names too
+    host.map_update(PN_MAP, key_id(b"abc", SEAL).pack(), claims)
+    host.call(M.NANOBPF_CTRL_MSG_KEY_FLUSH)
+    host.keys.clear()
+    assert pn_state() == {}

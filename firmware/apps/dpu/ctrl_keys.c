@@ -1,7 +1,8 @@
 /* The key table's control messages (KEY_ADD/UPDATE/DEL/FLUSH; docs/control.md "Key table entries"),
- * as the model's _do_key, _do_key_del, _do_key_flush. The table is the device's: the key table map
- * (ebpf_keytable_bind) is held here from boot, so entries survive program loads, and every program that
- * declares nanobpf_quic_keys sees the same one. Its values live in the AEAD engine's key storage; a
+ * as the model's _do_key, _do_key_del, _do_key_flush. The table is the device's: the key table map and
+ * its packet-number map (ebpf_device_map_bind) are held here from boot, so entries and their packet
+ * numbers survive program loads, and every program that declares nanobpf_quic_keys or quic_pn sees the
+ * same one. Its values live in the AEAD engine's key storage; a
  * changed entry's value is written beside the old one and published with one store (maps.c), so a
  * packet in flight on a data core uses the whole old entry or the whole new one. Open entries of 1..20-byte
  * CIDs also go into PISA's CID table, (CID, length) -> the entry's slot, which programs get as conn
@@ -13,14 +14,18 @@
 #include "ctrl.h"
 #include "nanobpf_soc.h"
 
-static struct ebpf_map *table;
+static struct ebpf_map *table, *pn;
 
 int ctrl_keys_init(void) {
-    struct ebpf_map decl = {.type = NANOBPF_MAP_TYPE_HASH, .key_size = NANOBPF_QUIC_CID_SIZE,
+    struct ebpf_map decl = {.name = NANOBPF_KEYTABLE_MAP_NAME, .type = NANOBPF_MAP_TYPE_HASH, .key_size = NANOBPF_QUIC_CID_SIZE,
                             .value_size = NANOBPF_QUIC_KEYS_SIZE, .max_entries = NANOBPF_KEYTABLE_ENTRIES};
+    struct ebpf_map pn_decl = {.name = NANOBPF_KEYTABLE_PN_MAP_NAME, .type = NANOBPF_MAP_TYPE_HASH,
+                               .key_size = NANOBPF_QUIC_CID_SIZE, .value_size = NANOBPF_QUIC_PN_STATE_SIZE,
+                               .max_entries = NANOBPF_KEYTABLE_ENTRIES};
     struct ebpf_error err;
-    table = ebpf_keytable_bind(&decl, &err);
-    return table ? 0 : -1;
+    table = ebpf_device_map_bind(&decl, &err);
+    pn = ebpf_device_map_bind(&pn_decl, &err);
+    return table && pn ? 0 : -1;
 }
 
 uint32_t ctrl_keys_count(void) { return __atomic_fetch_add(&table->count, 0, __ATOMIC_ACQUIRE); }
@@ -63,13 +68,8 @@ static int check_keys(const struct nanobpf_quic_cid *k, const uint8_t *keys, str
     return n ? ctrl_refuse(r, NANOBPF_CTRL_ST_INVALID, "keys: %s", text) : 0;
 }
 
-/* The program's packet-number state of an entry (quic_pn, keyed like the key table) removed. */
-static void forget_pn(const struct nanobpf_quic_cid *k) {
-    const struct ebpf_prog *prog = dpu_prog_current();
-    struct ebpf_map *m = prog ? ctrl_prog_map(prog, "quic_pn") : NULL;
-    if (m && m->type == NANOBPF_MAP_TYPE_HASH && m->key_size == sizeof *k && m->value_size == NANOBPF_QUIC_PN_STATE_SIZE)
-        ebpf_map_delete(m, k);
-}
+/* The packet-number state of an entry (quic_pn, keyed like the key table) removed. */
+static void forget_pn(const struct nanobpf_quic_cid *k) { ebpf_map_delete(pn, k); }
 
 /* PISA's CID table follows the open entries (packets from the network carry the device's own CIDs):
  * inserted once the entry is in the key table, removed before it leaves it, so a packet's conn never
@@ -131,6 +131,7 @@ int ctrl_key_del(const uint8_t *b, unsigned len, struct ctrl_reply *r) {
     if (ebpf_map_slot_of(table, &k) < 0) return ctrl_refuse(r, NANOBPF_CTRL_ST_NOENT, "no such entry");
     cid_table(NANOBPF_PISA_CID_OP_DELETE, &k, 0);
     ebpf_map_delete(table, &k);
+    ebpf_quiesce(); /* a core that found the entry before may still create its state: let it finish */
     forget_pn(&k);
     ctrl_keys_sync_config(dpu_prog_current());
     return 0;
@@ -141,7 +142,8 @@ void ctrl_keys_flush(void) {
     while (!ebpf_map_get_next_key(table, NULL, &k)) {
         cid_table(NANOBPF_PISA_CID_OP_DELETE, &k, 0);
         ebpf_map_delete(table, &k);
-        forget_pn(&k);
     }
+    ebpf_quiesce(); /* as in ctrl_key_del; then every entry's state goes, with none left behind */
+    while (!ebpf_map_get_next_key(pn, NULL, &k)) forget_pn(&k);
     ctrl_keys_sync_config(dpu_prog_current());
 }

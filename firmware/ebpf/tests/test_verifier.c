@@ -806,8 +806,8 @@ static int verify_one(const char *name, const struct ebpf_insn *insns, uint32_t 
         m->max_entries = maps[nm].max_entries;
         if (maps[nm].name) snprintf(m->name, sizeof m->name, "%s", maps[nm].name);
         else snprintf(m->name, sizeof m->name, "map%u", nm);
-        if (!strcmp(m->name, NANOBPF_KEYTABLE_MAP_NAME)) { /* the key table is bound, not created */
-            struct ebpf_map *kt = ebpf_keytable_bind(m, &err);
+        if (ebpf_device_map_named(m->name)) { /* the key table is bound, not created */
+            struct ebpf_map *kt = ebpf_device_map_bind(m, &err);
             free(m);
             if (!kt) {
                 printf("FAIL %-40s map: %s\n", name, err.msg);
@@ -869,8 +869,8 @@ static int verify_one(const char *name, const struct ebpf_insn *insns, uint32_t 
         free(p2.insn_flags);
     }
     for (uint32_t k = 0; k < nm; k++) {
-        if (ebpf_map_is_keytable(mapv[k])) {
-            ebpf_keytable_unbind(mapv[k]);
+        if (ebpf_map_is_device(mapv[k])) {
+            ebpf_device_map_unbind(mapv[k]);
             continue;
         }
         ebpf_map_destroy(mapv[k]);

@@ -24,8 +24,10 @@ Data path, failing closed (every drop is counted by its reason: in = out + drops
 
 Key table: entries per direction (ctrl.KeyId: dir, CID length, 20-byte id; a zero-length CID is the
 peer's address id), mirrored into the program's `nanobpf_quic_keys` map. The control plane keeps the
-program's `quic_pn` map (packet-number state, same key) in step: an entry's state is removed on
-KEY_ADD (fresh keys), KEY_DEL and KEY_FLUSH, and kept on KEY_UPDATE. It also owns the `open_cid_lens`
+`quic_pn` map (packet-number state, same key) in step: an entry's state is removed on KEY_ADD (fresh
+keys), KEY_DEL and KEY_FLUSH (all of it), and kept on KEY_UPDATE. Like the key table it is the
+device's, not the program's: it outlives program loads, swaps and unloads (kept here while no program
+that declares it is attached). It also owns the `open_cid_lens`
 field of `quic_config` (bit n: open entries with n-byte CIDs exist): rewritten whenever the open entries
 change, a program is attached or quic_config is written with MAP_UPDATE (the other fields are the
 user's).
@@ -59,6 +61,7 @@ __all__ = ["DeviceModel", "HOST_PORT", "NET_PORT", "main"]
 
 HOST_PORT, NET_PORT = abi.NANOBPF_IFINDEX_HOST, abi.NANOBPF_IFINDEX_NET  # hw/defs/ebpf.toml ifindex
 KEYTABLE = abi.KEYTABLE_MAP_NAME
+PN_MAP = abi.KEYTABLE_PN_MAP_NAME
 TABLES = {D.NANOBPF_CTRL_TABLE_PORT: "port_entry", D.NANOBPF_CTRL_TABLE_PROFILE: "profile_entry",
           D.NANOBPF_CTRL_TABLE_LPORT_CFG: "lport_cfg"}
 ERRNO_STATUS = {17: D.NANOBPF_CTRL_ST_EXIST, 2: D.NANOBPF_CTRL_ST_NOENT, 7: D.NANOBPF_CTRL_ST_FULL,
@@ -115,6 +118,7 @@ class DeviceModel:
         self.last_seq = 0
         self.cache = OrderedDict()     # seq -> (type, status, body, (request type, request body))
         self._keys = {}                # ctrl.KeyId -> (slot, keys)
+        self._pn = {}                  # packet-number state while no program holds it: key -> value
         self._prog = None              # (DeviceXdp, info dict)
         self._loading = None           # dict(total, crc32, name, data)
         self._tables = {}
@@ -506,10 +510,29 @@ class DeviceModel:
     def _keytable_map(self):
         return self._prog_map(KEYTABLE)
 
+    def _pn_map(self):
+        """The attached program if it declares the packet-number map (the runtime binds only its shape)."""
+        return self._prog_map(PN_MAP)
+
     def _forget_pn(self, kid):
-        """Remove the program's packet-number state of an entry (quic_pn, key struct nanobpf_quic_cid)."""
-        if (x := self._prog_map("quic_pn", "quic_pn_state")) and x.map_info("quic_pn").key_size == len(kid.pack()):
-            x.map_delete("quic_pn", kid.pack())
+        """Remove the packet-number state of an entry (quic_pn, key struct nanobpf_quic_cid)."""
+        self._pn.pop(kid.pack(), None)
+        if (x := self._pn_map()):
+            x.map_delete(PN_MAP, kid.pack())
+
+    def _pn_entries(self):
+        """The attached program's packet-number map as {key: value}."""
+        x, out, k = self._pn_map(), {}, None
+        while x and (k := x.map_next_key(PN_MAP, k)) is not None:
+            out[k] = x.map_lookup(PN_MAP, k)
+        return out
+
+    def _detach(self):
+        """Close the attached program, keeping the device's packet-number state for the next one."""
+        if self._pn_map():
+            self._pn = self._pn_entries()
+        self._prog[0].close()
+        self._prog = None
 
     def open_cid_lens(self):
         """The quic_config.open_cid_lens bit map of the key table: bit n for open entries of n-byte CIDs."""
@@ -591,8 +614,10 @@ class DeviceModel:
             self._cid_command("delete", kid)
             if x:
                 x.map_delete(KEYTABLE, kid.pack())
-            self._forget_pn(kid)
         self._keys.clear()
+        for key in self._pn_entries():     # every entry's state, none left behind (as the device)
+            self._pn_map().map_delete(PN_MAP, key)
+        self._pn.clear()
         self._sync_config()
         return b""
 
@@ -642,11 +667,15 @@ class DeviceModel:
             raise _Refuse(D.NANOBPF_CTRL_ST_VERIFIER, str(e).split(": ", 1)[-1])
         info = dict(name=ld["name"], image_len=len(image), crc32=ld["crc32"], insns=insns, maps=maps)
         if self._prog:
-            self._prog[0].close()
+            self._detach()
         self._prog = (xdp, info)
         if KEYTABLE in xdp.map_names():
             for kid, (_, keys) in self._keys.items():
                 xdp.map_update(KEYTABLE, kid.pack(), keys)
+        if PN_MAP in xdp.map_names():
+            for key, value in self._pn.items():
+                xdp.map_update(PN_MAP, key, value)
+            self._pn = {}
         self._sync_config()
         return D.pack("prog_info", **info)
 
@@ -655,8 +684,7 @@ class DeviceModel:
             raise _Refuse(D.NANOBPF_CTRL_ST_BAD_LENGTH, "PROG_UNLOAD has no body")
         if not self._prog:
             raise _Refuse(D.NANOBPF_CTRL_ST_NO_PROG, "no program attached")
-        self._prog[0].close()
-        self._prog = None
+        self._detach()
         return b""
 
     def _do_prog_info(self, body):

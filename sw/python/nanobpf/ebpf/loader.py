@@ -802,6 +802,14 @@ def _map_from_btf(btf, name, tid):
                             f"({cid} bytes), value struct nanobpf_quic_keys ({keys} bytes) and at most "
                             f"{abi.NANOBPF_KEYTABLE_ENTRIES} entries; it is {map_type_name(mtype)} with "
                             f"key {key_size}, value {value_size}, {entries} entries")
+    if name == abi.KEYTABLE_PN_MAP_NAME:
+        cid, pn = abi.STRUCTS["quic_cid"].size, abi.STRUCTS["quic_pn_state"].size
+        if (mtype != abi.NANOBPF_MAP_TYPE_HASH or key_size != cid or value_size != pn
+                or entries > abi.NANOBPF_KEYTABLE_ENTRIES):
+            raise LoadError(f"{what}: the device's packet-number map must be a HASH map with key struct "
+                            f"nanobpf_quic_cid ({cid} bytes), value struct nanobpf_quic_pn_state ({pn} bytes) "
+                            f"and at most {abi.NANOBPF_KEYTABLE_ENTRIES} entries; it is "
+                            f"{map_type_name(mtype)} with key {key_size}, value {value_size}, {entries} entries")
     return Map(name, mtype, key_size, value_size, entries, flags, b"", source=".maps")
 
 
