@@ -303,6 +303,11 @@ REFUSALS = {
                                   "struct nanobpf_quic_cid k = {}; return bpf_map_lookup_elem(&nanobpf_quic_keys, &k)"
                                   " ? XDP_PASS : XDP_DROP;", "#include \"nanobpf_ebpf_defs.h\"\n"),
                          rf"the key table .* at most {abi.NANOBPF_KEYTABLE_ENTRIES} entries; .* {abi.NANOBPF_KEYTABLE_ENTRIES + 1} entries"),
+    "pn_map_value": (xdp_with("struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 16);"
+                              " __type(key, struct nanobpf_quic_cid); __type(value, __u64); } quic_pn SEC(\".maps\");",
+                              "struct nanobpf_quic_cid k = {}; return bpf_map_lookup_elem(&quic_pn, &k) ? XDP_PASS : XDP_DROP;",
+                              "#include \"nanobpf_ebpf_defs.h\"\n"),
+                     r"map 'quic_pn': the device's packet-number map must be a HASH map .* value 8"),
     "unknown_helper": (xdp_with("", "return bpf_get_current_pid_tgid() ? XDP_PASS : XDP_DROP;"),
                        r"section 'xdp' instruction 0: helper 14 \(bpf_get_current_pid_tgid\) is not provided"),
     "legacy_abs": (xdp_with("", "return load_byte(ctx, 12) == 8 ? XDP_PASS : XDP_DROP;",
