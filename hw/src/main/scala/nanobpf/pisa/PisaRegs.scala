@@ -28,7 +28,7 @@ object PisaConfig {
   * all taken is refused and counts `cid_full`). A command written while the table is busy (clearing
   * after reset) waits and starts when it is done. An entry changes in one cycle, so a packet sees it
   * either before or after. The match-action stage looks CIDs up through `io.cid`.
-  * Counters: `io.count(i)` adds to `counter[i]` every cycle.
+  * Counters: `io.count(i)` adds to `counter[i]` every cycle ([[PisaCounters]], distributed RAM).
   */
 class PisaRegs(p: PisaParams) extends Module with RegSlave {
   val nCounters = SocMap.PisaRegs.CounterCount
@@ -49,7 +49,14 @@ class PisaRegs(p: PisaParams) extends Module with RegSlave {
   val cidKey = RegInit(VecInit(Seq.fill(3)(0.U(64.W))))
   val cidArg = RegInit(0.U(32.W))
   val cidResult = RegInit(0.U(64.W))
-  val counters = RegInit(VecInit(Seq.fill(nCounters)(0.U(64.W))))
+  /** Widest increment of each counter: a frame's length, a beat's bytes, or one event. */
+  val incBits = Seq.tabulate(nCounters) {
+    case PisaCounter.RxBytes => 16
+    case PisaCounter.TxBytes => log2Ceil(p.beatBytes + 1)
+    case PisaCounter.CidFull => 2 // the pipeline's count and the table's refusal
+    case _ => 1
+  }
+  val counters = Module(new PisaCounters(incBits))
 
   // ---- CID table: a command waits in `pending` until the table takes it (its key and argument then).
   val table = Module(new CidTable(p))
@@ -111,10 +118,11 @@ class PisaRegs(p: PisaParams) extends Module with RegSlave {
       pending := true.B
     }
   }
+  counters.io.clear := clear
+  counters.io.readIndex := ((off - Counter.U) >> log2Ceil(CounterStride))(log2Ceil(nCounters) - 1, 0)
   for (i <- 0 until nCounters) {
-    ro(Counter + CounterStride * i, counters(i))
-    val inc = io.count(i) + (if (i == PisaCounter.CidFull) cidFull.asUInt else 0.U)
-    counters(i) := Mux(clear, 0.U, counters(i) + inc)
+    ro(Counter + CounterStride * i, counters.io.readValue)
+    counters.io.inc(i) := io.count(i) + (if (i == PisaCounter.CidFull) cidFull.asUInt else 0.U)
   }
   respond(rdata, err)
 
