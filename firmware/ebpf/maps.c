@@ -49,12 +49,13 @@ static uint32_t keytable_place(void) {
 }
 static void keytable_unplace(uint32_t i) { keytable_used[i / 64] &= ~(1ull << (i % 64)); }
 
-static int keytable_fits(const struct ebpf_map *decl, struct ebpf_error *err) {
-    if (decl->type != NANOBPF_MAP_TYPE_HASH || decl->key_size != NANOBPF_QUIC_CID_SIZE ||
-        decl->value_size != NANOBPF_QUIC_KEYS_SIZE || decl->max_entries == 0 || decl->max_entries > NANOBPF_KEYTABLE_ENTRIES ||
-        decl->flags)
-        return ebpf_fail(err, -1, "map %s: the key table is a hash map with key %u, value %u bytes, 1..%u entries",
-                         NANOBPF_KEYTABLE_MAP_NAME, NANOBPF_QUIC_CID_SIZE, NANOBPF_QUIC_KEYS_SIZE, NANOBPF_KEYTABLE_ENTRIES);
+/* A program's declaration of a device map (key struct nanobpf_quic_cid, the given value size) against
+ * the device's shape. */
+static int device_map_fits(const struct ebpf_map *decl, uint32_t value_size, const char *what, struct ebpf_error *err) {
+    if (decl->type != NANOBPF_MAP_TYPE_HASH || decl->key_size != NANOBPF_QUIC_CID_SIZE || decl->value_size != value_size ||
+        decl->max_entries == 0 || decl->max_entries > NANOBPF_KEYTABLE_ENTRIES || decl->flags)
+        return ebpf_fail(err, -1, "map %s: %s is a hash map with key %u, value %u bytes, 1..%u entries", decl->name, what,
+                         NANOBPF_QUIC_CID_SIZE, value_size, NANOBPF_KEYTABLE_ENTRIES);
     return 0;
 }
 
@@ -91,15 +92,6 @@ static struct ebpf_map pn_map;
 static uint32_t pn_refs;
 static int map_create(struct ebpf_map *m, struct ebpf_error *err);
 
-static int pn_fits(const struct ebpf_map *decl, struct ebpf_error *err) {
-    if (decl->type != NANOBPF_MAP_TYPE_HASH || decl->key_size != NANOBPF_QUIC_CID_SIZE ||
-        decl->value_size != NANOBPF_QUIC_PN_STATE_SIZE || decl->max_entries == 0 ||
-        decl->max_entries > NANOBPF_KEYTABLE_ENTRIES || decl->flags)
-        return ebpf_fail(err, -1, "map %s: the device's packet-number map is a hash map with key %u, value %u bytes, 1..%u entries",
-                         NANOBPF_KEYTABLE_PN_MAP_NAME, NANOBPF_QUIC_CID_SIZE, NANOBPF_QUIC_PN_STATE_SIZE, NANOBPF_KEYTABLE_ENTRIES);
-    return 0;
-}
-
 static struct ebpf_map *pn_bind(struct ebpf_error *err) {
     if (pn_refs == 0) {
         struct ebpf_map *m = &pn_map;
@@ -120,8 +112,10 @@ int ebpf_device_map_named(const char *name) {
 }
 
 struct ebpf_map *ebpf_device_map_bind(const struct ebpf_map *decl, struct ebpf_error *err) {
-    if (!strcmp(decl->name, NANOBPF_KEYTABLE_MAP_NAME)) return keytable_fits(decl, err) ? NULL : keytable_bind(err);
-    if (!strcmp(decl->name, NANOBPF_KEYTABLE_PN_MAP_NAME)) return pn_fits(decl, err) ? NULL : pn_bind(err);
+    if (!strcmp(decl->name, NANOBPF_KEYTABLE_MAP_NAME))
+        return device_map_fits(decl, NANOBPF_QUIC_KEYS_SIZE, "the key table", err) ? NULL : keytable_bind(err);
+    if (!strcmp(decl->name, NANOBPF_KEYTABLE_PN_MAP_NAME))
+        return device_map_fits(decl, NANOBPF_QUIC_PN_STATE_SIZE, "the device's packet-number map", err) ? NULL : pn_bind(err);
     ebpf_fail(err, -1, "map %s: not a device map", decl->name);
     return NULL;
 }

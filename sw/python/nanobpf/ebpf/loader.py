@@ -738,6 +738,12 @@ class _Linker:
 _INT_FIELDS = ("type", "max_entries", "map_flags", "key_size", "value_size", "numa_node", "pinning", "map_extra")
 
 
+# The device's own maps, bound by name on the device (hw/defs/ebpf.toml [keytable]): what a program's
+# declaration must be, so that the loader refuses a wrong one before the device does.
+_DEVICE_MAPS = {abi.KEYTABLE_MAP_NAME: ("the key table", "quic_keys"),
+                abi.KEYTABLE_PN_MAP_NAME: ("the device's packet-number map", "quic_pn_state")}
+
+
 def _map_from_btf(btf, name, tid):
     """A BTF-defined map: struct { int (*type)[T]; ...; K *key; V *value; } -> Map, checked."""
     what = f"map '{name}'"
@@ -794,22 +800,15 @@ def _map_from_btf(btf, name, tid):
     limit = abi.NANOBPF_MAP_NAME_LEN - 1
     if len(name.encode()) > limit:
         raise LoadError(f"{what}: the name is longer than {limit} bytes")
-    if name == abi.KEYTABLE_MAP_NAME:
-        cid, keys = abi.STRUCTS["quic_cid"].size, abi.STRUCTS["quic_keys"].size
-        if (mtype != abi.NANOBPF_MAP_TYPE_HASH or key_size != cid or value_size != keys
+    if name in _DEVICE_MAPS:
+        label, value_struct = _DEVICE_MAPS[name]
+        cid, size = abi.STRUCTS["quic_cid"].size, abi.STRUCTS[value_struct].size
+        if (mtype != abi.NANOBPF_MAP_TYPE_HASH or key_size != cid or value_size != size
                 or entries > abi.NANOBPF_KEYTABLE_ENTRIES):
-            raise LoadError(f"{what}: the key table must be a HASH map with key struct nanobpf_quic_cid "
-                            f"({cid} bytes), value struct nanobpf_quic_keys ({keys} bytes) and at most "
+            raise LoadError(f"{what}: {label} must be a HASH map with key struct nanobpf_quic_cid "
+                            f"({cid} bytes), value struct nanobpf_{value_struct} ({size} bytes) and at most "
                             f"{abi.NANOBPF_KEYTABLE_ENTRIES} entries; it is {map_type_name(mtype)} with "
                             f"key {key_size}, value {value_size}, {entries} entries")
-    if name == abi.KEYTABLE_PN_MAP_NAME:
-        cid, pn = abi.STRUCTS["quic_cid"].size, abi.STRUCTS["quic_pn_state"].size
-        if (mtype != abi.NANOBPF_MAP_TYPE_HASH or key_size != cid or value_size != pn
-                or entries > abi.NANOBPF_KEYTABLE_ENTRIES):
-            raise LoadError(f"{what}: the device's packet-number map must be a HASH map with key struct "
-                            f"nanobpf_quic_cid ({cid} bytes), value struct nanobpf_quic_pn_state ({pn} bytes) "
-                            f"and at most {abi.NANOBPF_KEYTABLE_ENTRIES} entries; it is "
-                            f"{map_type_name(mtype)} with key {key_size}, value {value_size}, {entries} entries")
     return Map(name, mtype, key_size, value_size, entries, flags, b"", source=".maps")
 
 
