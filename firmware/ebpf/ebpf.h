@@ -147,7 +147,9 @@ struct ebpf_map {
     uint32_t n_slots;      /* hash: table slots (power of two); array: max_entries */
     uint32_t count;        /* hash: entries in use (atomic accesses only: cores' caches are not coherent) */
     uint32_t lock;         /* hash: held (atomic swap) by whoever inserts or deletes; lookups take no lock */
-    uint32_t n_cpus;       /* per-CPU array: copies */
+    uint32_t n_cpus;       /* per-CPU maps: copies of each value */
+    uint32_t hand;         /* LRU hash: the clock hand (the next slot eviction looks at; under the lock) */
+    uint32_t pinned_refs;  /* pinned map (NANOBPF_PIN_BY_NAME): programs holding it; 0 for other maps */
     uint8_t *storage;
     uint8_t *values;       /* hash: values kept apart from the slots, value_stride each (key table), or NULL */
     int external;          /* values not owned by the map (the key table's, in the key table storage) */
@@ -167,6 +169,8 @@ enum ebpf_arg_type {
     EBPF_ARG_PTR_TO_CTX,     /* the program's context */
     EBPF_ARG_PTR_TO_RW_MEM,  /* initialised memory the helper reads and may overwrite; size is the next argument */
     EBPF_ARG_PTR_TO_KEYTABLE_VALUE, /* a value of the key table map (NANOBPF_KEYTABLE_MAP_NAME), non-NULL, at offset 0 */
+    EBPF_ARG_PTR_TO_MEM_OR_NULL, /* as PTR_TO_MEM (read only), or NULL when the size is 0 */
+    EBPF_ARG_CONST_SIZE_OR_ZERO, /* as CONST_SIZE, 0 allowed */
 };
 enum ebpf_ret_type {
     EBPF_RET_INTEGER = 0,
@@ -356,7 +360,9 @@ void ebpf_quiesce(void);
 
 /* ---- Maps API (used by helpers and the control plane) ---- */
 int ebpf_map_create(struct ebpf_map *map, struct ebpf_error *err); /* fields type..name set; not a device map */
-void ebpf_map_destroy(struct ebpf_map *map);
+void ebpf_map_destroy(struct ebpf_map *map); /* a map's storage; a device or pinned map is unbound instead */
+/* Release a map of a program (device and pinned maps: one reference; others are destroyed and freed). */
+void ebpf_map_release(struct ebpf_map *map);
 /* The device maps: the key table (NANOBPF_KEYTABLE_MAP_NAME) and its packet-number map
  * (NANOBPF_KEYTABLE_PN_MAP_NAME). Each is one object for every program that declares it (decl: the
  * program's declaration, checked against the device's shape), created by the first bind, its entries
@@ -368,6 +374,17 @@ struct ebpf_map *ebpf_device_map_bind(const struct ebpf_map *decl, struct ebpf_e
 void ebpf_device_map_unbind(struct ebpf_map *map);
 int ebpf_map_is_device(const struct ebpf_map *map);
 int ebpf_map_is_keytable(const struct ebpf_map *map);
+/* Pinned maps (NANOBPF_PIN_BY_NAME): one map per name, created by the first program that declares it
+ * and shared by every later declaration of the same shape (else NULL with err naming the map), until
+ * the last program holding it is freed. */
+struct ebpf_map *ebpf_pinned_map_bind(const struct ebpf_map *decl, struct ebpf_error *err);
+int ebpf_map_is_percpu(const struct ebpf_map *map);
+/* Is the map read-only for programs (the key table; DEVMAP/DEVMAP_HASH, which the host fills)? */
+int ebpf_map_is_prog_readonly(const struct ebpf_map *map);
+/* The value of key on core cpu (< map->n_cpus; 0 for maps that are not per-CPU), or NULL when the key
+ * has no entry; unlike ebpf_map_lookup, an LRU entry is not marked used (the host's reads). */
+void *ebpf_map_value(struct ebpf_map *map, const void *key, uint32_t cpu);
+/* Lookup as a program does: a per-CPU map gives this core's copy; an LRU hash marks the entry used. */
 void *ebpf_map_lookup(struct ebpf_map *map, const void *key);
 int ebpf_map_update(struct ebpf_map *map, const void *key, const void *value, uint64_t flags);
 int ebpf_map_delete(struct ebpf_map *map, const void *key);

@@ -96,6 +96,69 @@ static U64 h_redirect(U64 ifindex, U64 flags, U64 a3, U64 a4, U64 a5) {
     ebpf_current_xdp->redirect_ifindex = (uint32_t)ifindex;
     return NANOBPF_XDP_REDIRECT;
 }
+/* bpf_redirect_map over a DEVMAP/DEVMAP_HASH, whose entries are the device's ports (maps.c checks each
+ * value the host writes). No entry: the action in the flags' low bits, as Linux. Broadcast would need a
+ * copy of the frame per port, which the packet path does not make: aborted (counted) instead. */
+static U64 h_redirect_map(U64 map, U64 key, U64 flags, U64 a4, U64 a5) {
+    (void)a4; (void)a5;
+    uint32_t k = (uint32_t)key;
+    if ((flags & ~(U64)(NANOBPF_BPF_F_REDIRECT_ACTION_MASK | NANOBPF_BPF_F_REDIRECT_BROADCAST |
+                        NANOBPF_BPF_F_REDIRECT_EXCLUDE_INGRESS)) ||
+        (flags & NANOBPF_BPF_F_REDIRECT_BROADCAST) || !ebpf_current_xdp)
+        return NANOBPF_XDP_ABORTED;
+    const uint32_t *port = ebpf_map_lookup(PTR(map), &k);
+    if (!port) return flags & NANOBPF_BPF_F_REDIRECT_ACTION_MASK;
+    ebpf_current_xdp->redirect_ifindex = *port;
+    return NANOBPF_XDP_REDIRECT;
+}
+
+/* bpf_csum_diff (Linux): the 32-bit one's complement sum of seed, to's words and the complements of
+ * from's, as x86-64's csum_partial folds it (so the same inputs give the same 32 bits as Linux there;
+ * the words are read little-endian, as both machines do). */
+static U64 h_csum_diff(U64 from, U64 from_size, U64 to, U64 to_size, U64 seed) {
+    if (((from_size | to_size) & 3) || from_size + to_size > NANOBPF_CSUM_DIFF_MAX) return (U64)(int64_t)-EINVAL;
+    uint64_t sum = (uint32_t)seed;
+    uint32_t w;
+    for (U64 i = 0; i < from_size; i += 4) {
+        memcpy(&w, (const uint8_t *)PTR(from) + i, 4);
+        sum += (uint32_t)~w;
+    }
+    for (U64 i = 0; i < to_size; i += 4) {
+        memcpy(&w, (const uint8_t *)PTR(to) + i, 4);
+        sum += w;
+    }
+    sum = (sum & 0xffffffffu) + (sum >> 32); /* at most 129 words: two folds end the carries */
+    sum = (sum & 0xffffffffu) + (sum >> 32);
+    return (uint32_t)sum;
+}
+
+/* bpf_xdp_load_bytes / bpf_xdp_store_bytes: len bytes at offset from data, all inside the packet; the
+ * errors Linux gives (bpf_xdp_pointer): -EFAULT beyond 64 KiB, -EINVAL past the packet's end. */
+static int64_t xdp_bytes(U64 ctx, U64 offset, U64 len, uint8_t **p) {
+    const struct ebpf_xdp_buff *x = PTR(ctx);
+    uint32_t off = (uint32_t)offset;
+    if (off > 0xffff || len > 0xffff) return -EFAULT;
+    if (off + len > x->data_end - x->data) return -EINVAL;
+    *p = (uint8_t *)PTR(x->data + off);
+    return 0;
+}
+static U64 h_xdp_load_bytes(U64 ctx, U64 offset, U64 buf, U64 len, U64 a5) {
+    (void)a5;
+    uint8_t *p;
+    int64_t rc = xdp_bytes(ctx, offset, len, &p);
+    if (rc) return (U64)rc;
+    memcpy(PTR(buf), p, len);
+    return 0;
+}
+static U64 h_xdp_store_bytes(U64 ctx, U64 offset, U64 buf, U64 len, U64 a5) {
+    (void)a5;
+    uint8_t *p;
+    int64_t rc = xdp_bytes(ctx, offset, len, &p);
+    if (rc) return (U64)rc;
+    memmove(p, PTR(buf), len); /* buf may be the packet itself */
+    return 0;
+}
+
 static U64 h_xdp_adjust_head(U64 ctx, U64 delta, U64 a3, U64 a4, U64 a5) {
     (void)a3; (void)a4; (void)a5;
     struct ebpf_xdp_buff *x = PTR(ctx);

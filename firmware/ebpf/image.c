@@ -49,8 +49,14 @@ int ebpf_image_load(const void *image, size_t size, struct ebpf_prog *prog, stru
         memcpy(decl.name, im.name, sizeof decl.name);
         decl.name[sizeof decl.name - 1] = 0;
         struct ebpf_map *m;
-        if (ebpf_device_map_named(decl.name)) { /* the key table or its packet-number map: the device's, shared */
-            if (!(m = ebpf_device_map_bind(&decl, err))) {
+        if (im.pinning > NANOBPF_PIN_BY_NAME) {
+            ebpf_prog_free(prog);
+            return ebpf_fail(err, -1, "image: map %s: pinning %u (0 or %u)", decl.name, im.pinning, NANOBPF_PIN_BY_NAME);
+        }
+        if (ebpf_device_map_named(decl.name) || im.pinning) {
+            /* the key table or its packet-number map (the device's), or a pinned map: shared by name */
+            m = ebpf_device_map_named(decl.name) ? ebpf_device_map_bind(&decl, err) : ebpf_pinned_map_bind(&decl, err);
+            if (!m) {
                 ebpf_prog_free(prog);
                 return -1;
             }
@@ -68,7 +74,7 @@ int ebpf_image_load(const void *image, size_t size, struct ebpf_prog *prog, stru
         }
         prog->maps[prog->n_maps++] = m;
         if (im.init_size) {
-            if (m->type != NANOBPF_MAP_TYPE_ARRAY || im.init_size > m->value_size ||
+            if (m->type != NANOBPF_MAP_TYPE_ARRAY || m->pinned_refs || im.init_size > m->value_size ||
                 !in_range(im.init_off, im.init_size, h.data_size)) {
                 /* the message first: freeing the program frees m (and its name) */
                 ebpf_fail(err, -1, "image: map %s: bad initial value (%u bytes at %u)", m->name, im.init_size, im.init_off);
@@ -82,14 +88,7 @@ int ebpf_image_load(const void *image, size_t size, struct ebpf_prog *prog, stru
 }
 
 void ebpf_prog_free(struct ebpf_prog *prog) {
-    for (uint32_t i = 0; i < prog->n_maps; i++) {
-        if (ebpf_map_is_device(prog->maps[i])) {
-            ebpf_device_map_unbind(prog->maps[i]);
-            continue;
-        }
-        ebpf_map_destroy(prog->maps[i]);
-        ebpf_free(prog->maps[i]);
-    }
+    for (uint32_t i = 0; i < prog->n_maps; i++) ebpf_map_release(prog->maps[i]);
     if (prog->jit_code) ebpf_jit_free(prog->jit_code, prog->jit_size);
     ebpf_free(prog->maps);
     ebpf_free(prog->funcs);

@@ -1,27 +1,47 @@
-/* Maps: array, per-CPU array and hash (preallocated, open addressing with linear probing and
- * tombstones, so an entry never moves while it exists: its slot index is stable, which the key table
- * relies on to name connection slots). Two hash maps are the device's, not a program's (the device
- * maps): the key table, whose values live in the device key table storage (ebpf_keytable_values)
- * instead of its own allocation, and the packet-number map beside it. Each is one map object shared by
- * every program that declares it (ebpf_device_map_bind), so it survives program loads and swaps. */
+/* Maps: arrays (array, per-CPU array, DEVMAP) and hash tables (hash, per-CPU hash, LRU hash, LRU per-CPU
+ * hash, DEVMAP_HASH: preallocated, open addressing with linear probing and tombstones, so an entry
+ * never moves while it exists: its slot index is stable, which the key table relies on to name
+ * connection slots). Two hash maps are the device's, not a program's (the device maps): the key table,
+ * whose values live in the device key table storage (ebpf_keytable_values) instead of its own
+ * allocation, and the packet-number map beside it. Each is one object shared by every program that
+ * declares it (ebpf_device_map_bind), so it survives program loads and swaps; pinned maps
+ * (ebpf_pinned_map_bind) are shared the same way, by name. */
 #include <errno.h>
 #include <string.h>
 #include "ebpf.h"
 
-/* Hash slot layout: state byte, then key, then value, each 8-byte aligned; the key table keeps its
- * values apart, in the platform's key table storage (m->values), where the AEAD engine reads them, and
- * names its value in the slot header (bytes 4..7: the storage index). */
+/* Hash slot layout: state byte, then key, then value (one copy per CPU for per-CPU maps), each 8-byte
+ * aligned; the key table keeps its values apart, in the platform's key table storage (m->values), where
+ * the AEAD engine reads them, and names its value in the slot header (bytes 4..7: the storage index).
+ * An LRU map keeps there when the entry was last used instead (lru_now()). */
 enum { SLOT_FREE = 0, SLOT_USED = 1, SLOT_DELETED = 2 };
 
 static uint32_t round8(uint32_t v) { return (v + 7u) & ~7u; }
+static int is_hash(const struct ebpf_map *m) {
+    return m->type == NANOBPF_MAP_TYPE_HASH || m->type == NANOBPF_MAP_TYPE_PERCPU_HASH || m->type == NANOBPF_MAP_TYPE_LRU_HASH ||
+           m->type == NANOBPF_MAP_TYPE_LRU_PERCPU_HASH || m->type == NANOBPF_MAP_TYPE_DEVMAP_HASH;
+}
+static int is_lru(const struct ebpf_map *m) {
+    return m->type == NANOBPF_MAP_TYPE_LRU_HASH || m->type == NANOBPF_MAP_TYPE_LRU_PERCPU_HASH;
+}
+static int is_devmap(const struct ebpf_map *m) {
+    return m->type == NANOBPF_MAP_TYPE_DEVMAP || m->type == NANOBPF_MAP_TYPE_DEVMAP_HASH;
+}
+int ebpf_map_is_percpu(const struct ebpf_map *m) {
+    return m->type == NANOBPF_MAP_TYPE_PERCPU_ARRAY || m->type == NANOBPF_MAP_TYPE_PERCPU_HASH ||
+           m->type == NANOBPF_MAP_TYPE_LRU_PERCPU_HASH;
+}
 static uint32_t key_stride(const struct ebpf_map *m) { return round8(m->key_size); }
-static uint32_t slot_size(const struct ebpf_map *m) { return 8 + key_stride(m) + (m->values ? 0 : m->value_stride); }
+static uint32_t slot_size(const struct ebpf_map *m) {
+    return 8 + key_stride(m) + (m->values ? 0 : m->value_stride * m->n_cpus);
+}
 static uint8_t *slot(const struct ebpf_map *m, uint32_t i) { return m->storage + (size_t)i * slot_size(m); }
 static uint32_t *value_index(const struct ebpf_map *m, uint32_t i) { return (uint32_t *)(void *)(slot(m, i) + 4); }
 static uint8_t *hash_value(const struct ebpf_map *m, uint32_t i) {
     return m->values ? m->values + (size_t)__atomic_load_n(value_index(m, i), __ATOMIC_ACQUIRE) * m->value_stride
                      : slot(m, i) + 8 + key_stride(m);
 }
+static uint32_t this_cpu(const struct ebpf_map *m) { return m->n_cpus > 1 ? ebpf_cpu_id() % m->n_cpus : 0; }
 
 /* Device key table: KEYTABLE_SLOTS hash slots (state, connection ID, storage index) in shared memory
  * and as many value places in the platform's key table storage, where the AEAD engine reads them by
@@ -160,34 +180,36 @@ int ebpf_map_create(struct ebpf_map *m, struct ebpf_error *err) {
 }
 
 static int map_create(struct ebpf_map *m, struct ebpf_error *err) {
-    m->value_stride = round8(m->value_size);
     m->count = 0;
     m->lock = 0;
-    m->n_cpus = 1;
+    m->hand = 0;
+    m->pinned_refs = 0;
+    m->n_cpus = ebpf_map_is_percpu(m) ? ebpf_num_cpus() : 1;
     m->external = 0;
     m->values = NULL;
     if (m->flags) return ebpf_fail(err, -1, "map %s: flags 0x%x not supported", m->name, m->flags);
     if (m->value_size == 0 || m->value_size > 65536 || m->max_entries == 0 || m->max_entries > (1u << 20))
         return ebpf_fail(err, -1, "map %s: value size %u / entries %u out of range", m->name, m->value_size, m->max_entries);
+    if (is_devmap(m) && (m->key_size != 4 || (m->value_size != 4 && m->value_size != 8)))
+        return ebpf_fail(err, -1, "map %s: a devmap has a 4-byte key and a 4-byte (ifindex) or 8-byte (struct "
+                         "bpf_devmap_val) value, not %u and %u", m->name, m->key_size, m->value_size);
+    m->value_stride = round8(m->value_size);
     size_t bytes;
-    switch (m->type) {
-    case NANOBPF_MAP_TYPE_ARRAY:
-    case NANOBPF_MAP_TYPE_PERCPU_ARRAY:
-        if (m->key_size != 4) return ebpf_fail(err, -1, "map %s: array key size must be 4, not %u", m->name, m->key_size);
-        if (m->type == NANOBPF_MAP_TYPE_PERCPU_ARRAY) m->n_cpus = ebpf_num_cpus();
-        m->n_slots = m->max_entries;
-        bytes = (size_t)m->n_slots * m->value_stride * m->n_cpus;
-        break;
-    case NANOBPF_MAP_TYPE_HASH:
+    if (is_hash(m)) {
         if (m->key_size == 0 || m->key_size > 512) return ebpf_fail(err, -1, "map %s: key size %u out of range", m->name, m->key_size);
         m->n_slots = 1;
         while (m->n_slots < 2 * m->max_entries) m->n_slots <<= 1;
         bytes = (size_t)m->n_slots * slot_size(m);
-        break;
-    default:
-        return ebpf_fail(err, -1, "map %s: type %u not supported (hash, array, percpu_array)", m->name, m->type);
+    } else if (m->type == NANOBPF_MAP_TYPE_ARRAY || m->type == NANOBPF_MAP_TYPE_PERCPU_ARRAY || m->type == NANOBPF_MAP_TYPE_DEVMAP) {
+        if (m->key_size != 4) return ebpf_fail(err, -1, "map %s: array key size must be 4, not %u", m->name, m->key_size);
+        m->n_slots = m->max_entries;
+        bytes = (size_t)m->n_slots * m->value_stride * m->n_cpus;
+    } else {
+        return ebpf_fail(err, -1, "map %s: type %u not supported (hash, array, per-CPU and LRU hash, per-CPU array, "
+                         "devmap, devmap_hash)", m->name, m->type);
     }
-    /* per-CPU maps: each core its own values, in cached memory; the others are shared between cores */
+    /* Per-CPU arrays: each core its own values, in cached memory (no other core writes them). Everything
+     * else is shared between cores, per-CPU hash values too: a new entry zeroes every core's copy. */
     m->storage = m->type == NANOBPF_MAP_TYPE_PERCPU_ARRAY ? ebpf_alloc(bytes) : ebpf_alloc_shared(bytes);
     if (!m->storage) return ebpf_fail(err, -1, "map %s: out of memory for %lu bytes", m->name, (unsigned long)bytes);
     return 0;
@@ -201,6 +223,110 @@ void ebpf_map_destroy(struct ebpf_map *m) {
     if (m->type == NANOBPF_MAP_TYPE_PERCPU_ARRAY) ebpf_free(m->storage);
     else ebpf_free_shared(m->storage);
     m->storage = NULL;
+}
+
+/* ---- Pinned maps: one per name, shared by the programs that declare it (control core only) ---- */
+static struct ebpf_map *pinned[NANOBPF_IMAGE_MAX_MAPS];
+
+struct ebpf_map *ebpf_pinned_map_bind(const struct ebpf_map *decl, struct ebpf_error *err) {
+    struct ebpf_map **free_place = NULL;
+    for (uint32_t k = 0; k < NANOBPF_IMAGE_MAX_MAPS; k++) {
+        struct ebpf_map *m = pinned[k];
+        if (!m) {
+            if (!free_place) free_place = &pinned[k];
+            continue;
+        }
+        if (strcmp(m->name, decl->name)) continue;
+        /* libbpf reuses a pinned map only if the declaration matches it */
+        if (m->type != decl->type || m->key_size != decl->key_size || m->value_size != decl->value_size ||
+            m->max_entries != decl->max_entries || m->flags != decl->flags) {
+            ebpf_fail(err, -1, "map %s: pinned with type %u, key %u, value %u, %u entries; this program declares "
+                      "type %u, key %u, value %u, %u entries", m->name, m->type, m->key_size, m->value_size,
+                      m->max_entries, decl->type, decl->key_size, decl->value_size, decl->max_entries);
+            return NULL;
+        }
+        m->pinned_refs++;
+        return m;
+    }
+    if (!free_place) {
+        ebpf_fail(err, -1, "map %s: %u maps are pinned already", decl->name, NANOBPF_IMAGE_MAX_MAPS);
+        return NULL;
+    }
+    struct ebpf_map *m = ebpf_alloc(sizeof *m);
+    if (!m) {
+        ebpf_fail(err, -1, "map %s: out of memory", decl->name);
+        return NULL;
+    }
+    *m = *decl;
+    if (ebpf_map_create(m, err)) {
+        ebpf_free(m);
+        return NULL;
+    }
+    m->pinned_refs = 1;
+    *free_place = m;
+    return m;
+}
+
+void ebpf_map_release(struct ebpf_map *m) {
+    if (ebpf_map_is_device(m)) {
+        ebpf_device_map_unbind(m);
+        return;
+    }
+    if (m->pinned_refs && --m->pinned_refs) return; /* another program still holds it */
+    for (uint32_t k = 0; k < NANOBPF_IMAGE_MAX_MAPS; k++)
+        if (pinned[k] == m) pinned[k] = NULL;
+    ebpf_map_destroy(m);
+    ebpf_free(m);
+}
+
+int ebpf_map_is_prog_readonly(const struct ebpf_map *m) { return ebpf_map_is_keytable(m) || is_devmap(m); }
+
+static int64_t hash_find(const struct ebpf_map *m, const void *key, int *found);
+
+/* ---- LRU: when the map is full, an insert evicts the least recently used of a sample of entries ----
+ * Each entry keeps when it was last looked up or written (the slot header's bytes 4..7, in units of
+ * 16 cycles; cores' cycle counters run from the same reset). Eviction compares ages, now - stamp, so
+ * the wrap of the 32-bit stamp (about 23 minutes at 50 MHz) only makes an entry idle longer than that
+ * look young. Maps of up to LRU_SAMPLE entries are exact LRU. */
+#define LRU_SAMPLE 32
+static uint32_t lru_now(void) { return (uint32_t)(ebpf_cycles() >> 4); }
+static void lru_touch(const struct ebpf_map *m, uint32_t i) {
+    uint32_t now = lru_now();
+    if (*value_index(m, i) != now) __atomic_store_n(value_index(m, i), now, __ATOMIC_RELAXED);
+}
+static int lru_evict(struct ebpf_map *m) { /* under the map's lock */
+    uint32_t now = lru_now(), mask = m->n_slots - 1, seen = 0, oldest_age = 0;
+    int64_t victim = -1;
+    for (uint32_t step = 0; step < m->n_slots && seen < LRU_SAMPLE; step++) {
+        uint32_t i = (m->hand + step) & mask;
+        if (slot(m, i)[0] != SLOT_USED) continue;
+        uint32_t age = now - __atomic_load_n(value_index(m, i), __ATOMIC_RELAXED);
+        if (victim < 0 || age > oldest_age) victim = i, oldest_age = age;
+        seen++;
+    }
+    if (victim < 0) return -1;
+    m->hand = ((uint32_t)victim + 1) & mask;
+    __atomic_store_n(&slot(m, (uint32_t)victim)[0], SLOT_DELETED, __ATOMIC_RELEASE);
+    __atomic_fetch_sub(&m->count, 1, __ATOMIC_RELAXED);
+    return 0;
+}
+
+/* Full: an LRU map evicts an entry and finds the key's place again (under the lock); others cannot. */
+static int lru_make_room(struct ebpf_map *m, const void *key, int64_t *i) {
+    int found;
+    if (!is_lru(m) || lru_evict(m)) return 0;
+    *i = hash_find(m, key, &found);
+    return *i >= 0;
+}
+
+/* A DEVMAP entry names one of the device's ports (struct bpf_devmap_val: ifindex, then a program to run
+ * on redirect, which the device does not have: fd 0 or below). */
+static int devmap_value_ok(const struct ebpf_map *m, const void *value) {
+    uint32_t ifindex;
+    int32_t fd = 0;
+    memcpy(&ifindex, value, 4);
+    if (m->value_size == 8) memcpy(&fd, (const uint8_t *)value + 4, 4);
+    return (ifindex == NANOBPF_IFINDEX_HOST || ifindex == NANOBPF_IFINDEX_NET) && fd <= 0;
 }
 
 /* Index of the slot holding key, or of the slot where it would go (-1: table full). */
@@ -220,25 +346,46 @@ static int64_t hash_find(const struct ebpf_map *m, const void *key, int *found) 
     return first_free;
 }
 
-void *ebpf_map_lookup(struct ebpf_map *m, const void *key) {
-    if (m->type == NANOBPF_MAP_TYPE_HASH) {
+/* The value of key on core cpu: an array element, or a hash entry's (NULL when absent). */
+static uint8_t *value_of(struct ebpf_map *m, const void *key, uint32_t cpu, int touch) {
+    if (is_hash(m)) {
         int found;
         int64_t i = hash_find(m, key, &found);
-        return found ? hash_value(m, (uint32_t)i) : NULL;
+        if (!found) return NULL;
+        if (touch && is_lru(m)) lru_touch(m, (uint32_t)i);
+        return hash_value(m, (uint32_t)i) + (size_t)cpu * m->value_stride;
     }
     uint32_t idx;
     memcpy(&idx, key, 4);
     if (idx >= m->max_entries) return NULL;
-    uint32_t cpu = m->type == NANOBPF_MAP_TYPE_PERCPU_ARRAY ? ebpf_cpu_id() % m->n_cpus : 0;
-    return m->storage + ((size_t)cpu * m->n_slots + idx) * m->value_stride;
+    uint8_t *v = m->storage + ((size_t)cpu * m->n_slots + idx) * m->value_stride;
+    if (m->type == NANOBPF_MAP_TYPE_DEVMAP && !__atomic_load_n((uint32_t *)(void *)v, __ATOMIC_ACQUIRE))
+        return NULL; /* ifindex 0: no entry */
+    return v;
+}
+
+void *ebpf_map_lookup(struct ebpf_map *m, const void *key) { return value_of(m, key, this_cpu(m), 1); }
+
+void *ebpf_map_value(struct ebpf_map *m, const void *key, uint32_t cpu) {
+    return cpu < m->n_cpus ? value_of(m, key, cpu, 0) : NULL;
 }
 
 int ebpf_map_update(struct ebpf_map *m, const void *key, const void *value, uint64_t flags) {
     if (flags > NANOBPF_BPF_EXIST) return -EINVAL;
-    if (m->type != NANOBPF_MAP_TYPE_HASH) {
-        if (flags == NANOBPF_BPF_NOEXIST) return -EEXIST; /* array elements always exist */
-        void *v = ebpf_map_lookup(m, key);
-        if (!v) return -E2BIG;
+    if (is_devmap(m) && !devmap_value_ok(m, value)) return -EINVAL;
+    if (!is_hash(m)) {
+        if (flags == NANOBPF_BPF_NOEXIST) return -EEXIST; /* array elements always exist (Linux: devmaps too) */
+        uint32_t idx;
+        memcpy(&idx, key, 4);
+        if (idx >= m->max_entries) return -E2BIG;
+        uint8_t *v = m->storage + ((size_t)this_cpu(m) * m->n_slots + idx) * m->value_stride;
+        if (m->type == NANOBPF_MAP_TYPE_DEVMAP) { /* published by its ifindex, which is never 0 */
+            uint32_t ifindex;
+            memset(v + 4, 0, m->value_size - 4); /* the program id: none */
+            memcpy(&ifindex, value, 4);
+            __atomic_store_n((uint32_t *)(void *)v, ifindex, __ATOMIC_RELEASE);
+            return 0;
+        }
         memcpy(v, value, m->value_size);
         return 0;
     }
@@ -247,7 +394,8 @@ int ebpf_map_update(struct ebpf_map *m, const void *key, const void *value, uint
     int64_t i = hash_find(m, key, &found);
     if (found && flags == NANOBPF_BPF_NOEXIST) rc = -EEXIST;
     else if (!found && flags == NANOBPF_BPF_EXIST) rc = -ENOENT;
-    else if (!found && (hash_count(m) >= m->max_entries || i < 0)) rc = -E2BIG;
+    else if (!found && (hash_count(m) >= m->max_entries || i < 0) && !lru_make_room(m, key, &i))
+        rc = -E2BIG;
     else {
         uint8_t *s = slot(m, (uint32_t)i);
         uint32_t old = found && m->values ? *value_index(m, (uint32_t)i) : UINT32_MAX;
@@ -256,8 +404,12 @@ int ebpf_map_update(struct ebpf_map *m, const void *key, const void *value, uint
             memcpy(m->values + (size_t)place * m->value_stride, value, m->value_size);
             __atomic_store_n(value_index(m, (uint32_t)i), place, __ATOMIC_RELEASE);
         } else {
-            memcpy(hash_value(m, (uint32_t)i), value, m->value_size);
+            uint8_t *v = hash_value(m, (uint32_t)i);
+            if (!found && m->n_cpus > 1) memset(v, 0, (size_t)m->value_stride * m->n_cpus); /* the other cores' copies */
+            memcpy(v + (size_t)this_cpu(m) * m->value_stride, value, m->value_size);
+            if (m->type == NANOBPF_MAP_TYPE_DEVMAP_HASH) memset(v + 4, 0, m->value_size - 4);
         }
+        if (is_lru(m)) lru_touch(m, (uint32_t)i);
         if (!found) {
             memcpy(s + 8, key, m->key_size);
             __atomic_store_n(&s[0], SLOT_USED, __ATOMIC_RELEASE); /* key and value before the state */
@@ -273,7 +425,14 @@ int ebpf_map_update(struct ebpf_map *m, const void *key, const void *value, uint
 }
 
 int ebpf_map_delete(struct ebpf_map *m, const void *key) {
-    if (m->type != NANOBPF_MAP_TYPE_HASH) return -EINVAL;
+    if (m->type == NANOBPF_MAP_TYPE_DEVMAP) { /* Linux: the element becomes empty, whether it was or not */
+        uint32_t idx;
+        memcpy(&idx, key, 4);
+        if (idx >= m->max_entries) return -EINVAL;
+        __atomic_store_n((uint32_t *)(void *)(m->storage + (size_t)idx * m->value_stride), 0u, __ATOMIC_RELEASE);
+        return 0;
+    }
+    if (!is_hash(m)) return -EINVAL;
     int found, rc = 0;
     hash_lock(m);
     int64_t i = hash_find(m, key, &found);
@@ -293,13 +452,13 @@ int ebpf_map_delete(struct ebpf_map *m, const void *key) {
 
 int64_t ebpf_map_slot_of(struct ebpf_map *m, const void *key) {
     int found;
-    int64_t i = m->type == NANOBPF_MAP_TYPE_HASH ? hash_find(m, key, &found) : -1;
-    return m->type == NANOBPF_MAP_TYPE_HASH && found ? i : -1;
+    int64_t i = is_hash(m) ? hash_find(m, key, &found) : -1;
+    return is_hash(m) && found ? i : -1;
 }
 
 /* Linux BPF_MAP_GET_NEXT_KEY: the key after key (NULL or absent: the first), in slot order; -ENOENT after the last. */
 int ebpf_map_get_next_key(struct ebpf_map *m, const void *key, void *next) {
-    if (m->type != NANOBPF_MAP_TYPE_HASH) {
+    if (!is_hash(m)) {
         uint32_t idx = 0;
         if (key) {
             memcpy(&idx, key, 4);

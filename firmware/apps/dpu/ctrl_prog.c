@@ -185,11 +185,12 @@ int ctrl_prog_info(const uint8_t *b, unsigned len, struct ctrl_reply *r) {
 /* A per-CPU map's value as the control plane shows it: the sum over the cores, 64-bit word by word
  * (bpftool's totals; the model has one CPU, whose value this is). Each core writes only its own copy
  * in its write-through cache; the fence makes this core read memory, not its own stale lines. */
-static void percpu_sum(const struct ebpf_map *m, uint32_t idx, uint8_t *out) {
+static int percpu_sum(struct ebpf_map *m, const void *key, uint8_t *out) {
     __asm__ volatile("fence" ::: "memory");
     memset(out, 0, m->value_size);
     for (uint32_t cpu = 0; cpu < m->n_cpus; cpu++) {
-        const volatile uint8_t *v = m->storage + ((size_t)cpu * m->n_slots + idx) * m->value_stride;
+        const volatile uint8_t *v = ebpf_map_value(m, key, cpu);
+        if (!v) return -1;
         if (m->value_size % 8) {
             if (cpu == 0)
                 for (uint32_t i = 0; i < m->value_size; i++) out[i] = v[i];
@@ -202,6 +203,7 @@ static void percpu_sum(const struct ebpf_map *m, uint32_t idx, uint8_t *out) {
             memcpy(out + 8 * w, &a, 8);
         }
     }
+    return 0;
 }
 
 int ctrl_map(uint8_t type, const uint8_t *b, unsigned len, struct ctrl_reply *r) {
@@ -235,7 +237,7 @@ int ctrl_map(uint8_t type, const uint8_t *b, unsigned len, struct ctrl_reply *r)
         return ctrl_refuse(r, NANOBPF_CTRL_ST_NO_MAP, "map %s: value of %u bytes, the map's is %u", name, vl, m->value_size);
     if (ebpf_map_is_keytable(m) && (type == NANOBPF_CTRL_MSG_MAP_UPDATE || type == NANOBPF_CTRL_MSG_MAP_DELETE))
         return ctrl_refuse(r, NANOBPF_CTRL_ST_INVALID, "the key table is changed with KEY_* messages");
-    int percpu = m->type == NANOBPF_MAP_TYPE_PERCPU_ARRAY;
+    int percpu = ebpf_map_is_percpu(m);
     if (percpu && type != NANOBPF_CTRL_MSG_MAP_LOOKUP && type != NANOBPF_CTRL_MSG_MAP_NEXT)
         return ctrl_refuse(r, NANOBPF_CTRL_ST_INVALID, "map %s is per-CPU: each core's copy is its own, read-only here", name);
     int rc;
@@ -243,12 +245,9 @@ int ctrl_map(uint8_t type, const uint8_t *b, unsigned len, struct ctrl_reply *r)
     case NANOBPF_CTRL_MSG_MAP_LOOKUP: {
         if (m->value_size > NANOBPF_CTRL_MAX_BODY) return ctrl_refuse(r, NANOBPF_CTRL_ST_INVALID, "value too long for a response");
         if (percpu) {
-            uint32_t idx;
-            memcpy(&idx, key, 4);
-            if (idx >= m->max_entries) return ctrl_refuse(r, NANOBPF_CTRL_ST_NOENT, "no such entry");
-            percpu_sum(m, idx, r->body);
+            if (percpu_sum(m, key, r->body)) return ctrl_refuse(r, NANOBPF_CTRL_ST_NOENT, "no such entry");
         } else {
-            const volatile uint8_t *v = ebpf_map_lookup(m, key);
+            const volatile uint8_t *v = ebpf_map_value(m, key, 0);
             if (!v) return ctrl_refuse(r, NANOBPF_CTRL_ST_NOENT, "no such entry");
             for (uint32_t i = 0; i < m->value_size; i++) r->body[i] = v[i];
         }

@@ -274,17 +274,31 @@ REFUSALS = {
                            "bpf_tail_call(ctx, &jmp, 1); return XDP_PASS;"),
                   r"section 'xdp' instruction \d+: map 'jmp': .*tail calls are not supported"),
     "tail_call_helper": (xdp_with("", "bpf_tail_call(ctx, (void *)0, 1); return XDP_PASS;"),
-                         r"section 'xdp' instruction \d+: tail calls \(bpf_tail_call, helper 12\)"),
-    "lru_hash": (xdp_with("struct { __uint(type, BPF_MAP_TYPE_LRU_HASH); __uint(max_entries, 4);"
-                          " __type(key, __u32); __type(value, __u32); } m SEC(\".maps\");", LOOKUP),
-                 r"section 'xdp' instruction \d+: map 'm': map type LRU_HASH \(9\) is not supported"),
+                         r"section 'xdp' instruction \d+: helper 12: tail calls \(bpf_tail_call\) are not supported"),
+    "xskmap": (xdp_with("struct { __uint(type, BPF_MAP_TYPE_XSKMAP); __uint(max_entries, 4);"
+                        " __type(key, __u32); __type(value, __u32); } m SEC(\".maps\");",
+                        "return bpf_redirect_map(&m, 0, XDP_PASS);"),
+               r"section 'xdp' instruction \d+: map 'm': map type XSKMAP \(17\): .*AF_XDP sockets"),
+    "cpumap": (xdp_with("struct { __uint(type, BPF_MAP_TYPE_CPUMAP); __uint(max_entries, 4);"
+                        " __type(key, __u32); __type(value, struct bpf_cpumap_val); } m SEC(\".maps\");",
+                        "return bpf_redirect_map(&m, 0, XDP_PASS);"),
+               r"map 'm': map type CPUMAP \(16\): redirects frames to host CPUs"),
+    "fib_lookup": (xdp_with("", "struct bpf_fib_lookup p = {}; return bpf_fib_lookup(ctx, &p, sizeof p, 0) ? XDP_PASS : XDP_DROP;"),
+                   r"helper 69: bpf_fib_lookup needs the kernel's routing"),
     "ringbuf": (xdp_with("struct { __uint(type, BPF_MAP_TYPE_RINGBUF); __uint(max_entries, 4096); }"
                          " m SEC(\".maps\");", "bpf_ringbuf_output(&m, &ctx, 8, 0); return XDP_PASS;"),
-                r"map 'm': map type RINGBUF \(27\) is not supported"),
+                r"map 'm': map type RINGBUF \(27\): events to the host; events are not supported by the device yet"),
     "map_flags": (xdp_with("struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 4);"
-                           " __uint(map_flags, BPF_F_NO_PREALLOC);"
+                           " __uint(map_flags, BPF_F_RDONLY_PROG);"
                            " __type(key, __u32); __type(value, __u32); } m SEC(\".maps\");", LOOKUP),
-                  r"section 'xdp' instruction \d+: map 'm': map_flags 0x1 are not supported"),
+                  r"section 'xdp' instruction \d+: map 'm': map_flags BPF_F_RDONLY_PROG \(0x80\) not supported"),
+    "mmapable_hash": (xdp_with("struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 4);"
+                               " __uint(map_flags, BPF_F_MMAPABLE);"
+                               " __type(key, __u32); __type(value, __u32); } m SEC(\".maps\");", LOOKUP),
+                      r"map 'm': map_flags BPF_F_MMAPABLE \(0x400\) not supported for a HASH map"),
+    "pin_by_path": (xdp_with("struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 4); __uint(pinning, 2);"
+                             " __type(key, __u32); __type(value, __u32); } m SEC(\".maps\");", LOOKUP),
+                    r"map 'm': pinning 2: the device pins by name only"),
     "keytable_value": (xdp_with("struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 16);"
                                 " __type(key, struct nanobpf_quic_cid); __type(value, __u64); }"
                                 " nanobpf_quic_keys SEC(\".maps\");",
@@ -302,7 +316,7 @@ REFUSALS = {
                                   " nanobpf_quic_keys SEC(\".maps\");",
                                   "struct nanobpf_quic_cid k = {}; return bpf_map_lookup_elem(&nanobpf_quic_keys, &k)"
                                   " ? XDP_PASS : XDP_DROP;", "#include \"nanobpf_ebpf_defs.h\"\n"),
-                         rf"the key table .* at most {abi.NANOBPF_KEYTABLE_ENTRIES} entries; .* {abi.NANOBPF_KEYTABLE_ENTRIES + 1} entries"),
+                         rf"the key table .* at most {abi.NANOBPF_KEYTABLE_ENTRIES} entries.*; .* {abi.NANOBPF_KEYTABLE_ENTRIES + 1} entries"),
     "pn_map_value": (xdp_with("struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 16);"
                               " __type(key, struct nanobpf_quic_cid); __type(value, __u64); } quic_pn SEC(\".maps\");",
                               "struct nanobpf_quic_cid k = {}; return bpf_map_lookup_elem(&quic_pn, &k) ? XDP_PASS : XDP_DROP;",
@@ -343,7 +357,7 @@ def test_other_program_types(tmp_path):
     tc = compile_c(tmp_path, "tc", TC)
     with pytest.raises(LoadError, match=r"no XDP program .* cls \(section 'tc'\)"):
         load(tc)
-    with pytest.raises(LoadError, match="program 'cls' is in section 'tc', not an XDP program"):
+    with pytest.raises(LoadError, match="program 'cls' is in section 'tc': a 'tc' program, not XDP"):
         load(tc, program="cls")
     both = compile_c(tmp_path, "both", TC_AND_XDP)
     assert load(both).name == "fast"  # the only XDP program is chosen

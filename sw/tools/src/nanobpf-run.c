@@ -192,15 +192,12 @@ static void batch_command(struct ebpf_prog *prog, char *line, int jit, long head
         } else if (upd) {
             int rc = ebpf_map_update(m, key, val, flags);
             /* per-CPU maps: the same value in every CPU's copy (the update above wrote this CPU's) */
-            if (!rc && m->n_cpus > 1) {
-                size_t cpu_stride = (size_t)m->n_slots * m->value_stride;
-                uint8_t *cpu0 = (uint8_t *)ebpf_map_lookup(m, key) - (ebpf_cpu_id() % m->n_cpus) * cpu_stride;
-                for (uint32_t c = 0; c < m->n_cpus; c++) memcpy(cpu0 + c * cpu_stride, val, m->value_size);
-            }
+            for (uint32_t c = 0; !rc && ebpf_map_is_percpu(m) && c < m->n_cpus; c++)
+                memcpy(ebpf_map_value(m, key, c), val, m->value_size);
             if (rc) printf("error map %s: update failed (%d)\n", m->name, rc);
             else printf("ok\n");
         } else {
-            const uint8_t *v = ebpf_map_lookup(m, key);
+            const uint8_t *v = ebpf_map_value(m, key, 0);
             if (!v) {
                 printf("none\n");
             } else {

@@ -57,7 +57,24 @@ MODE_ABS, MODE_IND = 0x20, 0x40
 PSEUDO_CALL, PSEUDO_KFUNC_CALL = 1, 2
 PSEUDO_MAP_IDX, PSEUDO_MAP_IDX_VALUE = 5, 6   # RFC 9669 ld_imm64 src values used in the image
 PSEUDO_FUNC = 4
-HELPER_TAIL_CALL = 12
+# Linux helpers the device does not provide, and why (messages at load; any other unknown id gets a
+# generic one).
+_REFUSED_HELPERS = {
+    12: "tail calls (bpf_tail_call) are not supported by the device yet",
+    25: "bpf_perf_event_output: events to the host are not supported by the device yet",
+    54: "bpf_xdp_adjust_meta: the device has no metadata area in front of the frame (data_meta is data)",
+    69: "bpf_fib_lookup needs the kernel's routing and neighbour tables, which the device does not have; "
+        "keep the forwarding decision in maps (a DEVMAP with bpf_redirect_map)",
+    93: "bpf_spin_lock is not supported by the device yet",
+    94: "bpf_spin_unlock is not supported by the device yet",
+    130: "bpf_ringbuf_output: events to the host are not supported by the device yet",
+    131: "bpf_ringbuf_reserve: events to the host are not supported by the device yet",
+    132: "bpf_ringbuf_submit: events to the host are not supported by the device yet",
+    133: "bpf_ringbuf_discard: events to the host are not supported by the device yet",
+    177: "bpf_trace_vprintk (bpf_printk with more than 3 arguments) is not supported by the device; use at "
+         "most 3 arguments (bpf_trace_printk)",
+    181: "bpf_loop with a callback is not supported by the device yet; write a bounded loop",
+}
 
 # ELF relocation types of the BPF target (LLVM's ELFRelocs/BPF.def).
 R_BPF_NONE, R_BPF_64_64, R_BPF_64_ABS64, R_BPF_64_ABS32, R_BPF_64_NODYLD32, R_BPF_64_32 = 0, 1, 2, 3, 4, 10
@@ -145,6 +162,7 @@ class Map:
     flags: int = 0
     init: bytes = b""
     source: str = field(default="", compare=False)  # ".maps", or the data section it came from
+    pinning: int = 0                                 # NANOBPF_PIN_*
 
     @property
     def type_name(self):
@@ -195,6 +213,7 @@ class Image:
     section: str = field(default="", compare=False)
     functions: list = field(default_factory=list, compare=False)  # (name, first instruction), program first
     globals: list = field(default_factory=list)  # GlobalFunc of the functions verified on their own
+    notes: list = field(default_factory=list, compare=False)  # what the loader chose for the user (stderr)
 
     def to_bytes(self):
         hdr, ment = abi.STRUCTS["image_header"], abi.STRUCTS["image_map"]
@@ -218,7 +237,7 @@ class Image:
             table.append(_pack("image_map", {
                 "type": m.type, "key_size": m.key_size, "value_size": m.value_size,
                 "max_entries": m.max_entries, "flags": m.flags, "init_off": init_off,
-                "init_size": len(m.init), "name": _name_bytes(m.name, abi.NANOBPF_MAP_NAME_LEN)}))
+                "init_size": len(m.init), "pinning": m.pinning, "name": _name_bytes(m.name, abi.NANOBPF_MAP_NAME_LEN)}))
         total = data_off + len(data)
         head = _pack("image_header", {
             "magic": abi.NANOBPF_IMAGE_MAGIC, "version": abi.NANOBPF_IMAGE_VERSION, "header_size": hdr.size,
@@ -246,7 +265,9 @@ class Image:
                           for n, s in self.functions],
             "maps": [{"index": i, "name": m.name, "type": m.type_name, "type_id": m.type, "key_size": m.key_size,
                       "value_size": m.value_size, "max_entries": m.max_entries, "flags": m.flags,
-                      "init_size": len(m.init), "source": m.source} for i, m in enumerate(self.maps)],
+                      "init_size": len(m.init), "source": m.source,
+                      "pinned": m.pinning == abi.NANOBPF_PIN_BY_NAME} for i, m in enumerate(self.maps)],
+            "notes": list(self.notes),
         }
 
 
@@ -287,7 +308,7 @@ def parse_image(blob):
             raise LoadError(f"image: map {i}: initial value {m['init_size']} bytes at {m['init_off']} "
                             f"outside the data area ({len(data)} bytes)")
         maps.append(Map(_cstr(m["name"]), m["type"], m["key_size"], m["value_size"], m["max_entries"],
-                        m["flags"], data[m["init_off"]:m["init_off"] + m["init_size"]]))
+                        m["flags"], data[m["init_off"]:m["init_off"] + m["init_size"]], pinning=m["pinning"]))
     fent = abi.STRUCTS["image_func"]
     if h["n_funcs"] > abi.NANOBPF_IMAGE_MAX_FUNCS or not inside(h["funcs_off"], h["n_funcs"] * fent.size):
         raise LoadError(f"image: function table ({h['n_funcs']} entries at {h['funcs_off']}) is malformed")
@@ -416,11 +437,31 @@ SHF_EXECINSTR = 0x4
 
 
 def _is_xdp_section(name):
+    """libbpf's XDP sections ("xdp", "xdp/...", "xdp.frags"), and the old style ("xdp_pass", "xdp_stats1")
+    that libxdp and the xdp-tutorial load by program name."""
     if name in ("xdp", "xdp.frags"):
         return True
     if name.startswith(("xdp/", "xdp.frags/")):
         return name.rsplit("/", 1)[1] not in ("devmap", "cpumap")
-    return False
+    return name.startswith("xdp_")
+
+
+# Sections of programs of other kinds (libbpf's section names): -p/-s naming one is refused, since libxdp
+# would load it as XDP only by mistake. Any other code section chosen by name is taken as XDP, as libxdp does.
+_OTHER_PROGRAM_SECTIONS = ("tc", "classifier", "action", "socket", "kprobe", "kretprobe", "uprobe", "tracepoint",
+                           "tp", "raw_tp", "raw_tracepoint", "fentry", "fexit", "lsm", "cgroup", "cgroup_", "sk_", "sockops",
+                           "flow_dissector", "perf_event", "struct_ops", "syscall", "netfilter", "tcx", "lwt_")
+
+
+def _other_program_kind(section):
+    """The kind of a section that holds programs of another type than XDP (or None)."""
+    if section.startswith(("xdp/devmap", "xdp/cpumap", "xdp.frags/devmap", "xdp.frags/cpumap")):
+        return ("a program the kernel runs on a DEVMAP/CPUMAP redirect; the device's devmap entries are its "
+                "ports and hold no program")
+    for p in _OTHER_PROGRAM_SECTIONS:
+        if section == p.rstrip("_") or section.startswith(p if p.endswith("_") else (p + "/", p + ".")):
+            return f"a '{p.rstrip('_')}' program, not XDP"
+    return None
 
 
 def _is_data_section(name):
@@ -542,8 +583,9 @@ def _data_map_name(obj, section):
 
 
 class _Linker:
-    def __init__(self, obj, prog_func, btf):
+    def __init__(self, obj, prog_func, btf, map_sizes=None, notes=None):
         self.obj, self.btf = obj, btf
+        self.map_sizes, self.notes = map_sizes or {}, notes if notes is not None else []
         self.out = []            # Insn list
         self.placed = {}         # (shndx, func start) -> output index of the function's first insn
         self.queue = []          # functions placed but not yet copied
@@ -616,13 +658,14 @@ class _Linker:
 
     def _call(self, ins, f, i, base, rel, where):
         if ins.src == PSEUDO_KFUNC_CALL:
-            raise LoadError(f"{where}: kernel function calls (kfuncs) are not supported")
+            raise LoadError(f"{where}: kernel function calls (kfuncs) are not supported: they are functions "
+                            f"of the host's kernel, which the device does not run")
         if rel is None and ins.src == 0:
             h = HELPERS.get(ins.imm)
             if h is None:
-                if ins.imm == HELPER_TAIL_CALL:
-                    raise LoadError(f"{where}: tail calls (bpf_tail_call, helper 12) are not supported")
                 linux = _linux_helper_name(ins.imm)
+                if ins.imm in _REFUSED_HELPERS:
+                    raise LoadError(f"{where}: helper {ins.imm}: {_REFUSED_HELPERS[ins.imm]}")
                 raise LoadError(f"{where}: helper {ins.imm}{f' ({linux})' if linux else ''} is not provided "
                                 f"by the device (see docs/ebpf-abi.md)")
             return ins
@@ -702,19 +745,19 @@ class _Linker:
         return self._add_map(("data", sec.index), make)
 
     def _btf_map(self, off, where):
-        maps = self._btf_map_vars()
+        maps = self.btf_map_vars()
         if off not in maps:
             raise LoadError(f"{where}: no map at offset {off} of section '.maps'")
         name, tid = maps[off]
 
         def make():
             try:
-                return _map_from_btf(self.btf, name, tid)
+                return _map_from_btf(self.btf, name, tid, self.map_sizes.get(name), self.notes)
             except LoadError as e:
                 raise LoadError(f"{where}: {e}") from None
         return self._add_map(("btf", off), make)
 
-    def _btf_map_vars(self):
+    def btf_map_vars(self):
         """offset in .maps -> (map name, BTF type of its definition), via the DATASEC and the symbols."""
         if self.btf_maps is None:
             btf = self.btf
@@ -744,8 +787,40 @@ _DEVICE_MAPS = {abi.KEYTABLE_MAP_NAME: ("the key table", "quic_keys"),
                 abi.KEYTABLE_PN_MAP_NAME: ("the device's packet-number map", "quic_pn_state")}
 
 
-def _map_from_btf(btf, name, tid):
-    """A BTF-defined map: struct { int (*type)[T]; ...; K *key; V *value; } -> Map, checked."""
+# Linux map types and map_flags the device does not have, and why (messages at load).
+_REFUSED_MAP_TYPES = {
+    3: "programs for bpf_tail_call; tail calls are not supported by the device yet",
+    4: "bpf_perf_event_output's events to the host; events are not supported by the device yet",
+    12: "map-in-map is not supported by the device",
+    13: "map-in-map is not supported by the device",
+    16: "redirects frames to host CPUs; the device's cores are chosen by its core-select unit and frames "
+        "reach the host with XDP_PASS",
+    17: "redirects frames to AF_XDP sockets, which live in the host kernel; the device delivers to the "
+        "host with XDP_PASS",
+    27: "events to the host; events are not supported by the device yet",
+}
+_MAP_FLAG_NAMES = {1: "BPF_F_NO_PREALLOC", 2: "BPF_F_NO_COMMON_LRU", 4: "BPF_F_NUMA_NODE", 8: "BPF_F_RDONLY",
+                   16: "BPF_F_WRONLY", 32: "BPF_F_STACK_BUILD_ID", 64: "BPF_F_ZERO_SEED", 128: "BPF_F_RDONLY_PROG",
+                   256: "BPF_F_WRONLY_PROG", 512: "BPF_F_CLONE", 1024: "BPF_F_MMAPABLE"}
+_HASH_TYPES = {abi.NANOBPF_MAP_TYPE_HASH, abi.NANOBPF_MAP_TYPE_PERCPU_HASH, abi.NANOBPF_MAP_TYPE_LRU_HASH,
+               abi.NANOBPF_MAP_TYPE_LRU_PERCPU_HASH, abi.NANOBPF_MAP_TYPE_DEVMAP_HASH}
+_ARRAY_TYPES = {abi.NANOBPF_MAP_TYPE_ARRAY, abi.NANOBPF_MAP_TYPE_PERCPU_ARRAY, abi.NANOBPF_MAP_TYPE_DEVMAP}
+_DEVMAP_TYPES = {abi.NANOBPF_MAP_TYPE_DEVMAP, abi.NANOBPF_MAP_TYPE_DEVMAP_HASH}
+LIBBPF_PIN_BY_NAME = 1
+
+
+def _accepted_flags(mtype):
+    """Linux map_flags that change nothing on the device, for this map type (the image gets 0)."""
+    if mtype in (abi.NANOBPF_MAP_TYPE_HASH, abi.NANOBPF_MAP_TYPE_PERCPU_HASH):
+        return abi.NANOBPF_BPF_F_NO_PREALLOC  # the device preallocates every hash map
+    if mtype == abi.NANOBPF_MAP_TYPE_ARRAY:
+        return abi.NANOBPF_BPF_F_MMAPABLE     # the host reads the device's maps through the control link
+    return 0
+
+
+def _map_from_btf(btf, name, tid, size=None, notes=None):
+    """A BTF-defined map: struct { int (*type)[T]; ...; K *key; V *value; } -> Map, checked. size: the
+    max_entries the user set (--map-size), which replaces the declared one."""
     what = f"map '{name}'"
     t = btf.skip_mods(tid)
     if t.kind != BTF_KIND_STRUCT:
@@ -768,7 +843,8 @@ def _map_from_btf(btf, name, tid):
             else:
                 value_size = n
         elif mname in ("values", "inner"):
-            raise LoadError(f"{what}: '{mname}' (map-in-map or program array initialisation) is not supported")
+            raise LoadError(f"{what}: '{mname}' (map-in-map or program array initialisation) is not supported "
+                            f"by the device")
         else:
             raise LoadError(f"{what}: unknown field '{mname}'")
     for sized, given in (("key", key_size), ("value", value_size)):
@@ -780,69 +856,64 @@ def _map_from_btf(btf, name, tid):
     if "type" not in vals:
         raise LoadError(f"{what}: no map type (__uint(type, ...))")
     mtype, flags, entries = vals["type"], vals.get("map_flags", 0), vals.get("max_entries", 0)
-    if mtype == 3:  # Linux BPF_MAP_TYPE_PROG_ARRAY
-        raise LoadError(f"{what}: map type PROG_ARRAY (3) holds programs for bpf_tail_call; tail calls "
-                        f"are not supported by the device")
+    if mtype in _REFUSED_MAP_TYPES:
+        raise LoadError(f"{what}: map type {map_type_name(mtype)} ({mtype}): {_REFUSED_MAP_TYPES[mtype]}")
     if mtype not in MAP_TYPE_NAMES:
         raise LoadError(f"{what}: map type {map_type_name(mtype)} ({mtype}) is not supported by the device "
                         f"(supported: {', '.join(abi.MAP_TYPE)})")
-    if flags:
-        raise LoadError(f"{what}: map_flags 0x{flags:x} are not supported (the device takes 0)")
-    if vals.get("pinning", 0):
-        raise LoadError(f"{what}: pinning is not supported (device maps live with the image)")
+    other = flags & ~_accepted_flags(mtype)
+    if other:
+        names = [_MAP_FLAG_NAMES.get(1 << b, f"0x{1 << b:x}") for b in range(32) if other >> b & 1]
+        raise LoadError(f"{what}: map_flags {', '.join(names)} (0x{other:x}) not supported for a "
+                        f"{map_type_name(mtype)} map by the device")
+    pinning = vals.get("pinning", 0)
+    if pinning not in (0, LIBBPF_PIN_BY_NAME):
+        raise LoadError(f"{what}: pinning {pinning}: the device pins by name only (LIBBPF_PIN_BY_NAME)")
     if vals.get("map_extra", 0):
         raise LoadError(f"{what}: map_extra is not supported")
+    if size is not None:
+        entries = size
+    elif entries == 0:
+        entries = abi.NANOBPF_MAP_DEFAULT_ENTRIES
+        if notes is not None:
+            notes.append(f"{what}: max_entries 0 (left for the loader): {entries} entries "
+                         f"(choose with --map-size {name}=N)")
     if key_size <= 0 or value_size <= 0 or entries <= 0:
         raise LoadError(f"{what}: key size {key_size}, value size {value_size}, max_entries {entries}: "
                         f"each must be > 0")
-    if mtype in (abi.NANOBPF_MAP_TYPE_ARRAY, abi.NANOBPF_MAP_TYPE_PERCPU_ARRAY) and key_size != 4:
+    if mtype in _ARRAY_TYPES and key_size != 4:
         raise LoadError(f"{what}: an array map's key is 4 bytes, not {key_size}")
+    if mtype in _DEVMAP_TYPES and (key_size != 4 or value_size not in (4, 8)):
+        raise LoadError(f"{what}: a {map_type_name(mtype)} has a 4-byte key and a 4-byte (ifindex) or 8-byte "
+                        f"(struct bpf_devmap_val) value, not {key_size} and {value_size}")
     limit = abi.NANOBPF_MAP_NAME_LEN - 1
     if len(name.encode()) > limit:
         raise LoadError(f"{what}: the name is longer than {limit} bytes")
     if name in _DEVICE_MAPS:
         label, value_struct = _DEVICE_MAPS[name]
-        cid, size = abi.STRUCTS["quic_cid"].size, abi.STRUCTS[value_struct].size
-        if (mtype != abi.NANOBPF_MAP_TYPE_HASH or key_size != cid or value_size != size
-                or entries > abi.NANOBPF_KEYTABLE_ENTRIES):
+        cid, vsize = abi.STRUCTS["quic_cid"].size, abi.STRUCTS[value_struct].size
+        if (mtype != abi.NANOBPF_MAP_TYPE_HASH or key_size != cid or value_size != vsize
+                or entries > abi.NANOBPF_KEYTABLE_ENTRIES or flags):
             raise LoadError(f"{what}: {label} must be a HASH map with key struct nanobpf_quic_cid "
-                            f"({cid} bytes), value struct nanobpf_{value_struct} ({size} bytes) and at most "
-                            f"{abi.NANOBPF_KEYTABLE_ENTRIES} entries; it is {map_type_name(mtype)} with "
-                            f"key {key_size}, value {value_size}, {entries} entries")
-    return Map(name, mtype, key_size, value_size, entries, flags, b"", source=".maps")
+                            f"({cid} bytes), value struct nanobpf_{value_struct} ({vsize} bytes), at most "
+                            f"{abi.NANOBPF_KEYTABLE_ENTRIES} entries and no map_flags; it is {map_type_name(mtype)} "
+                            f"with key {key_size}, value {value_size}, {entries} entries")
+    return Map(name, mtype, key_size, value_size, entries, 0, b"", source=".maps", pinning=pinning)
 
 
-def load(path, program=None):
-    """Turn the BPF object at path into an Image of its XDP program (program= names the function when
-    the object has several). Raises LoadError."""
+def load(path, program=None, section=None, map_sizes=None):
+    """Turn the BPF object at path into an Image of its XDP program. program= (a function name) or
+    section= chooses it when the object has several; a program chosen so may be in any code section
+    (libxdp loads old-style sections by name). map_sizes={name: max_entries} sets maps' sizes as
+    libbpf's bpf_map__set_max_entries does; a map declared with max_entries 0 and not named there gets
+    NANOBPF_MAP_DEFAULT_ENTRIES (Image.notes says so). Raises LoadError."""
     obj = _Object(path)
+    map_sizes = dict(map_sizes or {})
     for sec in obj.sections:
         if _is_xdp_section(sec.name) and sec.flags & SHF_EXECINSTR and sec.size and not obj.functions[sec.index]:
             raise LoadError(f"{obj.path.name}: section '{sec.name}' holds code but no function symbol: "
                             f"the program has no name")
-    progs = obj.programs()
-    if program is None:
-        xdp = [p for p in progs if p.xdp]
-        if not xdp:
-            found = ", ".join(f"{p.name} (section '{p.section}')" for p in progs) or "none"
-            raise LoadError(f"{obj.path.name}: no XDP program (sections 'xdp', 'xdp/...', 'xdp.frags'); "
-                            f"programs found: {found}")
-        if len(xdp) > 1:
-            raise LoadError(f"{obj.path.name}: {len(xdp)} XDP programs, choose one with program= / -p: "
-                            f"{', '.join(p.name for p in xdp)}")
-        prog = xdp[0]
-    else:
-        match = [p for p in progs if p.name == program]
-        if not match:
-            raise LoadError(f"{obj.path.name}: no program named '{program}'; programs: "
-                            f"{', '.join(p.name for p in progs) or 'none'}")
-        prog = match[0]
-        if not prog.xdp:
-            raise LoadError(f"{obj.path.name}: program '{program}' is in section '{prog.section}', "
-                            f"not an XDP program")
-    if len(prog.name.encode()) >= abi.NANOBPF_PROG_NAME_LEN:
-        raise LoadError(f"{obj.path.name}: program name '{prog.name}' is longer than "
-                        f"{abi.NANOBPF_PROG_NAME_LEN - 1} bytes")
+    prog = _choose_program(obj, program, section)
     sec = obj.by_name[prog.section]
     func = next(f for f in obj.functions[sec.index] if f.name == prog.name)
     btf = None
@@ -851,15 +922,52 @@ def load(path, program=None):
                         f"definitions can be read")
     if ".BTF" in obj.by_name:
         btf = _Btf(obj.path)
+    notes = []
     try:
-        linker = _Linker(obj, func, btf)
+        linker = _Linker(obj, func, btf, map_sizes, notes)
         insns = linker.link()
         globals_ = _global_funcs(obj, btf, linker.functions[1:]) if btf else []
     finally:
         if btf:
             btf.close()
-    return Image(prog.name, linker.maps, insns, section=prog.section, functions=linker.functions,
-                 globals=globals_)
+    declared = {n for n, _ in linker.btf_map_vars().values()} if ".maps" in obj.by_name else set()
+    unknown = sorted(set(map_sizes) - declared)
+    if unknown:
+        raise LoadError(f"{obj.path.name}: --map-size names {', '.join(unknown)}, which the object does not "
+                        f"declare in SEC(\".maps\") (maps: {', '.join(sorted(declared)) or 'none'})")
+    name = prog.name
+    limit = abi.NANOBPF_PROG_NAME_LEN - 1
+    if len(name.encode()) > limit:  # Linux's kernel keeps 15 bytes of it; the device keeps 31
+        name = name.encode()[:limit].decode(errors="ignore")
+        notes.append(f"program name '{prog.name}' is longer than {limit} bytes: the device knows it as '{name}'")
+    return Image(name, linker.maps, insns, section=prog.section, functions=linker.functions,
+                 globals=globals_, notes=notes)
+
+
+def _choose_program(obj, program, section):
+    """The program to load: the one named (program= or section=), or the only XDP program."""
+    progs = obj.programs()
+    listing = ", ".join(f"{p.name} (section '{p.section}')" for p in progs) or "none"
+    if program is None and section is None:
+        xdp = [p for p in progs if p.xdp]
+        if not xdp:
+            raise LoadError(f"{obj.path.name}: no XDP program (sections 'xdp', 'xdp/...', 'xdp.frags', 'xdp_*'); "
+                            f"programs found: {listing}; name one with -p")
+        if len(xdp) > 1:
+            raise LoadError(f"{obj.path.name}: {len(xdp)} XDP programs, choose one with program= / -p: "
+                            f"{', '.join(p.name for p in xdp)}")
+        return xdp[0]
+    match = [p for p in progs if (program is None or p.name == program) and (section is None or p.section == section)]
+    what = " and ".join(x for x in (program and f"named '{program}'", section and f"in section '{section}'") if x)
+    if not match:
+        raise LoadError(f"{obj.path.name}: no program {what}; programs: {listing}")
+    if len(match) > 1:
+        raise LoadError(f"{obj.path.name}: {len(match)} programs {what}, choose one with -p: "
+                        f"{', '.join(p.name for p in match)}")
+    kind = _other_program_kind(match[0].section)
+    if kind:
+        raise LoadError(f"{obj.path.name}: program '{match[0].name}' is in section '{match[0].section}': {kind}")
+    return match[0]
 
 
 def _global_funcs(obj, btf, functions):
