@@ -26,11 +26,10 @@ static U64 h_ktime_get_ns(U64 a1, U64 a2, U64 a3, U64 a4, U64 a5) {
     return ebpf_ktime_ns();
 }
 
-/* trace_printk: the Linux subset (at most three arguments, %d %i %u %x %X %p %c %s %%, l/ll). The
- * format is checked as it is printed; an unknown conversion prints as-is and ends formatting. */
-static U64 h_trace_printk(U64 fmt_addr, U64 fmt_size, U64 a3, U64 a4, U64 a5) {
-    const char *fmt = PTR(fmt_addr);
-    U64 args[3] = {a3, a4, a5};
+/* trace_printk and trace_vprintk: the Linux subset (%d %i %u %x %X %p %c %s %%, l/ll; at most nargs
+ * values). The format is checked as it is printed; an unknown conversion prints as-is and ends
+ * formatting. */
+static U64 printk_line(const char *fmt, U64 fmt_size, const U64 *args, unsigned nargs) {
     char out[256];
     size_t o = 0;
     unsigned next = 0;
@@ -48,7 +47,7 @@ static U64 h_trace_printk(U64 fmt_addr, U64 fmt_size, U64 a3, U64 a4, U64 a5) {
             i = j;
             continue;
         }
-        if (!conv || !strchr("diuxXpcs", conv) || next >= 3) {
+        if (!conv || !strchr("diuxXpcs", conv) || next >= nargs) {
             int n = snprintf(out + o, sizeof out - o, "%.*s", (int)(fmt_size - i), fmt + i);
             o += n > 0 ? (size_t)n : 0;
             break;
@@ -71,6 +70,18 @@ static U64 h_trace_printk(U64 fmt_addr, U64 fmt_size, U64 a3, U64 a4, U64 a5) {
     if (o && out[o - 1] != '\n' && o < sizeof out - 1) out[o++] = '\n';
     ebpf_console_write(out, o);
     return o;
+}
+static U64 h_trace_printk(U64 fmt, U64 fmt_size, U64 a3, U64 a4, U64 a5) {
+    U64 args[3] = {a3, a4, a5};
+    return printk_line(PTR(fmt), fmt_size, args, 3);
+}
+/* bpf_printk with more than three values: data holds data_len / 8 of them (Linux: at most 12). */
+static U64 h_trace_vprintk(U64 fmt, U64 fmt_size, U64 data, U64 data_len, U64 a5) {
+    (void)a5;
+    U64 args[NANOBPF_PRINTK_MAX_ARGS];
+    if (data_len % 8 || data_len > sizeof args || (data_len && !data)) return (U64)(int64_t)-EINVAL;
+    memcpy(args, PTR(data), data_len);
+    return printk_line(PTR(fmt), fmt_size, args, (unsigned)(data_len / 8));
 }
 
 static __thread uint32_t prandom_state;

@@ -23,6 +23,7 @@ REAL = (sorted((ROOT / "sw/ebpf/examples").glob("*.c")) + sorted((ROOT / "sw/ebp
         + sorted((ROOT / "firmware/ebpf/tests/verifier_corpus").glob("*.c")))
 # Privileged Linux (CAP_PERFMON) lets programs read uninitialised stack; the device never does.
 LINUX_DIFFERS = {"reject_uninitialised_key": "privileged Linux allows uninitialised stack reads",
+                 "reject_xdp_store_bytes_uninit": "privileged Linux allows uninitialised stack reads",
                  "reject_keys_global_arg_writable": "Linux has no read-only key table",
                  "reject_global_func_const_write": "Linux does not read const in a global function's prototype"}
 # Programs calling the device helpers (vendor ids, docs/ebpf-abi.md): Linux has none of them.
@@ -31,7 +32,11 @@ DEVICE_ONLY = {"xdp_quic_hw", "accept_quic_helpers", "bench_quic_hw"}
 REASONS = {"reject_helper_keys_global_arg": "R1 type=mem expected=map_value of the key table nanobpf_quic_keys",
            "reject_keys_global_arg_writable": "the key table nanobpf_quic_keys is read-only for programs, and "
                                               "argument 1 of the global function",
-           "reject_global_func_const_write": "points to read-only memory (a const argument"}
+           "reject_global_func_const_write": "points to read-only memory (a const argument",
+           "reject_devmap_write": "the devmap tx_port is read-only for programs (the host sets its ports)",
+           "reject_devmap_update": "helper map_update_elem: the devmap tx_port is read-only for programs",
+           "reject_redirect_map_array": "helper redirect_map: map ports is not a DEVMAP or DEVMAP_HASH",
+           "reject_csum_diff_null_with_size": "R1 is NULL but R2 may be 4 bytes"}
 
 
 def build(src, tmp_path):

@@ -71,8 +71,6 @@ _REFUSED_HELPERS = {
     131: "bpf_ringbuf_reserve: events to the host are not supported by the device yet",
     132: "bpf_ringbuf_submit: events to the host are not supported by the device yet",
     133: "bpf_ringbuf_discard: events to the host are not supported by the device yet",
-    177: "bpf_trace_vprintk (bpf_printk with more than 3 arguments) is not supported by the device; use at "
-         "most 3 arguments (bpf_trace_printk)",
     181: "bpf_loop with a callback is not supported by the device yet; write a bounded loop",
 }
 
