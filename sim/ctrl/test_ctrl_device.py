@@ -495,3 +495,39 @@ def test_packet_number_state_outlives_program_swaps(dev):
     host.call(M.NANOBPF_CTRL_MSG_KEY_FLUSH)
     host.keys.clear()
     assert pn_state() == {}
+
+
+def test_pinned_maps_are_shared_by_name_across_program_swaps(dev):
+    """A map pinned by name (LIBBPF_PIN_BY_NAME) is one map on the device: a program that replaces
+    another and pins the same name finds its entries. One that pins the name with another shape is
+    refused, naming the map, and the attached program stays. A map of the same name that is not pinned
+    is the program's own, and when the last program pinning a map goes, the map goes with it."""
+    from nanobpf.ebpf.loader import Image, Insn, Map
+    host = Client(dev.host, **dev.retry)
+    host.hello()
+
+    def image(name, value_size=8, pinning=abi.NANOBPF_PIN_BY_NAME):
+        flows = Map("flows", abi.NANOBPF_MAP_TYPE_HASH, 4, value_size, 4, pinning=pinning)
+        return Image(name=name, maps=[flows], insns=[Insn(0xB7, 0, 0, 0, 2), Insn(0x95, 0, 0, 0, 0)]).to_bytes()
+
+    def flows(key):
+        try:
+            return host.map_lookup("flows", key)
+        except CtrlError as e:
+            assert e.status == D.NANOBPF_CTRL_ST_NOENT, e
+            return None
+
+    key, value = struct.pack("<I", 7), struct.pack("<Q", 0x1122334455667788)
+    host.prog_load(image("first"), name="first")
+    host.map_update("flows", key, value)
+    host.prog_load(image("second"), name="second")                 # a swap: the same map
+    assert flows(key) == value
+    with pytest.raises(CtrlError) as refused:                     # another shape under the pinned name
+        host.prog_load(image("third", value_size=16), name="third")
+    assert refused.value.status == D.NANOBPF_CTRL_ST_VERIFIER, refused.value
+    assert "map flows: pinned with type 1, key 4, value 8" in str(refused.value), refused.value
+    assert host.prog_info()["name"] == "second" and flows(key) == value
+    host.prog_load(image("own", pinning=abi.NANOBPF_PIN_NONE), name="own")   # its own map, empty
+    assert flows(key) is None
+    host.prog_load(image("fourth"), name="fourth")                 # the pinned map went with "second"
+    assert flows(key) is None

@@ -119,6 +119,7 @@ class DeviceModel:
         self.cache = OrderedDict()     # seq -> (type, status, body, (request type, request body))
         self._keys = {}                # ctrl.KeyId -> (slot, keys)
         self._pn = {}                  # packet-number state while no program holds it: key -> value
+        self._pinned = {}              # the attached program's pinned maps: name -> loader Map (its shape)
         self._prog = None              # (DeviceXdp, info dict)
         self._loading = None           # dict(total, crc32, name, data)
         self._tables = {}
@@ -528,11 +529,22 @@ class DeviceModel:
         return out
 
     def _detach(self):
-        """Close the attached program, keeping the device's packet-number state for the next one."""
+        """Close the attached program, keeping the device's packet-number state for the next one. Its
+        pinned maps go with it unless the next program shares them (_share_pinned)."""
         if self._pn_map():
             self._pn = self._pn_entries()
         self._prog[0].close()
         self._prog = None
+        self._pinned = {}
+
+    def _share_pinned(self, xdp, pinned):
+        """The device has one map per pinned name, held by every program that declares it: a program
+        replacing one that pins the same map finds its entries (each model program is a runtime process
+        of its own, so they are copied)."""
+        old = self._prog[0]
+        for name in sorted(pinned.keys() & self._pinned.keys()):
+            for key, value in old.map_items(name):
+                xdp.map_update(name, key, value)
 
     def open_cid_lens(self):
         """The quic_config.open_cid_lens bit map of the key table: bit n for open entries of n-byte CIDs."""
@@ -652,9 +664,17 @@ class DeviceModel:
         if ctrl.crc32(image) != ld["crc32"]:
             raise _Refuse(D.NANOBPF_CTRL_ST_SEQUENCE, "image CRC-32 mismatch")
         try:
-            parse_image(image)
+            pinned = {m.name: m for m in parse_image(image).maps if m.pinning}
         except (LoadError, ValueError, struct.error) as e:
             raise _Refuse(D.NANOBPF_CTRL_ST_VERIFIER, f"image: {e}")
+        for name in pinned.keys() & self._pinned.keys():   # as maps.c ebpf_pinned_map_bind
+            old, new = self._pinned[name], pinned[name]
+            if (old.type, old.key_size, old.value_size, old.max_entries, old.flags) != \
+                    (new.type, new.key_size, new.value_size, new.max_entries, new.flags):
+                raise _Refuse(D.NANOBPF_CTRL_ST_VERIFIER,
+                              f"map {name}: pinned with type {old.type}, key {old.key_size}, value {old.value_size}, "
+                              f"{old.max_entries} entries; this program declares type {new.type}, key {new.key_size}, "
+                              f"value {new.value_size}, {new.max_entries} entries")
         path = Path(self._tmp.name) / f"prog-{self.epoch:08x}-{time.monotonic_ns()}.nbpf"
         path.write_bytes(image)
         xdp = None
@@ -667,7 +687,9 @@ class DeviceModel:
             raise _Refuse(D.NANOBPF_CTRL_ST_VERIFIER, str(e).split(": ", 1)[-1])
         info = dict(name=ld["name"], image_len=len(image), crc32=ld["crc32"], insns=insns, maps=maps)
         if self._prog:
+            self._share_pinned(xdp, pinned)
             self._detach()
+        self._pinned = pinned
         self._prog = (xdp, info)
         if KEYTABLE in xdp.map_names():
             for kid, (_, keys) in self._keys.items():
