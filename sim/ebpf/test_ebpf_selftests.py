@@ -1,6 +1,6 @@
 """The eBPF runtime's C test programs: the JIT self-test (hand-written cases and sweeps against the
 interpreter, under qemu-riscv64 with and without RVC/Zba/Zbb), the verifier's host tests and its
-soundness fuzzer (ASan/UBSan), the sanitised runtime fuzzer in small (`make fuzz`: mutated images and
+soundness fuzzer (ASan/UBSan), the map semantics test, the sanitised runtime fuzzer in small (`make fuzz`: mutated images and
 random programs), and the differential fuzzer (interpreter vs JIT on random valid programs). Needs
 `make ebpf-tools`."""
 import os
@@ -29,6 +29,13 @@ def test_jit_selftest():
 def test_verifier_unit_tests():
     rc, out = run(["sh", "firmware/ebpf/tests/run_verifier_tests.sh"])
     assert rc == 0, out[-4000:]
+
+
+def test_map_semantics():
+    """LRU eviction, per-CPU hash copies, devmap entries, pinned maps and bpf_csum_diff (test_maps.c)."""
+    rc, out = run(["sh", "firmware/ebpf/tests/run_verifier_tests.sh", "--maps"])
+    assert rc == 0, out[-4000:]
+    assert "5/5 tests passed" in out, out[-2000:]
 
 
 def _verified(out):

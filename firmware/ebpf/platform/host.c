@@ -31,8 +31,10 @@ uint64_t ebpf_ktime_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 uint64_t ebpf_cycles(void) { return ebpf_ktime_ns(); }
-uint32_t ebpf_cpu_id(void) { return 0; }
-uint32_t ebpf_num_cpus(void) { return 1; }
+/* One CPU, unless a test pretends to be several cores (per-CPU map copies: tests/test_maps.c). */
+uint32_t ebpf_host_cpus = 1, ebpf_host_cpu;
+uint32_t ebpf_cpu_id(void) { return ebpf_host_cpu; }
+uint32_t ebpf_num_cpus(void) { return ebpf_host_cpus; }
 void ebpf_console_write(const char *s, size_t n) {
     fwrite(s, 1, n, stdout);
     fflush(stdout);

@@ -6,6 +6,10 @@ so one test can run the same frames through Linux and through the device and com
     with DeviceXdp("xdp_quic.o", jit=True) as d:        # or an image (.nbpf); jit under qemu-riscv64
         d.map_update("quic_config", b"\\0" * 4, value)
         action, frame = d.run(frame, ingress_ifindex=1)
+        d.map_items("quic_stats"), d.map_by_suffix(".bss")
+
+An object is made into an image by nanobpf.ebpf.loader.load (program=/section= choose the program,
+map_sizes= sets max_entries as `nanobpf-load --map-size` does).
 
 The host build of the runtime has one CPU: a per-CPU map entry has one value. Needs `make ebpf-tools`.
 """
@@ -30,10 +34,14 @@ class DeviceError(RuntimeError):
     """The runtime refused the program (verifier), a command, or stopped."""
 
 
+PERCPU_MAP_TYPES = frozenset({abi.NANOBPF_MAP_TYPE_PERCPU_HASH, abi.NANOBPF_MAP_TYPE_PERCPU_ARRAY,
+                              abi.NANOBPF_MAP_TYPE_LRU_PERCPU_HASH})
+
+
 class MapInfo(namedtuple("MapInfo", "name type key_size value_size max_entries")):
     @property
     def percpu(self):
-        return self.type == abi.NANOBPF_MAP_TYPE_PERCPU_ARRAY
+        return self.type in PERCPU_MAP_TYPES
 
 
 def available(jit=False):
@@ -50,7 +58,7 @@ def available(jit=False):
 class DeviceXdp:
     """One XDP program in the device runtime (interpreter, or the JIT's RV64 code under qemu-riscv64)."""
 
-    def __init__(self, path, program=None, jit=False, headroom=256):
+    def __init__(self, path, program=None, jit=False, headroom=256, section=None, map_sizes=None):
         ok, why = available(jit)
         if not ok:
             raise DeviceError(why)
@@ -58,13 +66,14 @@ class DeviceXdp:
         self._tmp = None
         if self.path.suffix == ".o":
             self._tmp = tempfile.TemporaryDirectory(prefix="nanobpf-dev-")
-            image = load(self.path, program)
+            image = load(self.path, program, section=section, map_sizes=map_sizes)
             img_path = Path(self._tmp.name) / (self.path.stem + ".nbpf")
             img_path.write_bytes(image.to_bytes())
         else:
             from .loader import parse_image
             image = parse_image(self.path.read_bytes())
             img_path = self.path
+        self.program = image.name
         self._maps = {m.name: MapInfo(m.name, m.type, m.key_size, m.value_size, m.max_entries) for m in image.maps}
         args = [str(RUN), "--image", str(img_path), "--batch", "-", "--headroom", str(headroom)]
         if jit:
@@ -120,6 +129,13 @@ class DeviceXdp:
     def map_names(self):
         return list(self._maps)
 
+    def map_by_suffix(self, suffix):
+        """The one map name ending with suffix, e.g. ".bss" -> "prog.bss" (as LinuxXdp.map_by_suffix)."""
+        found = [n for n in self._maps if n.endswith(suffix)]
+        if len(found) != 1:
+            raise KeyError(f"{self.path}: {len(found)} maps end with '{suffix}' (maps: {', '.join(self._maps)})")
+        return found[0]
+
     def map_info(self, name):
         try:
             return self._maps[name]
@@ -161,6 +177,20 @@ class DeviceXdp:
             raise TypeError(f"map '{name}' is not per-CPU: use map_lookup")
         v = self._lookup(name, key)
         return None if v is None else [v]
+
+    def map_items(self, name):
+        """[(key, value)] in the runtime's iteration order (map_next_key); a per-CPU map gives a list of
+        per-CPU values (one) as value, as LinuxXdp.map_items."""
+        m = self.map_info(name)
+        items, key = [], None
+        while len(items) < m.max_entries:
+            key = self.map_next_key(name, key)
+            if key is None:
+                break
+            v = self._lookup(name, key)
+            if v is not None:
+                items.append((key, [v] if m.percpu else v))
+        return items
 
     # ------------------------------------------------------------ running
     def run(self, frame, ingress_ifindex=0, parse=None):

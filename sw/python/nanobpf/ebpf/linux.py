@@ -2,7 +2,7 @@
 for the device's eBPF runtime.
 
     ok, why = available()                       # root / CAP_BPF, bpf() allowed? (cached)
-    with LinuxXdp("prog.o", program="xdp_main") as x:
+    with LinuxXdp("prog.o", program="xdp_main") as x:   # or section="xdp_stats1"; map_sizes={"m": 64}
         x.map_update("hits", key, value)        # bytes of exactly the map's key/value size
         action, out = x.run(frame)              # retval (XDP action) and the frame after the program
         x.map_lookup("hits", key), x.map_items("hits"), x.map_lookup_percpu("pcpu", key)
@@ -10,7 +10,11 @@ for the device's eBPF runtime.
 
 The object (`clang -O2 -g -target bpf -c`) is opened and loaded by libbpf (libbpf.so.1, found as
 loader.py finds it, called through ctypes), so maps, global data, relocations and BTF are handled as
-for any libbpf application: one XDP program is loaded, the object's other programs are not. Map names
+for any libbpf application: one XDP program is loaded, the object's other programs are not. Programs in
+old-style sections ("xdp_pass", "xdp_stats1": libbpf 1.x no longer knows them) are set to XDP as
+libxdp does. map_sizes= sets max_entries before loading (bpf_map__set_max_entries; maps declared
+with 0 need it); pin_root_path= is where maps declared with LIBBPF_PIN_BY_NAME are pinned and reused
+(a directory on a bpffs; libbpf's default is /sys/fs/bpf). Map names
 are libbpf's: ".maps" maps keep their C names, global data maps are "<object name prefix>.rodata",
 ".data", ".bss" (the prefix is cut so the name fits the kernel's 15 characters; map_by_suffix finds
 them). ".rodata" is frozen after loading: the kernel refuses updates to it.
@@ -71,6 +75,8 @@ BPF_PROG_TYPE_XDP = 6
 XDP_PASS = 2
 ETH_HLEN = 14
 PERCPU_MAP_TYPES = frozenset({5, 6, 10, 21})  # PERCPU_HASH, PERCPU_ARRAY, LRU_PERCPU_HASH, PERCPU_CGROUP_STORAGE
+BPF_PROG_TYPE_UNSPEC = 0
+BPF_XDP = 37                                   # enum bpf_attach_type: what libbpf sets for SEC("xdp")
 LIBBPF_DEBUG = 2                               # enum libbpf_print_level: WARN 0, INFO 1, DEBUG 2
 GROWTH = 4096                                  # room for bpf_xdp_adjust_tail in run()'s output buffer
 LOG_TAIL_LINES, LOG_TAIL_CHARS = 40, 6000      # how much of libbpf's output a load error message shows
@@ -100,6 +106,13 @@ class _TestRunOpts(ctypes.Structure):
                 ("flags", ctypes.c_uint32), ("cpu", ctypes.c_uint32), ("batch_size", ctypes.c_uint32)]
 
 
+class _OpenOpts(ctypes.Structure):
+    """The leading fields of struct bpf_object_open_opts (libbpf 1.1 libbpf.h); sz tells libbpf how many
+    this caller knows, the rest count as zero."""
+    _fields_ = [("sz", ctypes.c_size_t), ("object_name", ctypes.c_char_p), ("relaxed_maps", ctypes.c_bool),
+                ("pin_root_path", ctypes.c_char_p)]
+
+
 class _XdpMd(ctypes.Structure):
     """struct xdp_md (linux/bpf.h)."""
     _fields_ = [(n, ctypes.c_uint32) for n in
@@ -115,10 +128,13 @@ _PROTOS = {  # name: (restype, argtypes)
     "bpf_object__next_program": (_P, [_P, _P]),
     "bpf_object__find_program_by_name": (_P, [_P, _CP]),
     "bpf_object__next_map": (_P, [_P, _P]),
+    "bpf_object__find_map_by_name": (_P, [_P, _CP]),
     "bpf_program__name": (_CP, [_P]),
     "bpf_program__section_name": (_CP, [_P]),
     "bpf_program__type": (_I, [_P]),
     "bpf_program__set_autoload": (_I, [_P, ctypes.c_bool]),
+    "bpf_program__set_type": (_I, [_P, _I]),
+    "bpf_program__set_expected_attach_type": (_I, [_P, _I]),
     "bpf_program__fd": (_I, [_P]),
     "bpf_map__name": (_CP, [_P]),
     "bpf_map__fd": (_I, [_P]),
@@ -126,6 +142,9 @@ _PROTOS = {  # name: (restype, argtypes)
     "bpf_map__key_size": (_U32, [_P]),
     "bpf_map__value_size": (_U32, [_P]),
     "bpf_map__max_entries": (_U32, [_P]),
+    "bpf_map__set_max_entries": (_I, [_P, _U32]),
+    "bpf_map__pin_path": (_CP, [_P]),
+    "bpf_map__is_pinned": (ctypes.c_bool, [_P]),
     "bpf_map_update_elem": (_I, [_I, _P, _P, ctypes.c_uint64]),
     "bpf_map_lookup_elem": (_I, [_I, _P, _P]),
     "bpf_map_delete_elem": (_I, [_I, _P]),
@@ -317,31 +336,51 @@ def _bytes(what, data, size):
     return b
 
 
+def _old_style_xdp(section):
+    """libxdp's and the xdp-tutorial's XDP sections that libbpf 1.x does not recognise ("xdp_pass")."""
+    return section.startswith("xdp_")
+
+
 class LinuxXdp:
     """One XDP program of a clang BPF object loaded into the host kernel by libbpf, with its maps.
 
-    program: the XDP program's function name; needed when the object has several XDP programs. Only
-    that program is loaded (the others are set not to autoload); all maps of the object are created.
+    program: the XDP program's function name, or section: its section name; one is needed when the
+    object has several XDP programs. Only that program is loaded (the others are set not to autoload);
+    all maps of the object are created. map_sizes: {map name: max_entries} set before loading.
+    pin_root_path: the directory (on a bpffs) for maps declared with LIBBPF_PIN_BY_NAME; a map already
+    pinned there with the same shape is reused, as libbpf does, so two objects share it.
     Raises LinuxUnavailable when the process cannot use BPF at all, LinuxError when libbpf cannot open
     the object or the kernel refuses it (the message ends with the tail of libbpf's output, which holds
     the verifier log; .log has all of it), and ValueError for a missing or unsuitable program."""
 
-    def __init__(self, obj_path, program=None):
+    def __init__(self, obj_path, program=None, section=None, map_sizes=None, pin_root_path=None):
         self._obj = None
         ok, why = available()
         if not ok:
             raise LinuxUnavailable(why)
         lib = self._lib = _libbpf()
         self.path = os.fspath(obj_path)
+        opts = None
+        if pin_root_path is not None:
+            self._pin_root = os.fsencode(os.fspath(pin_root_path))  # libbpf keeps the pointer until open returns
+            opts = _OpenOpts(sz=ctypes.sizeof(_OpenOpts), pin_root_path=self._pin_root)
         with _Capture() as cap:
-            obj = lib.bpf_object__open_file(os.fsencode(self.path), None)
+            obj = lib.bpf_object__open_file(os.fsencode(self.path), ctypes.byref(opts) if opts else None)
             if not obj:
                 err = ctypes.get_errno() or _errno.EINVAL
                 msg = f"{self.path}: libbpf cannot open the object ({_strerror(err)})"
                 raise LinuxError(msg + (f"; libbpf said:\n{cap.tail()}" if cap.text else ""), err, cap.text)
             self._obj = obj
             try:
-                prog = self._choose(program)
+                prog = self._choose(program, section)
+                for name, entries in (map_sizes or {}).items():
+                    m = lib.bpf_object__find_map_by_name(obj, name.encode())
+                    if not m:
+                        raise ValueError(f"{self.path}: map_sizes names no map '{name}'")
+                    ret = lib.bpf_map__set_max_entries(m, int(entries))
+                    if ret < 0:
+                        raise LinuxError(f"{self.path}: libbpf cannot set max_entries of map '{name}' "
+                                         f"({_strerror(_err(ret))})", _err(ret))
                 ret = lib.bpf_object__load(obj)
                 if ret < 0:
                     err = _err(ret)
@@ -352,33 +391,52 @@ class LinuxXdp:
                 raise
         self.prog_fd = lib.bpf_program__fd(prog)
         self._maps = {}
+        self.pinned = {}  # map name -> pin path (maps declared with LIBBPF_PIN_BY_NAME)
         m = lib.bpf_object__next_map(obj, None)
         while m:
             name = lib.bpf_map__name(m).decode()
             self._maps[name] = MapInfo(name, lib.bpf_map__type(m), lib.bpf_map__key_size(m),
                                        lib.bpf_map__value_size(m), lib.bpf_map__max_entries(m),
                                        lib.bpf_map__fd(m))
+            if lib.bpf_map__is_pinned(m):
+                self.pinned[name] = lib.bpf_map__pin_path(m).decode()
             m = lib.bpf_object__next_map(obj, m)
         self._ncpus = None
 
-    def _choose(self, program):
+    def _is_xdp(self, p):
+        lib = self._lib
+        t = lib.bpf_program__type(p)
+        return t == BPF_PROG_TYPE_XDP or (t == BPF_PROG_TYPE_UNSPEC and
+                                          _old_style_xdp(lib.bpf_program__section_name(p).decode()))
+
+    def _choose(self, program, section=None):
         """Pick the program, turn off autoload for the others; sets self.program."""
         lib = self._lib
         progs, xdp = [], []
         p = lib.bpf_object__next_program(self._obj, None)
         while p:
             progs.append(p)
-            if lib.bpf_program__type(p) == BPF_PROG_TYPE_XDP:
+            if self._is_xdp(p):
                 xdp.append(p)
             p = lib.bpf_object__next_program(self._obj, p)
         names = [lib.bpf_program__name(p).decode() for p in xdp]
-        if program is not None:
-            chosen = lib.bpf_object__find_program_by_name(self._obj, program.encode())
+        if program is not None and section is not None:
+            raise ValueError(f"{self.path}: choose a program by name or by section, not both")
+        if program is not None or section is not None:
+            if program is not None:
+                chosen = lib.bpf_object__find_program_by_name(self._obj, program.encode())
+                what = f"program '{program}'"
+            else:
+                found = [p for p in progs if lib.bpf_program__section_name(p).decode() == section]
+                if len(found) > 1:
+                    raise ValueError(f"{self.path}: section \"{section}\" holds {len(found)} programs: choose by name")
+                chosen = found[0] if found else None
+                what = f"section '{section}'"
             if not chosen:
-                raise ValueError(f"{self.path}: no program '{program}' (XDP programs: {', '.join(names) or 'none'})")
-            if lib.bpf_program__type(chosen) != BPF_PROG_TYPE_XDP:
+                raise ValueError(f"{self.path}: no {what} (XDP programs: {', '.join(names) or 'none'})")
+            if not self._is_xdp(chosen):
                 sec = lib.bpf_program__section_name(chosen).decode()
-                raise ValueError(f"{self.path}: program '{program}' (section \"{sec}\") is not an XDP program")
+                raise ValueError(f"{self.path}: {what} (section \"{sec}\") is not an XDP program")
         elif len(xdp) == 1:
             chosen = xdp[0]
         elif not xdp:
@@ -386,6 +444,10 @@ class LinuxXdp:
         else:
             raise ValueError(f"{self.path}: several XDP programs ({', '.join(names)}): choose one with program=")
         self.program = lib.bpf_program__name(chosen).decode()
+        if lib.bpf_program__type(chosen) == BPF_PROG_TYPE_UNSPEC:  # old-style section: libxdp sets the type
+            if (lib.bpf_program__set_type(chosen, BPF_PROG_TYPE_XDP) < 0
+                    or lib.bpf_program__set_expected_attach_type(chosen, BPF_XDP) < 0):
+                raise LinuxError(f"{self.path}: libbpf cannot make program '{self.program}' an XDP program")
         for p in progs:
             if lib.bpf_program__set_autoload(p, p == chosen) < 0:
                 raise LinuxError(f"{self.path}: libbpf cannot set autoload of a program")

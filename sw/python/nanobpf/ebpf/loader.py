@@ -673,7 +673,8 @@ class _Linker:
             sym = rel[1]
             if not isinstance(sym.shndx, int) or sym.shndx == 0:
                 raise LoadError(f"{where}: call to extern function '{sym.name}' (a kfunc or an unresolved "
-                                f"function) is not supported")
+                                f"function) is not supported: kfuncs are functions of the host's kernel, "
+                                f"which the device does not run")
             tsec = self.obj.sections[sym.shndx]
             if not tsec.flags & SHF_EXECINSTR:
                 raise LoadError(f"{where}: call into non-code section '{tsec.name}'")

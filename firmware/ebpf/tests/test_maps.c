@@ -1,0 +1,207 @@
+/* Map semantics of the device runtime (firmware/ebpf/maps.c) that Linux programs rely on: LRU eviction,
+ * per-CPU hash copies, devmap entries, pinned maps shared by name, bpf_csum_diff's folding. Built with
+ * ASan + UBSan by run_verifier_tests.sh --maps; prints one line per test, exits 1 on a failure. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ebpf.h"
+
+extern uint32_t ebpf_host_cpus, ebpf_host_cpu; /* platform/host.c */
+
+static int failed, total;
+static void check(const char *test, int ok, const char *what) {
+    if (!ok) {
+        printf("FAIL %-28s %s\n", test, what);
+        failed++;
+    }
+}
+static void done(const char *test, int before) {
+    total++;
+    if (failed == before) printf("ok   %s\n", test);
+}
+
+static struct ebpf_map map(uint32_t type, uint32_t key_size, uint32_t value_size, uint32_t entries, const char *name) {
+    struct ebpf_map m;
+    memset(&m, 0, sizeof m);
+    m.type = type, m.key_size = key_size, m.value_size = value_size, m.max_entries = entries;
+    snprintf(m.name, sizeof m.name, "%s", name);
+    return m;
+}
+
+/* LRU stamps have a 16-cycle grain (host: 16 ns): let time pass between uses so their order is known. */
+static void tick(void) {
+    uint64_t t = ebpf_cycles() >> 4;
+    while ((ebpf_cycles() >> 4) == t) {
+    }
+}
+
+static void lru_evicts_the_least_recently_used(void) {
+    int f = failed;
+    struct ebpf_error err = {-1, ""};
+    struct ebpf_map m = map(NANOBPF_MAP_TYPE_LRU_HASH, 4, 8, 4, "flows");
+    check("lru", ebpf_map_create(&m, &err) == 0, err.msg);
+    uint64_t v = 7;
+    for (uint32_t k = 1; k <= 4; k++, tick()) check("lru", ebpf_map_update(&m, &k, &v, NANOBPF_BPF_ANY) == 0, "insert 1..4");
+    uint32_t k = 1;
+    check("lru", ebpf_map_lookup(&m, &k) != NULL, "key 1 present");  /* 1 is now the newest */
+    tick();
+    k = 5;
+    check("lru", ebpf_map_update(&m, &k, &v, NANOBPF_BPF_NOEXIST) == 0, "insert 5 into a full LRU map");
+    check("lru", m.count == 4, "still 4 entries");
+    for (uint32_t j = 1; j <= 5; j++) {
+        int present = ebpf_map_value(&m, &j, 0) != NULL, want = j != 2;
+        char what[64];
+        snprintf(what, sizeof what, "key %u %s after evicting the oldest (2)", j, want ? "kept" : "gone");
+        check("lru", present == want, what);
+    }
+    /* the host's read (ebpf_map_value) does not make an entry recent: 3 is the next to go */
+    tick();
+    k = 6;
+    check("lru", ebpf_map_update(&m, &k, &v, NANOBPF_BPF_ANY) == 0, "insert 6");
+    k = 3;
+    check("lru", ebpf_map_value(&m, &k, 0) == NULL, "key 3 evicted next");
+    /* a plain hash map of the same size refuses instead */
+    struct ebpf_map h = map(NANOBPF_MAP_TYPE_HASH, 4, 8, 1, "plain");
+    check("lru", ebpf_map_create(&h, &err) == 0, err.msg);
+    k = 1;
+    ebpf_map_update(&h, &k, &v, NANOBPF_BPF_ANY);
+    k = 2;
+    check("lru", ebpf_map_update(&h, &k, &v, NANOBPF_BPF_ANY) == -E2BIG, "a full HASH refuses with -E2BIG");
+    ebpf_map_destroy(&h);
+    ebpf_map_destroy(&m);
+    done("lru_evicts_the_least_recently_used", f);
+}
+
+static void percpu_hash_keeps_a_copy_per_core(void) {
+    int f = failed;
+    struct ebpf_error err = {-1, ""};
+    ebpf_host_cpus = 4;
+    struct ebpf_map m = map(NANOBPF_MAP_TYPE_PERCPU_HASH, 4, 8, 8, "bytes");
+    check("percpu", ebpf_map_create(&m, &err) == 0 && m.n_cpus == 4, "created with 4 copies");
+    uint32_t k = 9;
+    uint64_t v;
+    for (uint32_t cpu = 0; cpu < 4; cpu++) {
+        ebpf_host_cpu = cpu;
+        v = 100 + cpu;
+        check("percpu", ebpf_map_update(&m, &k, &v, NANOBPF_BPF_ANY) == 0, "update on each core");
+    }
+    ebpf_host_cpu = 2;
+    uint64_t *mine = ebpf_map_lookup(&m, &k);
+    check("percpu", mine && *mine == 102, "a core's lookup gives its own copy");
+    for (uint32_t cpu = 0; cpu < 4; cpu++) {
+        uint64_t *c = ebpf_map_value(&m, &k, cpu);
+        check("percpu", c && *c == 100 + cpu, "each core's copy kept");
+    }
+    /* delete and insert again from one core: the other cores' copies start at zero */
+    check("percpu", ebpf_map_delete(&m, &k) == 0, "delete");
+    ebpf_host_cpu = 1;
+    v = 5;
+    check("percpu", ebpf_map_update(&m, &k, &v, NANOBPF_BPF_NOEXIST) == 0, "insert again");
+    for (uint32_t cpu = 0; cpu < 4; cpu++) {
+        uint64_t *c = ebpf_map_value(&m, &k, cpu);
+        check("percpu", c && *c == (cpu == 1 ? 5u : 0u), "a new entry zeroes the other cores' copies");
+    }
+    check("percpu", ebpf_map_value(&m, &k, 4) == NULL, "no fifth core");
+    ebpf_map_destroy(&m);
+    ebpf_host_cpus = 1, ebpf_host_cpu = 0;
+    done("percpu_hash_keeps_a_copy_per_core", f);
+}
+
+static void devmap_entries_are_ports(void) {
+    int f = failed;
+    struct ebpf_error err = {-1, ""};
+    struct ebpf_map d = map(NANOBPF_MAP_TYPE_DEVMAP, 4, 8, 4, "tx_port");
+    check("devmap", ebpf_map_create(&d, &err) == 0, err.msg);
+    uint32_t k = 1, val[2] = {NANOBPF_IFINDEX_NET, 0};
+    check("devmap", ebpf_map_lookup(&d, &k) == NULL, "an empty entry is no entry");
+    check("devmap", ebpf_map_update(&d, &k, val, NANOBPF_BPF_ANY) == 0, "the network port");
+    uint32_t *got = ebpf_map_lookup(&d, &k);
+    check("devmap", got && got[0] == NANOBPF_IFINDEX_NET && got[1] == 0, "looked up");
+    val[0] = 3;
+    check("devmap", ebpf_map_update(&d, &k, val, NANOBPF_BPF_ANY) == -EINVAL, "ifindex 3 is no port of the device");
+    val[0] = NANOBPF_IFINDEX_HOST, val[1] = 5;
+    check("devmap", ebpf_map_update(&d, &k, val, NANOBPF_BPF_ANY) == -EINVAL, "a program fd on redirect is refused");
+    val[1] = (uint32_t)-1;
+    check("devmap", ebpf_map_update(&d, &k, val, NANOBPF_BPF_ANY) == 0, "fd -1: no program");
+    got = ebpf_map_lookup(&d, &k);
+    check("devmap", got && got[0] == NANOBPF_IFINDEX_HOST && got[1] == 0, "no program id reads as 0");
+    check("devmap", ebpf_map_update(&d, &k, val, NANOBPF_BPF_NOEXIST) == -EEXIST, "NOEXIST: -EEXIST (Linux)");
+    check("devmap", ebpf_map_delete(&d, &k) == 0 && ebpf_map_lookup(&d, &k) == NULL, "delete empties it");
+    check("devmap", ebpf_map_update(&d, &k, val, NANOBPF_BPF_ANY) == 0, "set again");
+    val[0] = 0;
+    check("devmap", ebpf_map_update(&d, &k, val, NANOBPF_BPF_ANY) == 0 && ebpf_map_lookup(&d, &k) == NULL,
+          "ifindex 0 empties a DEVMAP entry (Linux)");
+    val[0] = NANOBPF_IFINDEX_HOST;
+    k = 4;
+    check("devmap", ebpf_map_update(&d, &k, val, NANOBPF_BPF_ANY) == -E2BIG, "index 4 of 4");
+    struct ebpf_map bad = map(NANOBPF_MAP_TYPE_DEVMAP_HASH, 4, 16, 4, "wide");
+    check("devmap", ebpf_map_create(&bad, &err) != 0 && strstr(err.msg, "a devmap has a 4-byte key"), err.msg);
+    struct ebpf_map h = map(NANOBPF_MAP_TYPE_DEVMAP_HASH, 4, 4, 4, "by_vlan");
+    check("devmap", ebpf_map_create(&h, &err) == 0, err.msg);
+    k = 1000, val[0] = NANOBPF_IFINDEX_HOST;
+    check("devmap", ebpf_map_update(&h, &k, val, NANOBPF_BPF_ANY) == 0, "devmap_hash: any 32-bit key");
+    val[0] = 0;
+    check("devmap", ebpf_map_update(&h, &k, val, NANOBPF_BPF_ANY) == -EINVAL, "devmap_hash: ifindex 0 refused");
+    got = ebpf_map_lookup(&h, &k);
+    check("devmap", got && *got == NANOBPF_IFINDEX_HOST, "the refused update left the entry");
+    ebpf_map_destroy(&h);
+    ebpf_map_destroy(&d);
+    done("devmap_entries_are_ports", f);
+}
+
+static void pinned_maps_are_shared_by_name(void) {
+    int f = failed;
+    struct ebpf_error err = {-1, ""};
+    struct ebpf_map decl = map(NANOBPF_MAP_TYPE_ARRAY, 4, 8, 2, "stats");
+    struct ebpf_map *a = ebpf_pinned_map_bind(&decl, &err), *b = ebpf_pinned_map_bind(&decl, &err);
+    check("pinned", a && a == b && a->pinned_refs == 2, "one map for two declarations");
+    uint32_t k = 1;
+    uint64_t v = 42;
+    ebpf_map_update(a, &k, &v, NANOBPF_BPF_ANY);
+    struct ebpf_map other = map(NANOBPF_MAP_TYPE_ARRAY, 4, 16, 2, "stats");
+    check("pinned", ebpf_pinned_map_bind(&other, &err) == NULL && strstr(err.msg, "map stats: pinned with type 2, key 4, value 8"),
+          err.msg);
+    ebpf_map_release(a);
+    uint64_t *kept = ebpf_map_value(b, &k, 0);
+    check("pinned", kept && *kept == 42, "the entries outlive the first holder");
+    ebpf_map_release(b);
+    struct ebpf_map *c = ebpf_pinned_map_bind(&other, &err);
+    check("pinned", c && c->value_size == 16, "after the last holder another shape may pin the name");
+    kept = c ? ebpf_map_value(c, &k, 0) : NULL;
+    check("pinned", kept && kept[0] == 0 && kept[1] == 0, "a new map starts empty");
+    if (c) ebpf_map_release(c);
+    done("pinned_maps_are_shared_by_name", f);
+}
+
+static uint64_t csum_diff(const void *from, uint32_t fs, const void *to, uint32_t ts, uint32_t seed) {
+    const struct ebpf_helper *h = ebpf_helper_find(NANOBPF_HELPER_CSUM_DIFF);
+    return h->fn((uintptr_t)from, fs, (uintptr_t)to, ts, seed);
+}
+
+/* Values computed by hand from Linux 6.13's definition (net/core/filter.c): csum_partial sums 32-bit
+ * little-endian words with end-around carry; the result is folded to 16 bits. */
+static void csum_diff_folds_like_linux(void) {
+    int f = failed;
+    uint32_t ones = 0xffffffffu, one = 1, carry[2] = {0xffffffffu, 2}, mixed[2] = {0xf0ffffffu, 0x78563412u};
+    check("csum", csum_diff(NULL, 0, NULL, 0, 0xabcdef12u) == 0x9ae0, "no words: the seed, folded (Linux 6.18: 0x9ae0)");
+    check("csum", csum_diff(NULL, 0, &ones, 4, 0) == 0xffff, "0xffffffff folds to 0xffff (one's complement -0)");
+    check("csum", csum_diff(NULL, 0, carry, 8, 0) == 2, "the carry out of 32 bits is added back (-0 + 2)");
+    check("csum", csum_diff(&one, 4, NULL, 0, 0) == 0xfffe, "removing 1 from 0");
+    check("csum", csum_diff(&ones, 4, NULL, 0, 0xa5a5a5a5u) == 0x4b4b, "removing -0 keeps the seed, folded");
+    check("csum", csum_diff(carry, 8, mixed, 8, 0) == 0x9d66, "from and to (Linux 6.18 gave 0x9d66)");
+    check("csum", csum_diff(&one, 4, &one, 4, 0x1234) == 0x1234, "removing and adding one word gives the seed back");
+    uint8_t odd[3] = {0x01, 0x02, 0x03};
+    check("csum", csum_diff(NULL, 0, odd, 3, 0) == 0x0203 + 0x0001, "a last partial word is zero-padded");
+    done("csum_diff_folds_like_linux", f);
+}
+
+int main(void) {
+    lru_evicts_the_least_recently_used();
+    percpu_hash_keeps_a_copy_per_core();
+    devmap_entries_are_ports();
+    pinned_maps_are_shared_by_name();
+    csum_diff_folds_like_linux();
+    printf("%d/%d tests passed\n", total - (failed ? 1 : 0), total);
+    return failed != 0;
+}
