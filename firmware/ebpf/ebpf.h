@@ -141,10 +141,11 @@ struct ebpf_map {
     uint32_t value_size;
     uint32_t max_entries;
     uint32_t flags;
+    uint32_t spin_lock_off; /* 1 + offset of the value's struct bpf_spin_lock, 0 = none (HASH and ARRAY) */
     char name[NANOBPF_MAP_NAME_LEN];
     /* implementation (maps.c) */
     uint32_t value_stride; /* value_size rounded up to 8 */
-    uint32_t n_slots;      /* hash: table slots (power of two); array: max_entries */
+    uint32_t n_slots;      /* hash: table slots (power of two); array: max_entries; event map: ring bytes */
     uint32_t count;        /* hash: entries in use (atomic accesses only: cores' caches are not coherent) */
     uint32_t lock;         /* hash: held (atomic swap) by whoever inserts or deletes; lookups take no lock */
     uint32_t n_cpus;       /* per-CPU maps: copies of each value */
@@ -171,6 +172,7 @@ enum ebpf_arg_type {
     EBPF_ARG_PTR_TO_KEYTABLE_VALUE, /* a value of the key table map (NANOBPF_KEYTABLE_MAP_NAME), non-NULL, at offset 0 */
     EBPF_ARG_PTR_TO_MEM_OR_NULL, /* as PTR_TO_MEM (read only), or NULL when the size is 0 */
     EBPF_ARG_CONST_SIZE_OR_ZERO, /* as CONST_SIZE, 0 allowed */
+    EBPF_ARG_PTR_TO_SPIN_LOCK,   /* the struct bpf_spin_lock of a map value (ebpf_map.spin_lock_off) */
 };
 enum ebpf_ret_type {
     EBPF_RET_INTEGER = 0,
@@ -392,6 +394,22 @@ int ebpf_map_delete(struct ebpf_map *map, const void *key);
 int ebpf_map_get_next_key(struct ebpf_map *map, const void *key, void *next);
 /* Slot index of key in a hash map (the key table's connection slot), or -1. */
 int64_t ebpf_map_slot_of(struct ebpf_map *map, const void *key);
+
+/* Event maps (RINGBUF, PERF_EVENT_ARRAY): a ring of records in shared memory. Any core appends (under
+ * the ring's lock); one core at a time reads (the control core: peek, then pop what it took). They have
+ * no keys: the map calls above refuse them (lookup/value NULL, update/delete -EINVAL, next -ENOENT). */
+int ebpf_map_is_event(const struct ebpf_map *map);
+/* Append one record: a_len bytes of a, then b_len of b (either may be 0 bytes), tagged with index (the
+ * perf array index; a ringbuf record gets the core). 0, or -1 when it did not fit (the ring full, or
+ * more than NANOBPF_EVENT_MAX bytes): then the record is dropped and counted in the ring's lost count. */
+int ebpf_event_output(struct ebpf_map *map, uint32_t index, const void *a, uint32_t a_len, const void *b, uint32_t b_len);
+/* The oldest record: its length (0..NANOBPF_EVENT_MAX), its data copied to buf (NANOBPF_EVENT_MAX bytes)
+ * and its index to *index; -1 when the ring is empty. The record stays until ebpf_event_pop. */
+int ebpf_event_peek(struct ebpf_map *map, void *buf, uint32_t *index);
+void ebpf_event_pop(struct ebpf_map *map); /* drop the oldest record (after a peek that found one) */
+/* Records dropped since the last call (which resets the count), and records waiting. */
+uint32_t ebpf_event_take_lost(struct ebpf_map *map);
+uint32_t ebpf_event_pending(struct ebpf_map *map);
 
 /* ---- Running XDP programs ---- */
 /* The context of the XDP run in progress on this core (for bpf_redirect). */

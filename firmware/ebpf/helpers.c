@@ -123,24 +123,36 @@ static U64 h_redirect_map(U64 map, U64 key, U64 flags, U64 a4, U64 a5) {
     return NANOBPF_XDP_REDIRECT;
 }
 
-/* bpf_csum_diff (Linux): the 32-bit one's complement sum of seed, to's words and the complements of
- * from's, as x86-64's csum_partial folds it (so the same inputs give the same 32 bits as Linux there;
- * the words are read little-endian, as both machines do). */
-static U64 h_csum_diff(U64 from, U64 from_size, U64 to, U64 to_size, U64 seed) {
-    if (((from_size | to_size) & 3) || from_size + to_size > NANOBPF_CSUM_DIFF_MAX) return (U64)(int64_t)-EINVAL;
-    uint64_t sum = (uint32_t)seed;
+/* bpf_csum_diff as Linux has it since 6.13: one's complement sums (csum_partial: 32-bit little-endian
+ * words, a last partial word zero-padded, the carries added back) of `to` plus the seed, minus that of
+ * `from`, folded to 16 bits (with neither, the seed folded). The same value whatever the machine's
+ * word order, since both the device and x86-64 are little-endian. */
+static uint32_t csum_fold32(uint64_t sum) {
+    while (sum >> 32) sum = (sum & 0xffffffffu) + (sum >> 32);
+    return (uint32_t)sum;
+}
+static uint32_t csum_partial(const uint8_t *p, U64 len, uint32_t seed) {
+    uint64_t sum = seed; /* at most 2^16 words of 2^32: no overflow */
     uint32_t w;
-    for (U64 i = 0; i < from_size; i += 4) {
-        memcpy(&w, (const uint8_t *)PTR(from) + i, 4);
-        sum += (uint32_t)~w;
-    }
-    for (U64 i = 0; i < to_size; i += 4) {
-        memcpy(&w, (const uint8_t *)PTR(to) + i, 4);
+    for (U64 i = 0; i + 4 <= len; i += 4) {
+        memcpy(&w, p + i, 4);
         sum += w;
     }
-    sum = (sum & 0xffffffffu) + (sum >> 32); /* at most 129 words: two folds end the carries */
-    sum = (sum & 0xffffffffu) + (sum >> 32);
-    return (uint32_t)sum;
+    if (len & 3) {
+        w = 0;
+        memcpy(&w, p + (len & ~(U64)3), len & 3);
+        sum += w;
+    }
+    return csum_fold32(sum);
+}
+static uint32_t csum_sub(uint32_t a, uint32_t b) { return csum_fold32((uint64_t)a + (uint32_t)~b); }
+static uint16_t csum_fold16(uint32_t x) { return (uint16_t)((x + (x >> 16 | x << 16)) >> 16); }
+static U64 h_csum_diff(U64 from, U64 from_size, U64 to, U64 to_size, U64 seed) {
+    uint32_t s = (uint32_t)seed;
+    if (from_size && to_size) return csum_fold16(csum_sub(csum_partial(PTR(to), to_size, s), csum_partial(PTR(from), from_size, 0)));
+    if (to_size) return csum_fold16(csum_partial(PTR(to), to_size, s));
+    if (from_size) return csum_fold16(~csum_partial(PTR(from), from_size, ~s));
+    return csum_fold16(s);
 }
 
 /* bpf_xdp_load_bytes / bpf_xdp_store_bytes: len bytes at offset from data, all inside the packet; the
@@ -170,6 +182,20 @@ static U64 h_xdp_store_bytes(U64 ctx, U64 offset, U64 buf, U64 len, U64 a5) {
     return 0;
 }
 
+/* bpf_spin_lock: a map value's lock word, shared by the cores (map values are in uncached shared memory;
+ * AMOs reach it). The verifier lets a program hold one lock at a time and make no call meanwhile. */
+static U64 h_spin_lock(U64 lock, U64 a2, U64 a3, U64 a4, U64 a5) {
+    (void)a2; (void)a3; (void)a4; (void)a5;
+    while (__atomic_exchange_n((uint32_t *)PTR(lock), 1u, __ATOMIC_ACQUIRE)) {
+    }
+    return 0;
+}
+static U64 h_spin_unlock(U64 lock, U64 a2, U64 a3, U64 a4, U64 a5) {
+    (void)a2; (void)a3; (void)a4; (void)a5;
+    __atomic_store_n((uint32_t *)PTR(lock), 0u, __ATOMIC_RELEASE);
+    return 0;
+}
+
 static U64 h_xdp_adjust_head(U64 ctx, U64 delta, U64 a3, U64 a4, U64 a5) {
     (void)a3; (void)a4; (void)a5;
     struct ebpf_xdp_buff *x = PTR(ctx);
@@ -186,6 +212,37 @@ static U64 h_xdp_adjust_tail(U64 ctx, U64 delta, U64 a3, U64 a4, U64 a5) {
     x->data_end = end;
     return 0;
 }
+/* ---- Events to the host: records appended to an event map's ring (maps.c), which the control core
+ * drains for the host (control message EVENTS). The verifier passed only a map of the helper's type
+ * (map_helper_compatible) and data/size it proved readable. A record that does not fit is dropped and
+ * counted by the ring; the program gets Linux's error for it. */
+
+/* bpf_perf_event_output, as Linux's XDP version (bpf_xdp_event_output): flags' low 32 bits are the index
+ * the record is tagged with (BPF_F_CURRENT_CPU: this core), bits 32..51 how many packet bytes follow the
+ * data. Checked in Linux's order: flag bits, packet bytes, index. Linux refuses an index other than the
+ * current CPU's (its perf buffers are per CPU); the device has one ring and takes any index below
+ * max_entries (0: the cores). */
+static U64 h_perf_event_output(U64 ctx, U64 map, U64 flags, U64 data, U64 size) {
+    const struct ebpf_xdp_buff *x = PTR(ctx);
+    struct ebpf_map *m = PTR(map);
+    U64 pkt = (flags & NANOBPF_BPF_F_CTXLEN_MASK) >> 32, index = flags & NANOBPF_BPF_F_INDEX_MASK;
+    if (flags & ~(U64)(NANOBPF_BPF_F_CTXLEN_MASK | NANOBPF_BPF_F_INDEX_MASK)) return (U64)(int64_t)-NANOBPF_EINVAL;
+    if (pkt > x->data_end - x->data) return (U64)(int64_t)-NANOBPF_EFAULT;
+    if (index == NANOBPF_BPF_F_CURRENT_CPU) index = ebpf_cpu_id();
+    if (index >= (m->max_entries ? m->max_entries : ebpf_num_cpus())) return (U64)(int64_t)-NANOBPF_E2BIG;
+    if (ebpf_event_output(m, (uint32_t)index, PTR(data), (uint32_t)size, PTR(x->data), (uint32_t)pkt))
+        return (U64)(int64_t)-NANOBPF_ENOSPC;
+    return 0;
+}
+/* bpf_ringbuf_output: the wake-up flags mean nothing here (the host polls with EVENTS); the record is
+ * tagged with the core. */
+static U64 h_ringbuf_output(U64 map, U64 data, U64 size, U64 flags, U64 a5) {
+    (void)a5;
+    if (flags & ~(U64)(NANOBPF_BPF_RB_NO_WAKEUP | NANOBPF_BPF_RB_FORCE_WAKEUP)) return (U64)(int64_t)-NANOBPF_EINVAL;
+    if (ebpf_event_output(PTR(map), ebpf_cpu_id(), PTR(data), (uint32_t)size, NULL, 0)) return (U64)(int64_t)-NANOBPF_EAGAIN;
+    return 0;
+}
+
 static U64 h_nanobpf_cycles(U64 a1, U64 a2, U64 a3, U64 a4, U64 a5) {
     (void)a1; (void)a2; (void)a3; (void)a4; (void)a5;
     return ebpf_cycles();

@@ -45,7 +45,7 @@ int ebpf_image_load(const void *image, size_t size, struct ebpf_prog *prog, stru
         struct nanobpf_image_map im;
         memcpy(&im, base + h.maps_off + i * sizeof im, sizeof im);
         struct ebpf_map decl = {.type = im.type, .key_size = im.key_size, .value_size = im.value_size,
-                                .max_entries = im.max_entries, .flags = im.flags};
+                                .max_entries = im.max_entries, .flags = im.flags, .spin_lock_off = im.spin_lock_off};
         memcpy(decl.name, im.name, sizeof decl.name);
         decl.name[sizeof decl.name - 1] = 0;
         struct ebpf_map *m;

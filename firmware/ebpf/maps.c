@@ -1,7 +1,7 @@
-/* Maps: arrays (array, per-CPU array, DEVMAP) and hash tables (hash, per-CPU hash, LRU hash, LRU per-CPU
+/* Maps: arrays (array, per-CPU array, DEVMAP), hash tables (hash, per-CPU hash, LRU hash, LRU per-CPU
  * hash, DEVMAP_HASH: preallocated, open addressing with linear probing and tombstones, so an entry
  * never moves while it exists: its slot index is stable, which the key table relies on to name
- * connection slots). Two hash maps are the device's, not a program's (the device maps): the key table,
+ * connection slots) and event rings (RINGBUF, PERF_EVENT_ARRAY: records for the host, at the end). Two hash maps are the device's, not a program's (the device maps): the key table,
  * whose values live in the device key table storage (ebpf_keytable_values) instead of its own
  * allocation, and the packet-number map beside it. Each is one object shared by every program that
  * declares it (ebpf_device_map_bind), so it survives program loads and swaps; pinned maps
@@ -26,6 +26,9 @@ static int is_lru(const struct ebpf_map *m) {
 }
 static int is_devmap(const struct ebpf_map *m) {
     return m->type == NANOBPF_MAP_TYPE_DEVMAP || m->type == NANOBPF_MAP_TYPE_DEVMAP_HASH;
+}
+int ebpf_map_is_event(const struct ebpf_map *m) {
+    return m->type == NANOBPF_MAP_TYPE_RINGBUF || m->type == NANOBPF_MAP_TYPE_PERF_EVENT_ARRAY;
 }
 int ebpf_map_is_percpu(const struct ebpf_map *m) {
     return m->type == NANOBPF_MAP_TYPE_PERCPU_ARRAY || m->type == NANOBPF_MAP_TYPE_PERCPU_HASH ||
@@ -179,6 +182,8 @@ int ebpf_map_create(struct ebpf_map *m, struct ebpf_error *err) {
     return map_create(m, err);
 }
 
+static int event_map_create(struct ebpf_map *m, struct ebpf_error *err);
+
 static int map_create(struct ebpf_map *m, struct ebpf_error *err) {
     m->count = 0;
     m->lock = 0;
@@ -188,8 +193,13 @@ static int map_create(struct ebpf_map *m, struct ebpf_error *err) {
     m->external = 0;
     m->values = NULL;
     if (m->flags) return ebpf_fail(err, -1, "map %s: flags 0x%x not supported", m->name, m->flags);
+    if (ebpf_map_is_event(m)) return event_map_create(m, err);
     if (m->value_size == 0 || m->value_size > 65536 || m->max_entries == 0 || m->max_entries > (1u << 20))
         return ebpf_fail(err, -1, "map %s: value size %u / entries %u out of range", m->name, m->value_size, m->max_entries);
+    if (m->spin_lock_off && ((m->type != NANOBPF_MAP_TYPE_HASH && m->type != NANOBPF_MAP_TYPE_ARRAY) ||
+                             (m->spin_lock_off - 1) % 4 || m->spin_lock_off - 1 + NANOBPF_SPIN_LOCK_SIZE > m->value_size))
+        return ebpf_fail(err, -1, "map %s: a bpf_spin_lock at offset %u of a %u-byte value of type %u (HASH or ARRAY, "
+                         "4-aligned, inside the value)", m->name, m->spin_lock_off - 1, m->value_size, m->type);
     if (is_devmap(m) && (m->key_size != 4 || (m->value_size != 4 && m->value_size != 8)))
         return ebpf_fail(err, -1, "map %s: a devmap has a 4-byte key and a 4-byte (ifindex) or 8-byte (struct "
                          "bpf_devmap_val) value, not %u and %u", m->name, m->key_size, m->value_size);
@@ -206,7 +216,7 @@ static int map_create(struct ebpf_map *m, struct ebpf_error *err) {
         bytes = (size_t)m->n_slots * m->value_stride * m->n_cpus;
     } else {
         return ebpf_fail(err, -1, "map %s: type %u not supported (hash, array, per-CPU and LRU hash, per-CPU array, "
-                         "devmap, devmap_hash)", m->name, m->type);
+                         "devmap, devmap_hash, ringbuf, perf_event_array)", m->name, m->type);
     }
     /* Per-CPU arrays: each core its own values, in cached memory (no other core writes them). Everything
      * else is shared between cores, per-CPU hash values too: a new entry zeroes every core's copy. */
@@ -239,7 +249,7 @@ struct ebpf_map *ebpf_pinned_map_bind(const struct ebpf_map *decl, struct ebpf_e
         if (strcmp(m->name, decl->name)) continue;
         /* libbpf reuses a pinned map only if the declaration matches it */
         if (m->type != decl->type || m->key_size != decl->key_size || m->value_size != decl->value_size ||
-            m->max_entries != decl->max_entries || m->flags != decl->flags) {
+            m->max_entries != decl->max_entries || m->flags != decl->flags || m->spin_lock_off != decl->spin_lock_off) {
             ebpf_fail(err, -1, "map %s: pinned with type %u, key %u, value %u, %u entries; this program declares "
                       "type %u, key %u, value %u, %u entries", m->name, m->type, m->key_size, m->value_size,
                       m->max_entries, decl->type, decl->key_size, decl->value_size, decl->max_entries);
@@ -320,13 +330,28 @@ static int lru_make_room(struct ebpf_map *m, const void *key, int64_t *i) {
 }
 
 /* A DEVMAP entry names one of the device's ports (struct bpf_devmap_val: ifindex, then a program to run
- * on redirect, which the device does not have: fd 0 or below). */
+ * on redirect, which the device does not have: fd 0 or below), or none. */
 static int devmap_value_ok(const struct ebpf_map *m, const void *value) {
     uint32_t ifindex;
     int32_t fd = 0;
     memcpy(&ifindex, value, 4);
     if (m->value_size == 8) memcpy(&fd, (const uint8_t *)value + 4, 4);
-    return (ifindex == NANOBPF_IFINDEX_HOST || ifindex == NANOBPF_IFINDEX_NET) && fd <= 0;
+    /* Linux: ifindex 0 empties a DEVMAP element; a DEVMAP_HASH entry must name a device */
+    int empty = ifindex == 0 && m->type == NANOBPF_MAP_TYPE_DEVMAP;
+    return (empty || ifindex == NANOBPF_IFINDEX_HOST || ifindex == NANOBPF_IFINDEX_NET) && fd <= 0;
+}
+
+/* A value written over an element: everything but its bpf_spin_lock, which whoever holds it owns (Linux
+ * copy_map_value); a new element's lock starts free. */
+static void copy_value(const struct ebpf_map *m, uint8_t *dst, const void *src, int fresh) {
+    if (!m->spin_lock_off) {
+        memcpy(dst, src, m->value_size);
+        return;
+    }
+    uint32_t o = m->spin_lock_off - 1, end = o + NANOBPF_SPIN_LOCK_SIZE;
+    memcpy(dst, src, o);
+    memcpy(dst + end, (const uint8_t *)src + end, m->value_size - end);
+    if (fresh) memset(dst + o, 0, NANOBPF_SPIN_LOCK_SIZE);
 }
 
 /* Index of the slot holding key, or of the slot where it would go (-1: table full). */
@@ -346,8 +371,9 @@ static int64_t hash_find(const struct ebpf_map *m, const void *key, int *found) 
     return first_free;
 }
 
-/* The value of key on core cpu: an array element, or a hash entry's (NULL when absent). */
+/* The value of key on core cpu: an array element, or a hash entry's (NULL when absent; event maps have none). */
 static uint8_t *value_of(struct ebpf_map *m, const void *key, uint32_t cpu, int touch) {
+    if (ebpf_map_is_event(m)) return NULL;
     if (is_hash(m)) {
         int found;
         int64_t i = hash_find(m, key, &found);
@@ -371,7 +397,7 @@ void *ebpf_map_value(struct ebpf_map *m, const void *key, uint32_t cpu) {
 }
 
 int ebpf_map_update(struct ebpf_map *m, const void *key, const void *value, uint64_t flags) {
-    if (flags > NANOBPF_BPF_EXIST) return -EINVAL;
+    if (flags > NANOBPF_BPF_EXIST || ebpf_map_is_event(m)) return -EINVAL;
     if (is_devmap(m) && !devmap_value_ok(m, value)) return -EINVAL;
     if (!is_hash(m)) {
         if (flags == NANOBPF_BPF_NOEXIST) return -EEXIST; /* array elements always exist (Linux: devmaps too) */
@@ -386,7 +412,7 @@ int ebpf_map_update(struct ebpf_map *m, const void *key, const void *value, uint
             __atomic_store_n((uint32_t *)(void *)v, ifindex, __ATOMIC_RELEASE);
             return 0;
         }
-        memcpy(v, value, m->value_size);
+        copy_value(m, v, value, 0);
         return 0;
     }
     int found, rc = 0;
@@ -406,7 +432,7 @@ int ebpf_map_update(struct ebpf_map *m, const void *key, const void *value, uint
         } else {
             uint8_t *v = hash_value(m, (uint32_t)i);
             if (!found && m->n_cpus > 1) memset(v, 0, (size_t)m->value_stride * m->n_cpus); /* the other cores' copies */
-            memcpy(v + (size_t)this_cpu(m) * m->value_stride, value, m->value_size);
+            copy_value(m, v + (size_t)this_cpu(m) * m->value_stride, value, !found);
             if (m->type == NANOBPF_MAP_TYPE_DEVMAP_HASH) memset(v + 4, 0, m->value_size - 4);
         }
         if (is_lru(m)) lru_touch(m, (uint32_t)i);
@@ -458,6 +484,7 @@ int64_t ebpf_map_slot_of(struct ebpf_map *m, const void *key) {
 
 /* Linux BPF_MAP_GET_NEXT_KEY: the key after key (NULL or absent: the first), in slot order; -ENOENT after the last. */
 int ebpf_map_get_next_key(struct ebpf_map *m, const void *key, void *next) {
+    if (ebpf_map_is_event(m)) return -ENOENT;
     if (!is_hash(m)) {
         uint32_t idx = 0;
         if (key) {
@@ -479,3 +506,121 @@ int ebpf_map_get_next_key(struct ebpf_map *m, const void *key, void *next) {
     }
     return -ENOENT;
 }
+
+/* ---- Event maps: RINGBUF and PERF_EVENT_ARRAY ----
+ * The storage (shared memory) is a header, then the ring. A record is NANOBPF_EVENT_REC_HDR bytes
+ * (length, index) and its data padded to 8, at head modulo the ring's size (a power of two, so the
+ * 32-bit byte counts wrap with it); a header never straddles the end, data may. Cores append under the
+ * ring's lock (a record claims its bytes and publishes them whole: the reader sees a record only once
+ * head moved past it). One core reads (the control core) and moves tail without the lock: a writer that
+ * reads tail while the reader is busy sees the ring fuller than it is, never emptier. Every field of
+ * the header is touched by atomic operations only (the storage is uncached on the device; a core must
+ * never keep a stale copy). A record that does not fit is dropped and counted (lost). */
+struct event_ring {
+    uint32_t head;    /* bytes ever appended */
+    uint32_t tail;    /* bytes ever consumed */
+    uint32_t lock;    /* held by a writer (atomic swap) */
+    uint32_t lost;    /* records dropped since the reader last took the count */
+    uint32_t records; /* records waiting */
+};
+#define EVENT_RING_HDR 64 /* the header's place, so that the ring starts 8-byte aligned */
+_Static_assert(sizeof(struct event_ring) <= EVENT_RING_HDR, "the ring header fits its place");
+_Static_assert(NANOBPF_EVENT_REC_HDR == 8 && NANOBPF_EVENT_MAX <= 0xffff, "a record header is a u32 length and a u32 index");
+
+static struct event_ring *ring_of(const struct ebpf_map *m) { return (struct event_ring *)(void *)m->storage; }
+static uint8_t *ring_bytes(const struct ebpf_map *m) { return m->storage + EVENT_RING_HDR; }
+
+/* RINGBUF: key and value 0, max_entries the ring's bytes (Linux: a power of two, a page at least; the
+ * device's shared memory caps it). PERF_EVENT_ARRAY: key and value 4 (Linux's perf event fd), max_entries
+ * the indexes a program may name, 0 meaning one per core (libbpf sets the number of CPUs); its ring has
+ * NANOBPF_EVENT_PERF_RING bytes, one ring for the whole map (the host drains it with one message). */
+static int event_map_create(struct ebpf_map *m, struct ebpf_error *err) {
+    if (m->type == NANOBPF_MAP_TYPE_RINGBUF) {
+        uint32_t n = m->max_entries;
+        if (m->key_size || m->value_size)
+            return ebpf_fail(err, -1, "map %s: a ringbuf has key and value size 0, not %u and %u", m->name, m->key_size,
+                             m->value_size);
+        if (n < NANOBPF_EVENT_RINGBUF_MIN || n > NANOBPF_EVENT_RINGBUF_MAX || (n & (n - 1)))
+            return ebpf_fail(err, -1, "map %s: a ringbuf of %u bytes: a power of two, %u..%u", m->name, n,
+                             NANOBPF_EVENT_RINGBUF_MIN, NANOBPF_EVENT_RINGBUF_MAX);
+        m->n_slots = n;
+    } else {
+        if (m->key_size != 4 || m->value_size != 4)
+            return ebpf_fail(err, -1, "map %s: a perf event array has a 4-byte key and value, not %u and %u", m->name,
+                             m->key_size, m->value_size);
+        if (m->max_entries > (1u << 20))
+            return ebpf_fail(err, -1, "map %s: %u entries out of range", m->name, m->max_entries);
+        m->n_slots = NANOBPF_EVENT_PERF_RING;
+    }
+    _Static_assert((NANOBPF_EVENT_PERF_RING & (NANOBPF_EVENT_PERF_RING - 1)) == 0, "rings are powers of two");
+    m->value_stride = 0;
+    size_t bytes = EVENT_RING_HDR + (size_t)m->n_slots;
+    m->storage = ebpf_alloc_shared(bytes); /* zeroed: empty */
+    if (!m->storage) return ebpf_fail(err, -1, "map %s: out of shared memory for %lu bytes", m->name, (unsigned long)bytes);
+    return 0;
+}
+
+/* n bytes between src and the ring at byte count pos (wrapping at the end). */
+/* (src may be NULL for 0 bytes: bpf_ringbuf_output(&rb, NULL, 0, 0) is allowed) */
+static void ring_write(const struct ebpf_map *m, uint32_t pos, const void *src, uint32_t n) {
+    uint32_t at = pos & (m->n_slots - 1), first = n < m->n_slots - at ? n : m->n_slots - at;
+    if (first) memcpy(ring_bytes(m) + at, src, first);
+    if (n - first) memcpy(ring_bytes(m), (const uint8_t *)src + first, n - first);
+}
+static void ring_read(const struct ebpf_map *m, uint32_t pos, void *dst, uint32_t n) {
+    uint32_t at = pos & (m->n_slots - 1), first = n < m->n_slots - at ? n : m->n_slots - at;
+    if (first) memcpy(dst, ring_bytes(m) + at, first);
+    if (n - first) memcpy((uint8_t *)dst + first, ring_bytes(m), n - first);
+}
+
+int ebpf_event_output(struct ebpf_map *m, uint32_t index, const void *a, uint32_t a_len, const void *b, uint32_t b_len) {
+    struct event_ring *r = ring_of(m);
+    uint64_t len = (uint64_t)a_len + b_len;
+    uint32_t need = NANOBPF_EVENT_REC_HDR + (uint32_t)round8(len > NANOBPF_EVENT_MAX ? 0 : (uint32_t)len);
+    if (len > NANOBPF_EVENT_MAX) goto drop;
+    while (__atomic_exchange_n(&r->lock, 1, __ATOMIC_ACQUIRE)) {
+    }
+    uint32_t head = __atomic_load_n(&r->head, __ATOMIC_RELAXED), tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+    if (need > m->n_slots - (head - tail)) {
+        (void)__atomic_exchange_n(&r->lock, 0, __ATOMIC_RELEASE);
+        goto drop;
+    }
+    uint32_t hdr[2] = {(uint32_t)len, index};
+    uint64_t pad = 0;
+    ring_write(m, head, hdr, sizeof hdr);
+    ring_write(m, head + NANOBPF_EVENT_REC_HDR, a, a_len);
+    ring_write(m, head + NANOBPF_EVENT_REC_HDR + a_len, b, b_len);
+    ring_write(m, head + NANOBPF_EVENT_REC_HDR + (uint32_t)len, &pad, (uint32_t)(round8((uint32_t)len) - len)); /* no stale bytes */
+    __atomic_fetch_add(&r->records, 1, __ATOMIC_RELAXED);     /* counted before the reader can pop it */
+    __atomic_store_n(&r->head, head + need, __ATOMIC_RELEASE); /* the record whole, then its publication */
+    (void)__atomic_exchange_n(&r->lock, 0, __ATOMIC_RELEASE);
+    return 0;
+drop:
+    __atomic_fetch_add(&r->lost, 1, __ATOMIC_RELAXED);
+    return -1;
+}
+
+int ebpf_event_peek(struct ebpf_map *m, void *buf, uint32_t *index) {
+    struct event_ring *r = ring_of(m);
+    uint32_t tail = __atomic_load_n(&r->tail, __ATOMIC_RELAXED), head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+    if (head == tail) return -1;
+    uint32_t hdr[2];
+    ring_read(m, tail, hdr, sizeof hdr);
+    if (hdr[0] > NANOBPF_EVENT_MAX) hdr[0] = NANOBPF_EVENT_MAX; /* cannot happen: writers check it */
+    ring_read(m, tail + NANOBPF_EVENT_REC_HDR, buf, hdr[0]);
+    *index = hdr[1];
+    return (int)hdr[0];
+}
+
+void ebpf_event_pop(struct ebpf_map *m) {
+    struct event_ring *r = ring_of(m);
+    uint32_t tail = __atomic_load_n(&r->tail, __ATOMIC_RELAXED), head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE), len;
+    if (head == tail) return;
+    ring_read(m, tail, &len, sizeof len);
+    if (len > NANOBPF_EVENT_MAX) len = NANOBPF_EVENT_MAX;
+    __atomic_fetch_sub(&r->records, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&r->tail, tail + NANOBPF_EVENT_REC_HDR + round8(len), __ATOMIC_RELEASE); /* read, then freed */
+}
+
+uint32_t ebpf_event_take_lost(struct ebpf_map *m) { return __atomic_exchange_n(&ring_of(m)->lost, 0, __ATOMIC_RELAXED); }
+uint32_t ebpf_event_pending(struct ebpf_map *m) { return __atomic_fetch_add(&ring_of(m)->records, 0, __ATOMIC_RELAXED); }

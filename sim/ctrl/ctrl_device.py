@@ -4,7 +4,8 @@ test written against `Dev` sees only what a host sees (frames on its host and ne
 same assertions hold for both; where the device may not match the model, the test says so.
 
 Helpers: Raw (hand-made requests), FaultyPort (loss, duplication, reordering on the host's side of
-the link, both directions), keys_for, map_req, load_raw, the stand-in program image (xdp_ctrl_test.c).
+the link, both directions), keys_for, map_req, load_raw, the stand-in program image (xdp_ctrl_test.c),
+the events program image (xdp_events_test.c).
 """
 import os
 import platform
@@ -193,22 +194,31 @@ def load_raw(r, image, name="xdp_ctrl_test", crc=None, chunk=D.NANOBPF_CTRL_CHUN
     return r.ask(M.NANOBPF_CTRL_MSG_PROG_COMMIT, meta)
 
 
-_image = None
+_images = {}
 
 
-def stand_in_image():
-    """xdp_ctrl_test.c (the QUIC maps, no crypto, behaviour chosen by test_mode[0]) as a device image."""
-    global _image
-    if _image is None:
+def clang_image(name):
+    """sim/ctrl/NAME.c built with clang and made a device image by nanobpf.ebpf.loader (once per run)."""
+    if name not in _images:
         if not shutil.which("clang"):
             pytest.skip("clang is not installed")
         from nanobpf.ebpf.loader import load
         out = BUILD / "test/ctrl"
         out.mkdir(parents=True, exist_ok=True)
-        obj = out / f"xdp_ctrl_test-{os.getpid()}.o"
+        obj = out / f"{name}-{os.getpid()}.o"
         subprocess.run(["clang", "-O2", "-g", "-target", "bpf", "-Wall", "-Werror",
                         f"-I/usr/include/{platform.machine()}-linux-gnu", f"-I{BUILD / 'generated/include'}",
-                        "-c", str(ROOT / "sim/ctrl/xdp_ctrl_test.c"), "-o", str(obj)], check=True)
-        _image = load(obj).to_bytes()
+                        "-c", str(ROOT / f"sim/ctrl/{name}.c"), "-o", str(obj)], check=True)
+        _images[name] = load(obj).to_bytes()
         obj.unlink()
-    return _image
+    return _images[name]
+
+
+def stand_in_image():
+    """xdp_ctrl_test.c (the QUIC maps, no crypto, behaviour chosen by test_mode[0]) as a device image."""
+    return clang_image("xdp_ctrl_test")
+
+
+def events_image():
+    """xdp_events_test.c (a perf event and a ring buffer record per frame, written as for Linux)."""
+    return clang_image("xdp_events_test")

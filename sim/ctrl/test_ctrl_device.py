@@ -2,7 +2,8 @@
 model, and the RTL DPU whose core 0 runs firmware/apps/dpu/ctrl*.c in the Verilator simulation):
 sessions and epochs, the at-most-once window and its replay cache, every refusal, the key table, a
 program loaded in chunks, verified and compiled on the device, its maps, PISA table words, counters,
-control frames from the network, and convergence under loss, duplication, reordering and resets.
+control frames from the network, convergence under loss, duplication, reordering and resets, and
+event maps drained with EVENTS.
 The model-only tests (which look inside the model) are in test_ctrl_protocol.py.
 Needs `make sim firmware ebpf-tools` (RTL: root for the TAP devices)."""
 import struct
@@ -13,8 +14,8 @@ import nanobpf_ctrl_defs as D
 import nanobpf_ebpf_defs as abi
 from nanobpf.devmodel import PN_MAP
 
-from ctrl_device import (FaultyPort, M, Raw, dev, keys_for, load_raw, map_req, stand_in_image,  # noqa: F401 (fixture)
-                         status)
+from ctrl_device import (FaultyPort, M, Raw, dev, events_image, keys_for, load_raw, map_req,  # noqa: F401 (fixture)
+                         stand_in_image, status)
 from nanobpf import ctrl
 from nanobpf.ctrl import OPEN, SEAL, Client, CtrlError, KeyId, addr_id, key_id
 from nanobpf.pcap import udp_frame
@@ -531,3 +532,94 @@ def test_pinned_maps_are_shared_by_name_across_program_swaps(dev):
     assert flows(key) is None
     host.prog_load(image("fourth"), name="fourth")                 # the pinned map went with "second"
     assert flows(key) is None
+
+
+# ---------------------------------------------------------------- events (RINGBUF, PERF_EVENT_ARRAY)
+# xdp_events_test.c: per frame a perf event (the first 8 bytes, then the frame) and a ring buffer
+# record (256 bytes of the frame, or 16 of a shorter one) into its 4096-byte ring; last_rc keeps the
+# helpers' results; the frame is dropped.
+RING_BYTES = 4096
+
+
+def net_frames(sizes, tag):
+    """Distinct UDP frames of the given sizes (PISA passes them to the program)."""
+    return [udp_frame(bytes((tag + k + i) & 0xFF for i in range(n - 42)), "192.0.2.1", "192.0.2.2", 4433, 443)
+            for k, n in enumerate(sizes)]
+
+
+def wait_dropped(stats, n, dev):
+    """Until the program has dropped n frames (its runs are over: their records are in the rings)."""
+    import time
+    end = time.monotonic() + (10 if dev.kind == "model" else 300)
+    while (got := stats()["xdp_drop"]) < n:
+        assert time.monotonic() < end, f"{got} of {n} frames ran"
+        time.sleep(0.05 if dev.kind == "model" else 1)
+
+
+def test_events_are_drained_in_order_and_a_full_ring_counts_its_drops(dev):
+    """A program's perf event array and ring buffer are read back through EVENTS: every record whole, in
+    the order the frames came, tagged with the core; the perf records carry the packet bytes the flags
+    asked for. A ring that fills drops what does not fit and counts it: the next EVENTS says how many
+    (once), the program got -EAGAIN, the records kept are the oldest. A response holds what fits (pending
+    says more wait), max bounds it, and taken records are gone."""
+    host = Client(dev.host, **dev.retry)
+    host.hello()
+    host.prog_load(events_image(), name="xdp_events")
+    small = net_frames([64, 90, 128], tag=1)
+    for f in small:
+        dev.net.send(f)
+    wait_dropped(host.stats, 3, dev)
+    assert host.events("events") == (0, 0, [(0, f[:8] + f) for f in small])   # core 0 runs it (1 core)
+    assert host.events("rb") == (0, 0, [(0, f[:16]) for f in small])
+    assert host.events("rb") == (0, 0, [])
+    # 20 frames of 300 bytes: 256 bytes each into the 4096-byte ring (264 with the record header): 15 fit
+    big = net_frames([300] * 20, tag=50)
+    for f in big:
+        dev.net.send(f)
+    wait_dropped(host.stats, 23, dev)
+    fit = RING_BYTES // (abi.NANOBPF_EVENT_REC_HDR + 256)
+    per_response = (D.NANOBPF_CTRL_MAX_BODY - D.EVENTS_RESP_SIZE) // (D.EVENT_REC_SIZE + 256)
+    lost, pending, first = host.events("rb")
+    assert (lost, pending, len(first)) == (20 - fit, fit - per_response, per_response)
+    one = host.events("rb", max=1)
+    assert one == (0, fit - per_response - 1, [(0, big[per_response][:256])])
+    lost, rest = host.events_all("rb")
+    assert lost == 0 and [d for _, d in first + one[2] + rest] == [f[:256] for f in big[:fit]]
+    rc = host.map_lookup("last_rc", bytes(4))
+    assert struct.unpack("<qq", rc) == (-abi.NANOBPF_EAGAIN, 0)     # the last frame found the ring full
+    lost, perf = host.events_all("events")
+    assert lost == 0 and perf == [(0, f[:8] + f) for f in big]     # the perf ring had room for all
+    # refusals: a map that is not an event map, an event map through MAP_*, an unknown map
+    with pytest.raises(CtrlError) as e:
+        host.events("last_rc")
+    assert e.value.status == D.NANOBPF_CTRL_ST_INVALID and "not an event map" in str(e.value)
+    with pytest.raises(CtrlError) as e:
+        host.map_lookup("rb", b"")
+    assert e.value.status == D.NANOBPF_CTRL_ST_INVALID and "EVENTS" in str(e.value)
+    with pytest.raises(CtrlError) as e:
+        host.events("nope")
+    assert e.value.status == D.NANOBPF_CTRL_ST_NO_MAP and "rb" in str(e.value)
+
+
+def test_events_request_is_applied_once(dev):
+    """EVENTS takes the records it answers with: a retransmission (same sequence number) is answered
+    from the replay cache with the same records, never drained again; the next request finds none.
+    Without a program, with a bad length or reserved bits it is refused."""
+    r = raw_of(dev)
+    r.hello()
+    req = D.pack("events_req", name="rb")
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_EVENTS, req)) == "no_prog"
+    assert status(load_raw(r, events_image(), name="xdp_events")) == "ok"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_EVENTS, req[:-1])) == "bad_length"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_EVENTS, D.pack("events_req", name="rb", reserved=1))) == "invalid"
+    frames = net_frames([70, 80], tag=9)
+    for f in frames:
+        dev.net.send(f)
+    wait_dropped(r.stats, 2, dev)
+    seq = r.send(M.NANOBPF_CTRL_MSG_EVENTS, req)
+    first = r.answer()
+    assert status(first) == "ok" and ctrl.parse_events(first.body) == (0, 0, [(0, f[:16]) for f in frames])
+    r.send(M.NANOBPF_CTRL_MSG_EVENTS, req, seq=seq)
+    again = r.answer()
+    assert again.hdr["flags"] == M.NANOBPF_CTRL_F_RESPONSE | M.NANOBPF_CTRL_F_REPLAY and again.body == first.body
+    assert ctrl.parse_events(r.ask(M.NANOBPF_CTRL_MSG_EVENTS, req).body) == (0, 0, [])

@@ -189,6 +189,9 @@ MESSAGES = {
                     ("part", "key", b"\0\0\0\x01"), ("part", "value", bytes(range(1, 13)))], []),
     "MAP_DELETE": ([("struct", "map_req", dict(name="counters", key_len=8)), ("part", "key", bytes(range(9, 17)))], []),
     "MAP_NEXT": ([("struct", "map_req", dict(name="counters"))], [("part", "key", bytes(range(9, 17)))]),
+    "EVENTS": ([("struct", "events_req", dict(name="rb", max=3))],
+               [("struct", "events_resp", dict(lost=2, pending=5, count=2)),
+                ("part", "records", D.pack("event_rec", len=3, index=1) + b"abc" + D.pack("event_rec", len=0, index=2))]),
     "TABLE_SET": ([("struct", "table_msg", dict(table=D.NANOBPF_CTRL_TABLE_PROFILE, index=5, value=0x00012345))], []),
     "TABLE_DEL": ([("struct", "table_msg", dict(table=D.NANOBPF_CTRL_TABLE_LPORT_CFG, index=3))], []),
 }
@@ -201,7 +204,7 @@ def cases():
         t, seq = MSG[name], seq + 7
         out.append(control(f"{name}-request", t, seq, req, epoch=0 if name == "HELLO" else 0x5EED0000 + i))
         out.append(control(f"{name}-response-ok", t, seq, resp, flags=RESPONSE, epoch=0x5EED0000 + i))
-        st = errors[i % len(errors)]              # 18 messages, 14 error statuses: each at least once
+        st = errors[i % len(errors)]              # 19 messages, 14 error statuses: each at least once
         if st == D.NANOBPF_CTRL_ST_STALE_SEQ:
             err = [("struct", "stale_seq", dict(last_seq=seq + 1000))]
         elif st == D.NANOBPF_CTRL_ST_BAD_LENGTH:

@@ -175,7 +175,7 @@ done
 
 
 @pytest.fixture(scope="module")
-def initramfs(tmp_path_factory, quic_image, stand_in_image):
+def initramfs(tmp_path_factory, quic_image, stand_in_image, events_image):
     for f, how in ((DRIVER, "make driver"), (CTL, "make host-tools")):
         if not f.exists():
             pytest.fail(f"{f} is missing ({how})")
@@ -200,6 +200,7 @@ def initramfs(tmp_path_factory, quic_image, stand_in_image):
     entries.append(("bin/nbtest", 0o100755, nbtest.read_bytes(), (0, 0)))
     entries.append(("xdp_quic.nbpf", 0o100644, quic_image.read_bytes(), (0, 0)))
     entries.append(("xdp_ctrl_test.nbpf", 0o100644, stand_in_image.read_bytes(), (0, 0)))
+    entries.append(("xdp_events_test.nbpf", 0o100644, events_image.read_bytes(), (0, 0)))
     if QUIC_HW_IMAGE.exists():        # for the RTL DPU (its AEAD engine), built by make firmware
         entries.append(("xdp_quic_hw.nbpf", 0o100644, QUIC_HW_IMAGE.read_bytes(), (0, 0)))
     entries.append(("init", 0o100755, INIT.encode(), (0, 0)))
@@ -223,18 +224,28 @@ def quic_image(tmp_path_factory):
     return img
 
 
+def _sim_ctrl_image(tmp_path_factory, name):
+    d = tmp_path_factory.mktemp(f"bpf-{name}")
+    obj, img = d / f"{name}.o", d / f"{name}.nbpf"
+    subprocess.run(["clang", "-O2", "-g", "-target", "bpf", "-Wall", "-Werror",
+                    f"-I/usr/include/{platform.machine()}-linux-gnu", f"-I{BUILD}/generated/include",
+                    "-c", str(ROOT / f"sim/ctrl/{name}.c"), "-o", str(obj)], check=True)
+    subprocess.run([str(BUILD / "venv/bin/python"), str(ROOT / "sw/tools/nanobpf-load"), str(obj), "-o", str(img)],
+                   check=True)
+    return img
+
+
 @pytest.fixture(scope="module")
 def stand_in_image(tmp_path_factory):
     """sim/ctrl/xdp_ctrl_test.c (the QUIC maps, no crypto, behaviour by test_mode[0]) as an image: small
     enough to be verified on the simulated DPU's core 0 in seconds."""
-    d = tmp_path_factory.mktemp("bpf-stand-in")
-    obj, img = d / "xdp_ctrl_test.o", d / "xdp_ctrl_test.nbpf"
-    subprocess.run(["clang", "-O2", "-g", "-target", "bpf", "-Wall", "-Werror",
-                    f"-I/usr/include/{platform.machine()}-linux-gnu", f"-I{BUILD}/generated/include",
-                    "-c", str(ROOT / "sim/ctrl/xdp_ctrl_test.c"), "-o", str(obj)], check=True)
-    subprocess.run([str(BUILD / "venv/bin/python"), str(ROOT / "sw/tools/nanobpf-load"), str(obj), "-o", str(img)],
-                   check=True)
-    return img
+    return _sim_ctrl_image(tmp_path_factory, "xdp_ctrl_test")
+
+
+@pytest.fixture(scope="module")
+def events_image(tmp_path_factory):
+    """sim/ctrl/xdp_events_test.c (per frame a perf event and a ring buffer record) as an image."""
+    return _sim_ctrl_image(tmp_path_factory, "xdp_events_test")
 
 
 # ---------------------------------------------------------------- the guest
@@ -833,6 +844,26 @@ def test_control_path(make_rig, quic_image, stand_in_image, device):
     g.run("ip link set dpu0 name dpu1")                          # debugfs follows a rename
     assert g.run("ls /sys/kernel/debug/nanobpf").split() == ["dpu1"] and g.ctl("dev show")["vdev"] == "dpu1"
     assert "ctrl_tx" in g.run("cat /sys/kernel/debug/nanobpf/dpu1/stats")
+
+    # (c) events: xdp_events_test's ring buffer and perf event array read with nanobpfctl events: in
+    # frame order, what the full ring dropped counted once, --follow as JSON lines until count
+    from nanobpf.pcap import udp_frame
+    g.ctl("prog load /xdp_events_test.nbpf")
+    fs = [udp_frame(bytes((i + k) & 0xFF for k in range(n - 42)), "192.0.2.1", "192.0.2.2", 4433, 443)
+          for i, n in enumerate([64, 90] + [300] * 16)]
+    drops = lambda: g.ctl("stats")["device"]["xdp_drop"]
+    before = drops()
+    for f in fs:
+        rig.net.send(f)
+    wait_for(lambda: drops() >= before + len(fs), 30 if model else 300, "the frames through the program")
+    fit = (4096 - 2 * 24) // (8 + 256)       # two 16-byte records, then 256-byte ones (with 8-byte headers)
+    assert g.ctl("events rb") == {"records": [{"index": 0, "data": f[:16].hex()} for f in fs[:2]] +
+                                  [{"index": 0, "data": f[:256].hex()} for f in fs[2:2 + fit]], "lost": 16 - fit}
+    assert g.ctl("events rb") == {"records": [], "lost": 0}
+    out = g.run("nanobpfctl --json --follow events events count 18 interval 10", timeout=60)
+    assert [json.loads(ln) for ln in out.splitlines()] == [{"index": 0, "data": (f[:8] + f).hex()} for f in fs]
+    rc, doc = g.ctl("events last_rc", check=False)
+    assert rc == 1 and ctl_errno(doc) == 22 and "not an event map" in doc["error"]["message"], doc   # EINVAL
     g.assert_log_clean()
 
 

@@ -1,6 +1,6 @@
 """The eBPF runtime's C test programs: the JIT self-test (hand-written cases and sweeps against the
 interpreter, under qemu-riscv64 with and without RVC/Zba/Zbb), the verifier's host tests and its
-soundness fuzzer (ASan/UBSan), the map semantics test, the sanitised runtime fuzzer in small (`make fuzz`: mutated images and
+soundness fuzzer (ASan/UBSan), the map semantics and event ring tests, the sanitised runtime fuzzer in small (`make fuzz`: mutated images and
 random programs), and the differential fuzzer (interpreter vs JIT on random valid programs). Needs
 `make ebpf-tools`."""
 import os
@@ -36,6 +36,15 @@ def test_map_semantics():
     rc, out = run(["sh", "firmware/ebpf/tests/run_verifier_tests.sh", "--maps"])
     assert rc == 0, out[-4000:]
     assert "5/5 tests passed" in out, out[-2000:]
+
+
+def test_event_rings():
+    """RINGBUF/PERF_EVENT_ARRAY rings (test_events.c): order across wraps, a full ring dropping and
+    counting, records above NANOBPF_EVENT_MAX, the helpers' flags and errors, the verifier's map/helper
+    pairs, a writer waiting for the ring's lock, cores appending at once."""
+    rc, out = run(["sh", "firmware/ebpf/tests/run_verifier_tests.sh", "--events"])
+    assert rc == 0, out[-4000:]
+    assert "7/7 tests passed" in out, out[-2000:]
 
 
 def _verified(out):

@@ -22,8 +22,7 @@ FEATURES = {
     "xdp_kfunc_dynptr": ("kfunc",),
     "xdp_tail_call": ("tail call",),
     "xdp_map_in_map": ("map-in-map",),
-    "xdp_perf_event": ("PERF_EVENT_ARRAY", "perf_event_output"),
-    "xdp_ringbuf": ("RINGBUF", "ringbuf_output"),
+    "xdp_ringbuf": ("bpf_ringbuf_reserve", "ringbuf_output"),
 }
 
 

@@ -87,7 +87,7 @@ def test_errors_leave_the_session_usable(image):
         "update verdict 00000000 01000000", "run 1 00", "run 1 00 14,34,0,0,0,0",
     ]))  # no final newline: the last line still counts
     assert rc == 0
-    assert out[:7] == ["error unknown command 'frobnicate' (info, update, lookup, delete, next, run)", "error no map named 'nosuch'",
+    assert out[:7] == ["error unknown command 'frobnicate' (info, update, lookup, delete, next, events, run)", "error no map named 'nosuch'",
                        "error map seen: key of 2 bytes, expected 4", "error map seen: the key is not hex bytes",
                        "error lookup takes MAP KEY", "error run takes IFINDEX FRAME [L3_OFF,L4_OFF,QUIC_OFF,PN_OFF,CID_LEN,CONN]",
                        "error the frame is not hex bytes"]

@@ -735,6 +735,90 @@ static int nbpf_cmd_map(struct sk_buff *skb, struct genl_info *info)
 	return 0;
 }
 
+/* ---------------------------------------------------------------- events (passed through) */
+
+/* Copy an EVENTS response into the reply: EVENTS_LOST, EVENTS_PENDING, EVENT_LIST of EVENT nests. The
+ * device's answer is checked whole first (records inside the body, each at most MAX_EVENT bytes, nothing
+ * after them): the records are gone from the device either way, but user space gets all or an error. */
+static int nbpf_put_events(struct sk_buff *msg, const u8 *body, unsigned int len, struct genl_info *info)
+{
+	const struct nanobpf_events_resp *h = (const void *)body;
+	struct nlattr *list, *ev;
+	unsigned int off = sizeof(*h), i, n;
+
+	if (len < sizeof(*h))
+		goto bad;
+	n = ntohs(h->count);
+	for (i = 0; i < n; i++) {
+		const struct nanobpf_event_rec *rec = (const void *)(body + off);
+
+		if (off + sizeof(*rec) > len || ntohs(rec->len) > NANOBPF_CTRL_MAX_EVENT ||
+		    off + sizeof(*rec) + ntohs(rec->len) > len)
+			goto bad;
+		off += sizeof(*rec) + ntohs(rec->len);
+	}
+	if (off != len)
+		goto bad;
+	if (nla_put_u32(msg, NANOBPF_ATTR_EVENTS_LOST, ntohl(h->lost)) ||
+	    nla_put_u32(msg, NANOBPF_ATTR_EVENTS_PENDING, ntohl(h->pending)))
+		return -EMSGSIZE;
+	list = nla_nest_start(msg, NANOBPF_ATTR_EVENT_LIST);
+	if (!list)
+		return -EMSGSIZE;
+	for (off = sizeof(*h), i = 0; i < n; i++) {
+		const struct nanobpf_event_rec *rec = (const void *)(body + off);
+
+		ev = nla_nest_start(msg, NANOBPF_ATTR_EVENT);
+		if (!ev || nla_put_u32(msg, NANOBPF_ATTR_EVENT_INDEX, ntohl(rec->index)) ||
+		    nla_put(msg, NANOBPF_ATTR_EVENT_DATA, ntohs(rec->len), rec + 1))
+			return -EMSGSIZE;
+		nla_nest_end(msg, ev);
+		off += sizeof(*rec) + ntohs(rec->len);
+	}
+	nla_nest_end(msg, list);
+	return 0;
+bad:
+	GENL_SET_ERR_MSG(info, "the device answered EVENTS with malformed records");
+	return -EPROTO;
+}
+
+static int nbpf_cmd_events_read(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nanobpf_events_req req;
+	struct nbpf_link *link;
+	struct sk_buff *msg;
+	void *hdr;
+	int err;
+
+	if (NEED(info, MAP_NAME, "missing MAP_NAME"))
+		return -EINVAL;
+	if (nbpf_str_empty(ATTR(info, MAP_NAME))) {
+		NL_SET_ERR_MSG_ATTR(info->extack, ATTR(info, MAP_NAME), "empty MAP_NAME");
+		return -EINVAL;
+	}
+	memset(&req, 0, sizeof(req));
+	nla_strscpy(req.name, ATTR(info, MAP_NAME), sizeof(req.name));
+	if (ATTR(info, EVENTS_MAX))
+		req.max = htons(nla_get_u16(ATTR(info, EVENTS_MAX)));
+	/* a full response's records, their nests and headers */
+	msg = nbpf_reply_new(info, NANOBPF_CTRL_MAX_BODY * 2 + 256, &hdr);
+	if (!msg)
+		return -ENOMEM;
+	mutex_lock(&nbpf_cfg_lock);
+	link = nbpf_need_link(info);
+	err = -ENODEV;
+	if (link)
+		err = nbpf_request(link, NANOBPF_CTRL_MSG_EVENTS, &req, sizeof(req), 0);
+	if (!err)
+		err = nbpf_put_events(msg, link->resp->body, link->resp->len, info);
+	mutex_unlock(&nbpf_cfg_lock);
+	if (err) {
+		nlmsg_free(msg);
+		return link && err != -EPROTO && err != -EMSGSIZE ? nbpf_reply_errno(info, err) : err;
+	}
+	return nbpf_reply_send(msg, hdr, info);
+}
+
 /* ---------------------------------------------------------------- PISA tables */
 
 static int nbpf_cmd_table(struct sk_buff *skb, struct genl_info *info)
@@ -978,6 +1062,8 @@ static const struct genl_ops nbpf_ops[] = {
 	{ .cmd = NANOBPF_CMD_TABLE_SET, .doit = nbpf_cmd_table, .flags = GENL_ADMIN_PERM },
 	{ .cmd = NANOBPF_CMD_TABLE_DEL, .doit = nbpf_cmd_table, .flags = GENL_ADMIN_PERM },
 	{ .cmd = NANOBPF_CMD_STATS_GET, .doit = nbpf_cmd_stats_get },
+	/* reading takes the records: privileged like map access */
+	{ .cmd = NANOBPF_CMD_EVENTS_READ, .doit = nbpf_cmd_events_read, .flags = GENL_ADMIN_PERM },
 };
 
 static struct genl_family nbpf_family __ro_after_init = {

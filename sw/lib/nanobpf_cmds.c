@@ -486,6 +486,79 @@ int nanobpf_map_get_next(struct nanobpf *h, const char *name, const void *key, s
 	return ret;
 }
 
+/* ------------------------------------------------------------------ events */
+
+struct events_out {
+	nanobpf_event_cb cb;
+	void *arg;
+	uint32_t lost, pending;
+	int lost_seen, pending_seen, records, bad;
+};
+
+static int parse_events(struct nb_req *r, struct nlattr **tb)
+{
+	struct events_out *o = r->arg;
+	struct nlattr *a, *ev[NANOBPF_ATTR_MAX + 1];
+	int rem;
+
+	o->lost_seen = nb_get_u32(tb[NANOBPF_ATTR_EVENTS_LOST], &o->lost);
+	o->pending_seen = nb_get_u32(tb[NANOBPF_ATTR_EVENTS_PENDING], &o->pending);
+	if (!tb[NANOBPF_ATTR_EVENT_LIST])
+		return 0;
+	nla_for_each_nested(a, tb[NANOBPF_ATTR_EVENT_LIST], rem) {
+		struct nanobpf_event e;
+		int ret;
+
+		if (nla_type(a) != NANOBPF_ATTR_EVENT || nla_parse_nested(ev, NANOBPF_ATTR_MAX, a, NULL) < 0 ||
+		    !nb_get_u32(ev[NANOBPF_ATTR_EVENT_INDEX], &e.index) || !ev[NANOBPF_ATTR_EVENT_DATA] ||
+		    nla_len(ev[NANOBPF_ATTR_EVENT_DATA]) > NANOBPF_CTRL_MAX_EVENT) {
+			o->bad++;
+			continue;
+		}
+		e.len = (uint32_t)nla_len(ev[NANOBPF_ATTR_EVENT_DATA]);
+		e.data = nla_data(ev[NANOBPF_ATTR_EVENT_DATA]);
+		o->records++;
+		if (o->cb && (ret = o->cb(&e, o->arg)) != 0)
+			return ret;
+	}
+	return 0;
+}
+
+int nanobpf_events_read(struct nanobpf *h, const char *name, unsigned max, nanobpf_event_cb cb, void *arg,
+			uint32_t *lost, uint32_t *pending)
+{
+	struct events_out o = { .cb = cb, .arg = arg };
+	struct nb_req r = { .parse = parse_events, .arg = &o };
+	struct nl_msg *msg;
+	int ret;
+
+	nb_clear(h);
+	ret = check_name(h, "events", "map name", name, NANOBPF_ATTR_LEN_MAP_NAME - 1);
+	if (ret)
+		return ret;
+	if (max > 0xffff)
+		return nb_fail(h, EINVAL, "events: at most %u records, a read takes 0..65535", max);
+	msg = nb_msg(h, NANOBPF_CMD_EVENTS_READ, 0, 64);
+	if (!msg)
+		return -ENOMEM;
+	PUT(nla_put_string(msg, NANOBPF_ATTR_MAP_NAME, name));
+	if (max)
+		PUT(nla_put_u16(msg, NANOBPF_ATTR_EVENTS_MAX, (uint16_t)max));
+	ret = nb_transact(h, msg, &r, "events");
+	if (lost)
+		*lost = o.lost;
+	if (pending)
+		*pending = o.pending;
+	if (ret)
+		return ret; /* a refusal, or the callback's stop */
+	if (!o.lost_seen || !o.pending_seen || o.bad)
+		return nb_fail(h, EPROTO, "events: the driver's answer lacks %s", o.bad ? "a record's index or data" :
+			       "the lost or pending count");
+	return o.records;
+nomem:
+	return put_fail(h, msg);
+}
+
 /* ------------------------------------------------------------------ tables */
 
 static int table_req(struct nanobpf *h, int cmd, const char *what, unsigned table, unsigned index,

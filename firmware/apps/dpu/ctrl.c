@@ -1,8 +1,8 @@
 /* The control protocol on core 0 (docs/control.md, hw/defs/ctrl.toml): sessions and epochs, the
  * at-most-once sequence window with its replay cache, acknowledgement after commit. The reference device
  * model (sw/python/nanobpf/devmodel.py) is the executable specification; this follows it step by step
- * (_control, _hello). The requests themselves are in ctrl_keys.c, ctrl_prog.c and below (STATS, TABLE_*,
- * RESET).
+ * (_control, _hello). The requests themselves are in ctrl_keys.c, ctrl_prog.c, ctrl_events.c and below
+ * (STATS, TABLE_*, RESET).
  *
  * Control frames reach core 0's queue only from the host port (PISA drops them elsewhere and counts
  * ctrl_foreign). Each is answered in its own packet-memory slot: the response is written over the
@@ -204,6 +204,7 @@ static int apply(uint8_t type, const uint8_t *b, unsigned len, struct ctrl_reply
     case NANOBPF_CTRL_MSG_MAP_UPDATE:
     case NANOBPF_CTRL_MSG_MAP_DELETE:
     case NANOBPF_CTRL_MSG_MAP_NEXT: return ctrl_map(type, b, len, r);
+    case NANOBPF_CTRL_MSG_EVENTS: return ctrl_events(b, len, r);
     case NANOBPF_CTRL_MSG_TABLE_SET: return do_table(b, len, r, 1);
     case NANOBPF_CTRL_MSG_TABLE_DEL: return do_table(b, len, r, 0);
     }

@@ -1,5 +1,5 @@
 /* The control plane on core 0 (firmware/apps/dpu): the protocol (ctrl.c), the key table (ctrl_keys.c),
- * programs and maps (ctrl_prog.c); what it needs of the data path is in dpu.h. */
+ * programs and maps (ctrl_prog.c), event maps (ctrl_events.c); what it needs of the data path is in dpu.h. */
 #ifndef DPU_CTRL_H
 #define DPU_CTRL_H
 
@@ -52,8 +52,12 @@ int ctrl_map(uint8_t type, const uint8_t *b, unsigned len, struct ctrl_reply *r)
 /* Install a program loaded at boot (the firmware's built-in one): it is attached as PROG_COMMIT would. */
 void ctrl_prog_boot(struct ebpf_prog *prog, const char *name, uint32_t image_len, uint32_t crc32);
 void ctrl_prog_reset(void); /* RESET: the program detached, an unfinished load dropped */
-/* A map of the attached program by name (NULL: none). */
+/* A map of the attached program by name (NULL: none); the NO_MAP refusal naming the maps it has. */
 struct ebpf_map *ctrl_prog_map(const struct ebpf_prog *prog, const char *name);
+int ctrl_no_map(const struct ebpf_prog *prog, const char *name, struct ctrl_reply *r);
+
+/* ctrl_events.c: EVENTS, an event map of the attached program drained for the host. */
+int ctrl_events(const uint8_t *b, unsigned len, struct ctrl_reply *r);
 uint32_t ctrl_crc32(const uint8_t *p, uint32_t n);
 
 /* What each message type cost on this core, for the summary. */

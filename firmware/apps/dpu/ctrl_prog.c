@@ -43,6 +43,15 @@ struct ebpf_map *ctrl_prog_map(const struct ebpf_prog *prog, const char *name) {
     return NULL;
 }
 
+int ctrl_no_map(const struct ebpf_prog *prog, const char *name, struct ctrl_reply *r) {
+    char list[200];
+    unsigned n = 0;
+    list[0] = 0;
+    for (uint32_t i = 0; i < prog->n_maps && n < sizeof list; i++)
+        n += (unsigned)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", prog->maps[i]->name);
+    return ctrl_refuse(r, NANOBPF_CTRL_ST_NO_MAP, "no map '%s' (maps: %s)", name, list);
+}
+
 static void load_drop(void) {
     ebpf_free(load.data);
     load.data = NULL;
@@ -222,14 +231,9 @@ int ctrl_map(uint8_t type, const uint8_t *b, unsigned len, struct ctrl_reply *r)
     const struct ebpf_prog *prog = dpu_prog_current();
     if (!prog) return ctrl_refuse(r, NANOBPF_CTRL_ST_NO_PROG, "no program attached");
     struct ebpf_map *m = ctrl_prog_map(prog, name);
-    if (!m) {
-        char list[200];
-        unsigned n = 0;
-        list[0] = 0;
-        for (uint32_t i = 0; i < prog->n_maps && n < sizeof list; i++)
-            n += (unsigned)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", prog->maps[i]->name);
-        return ctrl_refuse(r, NANOBPF_CTRL_ST_NO_MAP, "no map '%s' (maps: %s)", name, list);
-    }
+    if (!m) return ctrl_no_map(prog, name, r);
+    if (ebpf_map_is_event(m))
+        return ctrl_refuse(r, NANOBPF_CTRL_ST_INVALID, "map %s is an event map (records, no keys): read it with EVENTS", name);
     const uint8_t *key = b + NANOBPF_MAP_REQ_SIZE, *value = key + kl;
     if (!(kl == m->key_size || (type == NANOBPF_CTRL_MSG_MAP_NEXT && kl == 0)))
         return ctrl_refuse(r, NANOBPF_CTRL_ST_NO_MAP, "map %s: key of %u bytes, the map's is %u", name, kl, m->key_size);

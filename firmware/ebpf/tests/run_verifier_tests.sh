@@ -4,6 +4,10 @@
 #                                                      ARGS go to test_verifier (-v, -k NAME, --no-relevance,
 #                                                      --no-raw-pending)
 #   ... --fuzz [N [SEED]]   differential soundness fuzzer (fuzz_verifier.c), N programs (default 20000)
+#   ... --maps              map semantics Linux programs rely on (test_maps.c: LRU, per-CPU hash, devmaps,
+#                           pinning, csum_diff)
+#   ... --events            event maps (test_events.c: RINGBUF/PERF_EVENT_ARRAY rings, wrap, full -> counted
+#                           drop, the helpers' errors, the verifier's map/helper pairs, cores appending at once)
 #   ... --corpus [ARGS]     clang-compiled XDP programs (sw/ebpf/examples, sw/ebpf/bench, verifier_corpus/)
 #                           made into images by nanobpf-load and verified; prints processed counts
 # Outputs in build/ebpf/verifier-tests/.
@@ -20,6 +24,14 @@ RUNTIME="$E/verifier.c $E/error.c $E/helpers.c $E/aead_soft.c $E/maps.c $E/inter
 CFLAGS="-O2 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-sanitize-recover=undefined -I$E -Ibuild/generated/include"
 
 case "$1" in
+--maps)
+    cc $CFLAGS $E/tests/test_maps.c $RUNTIME -o "$OUT/test_maps"
+    exec "$OUT/test_maps"
+    ;;
+--events)
+    cc $CFLAGS -pthread $E/tests/test_events.c $RUNTIME -o "$OUT/test_events"
+    exec "$OUT/test_events"
+    ;;
 --fuzz)
     shift
     cc $CFLAGS $E/tests/fuzz_verifier.c $RUNTIME -o "$OUT/fuzz_verifier"

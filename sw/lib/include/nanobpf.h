@@ -173,6 +173,25 @@ int nanobpf_map_delete(struct nanobpf *h, const char *name, const void *key, siz
 int nanobpf_map_get_next(struct nanobpf *h, const char *name, const void *key, size_t key_len,
 			 void *next_key, size_t next_cap, size_t *next_len);
 
+/* ------------------------------------------------------------------ events of the attached program */
+
+/* One record of an event map (RINGBUF, PERF_EVENT_ARRAY). */
+struct nanobpf_event {
+	uint32_t index;			/* PERF_EVENT_ARRAY: the index the program named (BPF_F_CURRENT_CPU:
+					 * its core); RINGBUF: the core that wrote it */
+	uint32_t len;			/* data bytes, 0..NANOBPF_CTRL_MAX_EVENT */
+	const uint8_t *data;		/* valid during the callback */
+};
+/* Called once per record, oldest first; a nonzero return stops the calls (the device has given the
+ * records of this read away all the same) and becomes events_read's return value. */
+typedef int (*nanobpf_event_cb)(const struct nanobpf_event *ev, void *arg);
+/* One read of the event map `name`: its oldest records, at most max (0: as many as one control message
+ * holds), taken from the device and passed to cb; *lost: records the map dropped (ring full, or longer
+ * than NANOBPF_CTRL_MAX_EVENT) since the last read; *pending: records still waiting (read again while
+ * not 0). Either pointer may be NULL. Returns the number of records, or a negative errno. */
+int nanobpf_events_read(struct nanobpf *h, const char *name, unsigned max, nanobpf_event_cb cb, void *arg,
+			uint32_t *lost, uint32_t *pending);
+
 /* ------------------------------------------------------------------ PISA tables */
 
 /* table: NANOBPF_CTRL_TABLE_* (< NANOBPF_TABLE_COUNT); index: 0..65535 (the device checks its count);

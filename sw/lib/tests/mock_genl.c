@@ -14,7 +14,9 @@
  *   NANOBPF_MOCK_EMPTY=1      no keys, no program (PROG_GET: ENOEXEC, status NO_PROG), empty map
  * Fixed state otherwise: device on eth0/nbpf0 in sync, three keys (an open and a seal entry by CID, an
  * open entry by address: 192.0.2.1 port 4433, local port 443), program "xdp_mock", map "counters"
- * (three 4-byte keys 0..2 with 8-byte values), every counter.
+ * (three 4-byte keys 0..2 with 8-byte values), event map "events" (5 records of 0, 3, 6, 9 and 12
+ * bytes, indexes 0 1 0 1 0, 3 lost before the first; a read gives at most 2, or EVENTS_MAX; records a
+ * process has read are gone for it), every counter.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -158,6 +160,30 @@ static int map_index(struct nlattr **tb)
 	return k[0];
 }
 
+#define MOCK_EVENTS 5
+static int events_read;	/* records of "events" this process has taken */
+
+static void put_events(struct nl_msg *m, struct nlattr **tb)
+{
+	unsigned max = tb[NANOBPF_ATTR_EVENTS_MAX] ? nla_get_u16(tb[NANOBPF_ATTR_EVENTS_MAX]) : 0, n = 0;
+	struct nlattr *list, *ev;
+
+	nla_put_u32(m, NANOBPF_ATTR_EVENTS_LOST, events_read ? 0 : 3);
+	list = nla_nest_start(m, NANOBPF_ATTR_EVENT_LIST);
+	for (; events_read < MOCK_EVENTS && n < (max && max < 2 ? max : 2); events_read++, n++) {
+		uint8_t d[12];
+
+		for (int i = 0; i < 3 * events_read; i++)
+			d[i] = (uint8_t)(0x10 * events_read + i);
+		ev = nla_nest_start(m, NANOBPF_ATTR_EVENT);
+		nla_put_u32(m, NANOBPF_ATTR_EVENT_INDEX, (uint32_t)(events_read & 1));
+		nla_put(m, NANOBPF_ATTR_EVENT_DATA, 3 * events_read, d);
+		nla_nest_end(m, ev);
+	}
+	nla_nest_end(m, list);
+	nla_put_u32(m, NANOBPF_ATTR_EVENTS_PENDING, (uint32_t)(MOCK_EVENTS - events_read));
+}
+
 static void family_request(const struct nlmsghdr *nlh)
 {
 	struct genlmsghdr *g = nlmsg_data(nlh);
@@ -257,6 +283,15 @@ static void family_request(const struct nlmsghdr *nlh)
 		}
 		m = reply(nlh, MOCK_FAMILY, g->cmd, 0);
 		nla_put(m, NANOBPF_ATTR_MAP_VALUE, 8, map_vals[idx]);
+		break;
+	case NANOBPF_CMD_EVENTS_READ:
+		if (!tb[NANOBPF_ATTR_MAP_NAME] || strcmp(nla_get_string(tb[NANOBPF_ATTR_MAP_NAME]), "events")) {
+			fail_status = NANOBPF_CTRL_ST_NO_MAP;
+			ack(nlh, -ENXIO, NULL);
+			return;
+		}
+		m = reply(nlh, MOCK_FAMILY, g->cmd, 0);
+		put_events(m, tb);
 		break;
 	case NANOBPF_CMD_STATS_GET: {
 		struct nlattr *n;

@@ -33,7 +33,7 @@ import nanobpf_ebpf_defs as abi
 
 __all__ = ["BROADCAST", "HOST_MAC", "DEVICE_MAC", "OPEN", "SEAL", "CtrlError", "CtrlTimeout", "Frame", "KeyId",
            "key_id", "addr_id", "build", "parse", "add_shim", "has_shim", "strip_shim", "crc32", "Port", "MemoryLink", "TapPort",
-           "PacketPort", "Client"]
+           "PacketPort", "Client", "parse_events"]
 
 BROADCAST = b"\xff" * 6
 HOST_MAC = bytes.fromhex("024e42000002")
@@ -343,6 +343,22 @@ def _quiet_up(ifname):
         s.close()
 
 
+def parse_events(body):
+    """An EVENTS response body -> (lost, pending, [(index, data)]); ValueError when malformed."""
+    head = D.unpack("events_resp", body)
+    off, records = D.EVENTS_RESP_SIZE, []
+    for _ in range(head["count"]):
+        rec = D.unpack("event_rec", body, off)
+        off += D.EVENT_REC_SIZE
+        if rec["reserved"] or rec["len"] > D.NANOBPF_CTRL_MAX_EVENT or off + rec["len"] > len(body):
+            raise ValueError(f"EVENTS response: record {len(records)} of {head['count']} is malformed")
+        records.append((rec["index"], bytes(body[off:off + rec["len"]])))
+        off += rec["len"]
+    if off != len(body) or head["reserved"]:
+        raise ValueError(f"EVENTS response: {len(body) - off} bytes after {head['count']} records")
+    return head["lost"], head["pending"], records
+
+
 # ---------------------------------------------------------------- reference host
 class Client:
     """The host side (nanobpf.ko's algorithm): authoritative state, mirrored with acknowledgements.
@@ -544,6 +560,23 @@ class Client:
                     return keys
                 raise
             keys.append(key)
+
+    def events(self, name, max=0):
+        """One EVENTS request: (lost, pending, [(index, data)]): the records the event map `name` dropped
+        since the last EVENTS, the records still waiting after these, and the oldest records, as many as
+        one response holds (at most max; 0: no limit). The device forgets the records it sent."""
+        body = self.call(D.NANOBPF_CTRL_MSG_EVENTS, D.pack("events_req", name=name, max=max))
+        return parse_events(body)
+
+    def events_all(self, name):
+        """EVENTS until none are waiting: (lost, [(index, data)])."""
+        lost, records = 0, []
+        while True:
+            n, pending, recs = self.events(name)
+            lost += n
+            records += recs
+            if not pending:
+                return lost, records
 
     def table_set(self, table, index, word):
         self.call(D.NANOBPF_CTRL_MSG_TABLE_SET, D.pack("table_msg", table=table, index=index, value=word))

@@ -32,6 +32,9 @@ field of `quic_config` (bit n: open entries with n-byte CIDs exist): rewritten w
 change, a program is attached or quic_config is written with MAP_UPDATE (the other fields are the
 user's).
 
+Event maps (RINGBUF, PERF_EVENT_ARRAY): EVENTS drains the attached program's map through its runtime
+(nanobpf-run's `events`, the same ring code as the device), as many records as the response holds.
+
 Fault injection (set_faults) applies to control frames in both directions, from a seeded RNG.
 
     python -m nanobpf.devmodel --host-tap nbh0 --net-tap nbn0     # or sw/tools/nanobpf-devmodel
@@ -66,6 +69,10 @@ TABLES = {D.NANOBPF_CTRL_TABLE_PORT: "port_entry", D.NANOBPF_CTRL_TABLE_PROFILE:
           D.NANOBPF_CTRL_TABLE_LPORT_CFG: "lport_cfg"}
 ERRNO_STATUS = {17: D.NANOBPF_CTRL_ST_EXIST, 2: D.NANOBPF_CTRL_ST_NOENT, 7: D.NANOBPF_CTRL_ST_FULL,
                 22: D.NANOBPF_CTRL_ST_INVALID}
+EVENT_MAP_TYPES = frozenset({abi.NANOBPF_MAP_TYPE_RINGBUF, abi.NANOBPF_MAP_TYPE_PERF_EVENT_ARRAY})
+# EVENTS fills a response as the device does: nanobpf-run's events budget counts each record as its length
+# plus NANOBPF_EVENT_REC_HDR, the wire's event_rec is that size
+assert D.EVENT_REC_SIZE == abi.NANOBPF_EVENT_REC_HDR
 
 
 class _Refuse(Exception):
@@ -540,7 +547,8 @@ class DeviceModel:
     def _share_pinned(self, xdp, pinned):
         """The device has one map per pinned name, held by every program that declares it: a program
         replacing one that pins the same map finds its entries (each model program is a runtime process
-        of its own, so they are copied)."""
+        of its own, so they are copied). A pinned event map's waiting records are not carried over (the
+        device keeps them): the model has no way to put records into a ring."""
         old = self._prog[0]
         for name in sorted(pinned.keys() & self._pinned.keys()):
             for key, value in old.map_items(name):
@@ -669,8 +677,8 @@ class DeviceModel:
             raise _Refuse(D.NANOBPF_CTRL_ST_VERIFIER, f"image: {e}")
         for name in pinned.keys() & self._pinned.keys():   # as maps.c ebpf_pinned_map_bind
             old, new = self._pinned[name], pinned[name]
-            if (old.type, old.key_size, old.value_size, old.max_entries, old.flags) != \
-                    (new.type, new.key_size, new.value_size, new.max_entries, new.flags):
+            if (old.type, old.key_size, old.value_size, old.max_entries, old.flags, old.spin_lock_off) != \
+                    (new.type, new.key_size, new.value_size, new.max_entries, new.flags, new.spin_lock_off):
                 raise _Refuse(D.NANOBPF_CTRL_ST_VERIFIER,
                               f"map {name}: pinned with type {old.type}, key {old.key_size}, value {old.value_size}, "
                               f"{old.max_entries} entries; this program declares type {new.type}, key {new.key_size}, "
@@ -731,6 +739,8 @@ class DeviceModel:
         if name not in xdp.map_names():
             raise _Refuse(D.NANOBPF_CTRL_ST_NO_MAP, f"no map '{name}' (maps: {', '.join(xdp.map_names())})")
         info = xdp.map_info(name)
+        if info.type in EVENT_MAP_TYPES:
+            raise _Refuse(D.NANOBPF_CTRL_ST_INVALID, f"map {name} is an event map (records, no keys): read it with EVENTS")
         key, value = body[D.MAP_REQ_SIZE:D.MAP_REQ_SIZE + kl], body[D.MAP_REQ_SIZE + kl:]
         if not (kl == info.key_size or (type_ == D.NANOBPF_CTRL_MSG_MAP_NEXT and kl == 0)):
             raise _Refuse(D.NANOBPF_CTRL_ST_NO_MAP, f"map {name}: key of {kl} bytes, the map's is {info.key_size}")
@@ -766,6 +776,23 @@ class DeviceModel:
             errno = next((int(t) for t in text.replace("(", " ").replace(")", " ").replace(":", " ").split()
                           if t.lstrip("-").isdigit() and int(t) < 0), -22)
             raise _Refuse(ERRNO_STATUS.get(-errno, D.NANOBPF_CTRL_ST_INVALID), text.split(": ", 1)[-1])
+
+    def _do_events(self, body):
+        """EVENTS: the oldest records of an event map, as many as the response holds (at most max), and
+        the records it dropped since the last EVENTS; the records are taken."""
+        m = self._exact(body, "events_req")
+        if m["reserved"]:
+            raise _Refuse(D.NANOBPF_CTRL_ST_INVALID, "events_req: reserved not zero")
+        if not self._prog:
+            raise _Refuse(D.NANOBPF_CTRL_ST_NO_PROG, "no program attached")
+        xdp, name = self._prog[0], m["name"]
+        if name not in xdp.map_names():
+            raise _Refuse(D.NANOBPF_CTRL_ST_NO_MAP, f"no map '{name}' (maps: {', '.join(xdp.map_names())})")
+        if xdp.map_info(name).type not in EVENT_MAP_TYPES:
+            raise _Refuse(D.NANOBPF_CTRL_ST_INVALID, f"map {name} is not an event map (RINGBUF, PERF_EVENT_ARRAY)")
+        lost, pending, records = xdp.events(name, m["max"], D.NANOBPF_CTRL_MAX_BODY - D.EVENTS_RESP_SIZE)
+        return D.pack("events_resp", lost=lost, pending=pending, count=len(records)) + b"".join(
+            D.pack("event_rec", len=len(data), index=index) + data for index, data in records)
 
     def _do_table(self, body, set_):
         m = self._exact(body, "table_msg")
@@ -807,6 +834,7 @@ class DeviceModel:
         D.NANOBPF_CTRL_MSG_MAP_UPDATE: lambda s, b: s._do_map(b, D.NANOBPF_CTRL_MSG_MAP_UPDATE),
         D.NANOBPF_CTRL_MSG_MAP_DELETE: lambda s, b: s._do_map(b, D.NANOBPF_CTRL_MSG_MAP_DELETE),
         D.NANOBPF_CTRL_MSG_MAP_NEXT: lambda s, b: s._do_map(b, D.NANOBPF_CTRL_MSG_MAP_NEXT),
+        D.NANOBPF_CTRL_MSG_EVENTS: _do_events,
         D.NANOBPF_CTRL_MSG_TABLE_SET: lambda s, b: s._do_table(b, True),
         D.NANOBPF_CTRL_MSG_TABLE_DEL: lambda s, b: s._do_table(b, False),
     }

@@ -104,9 +104,15 @@ def test_limits_have_one_source():
     assert ctrl.NANOBPF_CTRL_NAME_LEN == abi.NANOBPF_MAP_NAME_LEN == abi.NANOBPF_PROG_NAME_LEN
     assert ctrl.NANOBPF_CTRL_KEYS_SIZE == abi.STRUCTS["quic_keys"].size
     assert abi.NANOBPF_KEYTABLE_SLOTS == 2 * abi.NANOBPF_KEYTABLE_ENTRIES
+    # an event record: the runtime's limit, and the largest one fits one EVENTS response (its header
+    # the size of the ring's record header, which nanobpf-run's events budget counts)
+    assert ctrl.NANOBPF_CTRL_MAX_EVENT == abi.NANOBPF_EVENT_MAX == ctrl.GENL_ATTRS["EVENT_DATA"][2]
+    assert ctrl.EVENTS_RESP_SIZE + ctrl.EVENT_REC_SIZE + ctrl.NANOBPF_CTRL_MAX_EVENT <= ctrl.NANOBPF_CTRL_MAX_BODY
+    assert ctrl.EVENT_REC_SIZE == abi.NANOBPF_EVENT_REC_HDR
     toml = (ROOT / "hw/defs/ctrl.toml").read_text()
     assert re.search(r'name = "MAX_CID", value = "NANOBPF_KEYTABLE_CID_MAX"', toml)
     assert re.search(r'name = "NAME_LEN", value = "NANOBPF_MAP_NAME_LEN"', toml)
+    assert re.search(r'name = "MAX_EVENT", value = "NANOBPF_EVENT_MAX"', toml)
     assert "u8[20]" not in toml and "u8[80]" not in toml and "char[32]" not in toml
     for a, n in [("CID", ctrl.NANOBPF_CTRL_MAX_CID), ("ADDR_ID", ctrl.NANOBPF_CTRL_MAX_CID), ("KEYS", ctrl.NANOBPF_CTRL_KEYS_SIZE),
                  ("IMAGE", ctrl.NANOBPF_CTRL_MAX_IMAGE), ("PROG_NAME", ctrl.NANOBPF_CTRL_NAME_LEN)]:

@@ -267,6 +267,11 @@ def xdp_with(map_def, body="return XDP_PASS;", extra=""):
 
 
 LOOKUP = "__u32 k = 0; return bpf_map_lookup_elem(&m, &k) ? XDP_PASS : XDP_DROP;"
+RINGBUF = "struct { __uint(type, BPF_MAP_TYPE_RINGBUF); __uint(max_entries, 4096); } m SEC(\".maps\");"
+RING_OUT = "__u64 v = 7; bpf_ringbuf_output(&m, &v, sizeof v, 0); return XDP_PASS;"
+PERF = ("struct { __uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY); __uint(key_size, sizeof(__u32));"
+        " __uint(value_size, sizeof(__u32)); } m SEC(\".maps\");")
+PERF_OUT = "__u64 v = 7; bpf_perf_event_output(ctx, &m, BPF_F_CURRENT_CPU, &v, sizeof v); return XDP_PASS;"
 
 REFUSALS = {
     "tail_call": (xdp_with("struct { __uint(type, BPF_MAP_TYPE_PROG_ARRAY); __uint(max_entries, 4);"
@@ -285,9 +290,20 @@ REFUSALS = {
                r"map 'm': map type CPUMAP \(16\): redirects frames to host CPUs"),
     "fib_lookup": (xdp_with("", "struct bpf_fib_lookup p = {}; return bpf_fib_lookup(ctx, &p, sizeof p, 0) ? XDP_PASS : XDP_DROP;"),
                    r"helper 69: bpf_fib_lookup needs the kernel's routing"),
-    "ringbuf": (xdp_with("struct { __uint(type, BPF_MAP_TYPE_RINGBUF); __uint(max_entries, 4096); }"
-                         " m SEC(\".maps\");", "bpf_ringbuf_output(&m, &ctx, 8, 0); return XDP_PASS;"),
-                r"map 'm': map type RINGBUF \(27\): events to the host; events are not supported by the device yet"),
+    "ringbuf_reserve": (xdp_with(RINGBUF, "__u64 *r = bpf_ringbuf_reserve(&m, 8, 0); if (!r) return XDP_PASS;"
+                                 " *r = 1; bpf_ringbuf_submit(r, 0); return XDP_PASS;"),
+                        r"helper 131: bpf_ringbuf_reserve .* send it with bpf_ringbuf_output"),
+    "ringbuf_discard": (xdp_with(RINGBUF, "__u64 *r = bpf_ringbuf_reserve(&m, 8, 0); if (r) bpf_ringbuf_discard(r, 0);"
+                                 " return XDP_PASS;"), r"helper 131: bpf_ringbuf_reserve"),
+    "ringbuf_size": (xdp_with(RINGBUF.replace("4096", "6144"), RING_OUT),
+                     r"map 'm': a RINGBUF's max_entries is its size in bytes, a power of two of at least 4096, not 6144"),
+    "ringbuf_small": (xdp_with(RINGBUF.replace("4096", "2048"), RING_OUT), r"at least 4096, not 2048"),
+    "ringbuf_key": (xdp_with(RINGBUF.replace("}", "__type(key, __u32); }", 1), RING_OUT),
+                    r"map 'm': a RINGBUF has no key or value \(size 0\), not 4 and 0"),
+    "perf_value": (xdp_with(PERF.replace("sizeof(__u32)); }", "8); }"), PERF_OUT),
+                   r"map 'm': a PERF_EVENT_ARRAY has a 4-byte key and value .* not 4 and 8"),
+    "perf_no_sizes": (xdp_with("struct { __uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY); } m SEC(\".maps\");", PERF_OUT),
+                      r"map 'm': a PERF_EVENT_ARRAY has a 4-byte key and value .* not 0 and 0"),
     "map_flags": (xdp_with("struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 4);"
                            " __uint(map_flags, BPF_F_RDONLY_PROG);"
                            " __type(key, __u32); __type(value, __u32); } m SEC(\".maps\");", LOOKUP),
@@ -347,6 +363,31 @@ def test_refusal(tmp_path, case):
     obj = compile_c(tmp_path, case, source)
     with pytest.raises(LoadError, match=message):
         load(obj)
+
+
+def test_event_maps(tmp_path):
+    """RINGBUF and PERF_EVENT_ARRAY maps as Linux programs declare them: a ring of max_entries bytes
+    (key and value 0), a perf array of 4-byte keys and values whose max_entries 0 stays 0 (libbpf: the
+    CPUs; the device: its cores); its sizes are refused when left out, as Linux refuses them. A ring
+    larger than the device keeps is shrunk to NANOBPF_EVENT_RINGBUF_MAX with a note; --map-size may set
+    a ring's size within the device's limits."""
+    src = xdp_with(RINGBUF + "\n" + PERF.replace(" m SEC", " p SEC"),
+                   "__u64 v = 7; bpf_ringbuf_output(&m, &v, sizeof v, 0);"
+                   " bpf_perf_event_output(ctx, &p, BPF_F_CURRENT_CPU, &v, sizeof v); return XDP_PASS;")
+    img = load(compile_c(tmp_path, "events", src))
+    maps = {m.name: (m.type, m.key_size, m.value_size, m.max_entries) for m in img.maps}
+    assert maps == {"m": (abi.NANOBPF_MAP_TYPE_RINGBUF, 0, 0, 4096), "p": (abi.NANOBPF_MAP_TYPE_PERF_EVENT_ARRAY, 4, 4, 0)}
+    assert img.notes == []
+    check_image(img)
+    big = compile_c(tmp_path, "big", xdp_with(RINGBUF.replace("4096", "256 * 1024"), RING_OUT))
+    img = load(big)
+    assert img.maps[0].max_entries == abi.NANOBPF_EVENT_RINGBUF_MAX
+    assert img.notes == [f"map 'm': a ring of 262144 bytes: the device keeps {abi.NANOBPF_EVENT_RINGBUF_MAX} in its "
+                         f"shared memory (choose with --map-size m=N)"]
+    assert load(big, map_sizes={"m": 8192}).maps[0].max_entries == 8192
+    with pytest.raises(LoadError, match=r"--map-size m=32768: the device keeps rings of at most 16384 bytes"):
+        load(big, map_sizes={"m": 2 * abi.NANOBPF_EVENT_RINGBUF_MAX})
+    assert load(compile_c(tmp_path, "perf8", xdp_with(PERF, PERF_OUT)), map_sizes={"m": 8}).maps[0].max_entries == 8
 
 
 TC = HEAD + 'SEC("tc") int cls(struct __sk_buff *skb) { return 0; }\n' + LICENSE

@@ -37,10 +37,10 @@ needs_no_module = pytest.mark.skipif(MODULE_LOADED, reason="nanobpf.ko is loaded
 NAME_MAX = ctrl.GENL_ATTRS["PROG_NAME"][2] - 1        # bytes of a program or map name, NUL excluded
 IFNAME_MAX = ctrl.GENL_ATTRS["IFNAME"][2] - 1
 NOT_FOUND = "generic netlink family 'nanobpf' not found: is nanobpf.ko loaded? (modprobe nanobpf)"
-OBJECTS = ["dev", "key", "prog", "map", "table", "stats"]
+OBJECTS = ["dev", "key", "prog", "map", "events", "table", "stats"]
 VERBS = {"dev": ["attach", "detach", "show", "reset"], "key": ["add", "update", "del", "list"],
          "prog": ["load", "unload", "show"], "map": ["dump", "lookup", "update", "delete"],
-         "table": ["add", "del"], "stats": []}
+         "events": [], "table": ["add", "del"], "stats": []}
 
 KEY = "00112233445566778899aabbccddeeff"
 IV = "000102030405060708090a0b"
@@ -198,6 +198,14 @@ USAGE_ERRORS = [
     (["map", "update", "m", "key", "00", "value", "00" * 1025], "longer than 1024 bytes"),
     (["map", "update", "m", "key", "00", "value", "01", "sometimes"], "unknown update flag 'sometimes'"),
     (["map", "delete", "m", "key", "zz"], "'z' is not a hex digit"),
+    # events
+    (["events"], "needs the map NAME"),
+    (["events", "e" * (NAME_MAX + 1)], f"at most {NAME_MAX} fit"),
+    (["events", "rb", "count"], "'count' needs a value"),
+    (["events", "rb", "count", "x"], "not a number"),
+    (["events", "rb", "interval", "3600001"], "out of range"),
+    (["events", "rb", "often", "1"], "unknown keyword 'often'"),
+    (["map", "dump", "m", "--follow"], "--follow goes with events only"),
     # table
     (["table", "add", "ports", "0", "1"], "unknown table 'ports'"),
     (["table", "add", "port", "0"], "needs TABLE INDEX VALUE"),
@@ -470,6 +478,42 @@ def test_mock_maps(tmp_path):
         assert attrs == {"MAP_NAME": b"counters\0", "MAP_KEY": bytes([1, 0, 0, 0]), "MAP_VALUE": b"\x01\x02",
                          "MAP_FLAGS": struct.pack("=Q", num)}
     assert reqs[-1][:2] == ("map_delete", {"MAP_NAME": b"counters\0", "MAP_KEY": bytes([1, 0, 0, 0])})
+
+
+MOCK_EVENTS = [(i & 1, bytes(0x10 * i + k for k in range(3 * i))) for i in range(5)]   # mock_genl.c
+
+
+def test_mock_events(tmp_path):
+    """events NAME reads until none wait (the mock gives 2 a read, 3 lost before the first), text and
+    JSON; count N stops after N; a device refusal is explained."""
+    log = tmp_path / "log"
+    recs = [{"index": i, "data": d.hex()} for i, d in MOCK_EVENTS]
+    assert mock_json("events", "events", log=log) == {"records": recs, "lost": 3}
+    reqs = requests(log)
+    assert [r[0] for r in reqs] == ["events_read"] * 3 and all(a == {"MAP_NAME": b"events\0"} for _, a, _ in reqs)
+    assert mock("events", "events").stdout.splitlines() == [
+        "index 0  len 0", "index 1  len 3  10 11 12", "index 0  len 6  20 21 22 23 24 25",
+        "index 1  len 9  30 31 32 33 34 35 36 37 38", "index 0  len 12  40 41 42 43 44 45 46 47 48 49 4a 4b",
+        "lost 3"]
+    log2 = tmp_path / "log2"
+    assert mock_json("events", "events", "count", "3", log=log2) == {"records": recs[:3], "lost": 3}
+    assert [a.get("EVENTS_MAX") for _, a, _ in requests(log2)] == [struct.pack("=H", 3), struct.pack("=H", 1)]
+    p = mock("--json", "events", "other")
+    assert p.returncode == 1 and json.loads(p.stdout)["error"]["device_status"] == "no_map"
+    p = mock("events", "other")
+    assert p.returncode == 1 and "the device refused it (no_map)" in p.stderr
+
+
+def test_mock_events_follow():
+    """--follow prints each record as it comes, one JSON value per line, and the lost count as its own
+    line when the device reports drops; count N ends it."""
+    p = mock("--json", "events", "events", "--follow", "count", "5", "interval", "1")
+    assert p.returncode == 0, p.stderr
+    lines = [json.loads(ln) for ln in p.stdout.splitlines()]
+    recs = [{"index": i, "data": d.hex()} for i, d in MOCK_EVENTS]
+    assert lines == recs[:2] + [{"lost": 3}] + recs[2:]
+    p = mock("-f", "events", "events", "count", "4")
+    assert p.returncode == 0 and p.stdout.splitlines()[2] == "lost 3" and len(p.stdout.splitlines()) == 5
 
 
 def test_mock_tables(tmp_path):

@@ -6,8 +6,8 @@
  * --jit runs the RV64 JIT: natively on RISC-V, else by re-executing the RV64 build of this tool under
  * qemu-riscv64. --image runs a device image (nanobpf-load output) as an XDP program: verified,
  * resolved, then run with the memory as the packet. --image with --batch keeps the program loaded and
- * runs a script of map updates, lookups and packets (one result line per command): the device
- * runtime as a test oracle for whole packet flows. */
+ * runs a script of map updates, lookups, packets and event drains (one result line per command): the
+ * device runtime as a test oracle for whole packet flows. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +43,11 @@ static const char usage[] =
     "                      delete MAP KEY        -> ok | none | error MSG\n"
     "                      next MAP [KEY]        -> key HEX | none   (the key after KEY, or the first)\n"
     "                      info                  -> info INSNS MAPS   (the program was verified)\n"
+    "                      events MAP [MAX [BYTES]] -> events LOST PENDING [INDEX:HEX ...]\n"
+    "                                            (drain an event map, RINGBUF or PERF_EVENT_ARRAY: its oldest\n"
+    "                                            records, at most MAX (0: no limit) and while their lengths\n"
+    "                                            plus 8 each stay within BYTES; LOST: records dropped since\n"
+    "                                            the last events, PENDING: records left)\n"
     "                      run IFINDEX FRAME [PARSE] -> result ACTION FRAME-HEX REDIRECT-IFINDEX\n"
     "                    (PARSE: what PISA parsed, the context fields past xdp_md, as\n"
     "                     L3_OFF,L4_OFF,QUIC_OFF,PN_OFF,CID_LEN,CONN; without it all 0)\n"
@@ -206,6 +211,39 @@ static void batch_command(struct ebpf_prog *prog, char *line, int jit, long head
                 putchar('\n');
             }
         }
+    } else if (!strcmp(argv[0], "events")) {
+        struct ebpf_map *m = argc > 1 ? map_named(prog, argv[1]) : NULL;
+        char *e1 = NULL, *e2 = NULL;
+        unsigned long max = argc > 2 ? strtoul(argv[2], &e1, 0) : 0, bytes = argc > 3 ? strtoul(argv[3], &e2, 0) : ~0ul;
+        if (argc < 2 || argc > 4 || (e1 && *e1) || (e2 && *e2)) {
+            printf("error events takes MAP [MAX [BYTES]]\n");
+        } else if (!m) {
+            printf("error no map named '%s'\n", argv[1]);
+        } else if (!ebpf_map_is_event(m)) {
+            printf("error map %s is not an event map (RINGBUF, PERF_EVENT_ARRAY)\n", m->name);
+        } else {
+            uint8_t data[NANOBPF_EVENT_MAX];
+            uint32_t index, lost = ebpf_event_take_lost(m);
+            unsigned long taken = 0, used = 0, cap = bytes < (1ul << 20) ? bytes : 1ul << 20;
+            char *line = malloc(2 * (size_t)cap + 64), *o = line; /* " INDEX:" + 2 digits a byte < 2 x (8 + len) */
+            int len;
+            /* as the device's EVENTS: whole records, oldest first, while they fit */
+            while (line && (!max || taken < max) && (len = ebpf_event_peek(m, data, &index)) >= 0 &&
+                   used + NANOBPF_EVENT_REC_HDR + (unsigned long)len <= cap) {
+                o += sprintf(o, " %u:", index);
+                for (int i = 0; i < len; i++) o += sprintf(o, "%02x", data[i]);
+                used += NANOBPF_EVENT_REC_HDR + (unsigned long)len;
+                taken++;
+                ebpf_event_pop(m);
+            }
+            if (line) {
+                *o = 0;
+                printf("events %u %u%s\n", lost, ebpf_event_pending(m), line);
+            } else {
+                printf("error out of memory\n");
+            }
+            free(line);
+        }
     } else if (!strcmp(argv[0], "run")) {
         char *endp = NULL;
         unsigned long ifindex = argc == 3 || argc == 4 ? strtoul(argv[1], &endp, 0) : 0;
@@ -254,7 +292,7 @@ static void batch_command(struct ebpf_prog *prog, char *line, int jit, long head
             free(buf);
         }
     } else {
-        printf("error unknown command '%s' (info, update, lookup, delete, next, run)\n", argv[0]);
+        printf("error unknown command '%s' (info, update, lookup, delete, next, events, run)\n", argv[0]);
     }
     free(key);
     free(val);

@@ -1,6 +1,6 @@
 /* nanobpfctl: command line for nanobpf.ko (libnanobpf), in the style of bpftool.
  *
- *   nanobpfctl [--json] OBJECT VERB [ARGS]     OBJECT: dev key prog map table stats
+ *   nanobpfctl [--json] OBJECT VERB [ARGS]     OBJECT: dev key prog map events table stats
  *
  * Exit status: 0 done, 1 the operation failed (driver, device, file), 2 bad command line.
  * docs/control.md, section "nanobpfctl", describes every verb and the JSON output.
@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "nanobpf.h"
@@ -24,6 +25,7 @@
 
 static const char *prog = "nanobpfctl";
 static int json;
+static int follow;		/* events --follow */
 static FILE *out;		/* stdout, or a buffer while a dump runs */
 static struct nanobpf *handle;
 
@@ -44,11 +46,13 @@ static void help_main(FILE *f)
 		"  prog   load FILE [name NAME] | unload | show\n"
 		"  map    dump NAME | lookup NAME key HEX | update NAME key HEX value HEX [any|noexist|exist]\n"
 		"         delete NAME key HEX\n"
+		"  events NAME [count N] [interval MS] [--follow]   (records of a RINGBUF/PERF_EVENT_ARRAY map)\n"
 		"  table  add port|profile|lport_cfg INDEX VALUE | del TABLE INDEX\n"
 		"  stats  (device and driver counters)\n"
 		"\n"
 		"Options:\n"
 		"  -j, --json     machine-readable output (one JSON value on stdout; errors too)\n"
+		"  -f, --follow   events: keep reading as records come (JSON: one value per line)\n"
 		"  -h, --help     this text; 'nanobpfctl OBJECT help' for one object\n"
 		"  -V, --version  version\n"
 		"\n"
@@ -121,6 +125,24 @@ static void help_map(FILE *f)
 		"NAME: a map of the attached program (at most %d bytes). Keys have at most %d bytes, values at\n"
 		"most %d. update: any (default) creates or replaces, noexist only creates, exist only replaces.\n",
 		NANOBPF_ATTR_LEN_MAP_NAME - 1, NANOBPF_CTRL_MAX_MAP_KEY, NANOBPF_CTRL_MAX_MAP_VALUE);
+}
+
+static void help_events(FILE *f)
+{
+	fprintf(f,
+		"Usage: nanobpfctl events NAME [count N] [interval MS] [--follow]\n"
+		"\n"
+		"Read the records a program sent with bpf_ringbuf_output (map type RINGBUF) or bpf_perf_event_output\n"
+		"(PERF_EVENT_ARRAY) to its event map NAME (at most %d bytes). Reading takes them off the device:\n"
+		"each is shown once. Without --follow: every record waiting, then exit. With --follow: keep\n"
+		"reading, every MS milliseconds (default 100) while none wait, until interrupted.\n"
+		"  count N   stop after N records (with --follow too)\n"
+		"Each record: its index (PERF_EVENT_ARRAY: the index the program named, BPF_F_CURRENT_CPU its\n"
+		"core; RINGBUF: the core) and its bytes (at most %d). Records the device dropped because the ring\n"
+		"was full (or the record longer than that) are counted: 'lost N'.\n"
+		"JSON: {\"records\": [{\"index\": 0, \"data\": \"HEX\"}, ...], \"lost\": N}; with --follow one value\n"
+		"per line: {\"index\": 0, \"data\": \"HEX\"} per record, {\"lost\": N} when the device dropped some.\n",
+		NANOBPF_ATTR_LEN_MAP_NAME - 1, NANOBPF_CTRL_MAX_EVENT);
 }
 
 static void help_table(FILE *f)
@@ -1182,6 +1204,118 @@ static int run_map(int argc, char **argv)
 	return ret < 0 ? lib_err(ret) : ok_done();
 }
 
+/* ------------------------------------------------------------------ events */
+
+#define EVENTS_DRAIN_MAX 1000000	/* without --follow: stop after this many (a program may never pause) */
+
+struct events_state {
+	uint64_t shown, count;		/* count: stop after this many (0: no limit) */
+	int listed;			/* JSON without --follow: records inside one array */
+};
+
+static int event_print(const struct nanobpf_event *ev, void *arg)
+{
+	static char hex[3 * NANOBPF_CTRL_MAX_EVENT + 1];
+	struct events_state *st = arg;
+
+	hexstr(hex, ev->data, ev->len, !json);
+	if (json) {
+		jopen(NULL, '{');
+		jkv_u64("index", ev->index);
+		jkv_str("data", hex);
+		jclose('}');
+		if (follow)
+			jend();
+	} else {
+		fprintf(out, "index %u  len %u%s%s\n", ev->index, ev->len, ev->len ? "  " : "", hex);
+	}
+	st->shown++;
+	return 0;
+}
+
+static void events_lost(uint64_t lost)
+{
+	if (json) {
+		jopen(NULL, '{');
+		jkv_u64("lost", lost);
+		jclose('}');
+		jend();
+	} else {
+		fprintf(out, "lost %" PRIu64 "\n", lost);
+	}
+}
+
+static int run_events(int argc, char **argv)
+{
+	const char *o = "events", *name;
+	struct events_state st = { 0 };
+	uint64_t count = 0, interval = 100, lost_total = 0;
+	int ret, i;
+
+	if (argc < 1)
+		return usage_err(o, "events needs the map NAME");
+	name = argv[0];
+	if ((ret = check_name_len(o, "map name", name, NANOBPF_ATTR_LEN_MAP_NAME - 1)))
+		return ret;
+	for (i = 1; i < argc; i += 2) {
+		if (strcmp(argv[i], "count") && strcmp(argv[i], "interval"))
+			return usage_err(o, "unknown keyword '%s' (count, interval)", argv[i]);
+		if ((ret = need_value(o, argc, argv, i)))
+			return ret;
+		if (!strcmp(argv[i], "count"))
+			ret = parse_uint(o, "count", argv[i + 1], UINT32_MAX, &count);
+		else
+			ret = parse_uint(o, "interval", argv[i + 1], 3600000, &interval);
+		if (ret)
+			return ret;
+	}
+	HANDLE_OR_FAIL();
+	st.count = count;
+	if (!follow)
+		buffer_begin();	/* one JSON value, or the error alone */
+	if (json && !follow)
+		jopen(NULL, '{'), jopen("records", '[');
+	for (;;) {
+		uint64_t left = st.count ? st.count - st.shown : 0;
+		uint32_t lost = 0, pending = 0;
+
+		if (st.count && !left)
+			break;
+		ret = nanobpf_events_read(handle, name, left > 0xffff ? 0xffff : (unsigned)left, event_print, &st,
+					  &lost, &pending);
+		if (ret < 0)
+			break;
+		lost_total += lost;
+		if (follow && lost)
+			events_lost(lost);
+		if (follow)
+			fflush(out);
+		if (!follow && (!pending || st.shown >= EVENTS_DRAIN_MAX))
+			break;
+		if (follow && !ret && !pending) {
+			struct timespec ts = { (time_t)(interval / 1000), (long)(interval % 1000) * 1000000L };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+	if (ret < 0) {
+		buffer_end(0);
+		return lib_err(ret);
+	}
+	if (!follow) {
+		if (json) {
+			jclose(']');
+			jkv_u64("lost", lost_total);
+			jclose('}');
+			jend();
+		} else if (lost_total) {
+			events_lost(lost_total);
+		}
+		buffer_end(1);
+	}
+	return 0;
+}
+
 /* ------------------------------------------------------------------ table */
 
 /* entries of each table (register arrays of hw/defs/soc.toml, block pisa) */
@@ -1272,6 +1406,7 @@ static const struct object objects[] = {
 	{ "key", help_key, run_key },
 	{ "prog", help_prog, run_prog },
 	{ "map", help_map, run_map },
+	{ "events", help_events, run_events },
 	{ "table", help_table, run_table },
 	{ "stats", help_stats, run_stats },
 };
@@ -1296,6 +1431,8 @@ int main(int argc, char **argv)
 			opts_done = 1;
 		} else if (!strcmp(a, "-j") || !strcmp(a, "--json")) {
 			json = 1;
+		} else if (!strcmp(a, "-f") || !strcmp(a, "--follow")) {
+			follow = 1;
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			help = 1;
 		} else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
@@ -1344,7 +1481,7 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (!obj) {
-		status = usage_err(NULL, "unknown object '%s' (dev, key, prog, map, table, stats)", pos[0]);
+		status = usage_err(NULL, "unknown object '%s' (dev, key, prog, map, events, table, stats)", pos[0]);
 		free(pos);
 		return status;
 	}
@@ -1352,6 +1489,11 @@ int main(int argc, char **argv)
 		obj->help(out);
 		free(pos);
 		return 0;
+	}
+	if (follow && obj->run != run_events) {
+		status = usage_err(obj->name, "--follow goes with events only");
+		free(pos);
+		return status;
 	}
 	status = obj->run(npos - 1, pos + 1);
 	if (fflush(stdout) != 0 && status == 0)

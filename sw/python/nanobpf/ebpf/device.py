@@ -192,6 +192,20 @@ class DeviceXdp:
                 items.append((key, [v] if m.percpu else v))
         return items
 
+    def events(self, name, max=0, budget=None):
+        """Drain an event map (RINGBUF, PERF_EVENT_ARRAY) as the device's EVENTS does: (lost, pending,
+        [(index, data)]): the records dropped since the last drain, the records left, and the oldest
+        records, at most max (0: no limit) and while their lengths plus NANOBPF_EVENT_REC_HDR each stay
+        within budget bytes (None: no limit). Taken records are gone."""
+        self.map_info(name)
+        reply = self._command(f"events {name} {int(max)}" + ("" if budget is None else f" {int(budget)}"))
+        fields = reply.split(" ")
+        records = []
+        for rec in fields[3:]:
+            index, _, data = rec.partition(":")
+            records.append((int(index), bytes.fromhex(data)))
+        return int(fields[1]), int(fields[2]), records
+
     # ------------------------------------------------------------ running
     def run(self, frame, ingress_ifindex=0, parse=None):
         """Run the program once over frame: (action, frame after the program). The port bpf_redirect

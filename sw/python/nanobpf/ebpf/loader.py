@@ -61,16 +61,17 @@ PSEUDO_FUNC = 4
 # generic one).
 _REFUSED_HELPERS = {
     12: "tail calls (bpf_tail_call) are not supported by the device yet",
-    25: "bpf_perf_event_output: events to the host are not supported by the device yet",
     54: "bpf_xdp_adjust_meta: the device has no metadata area in front of the frame (data_meta is data)",
     69: "bpf_fib_lookup needs the kernel's routing and neighbour tables, which the device does not have; "
         "keep the forwarding decision in maps (a DEVMAP with bpf_redirect_map)",
     93: "bpf_spin_lock is not supported by the device yet",
     94: "bpf_spin_unlock is not supported by the device yet",
-    130: "bpf_ringbuf_output: events to the host are not supported by the device yet",
-    131: "bpf_ringbuf_reserve: events to the host are not supported by the device yet",
-    132: "bpf_ringbuf_submit: events to the host are not supported by the device yet",
-    133: "bpf_ringbuf_discard: events to the host are not supported by the device yet",
+    131: "bpf_ringbuf_reserve (with bpf_ringbuf_submit/discard) needs the verifier to track the reserved record, "
+         "which the device's does not yet; build the record on the stack and send it with bpf_ringbuf_output",
+    132: "bpf_ringbuf_submit goes with bpf_ringbuf_reserve, which the device does not have yet; build the record on "
+         "the stack and send it with bpf_ringbuf_output",
+    133: "bpf_ringbuf_discard goes with bpf_ringbuf_reserve, which the device does not have yet; build the record on "
+         "the stack and send it with bpf_ringbuf_output",
     181: "bpf_loop with a callback is not supported by the device yet; write a bounded loop",
 }
 
@@ -161,6 +162,7 @@ class Map:
     init: bytes = b""
     source: str = field(default="", compare=False)  # ".maps", or the data section it came from
     pinning: int = 0                                 # NANOBPF_PIN_*
+    spin_lock_off: int = 0                           # 1 + offset of the value's struct bpf_spin_lock, 0: none
 
     @property
     def type_name(self):
@@ -235,7 +237,7 @@ class Image:
             table.append(_pack("image_map", {
                 "type": m.type, "key_size": m.key_size, "value_size": m.value_size,
                 "max_entries": m.max_entries, "flags": m.flags, "init_off": init_off,
-                "init_size": len(m.init), "pinning": m.pinning, "name": _name_bytes(m.name, abi.NANOBPF_MAP_NAME_LEN)}))
+                "init_size": len(m.init), "pinning": m.pinning, "spin_lock_off": m.spin_lock_off, "name": _name_bytes(m.name, abi.NANOBPF_MAP_NAME_LEN)}))
         total = data_off + len(data)
         head = _pack("image_header", {
             "magic": abi.NANOBPF_IMAGE_MAGIC, "version": abi.NANOBPF_IMAGE_VERSION, "header_size": hdr.size,
@@ -306,7 +308,8 @@ def parse_image(blob):
             raise LoadError(f"image: map {i}: initial value {m['init_size']} bytes at {m['init_off']} "
                             f"outside the data area ({len(data)} bytes)")
         maps.append(Map(_cstr(m["name"]), m["type"], m["key_size"], m["value_size"], m["max_entries"],
-                        m["flags"], data[m["init_off"]:m["init_off"] + m["init_size"]], pinning=m["pinning"]))
+                        m["flags"], data[m["init_off"]:m["init_off"] + m["init_size"]], pinning=m["pinning"],
+                        spin_lock_off=m["spin_lock_off"]))
     fent = abi.STRUCTS["image_func"]
     if h["n_funcs"] > abi.NANOBPF_IMAGE_MAX_FUNCS or not inside(h["funcs_off"], h["n_funcs"] * fent.size):
         raise LoadError(f"image: function table ({h['n_funcs']} entries at {h['funcs_off']}) is malformed")
@@ -789,14 +792,12 @@ _DEVICE_MAPS = {abi.KEYTABLE_MAP_NAME: ("the key table", "quic_keys"),
 # Linux map types and map_flags the device does not have, and why (messages at load).
 _REFUSED_MAP_TYPES = {
     3: "programs for bpf_tail_call; tail calls are not supported by the device yet",
-    4: "bpf_perf_event_output's events to the host; events are not supported by the device yet",
     12: "map-in-map is not supported by the device",
     13: "map-in-map is not supported by the device",
     16: "redirects frames to host CPUs; the device's cores are chosen by its core-select unit and frames "
         "reach the host with XDP_PASS",
     17: "redirects frames to AF_XDP sockets, which live in the host kernel; the device delivers to the "
         "host with XDP_PASS",
-    27: "events to the host; events are not supported by the device yet",
 }
 _MAP_FLAG_NAMES = {1: "BPF_F_NO_PREALLOC", 2: "BPF_F_NO_COMMON_LRU", 4: "BPF_F_NUMA_NODE", 8: "BPF_F_RDONLY",
                    16: "BPF_F_WRONLY", 32: "BPF_F_STACK_BUILD_ID", 64: "BPF_F_ZERO_SEED", 128: "BPF_F_RDONLY_PROG",
@@ -805,6 +806,7 @@ _HASH_TYPES = {abi.NANOBPF_MAP_TYPE_HASH, abi.NANOBPF_MAP_TYPE_PERCPU_HASH, abi.
                abi.NANOBPF_MAP_TYPE_LRU_PERCPU_HASH, abi.NANOBPF_MAP_TYPE_DEVMAP_HASH}
 _ARRAY_TYPES = {abi.NANOBPF_MAP_TYPE_ARRAY, abi.NANOBPF_MAP_TYPE_PERCPU_ARRAY, abi.NANOBPF_MAP_TYPE_DEVMAP}
 _DEVMAP_TYPES = {abi.NANOBPF_MAP_TYPE_DEVMAP, abi.NANOBPF_MAP_TYPE_DEVMAP_HASH}
+_EVENT_TYPES = {abi.NANOBPF_MAP_TYPE_RINGBUF, abi.NANOBPF_MAP_TYPE_PERF_EVENT_ARRAY}
 LIBBPF_PIN_BY_NAME = 1
 
 
@@ -817,6 +819,33 @@ def _accepted_flags(mtype):
     return 0
 
 
+def _event_map_shape(what, name, mtype, key_size, value_size, entries, size, notes):
+    """(key_size, value_size, max_entries) of an event map in the image, checked as Linux checks them (the
+    device's maps.c again). A PERF_EVENT_ARRAY keeps max_entries 0 (libbpf: the number of CPUs; the device:
+    its cores). A RINGBUF's max_entries is its bytes; one above what the device keeps is shrunk, with a note
+    (a smaller ring only drops sooner, and the device counts every drop)."""
+    if mtype == abi.NANOBPF_MAP_TYPE_PERF_EVENT_ARRAY:
+        if (key_size, value_size) != (4, 4):   # libbpf does not fill them in: Linux refuses 0 too
+            raise LoadError(f"{what}: a PERF_EVENT_ARRAY has a 4-byte key and value (Linux: perf event fds), "
+                            f"not {key_size} and {value_size}")
+        return 4, 4, entries if size is None else size
+    if key_size or value_size:
+        raise LoadError(f"{what}: a RINGBUF has no key or value (size 0), not {key_size} and {value_size}")
+    lo, hi = abi.NANOBPF_EVENT_RINGBUF_MIN, abi.NANOBPF_EVENT_RINGBUF_MAX
+    n = entries if size is None else size
+    if n < lo or n & (n - 1):
+        raise LoadError(f"{what}: a RINGBUF's max_entries is its size in bytes, a power of two of at least {lo}, "
+                        f"not {n}")
+    if n > hi:
+        if size is not None:
+            raise LoadError(f"{what}: --map-size {name}={n}: the device keeps rings of at most {hi} bytes")
+        if notes is not None:
+            notes.append(f"{what}: a ring of {n} bytes: the device keeps {hi} in its shared memory "
+                         f"(choose with --map-size {name}=N)")
+        n = hi
+    return 0, 0, n
+
+
 def _map_from_btf(btf, name, tid, size=None, notes=None):
     """A BTF-defined map: struct { int (*type)[T]; ...; K *key; V *value; } -> Map, checked. size: the
     max_entries the user set (--map-size), which replaces the declared one."""
@@ -824,7 +853,7 @@ def _map_from_btf(btf, name, tid, size=None, notes=None):
     t = btf.skip_mods(tid)
     if t.kind != BTF_KIND_STRUCT:
         raise LoadError(f"{what}: its definition is a {BTF_KIND_NAMES.get(t.kind, t.kind)}, not a struct")
-    vals, key_size, value_size = {}, None, None
+    vals, key_size, value_size, locks = {}, None, None, []
     for name_off, mtype, _off in btf.members(t):
         mname = btf.name(name_off)
         mt = btf.skip_mods(mtype)
@@ -841,6 +870,7 @@ def _map_from_btf(btf, name, tid, size=None, notes=None):
                 key_size = n
             else:
                 value_size = n
+                locks = _spin_locks(btf, mt.size_or_type)
         elif mname in ("values", "inner"):
             raise LoadError(f"{what}: '{mname}' (map-in-map or program array initialisation) is not supported "
                             f"by the device")
@@ -870,14 +900,16 @@ def _map_from_btf(btf, name, tid, size=None, notes=None):
         raise LoadError(f"{what}: pinning {pinning}: the device pins by name only (LIBBPF_PIN_BY_NAME)")
     if vals.get("map_extra", 0):
         raise LoadError(f"{what}: map_extra is not supported")
-    if size is not None:
+    if mtype in _EVENT_TYPES:
+        key_size, value_size, entries = _event_map_shape(what, name, mtype, key_size, value_size, entries, size, notes)
+    elif size is not None:
         entries = size
     elif entries == 0:
         entries = abi.NANOBPF_MAP_DEFAULT_ENTRIES
         if notes is not None:
             notes.append(f"{what}: max_entries 0 (left for the loader): {entries} entries "
                          f"(choose with --map-size {name}=N)")
-    if key_size <= 0 or value_size <= 0 or entries <= 0:
+    if mtype not in _EVENT_TYPES and (key_size <= 0 or value_size <= 0 or entries <= 0):
         raise LoadError(f"{what}: key size {key_size}, value size {value_size}, max_entries {entries}: "
                         f"each must be > 0")
     if mtype in _ARRAY_TYPES and key_size != 4:
@@ -897,7 +929,24 @@ def _map_from_btf(btf, name, tid, size=None, notes=None):
                             f"({cid} bytes), value struct nanobpf_{value_struct} ({vsize} bytes), at most "
                             f"{abi.NANOBPF_KEYTABLE_ENTRIES} entries and no map_flags; it is {map_type_name(mtype)} "
                             f"with key {key_size}, value {value_size}, {entries} entries")
-    return Map(name, mtype, key_size, value_size, entries, 0, b"", source=".maps", pinning=pinning)
+    if len(locks) > 1:
+        raise LoadError(f"{what}: {len(locks)} struct bpf_spin_lock in its value (at most one, as Linux)")
+    if locks and mtype not in (abi.NANOBPF_MAP_TYPE_HASH, abi.NANOBPF_MAP_TYPE_ARRAY):
+        raise LoadError(f"{what}: a struct bpf_spin_lock in a {map_type_name(mtype)} value: only HASH and ARRAY "
+                        f"maps hold one (as Linux)")
+    return Map(name, mtype, key_size, value_size, entries, 0, b"", source=".maps", pinning=pinning,
+               spin_lock_off=locks[0] + 1 if locks else 0)
+
+
+def _spin_locks(btf, tid, base=0, depth=0):
+    """Byte offsets of the struct bpf_spin_lock members of type tid, nested structs and unions included."""
+    t = btf.skip_mods(tid)
+    if t.kind == BTF_KIND_STRUCT and t.name == "bpf_spin_lock":
+        return [base]
+    if t.kind not in (BTF_KIND_STRUCT, BTF_KIND_UNION) or depth > 16:
+        return []
+    # member offsets are in bits; with the struct's kind_flag the top 8 bits are a bitfield's size
+    return [o for _n, mtype, off in btf.members(t) for o in _spin_locks(btf, mtype, base + (off & 0xffffff) // 8, depth + 1)]
 
 
 def load(path, program=None, section=None, map_sizes=None):
