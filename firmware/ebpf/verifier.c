@@ -6,14 +6,20 @@
  *      a depth-first CFG walk (unreachable code, loops that can never reach exit), the call graph
  *      (recursion, call depth), static register liveness and the relevance of scalar values (below).
  *   2. Abstract interpretation of every path, depth first: the current state runs instruction by
- *      instruction; at a conditional jump whose outcome is not known the other branch is pushed on a
- *      stack of pending states. At prune points (placed as Linux places them: conditional jumps
+ *      instruction; at a conditional jump whose outcome is not known one side is pushed on a stack of
+ *      pending states and the other explored: the fall-through, as in Linux, unless only the taken side
+ *      leaves a loop around the jump (static loop depths), which is then explored first, so that a
+ *      loop that may be left at each iteration keeps one pending branch instead of one per iteration
+ *      (first_side); an if in a loop whose sides run straight to one join has both followed there at
+ *      once (explore_if). At prune points (placed as Linux places them: conditional jumps
  *      themselves, ja targets, function entries, call return points) a state is compared with states
  *      stored there earlier:
  *        - a stored state whose exploration finished (all its successors proven safe) and that
  *          subsumes the current one ends the current path (pruning);
  *        - a stored state still being explored (an ancestor on the current path) that equals the
  *          current one means the program loops without progress: "infinite loop detected".
+ *      At the join of an if followed by explore_if, a side that the other side's state covers ends
+ *      there (that state goes on, with nothing explored yet that could lean on the ended side).
  *      Loops are thus explored iteration by iteration with precise scalars; opts->max_processed bounds
  *      the work ("program too complex").
  *      Global functions (the image's function table: C functions that are not static, as Linux
@@ -27,9 +33,10 @@
  *
  * Abstract domain (struct vreg, one per register and per spilled stack slot)
  *   not_init            never written (reading it is an error)
- *   scalar              unsigned 64-bit range [umin, umax] (umin == umax: a known constant); an id links
- *                       copies of the same value so a comparison refines all of them. Signed and 32-bit
- *                       comparisons refine only when the range allows it (one sign half; below 2^32).
+ *   scalar              as Linux knows one: unsigned and signed ranges of the 64-bit value and of its low
+ *                       32 bits, and known bits (tnum); see "Scalar values" (umin == umax: a known
+ *                       constant). An id links copies of a value, `off` apart (a copy plus a constant, as
+ *                       Linux links them), so that a comparison refines all of them.
  *   ctx                 r1 at entry (struct nanobpf_xdp_ctx: xdp_md's six fields and PISA's parse
  *                       result; only 4-byte reads)
  *   pkt                 data + var + off: `off` fixed, `var` in [umin, umax] (id names the var part:
@@ -49,18 +56,21 @@
  * the same bytes restores; other writes leave plain initialised data ("misc").
  *
  * Pruning compares states register by register (live ones only) and slot by slot: same types, scalar
- * ranges within, packet ranges at least as large, stack at least as initialised, ids mapped one to one.
+ * ranges and known bits within, packet ranges at least as large, stack at least as initialised, ids
+ * mapped one to one.
  * Scalars that cannot influence safety (never reach a branch, a pointer offset or a helper size; see
  * "Relevance") only need to be scalars, which is what keeps flag words and return codes from
  * multiplying the paths.
  *
- * Memory: states are stored compactly (varint encoding, dead registers dropped) in blocks of a pool
- * (size classes carved from ebpf_alloc chunks), bounded by opts->max_states and byte budgets counted in
- * encoded bytes; everything is freed before returning. Stored states are compared without decoding
+ * Memory: states are stored compactly (varint encoding, dead registers dropped, a scalar's views only
+ * where they say more than its unsigned range) in blocks of a pool (size classes carved from ebpf_alloc
+ * chunks), bounded by opts->max_states and byte budgets counted in encoded bytes; everything is freed
+ * before returning. Stored states are compared without decoding
  * them first, item by item, and each remembers where its last comparison failed (a hint tried first);
  * their hash (loop detection) is computed only when a state on their own path meets them. Pending
  * branches are raw copies of the state while they take less than PENDING_RAW_MAX (most are restored
- * soon), encoded beyond it (bounded loops explored iteration by iteration stack many).
+ * soon), encoded beyond it (a branch in a loop whose sides both stay in it, and do not join straight,
+ * stacks one per iteration).
  *
  * Cost on the device: picolibc's memset/memcpy move a byte at a time and its malloc is first fit, so
  * the exploration avoids all three (struct assignments, the pool, word copies). */
@@ -96,14 +106,25 @@ enum { T_NOT_INIT, T_SCALAR, T_CTX, T_PKT, T_PKT_END, T_STACK, T_MAP_VALUE, T_MA
 static const char *const tname[] = {"not_init", "scalar", "ctx", "pkt", "pkt_end", "fp", "map_value",
                                     "map_value_or_null", "map_ptr", "mem", "mem_or_null"};
 
+/* Known bits (Linux's tnum): the bits of v are known to be 1, those of m unknown, the others 0. */
+struct tnum {
+    uint64_t v, m;
+};
+
 struct vreg {
     uint8_t type;
     uint8_t frame;  /* T_STACK: frame number */
     uint16_t map;   /* map pointers and values: map index */
     uint32_t id;    /* scalar copies, pkt var part, map_value_or_null; 0 = none */
-    int32_t off;    /* pointers: fixed offset */
+    int32_t off;    /* pointers: fixed offset; scalar copies: the value is the copies' common one + off */
     uint32_t range; /* T_PKT: bytes proven from data + var */
     uint64_t umin, umax; /* scalar value, or the variable part of a pointer */
+    /* scalars only (0 in pointers; see "Scalar values"): the value signed, its low 32 bits unsigned and
+     * signed, its known bits */
+    int64_t smin, smax;
+    uint32_t u32min, u32max;
+    int32_t s32min, s32max;
+    struct tnum t;
 };
 
 enum { SPILL_NONE, SPILL_64, SPILL_LO32, SPILL_HI32 };
@@ -120,6 +141,9 @@ struct vframe {
     uint32_t callsite; /* call insn that created this frame (frame 0: 0) */
     uint16_t func;     /* function index */
     uint16_t nslots;   /* slots at or beyond nslots are all clear */
+    /* the bpf_spin_lock this frame took and holds: 1 + map index (0: none) and the id of the map value
+     * (no call happens while a lock is held, so only the innermost frame can hold one) */
+    uint32_t lock_map, lock_id;
     struct vslot s[NSLOTS];
 };
 
@@ -143,12 +167,13 @@ struct snode {
     uint8_t data[];
 };
 
-/* A pending branch: the state at a conditional jump whose taken side is still to explore. */
+/* A pending branch: the state at a conditional jump one side of which is still to explore. */
 struct pnode {
     struct pnode *next;
     struct snode *parent;
     uint32_t size;
-    uint32_t raw; /* data is a raw copy (see save_raw), not an encoding */
+    uint16_t raw;  /* data is a raw copy (see save_raw), not an encoding */
+    uint16_t side; /* BR_TAKEN or BR_FALL: the side to explore; BR_RESUME: go on at its insn */
     uint8_t data[];
 };
 _Static_assert(offsetof(struct snode, data) % 8 == 0 && offsetof(struct pnode, data) % 8 == 0, "state data alignment");
@@ -201,6 +226,7 @@ struct env {
     uint64_t *relS;  /* relevant stack slots of the current frame before each insn */
     int no_relevance; /* compare all scalars (tests) */
     uint16_t *prune; /* prune point number per insn */
+    uint8_t *loopd;  /* loop depth per insn (see compute_loop_depth) */
     struct snode **heads;
     uint32_t nprune;
     uint32_t nfuncs, maxframes;
@@ -249,10 +275,6 @@ static int fail(struct env *e, int insn, const char *fmt, ...) {
 /* ---- Small helpers ---- */
 static int is_ptr(const struct vreg *r) { return r->type > T_SCALAR; }
 static int is_const(const struct vreg *r) { return r->type == T_SCALAR && r->umin == r->umax; }
-static uint64_t smear(uint64_t x) {
-    x |= x >> 1; x |= x >> 2; x |= x >> 4; x |= x >> 8; x |= x >> 16; x |= x >> 32;
-    return x;
-}
 static uint64_t sext(uint64_t v, unsigned bits) {
     return bits >= 64 ? v : (uint64_t)((int64_t)(v << (64 - bits)) >> (64 - bits));
 }
@@ -266,8 +288,38 @@ static uint32_t size_of(uint8_t code) {
  * a byte at a time (several instructions per byte on the device), and a typed assignment lets the
  * compiler use four 8-byte stores. struct vreg has no padding, so this is the same as zeroing first. */
 static void set_type(struct vreg *r, uint8_t type) { *r = (struct vreg){.type = type}; }
+static struct tnum tnum_const(uint64_t c) { return (struct tnum){c, 0}; }
+/* The known bits of the values lo..hi: those above the highest bit in which lo and hi differ. */
+static struct tnum tnum_range(uint64_t lo, uint64_t hi) {
+    uint64_t chi = lo ^ hi;
+    if (!chi) return tnum_const(lo);
+    if (chi >> 63) return (struct tnum){0, U64MAX};
+    uint64_t d = (UINT64_C(2) << (63 - __builtin_clzll(chi))) - 1;
+    return (struct tnum){lo & ~d, d};
+}
+/* Is every value of b one of a? */
+static int tnum_in(struct tnum a, struct tnum b) { return !(b.m & ~a.m) && (b.v & ~a.m) == a.v; }
+/* A scalar in [lo, hi] (unsigned), with the other views that range gives as scalar_sync would derive
+ * them (the state encoding leaves out the views equal to these). */
 static void set_range(struct vreg *r, uint64_t lo, uint64_t hi) {
-    *r = (struct vreg){.type = T_SCALAR, .umin = lo, .umax = hi};
+    if (lo == hi) { /* most often: every view is the value */
+        *r = (struct vreg){.type = T_SCALAR, .umin = lo, .umax = lo, .smin = (int64_t)lo, .smax = (int64_t)lo,
+                           .u32min = (uint32_t)lo, .u32max = (uint32_t)lo, .s32min = (int32_t)lo,
+                           .s32max = (int32_t)lo, .t = tnum_const(lo)};
+        return;
+    }
+    uint32_t u32lo = 0, u32hi = U32MAX;
+    int32_t s32lo = INT32_MIN, s32hi = INT32_MAX;
+    if (lo >> 32 == hi >> 32) { /* one upper half: the low halves run in order */
+        u32lo = (uint32_t)lo, u32hi = (uint32_t)hi;
+        if ((int32_t)u32lo <= (int32_t)u32hi) s32lo = (int32_t)u32lo, s32hi = (int32_t)u32hi;
+    } else if ((uint32_t)(lo >> 32) + 1 == (uint32_t)(hi >> 32) && (int32_t)lo < 0 && (int32_t)hi >= 0) {
+        s32lo = (int32_t)lo, s32hi = (int32_t)hi; /* the low halves pass 0xffffffff to 0: -1 to 0 as s32 */
+    }
+    int cross = (int64_t)lo > (int64_t)hi; /* lo < 2^63 <= hi: the most negative and the most positive values */
+    *r = (struct vreg){.type = T_SCALAR, .umin = lo, .umax = hi, .smin = cross ? INT64_MIN : (int64_t)lo,
+                       .smax = cross ? INT64_MAX : (int64_t)hi, .u32min = u32lo, .u32max = u32hi, .s32min = s32lo,
+                       .s32max = s32hi, .t = tnum_range(lo, hi)};
 }
 static void set_unknown(struct vreg *r) { set_range(r, 0, U64MAX); }
 static void set_const(struct vreg *r, uint64_t v) { set_range(r, v, v); }
@@ -284,6 +336,10 @@ static void clear_regs(struct vreg *r, uint32_t n) {
         r[k].off = 0;
         r[k].range = 0;
         r[k].umin = r[k].umax = 0;
+        r[k].smin = r[k].smax = 0;
+        r[k].u32min = r[k].u32max = 0;
+        r[k].s32min = r[k].s32max = 0;
+        r[k].t.v = r[k].t.m = 0;
     }
 }
 static void clear_slots(struct vslot *s, uint32_t n) {
@@ -303,13 +359,8 @@ static void clear_frame(struct vframe *f) {
     f->callsite = 0;
     f->func = 0;
     f->nslots = 0;
+    f->lock_map = f->lock_id = 0;
 }
-/* A value loaded from memory: `size` bytes, sign-extended for MEMSX. */
-static void set_loaded(struct vreg *r, uint32_t size, int sx) {
-    if (sx) set_unknown(r);
-    else set_range(r, 0, size_mask(size));
-}
-
 static uint32_t jump_target(const struct ebpf_insn *in, uint32_t i) {
     if (EBPF_CLASS(in->code) == EBPF_CLS_JMP32 && EBPF_OP(in->code) == EBPF_JMP_JA) return i + 1 + (uint32_t)in->imm;
     return i + 1 + (uint32_t)(int32_t)in->off;
@@ -585,6 +636,41 @@ static int call_graph_walk(struct env *e, uint32_t f, uint8_t *colour, uint8_t *
     return 0;
 }
 
+/* Loop depth of each insn (e->loopd, at most 255): in how many loops it is. A loop is a header, the
+ * target of back edges (back[u]: the DFS's back edge from u, if any), and the insns that reach one of
+ * their sources without passing through the header. Only the order of exploration uses it (first_side):
+ * a loop that is not natural (entered at two places) gives depths that are merely less useful. */
+static int compute_loop_depth(struct env *e, const uint16_t *back, uint32_t *stk) {
+    uint16_t *mark = ebpf_alloc(e->n * sizeof *mark); /* header + 1 of the last loop that counted the insn */
+    e->loopd = ebpf_alloc(e->n);
+    if (!mark || !e->loopd) {
+        ebpf_free(mark);
+        return -1;
+    }
+    for (uint32_t h = 0; h < e->n; h++) {
+        uint32_t sp = 0, header = 0;
+        mark[h] = (uint16_t)(h + 1);
+        for (uint32_t k = e->pstart[h]; k < e->pstart[h + 1]; k++) {
+            uint32_t u = e->preds[k];
+            if (back[u] != h) continue;
+            header = 1;
+            if (mark[u] != h + 1) mark[u] = (uint16_t)(h + 1), stk[sp++] = u;
+        }
+        if (!header) continue;
+        stk[sp++] = h;
+        while (sp) {
+            uint32_t x = stk[--sp];
+            if (e->loopd[x] < 255) e->loopd[x]++;
+            for (uint32_t k = e->pstart[x]; x != h && k < e->pstart[x + 1]; k++) {
+                uint32_t p = e->preds[k];
+                if (mark[p] != h + 1) mark[p] = (uint16_t)(h + 1), stk[sp++] = p;
+            }
+        }
+    }
+    ebpf_free(mark);
+    return 0;
+}
+
 static int check_structure(struct env *e) {
     uint32_t n = e->n;
     /* fields, ld_imm64 pairs */
@@ -708,6 +794,10 @@ static int check_structure(struct env *e) {
             rc = fail(e, (int)i, "infinite loop: insn %u never reaches exit", i);
             goto out;
         }
+    if (compute_loop_depth(e, back, stk)) {
+        rc = ebpf_fail(e->err, -1, "verifier: out of memory");
+        goto out;
+    }
     /* call graph: recursion and call depth */
     {
         uint8_t colour[EBPF_MAX_SUBPROGS] = {0}, frames[EBPF_MAX_SUBPROGS] = {0};
@@ -1141,8 +1231,10 @@ static void rel_transfer(const struct env *e, uint32_t i, uint16_t *R, uint64_t 
             } else {
                 const struct ebpf_helper *h = ebpf_helper_find((uint32_t)in->imm);
                 *R &= (uint16_t)~0x3fu;
-                for (uint32_t a = 0; h && a < 5; a++)
-                    if (h->args[a] == EBPF_ARG_CONST_SIZE) *R |= (uint16_t)(1u << (a + 1));
+                for (uint32_t a = 0; h && a < 5; a++) /* sizes, and a pointer that may be NULL (a scalar 0) */
+                    if (h->args[a] == EBPF_ARG_CONST_SIZE || h->args[a] == EBPF_ARG_CONST_SIZE_OR_ZERO ||
+                        h->args[a] == EBPF_ARG_PTR_TO_MEM_OR_NULL)
+                        *R |= (uint16_t)(1u << (a + 1));
             }
         } else if (is_cond_jmp(in)) {
             *R |= d | (x ? s : 0);
@@ -1196,7 +1288,8 @@ static int compute_relevance(struct env *e) {
 #define P_UMIN 0x10
 #define P_DELTA 0x20
 #define P_FULL 0x40
-#define REG_ENC_MAX 40
+#define P_VIEWS 0x80 /* a scalar's other views differ from its range's (enc_views) */
+#define REG_ENC_MAX 96 /* a scalar with all its views: 93 bytes (a pointer: 40) */
 #define ENC_FRAME_MAX (16 + EBPF_NREGS * REG_ENC_MAX + NSLOTS * (2 + REG_ENC_MAX))
 
 HOT static uint8_t *put_varint(uint8_t *p, uint64_t v) {
@@ -1246,6 +1339,48 @@ static int idcount_single(const struct idcount *c, uint32_t id) {
     return (c->used & bit) && !(c->multi & bit) && c->id[id & 63] == id;
 }
 
+static uint64_t zigzag(int64_t x) { return ((uint64_t)x << 1) ^ (uint64_t)(x >> 63); }
+static int64_t unzigzag(uint64_t z) { return (int64_t)((z >> 1) ^ (0 - (z & 1))); }
+
+/* A scalar's views (signed, low half, known bits) where they say more than its unsigned range does
+ * (most scalars: none): a byte of flags, then those fields. The views of the range are set_range's. */
+#define V_SMIN 0x01
+#define V_SMAX 0x02
+#define V_U32MIN 0x04
+#define V_U32MAX 0x08
+#define V_S32MIN 0x10
+#define V_S32MAX 0x20
+#define V_TV 0x40
+#define V_TM 0x80
+HOT static uint8_t *enc_views(uint8_t *p, const struct vreg *v) {
+    struct vreg c;
+    set_range(&c, v->umin, v->umax);
+    uint8_t *flags = p++, bits = 0;
+    if (v->smin != c.smin) bits |= V_SMIN, p = put_varint(p, zigzag(v->smin));
+    if (v->smax != c.smax) bits |= V_SMAX, p = put_varint(p, zigzag(v->smax));
+    if (v->u32min != c.u32min) bits |= V_U32MIN, p = put_varint(p, v->u32min);
+    if (v->u32max != c.u32max) bits |= V_U32MAX, p = put_varint(p, v->u32max);
+    if (v->s32min != c.s32min) bits |= V_S32MIN, p = put_varint(p, zigzag(v->s32min));
+    if (v->s32max != c.s32max) bits |= V_S32MAX, p = put_varint(p, zigzag(v->s32max));
+    if (v->t.v != c.t.v) bits |= V_TV, p = put_varint(p, v->t.v);
+    if (v->t.m != c.t.m) bits |= V_TM, p = put_varint(p, v->t.m);
+    *flags = bits;
+    return bits ? p : flags;
+}
+HOT static const uint8_t *dec_views(const uint8_t *p, struct vreg *r) {
+    uint8_t bits = *p++;
+    uint64_t x;
+    if (bits & V_SMIN) p = get_varint(p, &x), r->smin = unzigzag(x);
+    if (bits & V_SMAX) p = get_varint(p, &x), r->smax = unzigzag(x);
+    if (bits & V_U32MIN) p = get_varint(p, &x), r->u32min = (uint32_t)x;
+    if (bits & V_U32MAX) p = get_varint(p, &x), r->u32max = (uint32_t)x;
+    if (bits & V_S32MIN) p = get_varint(p, &x), r->s32min = (int32_t)unzigzag(x);
+    if (bits & V_S32MAX) p = get_varint(p, &x), r->s32max = (int32_t)unzigzag(x);
+    if (bits & V_TV) p = get_varint(p, &x), r->t.v = x;
+    if (bits & V_TM) p = get_varint(p, &x), r->t.m = x;
+    return p;
+}
+
 /* The fields are read into locals first: every byte stored through p may alias *r for the compiler,
  * which would reload them after each store. */
 HOT static uint8_t *enc_reg(uint8_t *p, const struct vreg *r, const struct idcount *ids) {
@@ -1253,10 +1388,11 @@ HOT static uint8_t *enc_reg(uint8_t *p, const struct vreg *r, const struct idcou
     *p++ = v.type;
     if (v.type == T_NOT_INIT) return p;
     uint32_t id = v.id;
-    if (v.type == T_SCALAR && id && idcount_single(ids, id)) id = 0;
+    int32_t off = v.off;
+    if (v.type == T_SCALAR && id && idcount_single(ids, id)) id = 0, off = 0; /* linked to nothing */
     uint8_t *pres = p++;
     uint8_t bits = 0;
-    if (v.off) bits |= P_OFF, p = put_varint(p, (uint32_t)((uint32_t)v.off << 1) ^ (uint32_t)(v.off >> 31));
+    if (off) bits |= P_OFF, p = put_varint(p, (uint32_t)((uint32_t)off << 1) ^ (uint32_t)(off >> 31));
     uint32_t aux = v.type == T_STACK ? v.frame : v.map;
     if (aux) bits |= P_AUX, p = put_varint(p, aux);
     if (id) bits |= P_ID, p = put_varint(p, id);
@@ -1264,6 +1400,10 @@ HOT static uint8_t *enc_reg(uint8_t *p, const struct vreg *r, const struct idcou
     if (v.umin) bits |= P_UMIN, p = put_varint(p, v.umin);
     if (v.umax == U64MAX && v.umin != U64MAX) bits |= P_FULL;
     else if (v.umax != v.umin) bits |= P_DELTA, p = put_varint(p, v.umax - v.umin);
+    if (v.type == T_SCALAR && v.umin != v.umax) { /* a constant's views are all the constant */
+        uint8_t *q = enc_views(p, r);
+        if (q != p) bits |= P_VIEWS, p = q;
+    }
     *pres = bits;
     return p;
 }
@@ -1283,6 +1423,12 @@ HOT static const uint8_t *dec_reg(const uint8_t *p, struct vreg *out) {
     if (bits & P_UMIN) p = get_varint(p, &umin);
     if (bits & P_DELTA) p = get_varint(p, &delta);
     uint32_t z = (uint32_t)off;
+    if (type == T_SCALAR) {
+        set_range(out, umin, (bits & P_FULL) ? U64MAX : umin + delta);
+        out->id = (uint32_t)id;
+        out->off = (int32_t)((z >> 1) ^ (0u - (z & 1)));
+        return bits & P_VIEWS ? dec_views(p, out) : p;
+    }
     *out = (struct vreg){.type = type,
                          .frame = type == T_STACK ? (uint8_t)aux : 0,
                          .map = type == T_STACK ? 0 : (uint16_t)aux,
@@ -1347,6 +1493,8 @@ static size_t encode(struct env *e, const struct vstate *st) {
         p = put_varint(p, f->callsite);
         p = put_varint(p, f->func);
         p = put_varint(p, ns);
+        p = put_varint(p, f->lock_map);
+        if (f->lock_map) p = put_varint(p, f->lock_id);
         for (uint32_t r = 0; r < EBPF_NREGS; r++) {
             if (r == EBPF_REG_FP || (live >> r & 1)) p = enc_reg(p, &f->r[r], &ids);
             else *p++ = T_NOT_INIT; /* dead: encoded as never written */
@@ -1384,6 +1532,9 @@ static void decode(const uint8_t *p, struct vstate *st) {
         p = get_varint(p, &v), f->callsite = (uint32_t)v;
         p = get_varint(p, &v), f->func = (uint16_t)v;
         p = get_varint(p, &v), f->nslots = (uint16_t)v;
+        p = get_varint(p, &v), f->lock_map = (uint32_t)v;
+        f->lock_id = 0;
+        if (f->lock_map) p = get_varint(p, &v), f->lock_id = (uint32_t)v;
         for (uint32_t r = 0; r < EBPF_NREGS; r++) p = dec_reg(p, &f->r[r]);
         for (uint32_t k = 0; k < f->nslots; k++) p = dec_slot(p, &f->s[k]);
         if (old_ns > f->nslots) clear_slots(&f->s[f->nslots], old_ns - f->nslots);
@@ -1445,6 +1596,18 @@ static int idmap_check(struct idmap *m, uint32_t o, uint32_t c) {
     return 1;
 }
 
+/* Is every value that scalar c may hold one that scalar o may hold? */
+HOT static int scalar_within(const struct vreg *o, const struct vreg *c) {
+    return o->umin <= c->umin && c->umax <= o->umax && o->smin <= c->smin && c->smax <= o->smax &&
+           o->u32min <= c->u32min && c->u32max <= o->u32max && o->s32min <= c->s32min && c->s32max <= o->s32max &&
+           tnum_in(o->t, c->t);
+}
+HOT static int scalar_equal(const struct vreg *o, const struct vreg *c) {
+    return o->umin == c->umin && o->umax == c->umax && o->smin == c->smin && o->smax == c->smax &&
+           o->u32min == c->u32min && o->u32max == c->u32max && o->s32min == c->s32min && o->s32max == c->s32max &&
+           o->t.v == c->t.v && o->t.m == c->t.m;
+}
+
 /* Does old (explored safely) cover cur? exact: are they equal? */
 HOT static int reg_covers(const struct vreg *o, const struct vreg *c, struct idmap *m, int exact, int relevant) {
     if (o->type == T_NOT_INIT) return !exact || c->type == T_NOT_INIT;
@@ -1453,10 +1616,10 @@ HOT static int reg_covers(const struct vreg *o, const struct vreg *c, struct idm
     int within = exact ? (o->umin == c->umin && o->umax == c->umax) : (o->umin <= c->umin && c->umax <= o->umax);
     switch (o->type) {
     case T_SCALAR:
-        if (!within) return 0;
+        if (!(exact ? scalar_equal(o, c) : scalar_within(o, c))) return 0;
         /* exact (loop detection): ids of scalars only matter where both sides link copies */
-        if (exact) return !o->id || !c->id || idmap_check(m, o->id, c->id);
-        return !o->id || (c->id && idmap_check(m, o->id, c->id));
+        if (exact) return !o->id || !c->id || (o->off == c->off && idmap_check(m, o->id, c->id));
+        return !o->id || (c->id && o->off == c->off && idmap_check(m, o->id, c->id));
     case T_CTX:
     case T_PKT_END: return 1;
     case T_PKT:
@@ -1465,7 +1628,8 @@ HOT static int reg_covers(const struct vreg *o, const struct vreg *c, struct idm
         if (!o->id || !c->id) return o->id == c->id;
         return idmap_check(m, o->id, c->id);
     case T_STACK: return o->frame == c->frame && o->off == c->off;
-    case T_MAP_VALUE: return o->map == c->map && o->off == c->off && within;
+    case T_MAP_VALUE: /* ids only on values of maps with a bpf_spin_lock (mark_null) */
+        return o->map == c->map && o->off == c->off && within && (!o->id || idmap_check(m, o->id, c->id));
     case T_MAP_VALUE_OR_NULL:
         return o->map == c->map && o->off == c->off && within && idmap_check(m, o->id, c->id);
     case T_MAP_PTR: return o->map == c->map;
@@ -1488,8 +1652,9 @@ static int slot_covers(uint8_t oinit, uint8_t ospill, const struct vreg *oreg, c
         if (c->spill == ospill) return reg_covers(oreg, &c->reg, m, 0, relevant);
         if (!relevant && oreg->type == T_SCALAR) return !c->spill || c->reg.type == T_SCALAR;
         /* a spilled unknown scalar reads like plain data */
-        uint64_t full = ospill == SPILL_64 ? U64MAX : U32MAX;
-        if (oreg->type != T_SCALAR || oreg->id || oreg->umin || oreg->umax != full) return 0;
+        struct vreg unknown;
+        set_range(&unknown, 0, ospill == SPILL_64 ? U64MAX : U32MAX);
+        if (oreg->type != T_SCALAR || oreg->id || !scalar_within(oreg, &unknown)) return 0;
         return !c->spill || c->reg.type == T_SCALAR;
     }
     /* old holds plain data (or nothing) here: a pointer spilled over bytes old could read differs */
@@ -1504,8 +1669,11 @@ static const uint8_t *skip_varint(const uint8_t *p) {
 }
 static const uint8_t *skip_reg(const uint8_t *p) {
     if (*p++ == T_NOT_INIT) return p;
-    uint32_t fields = *p++ & (P_OFF | P_AUX | P_ID | P_RANGE | P_UMIN | P_DELTA); /* one varint each */
+    uint8_t bits = *p++;
+    uint32_t fields = bits & (P_OFF | P_AUX | P_ID | P_RANGE | P_UMIN | P_DELTA); /* one varint each */
     for (; fields; fields &= fields - 1) p = skip_varint(p);
+    if (bits & P_VIEWS)
+        for (fields = *p++; fields; fields &= fields - 1) p = skip_varint(p);
     return p;
 }
 
@@ -1539,6 +1707,10 @@ static int encoded_covers(const struct env *e, const uint8_t *p, const struct vs
         p = get_varint(p, &func);
         if (callsite != fc->callsite || (uint16_t)func != fc->func) return 0;
         p = get_varint(p, &ns);
+        uint64_t lock_map, lock_id = 0; /* the same lock held (the same value, up to id renaming), or none */
+        p = get_varint(p, &lock_map);
+        if (lock_map) p = get_varint(p, &lock_id);
+        if (lock_map != fc->lock_map || (lock_map && !idmap_check(&m, (uint32_t)lock_id, fc->lock_id))) return 0;
         uint16_t live = frame_live(e, c, j), relR;
         uint64_t relS;
         frame_relevant(e, c, j, &relR, &relS);
@@ -1844,7 +2016,8 @@ static void restore_raw(const uint8_t *p, struct vstate *st) {
     }
 }
 
-static int push_branch(struct env *e, uint32_t i) {
+/* The state at the conditional jump i, to explore `side` of it later. */
+static int push_branch(struct env *e, uint32_t i, int side) {
     e->cur->insn = i;
     size_t size = raw_size(e->cur);
     size_t raw_max = ebpf_verify_no_raw_pending ? 0 : PENDING_RAW_MAX;
@@ -1856,7 +2029,8 @@ static int push_branch(struct env *e, uint32_t i) {
     if (!p) return fail(e, (int)i, "program too complex (out of memory for %u pending branches)", e->npending);
     if (raw) save_raw(p->data, e->cur);
     else copy_encoding(p->data, e, size);
-    p->raw = (uint32_t)raw;
+    p->raw = (uint16_t)raw;
+    p->side = (uint16_t)side;
     p->size = (uint32_t)size;
     p->parent = e->parent;
     if (e->parent) e->parent->branches++;
@@ -1869,16 +2043,241 @@ static int push_branch(struct env *e, uint32_t i) {
     return 0;
 }
 
-/* ---- Scalar arithmetic ---- */
-struct rng {
-    uint64_t lo, hi;
-};
-static const struct rng full64 = {0, U64MAX};
+/* ---- Scalar values ----
+ * A scalar is known as Linux knows one: unsigned and signed ranges of its 64 bits and of its low 32 bits
+ * (what 32-bit instructions and jmp32 see), and its known bits (struct tnum). An operation computes
+ * each view of the result it can follow, at 64 bits and at 32 bits for the low half, the others are
+ * left unbounded, and scalar_sync() lets the views tighten one another (Linux's reg_bounds_sync; the
+ * code is our own). A view is `struct view`: one width's ranges and known bits. */
+#define SBIAS (UINT64_C(1) << 63)
 
-static struct rng trunc32(struct rng r) {
-    if (r.hi <= U32MAX) return r;
-    if ((r.lo >> 32) == (r.hi >> 32)) return (struct rng){r.lo & U32MAX, r.hi & U32MAX};
-    return (struct rng){0, U32MAX};
+static uint64_t umin64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+static uint64_t umax64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+static int64_t smin64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t smax64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* Known bits: what each operation does to them (Linux's tnum algorithms). */
+static struct tnum tnum_cast(struct tnum a, int w32) {
+    uint64_t m = w32 ? U32MAX : U64MAX;
+    return (struct tnum){a.v & m, a.m & m};
+}
+static struct tnum tnum_add(struct tnum a, struct tnum b) {
+    uint64_t sm = a.m + b.m, sv = a.v + b.v, chi = (sm + sv) ^ sv, mu = chi | a.m | b.m;
+    return (struct tnum){sv & ~mu, mu};
+}
+static struct tnum tnum_sub(struct tnum a, struct tnum b) {
+    uint64_t dv = a.v - b.v, chi = (dv + a.m) ^ (dv - b.m), mu = chi | a.m | b.m;
+    return (struct tnum){dv & ~mu, mu};
+}
+static struct tnum tnum_and(struct tnum a, struct tnum b) {
+    uint64_t v = a.v & b.v;
+    return (struct tnum){v, (a.v | a.m) & (b.v | b.m) & ~v};
+}
+static struct tnum tnum_or(struct tnum a, struct tnum b) {
+    uint64_t v = a.v | b.v;
+    return (struct tnum){v, (a.m | b.m) & ~v};
+}
+static struct tnum tnum_xor(struct tnum a, struct tnum b) {
+    uint64_t mu = a.m | b.m;
+    return (struct tnum){(a.v ^ b.v) & ~mu, mu};
+}
+/* The sum of a's partial products: a known 1 bit of a adds b's unknown bits, an unknown bit of a all
+ * of b's bits that may be 1, to the product of the known parts. */
+static struct tnum tnum_mul(struct tnum a, struct tnum b) {
+    struct tnum acc = {0, 0};
+    uint64_t v = a.v * b.v;
+    for (; a.v | a.m; a.v >>= 1, a.m >>= 1, b.v <<= 1, b.m <<= 1) {
+        if (a.v & 1) acc = tnum_add(acc, (struct tnum){0, b.m});
+        else if (a.m & 1) acc = tnum_add(acc, (struct tnum){0, b.v | b.m});
+    }
+    return tnum_add(tnum_const(v), acc);
+}
+static struct tnum tnum_arsh(struct tnum a, unsigned s, int w32) {
+    if (w32) return (struct tnum){(uint32_t)((int32_t)a.v >> s), (uint32_t)((int32_t)a.m >> s)};
+    return (struct tnum){(uint64_t)((int64_t)a.v >> s), (uint64_t)((int64_t)a.m >> s)};
+}
+/* Both a and b hold (*out); 0 when they disagree on a known bit. */
+static int tnum_meet(struct tnum a, struct tnum b, struct tnum *out) {
+    if ((a.v ^ b.v) & ~(a.m | b.m)) return 0;
+    uint64_t m = a.m & b.m;
+    *out = (struct tnum){(a.v | b.v) & ~m, m};
+    return 1;
+}
+
+/* The bounds that the known bits give. */
+static void bounds_from_bits(struct vreg *r) {
+    struct tnum t = r->t;
+    uint32_t v = (uint32_t)t.v, m = (uint32_t)t.m;
+    int32_t slo = (int32_t)(v | (m & 0x80000000u)), shi = (int32_t)(v | (m & 0x7fffffffu));
+    r->umin = umax64(r->umin, t.v);
+    r->umax = umin64(r->umax, t.v | t.m);
+    r->smin = smax64(r->smin, (int64_t)(t.v | (t.m & SBIAS)));
+    r->smax = smin64(r->smax, (int64_t)(t.v | (t.m & ~SBIAS)));
+    if (r->u32min < v) r->u32min = v;
+    if (r->u32max > (v | m)) r->u32max = v | m;
+    if (r->s32min < slo) r->s32min = slo;
+    if (r->s32max > shi) r->s32max = shi;
+}
+
+/* The low half is within [lo, hi] as an unsigned 32-bit value (lo <= hi), in order. */
+static void narrow_u32(struct vreg *r, uint32_t lo, uint32_t hi) {
+    if (r->u32min < lo) r->u32min = lo;
+    if (r->u32max > hi) r->u32max = hi;
+}
+static void narrow_s32(struct vreg *r, int32_t lo, int32_t hi) {
+    if (r->s32min < lo) r->s32min = lo;
+    if (r->s32max > hi) r->s32max = hi;
+}
+/* Values whose low halves run in order from lo to hi (unsigned): also in order as s32 unless they cross
+ * from 0x7fffffff to 0x80000000. */
+static void narrow_low(struct vreg *r, uint32_t lo, uint32_t hi) {
+    narrow_u32(r, lo, hi);
+    if ((int32_t)lo <= (int32_t)hi) narrow_s32(r, (int32_t)lo, (int32_t)hi);
+}
+
+/* The low half's bounds from the 64-bit ones, and its unsigned and signed bounds from each other. */
+static void deduce32(struct vreg *r) {
+    if (r->umin >> 32 == r->umax >> 32) narrow_low(r, (uint32_t)r->umin, (uint32_t)r->umax);
+    if (r->smin >> 32 == r->smax >> 32) narrow_low(r, (uint32_t)r->smin, (uint32_t)r->smax);
+    /* upper halves one apart and the low halves around -1, 0: in order as s32 */
+    if ((uint32_t)(r->umin >> 32) + 1 == (uint32_t)(r->umax >> 32) && (int32_t)r->umin < 0 && (int32_t)r->umax >= 0)
+        narrow_s32(r, (int32_t)r->umin, (int32_t)r->umax);
+    if ((uint32_t)((uint64_t)r->smin >> 32) + 1 == (uint32_t)((uint64_t)r->smax >> 32) && (int32_t)r->smin < 0 &&
+        (int32_t)r->smax >= 0)
+        narrow_s32(r, (int32_t)r->smin, (int32_t)r->smax);
+    if ((int32_t)r->u32min <= (int32_t)r->u32max) narrow_s32(r, (int32_t)r->u32min, (int32_t)r->u32max);
+    if ((uint32_t)r->s32min <= (uint32_t)r->s32max) {
+        narrow_u32(r, (uint32_t)r->s32min, (uint32_t)r->s32max);
+    } else if (r->s32min < 0 && r->s32max >= 0) { /* two pieces as u32: the unsigned range may meet one */
+        if (r->u32max < (uint32_t)r->s32min)
+            r->s32min = (int32_t)r->u32min, narrow_u32(r, 0, (uint32_t)r->s32max);
+        else if ((uint32_t)r->s32max < r->u32min)
+            r->s32max = (int32_t)r->u32max, narrow_u32(r, (uint32_t)r->s32min, U32MAX);
+    }
+}
+
+/* The 64-bit unsigned and signed bounds from each other. */
+static void deduce64(struct vreg *r) {
+    if ((int64_t)r->umin <= (int64_t)r->umax)
+        r->smin = smax64(r->smin, (int64_t)r->umin), r->smax = smin64(r->smax, (int64_t)r->umax);
+    if ((uint64_t)r->smin <= (uint64_t)r->smax) {
+        r->umin = umax64(r->umin, (uint64_t)r->smin);
+        r->umax = umin64(r->umax, (uint64_t)r->smax);
+    } else if (r->smin < 0 && r->smax >= 0) { /* two pieces as u64: the unsigned range may meet one */
+        if (r->umax < (uint64_t)r->smin) r->smin = (int64_t)r->umin, r->umax = umin64(r->umax, (uint64_t)r->smax);
+        else if ((uint64_t)r->smax < r->umin) r->smax = (int64_t)r->umax, r->umin = umax64(r->umin, (uint64_t)r->smin);
+    }
+}
+
+/* The 64-bit bounds from the low half's: the ends of a range keep their upper halves. */
+static void deduce_mixed(struct vreg *r) {
+    r->umin = umax64(r->umin, (r->umin & ~U32MAX) | r->u32min);
+    r->umax = umin64(r->umax, (r->umax & ~U32MAX) | r->u32max);
+    r->smin = smax64(r->smin, (int64_t)(((uint64_t)r->smin & ~U32MAX) | r->u32min));
+    r->smax = smin64(r->smax, (int64_t)(((uint64_t)r->smax & ~U32MAX) | r->u32max));
+    if (r->smin >= INT32_MIN && r->smax <= INT32_MAX) /* a sign-extended low half */
+        r->smin = smax64(r->smin, r->s32min), r->smax = smin64(r->smax, r->s32max);
+}
+
+static int scalar_nonempty(const struct vreg *r) {
+    return r->umin <= r->umax && r->smin <= r->smax && r->u32min <= r->u32max && r->s32min <= r->s32max;
+}
+
+/* r (a scalar, its link kept) := the constant or range [lo, hi] with the views set_range gives it. */
+static void reset_range(struct vreg *r, uint64_t lo, uint64_t hi) {
+    uint32_t id = r->id;
+    int32_t off = r->off;
+    set_range(r, lo, hi);
+    r->id = id, r->off = off;
+}
+
+/* scalar_sync of values below 2^31 (most scalars, in a quarter of the instructions): their views are all
+ * the same range, the known bits within it. */
+static int sync_small(struct vreg *r) {
+    int64_t lo = smax64(smax64((int64_t)r->umin, r->smin), smax64(r->u32min, r->s32min));
+    int64_t hi = smin64(smin64((int64_t)r->umax, r->smax), smin64(r->u32max, r->s32max));
+    struct tnum t = r->t;
+    for (int k = 0; k < 2; k++) { /* the known bits within the range, and the range they leave */
+        if (lo > hi || !tnum_meet(t, tnum_range((uint64_t)lo, (uint64_t)hi), &t)) return 0;
+        lo = smax64(lo, (int64_t)t.v), hi = smin64(hi, (int64_t)(t.v | t.m));
+    }
+    if (lo > hi) return 0;
+    reset_range(r, (uint64_t)lo, (uint64_t)hi);
+    if (lo != hi) r->t = t; /* else: the constant's bits */
+    return 1;
+}
+
+/* Lets the views of scalar r tighten one another; 0 when no value fits them all. */
+static int scalar_sync(struct vreg *r) {
+    if (!scalar_nonempty(r)) return 0;
+    if (r->umax <= INT32_MAX) return sync_small(r);
+    bounds_from_bits(r);
+    for (int k = 0; k < 2; k++) deduce32(r), deduce64(r), deduce_mixed(r);
+    for (int k = 0; k < 2; k++) { /* the known bits within the ranges, and the ranges they leave */
+        struct tnum t64, t32;
+        if (!scalar_nonempty(r) || !tnum_meet(r->t, tnum_range(r->umin, r->umax), &t64) ||
+            !tnum_meet(tnum_cast(t64, 1), tnum_range(r->u32min, r->u32max), &t32))
+            return 0;
+        r->t = (struct tnum){(t64.v & ~U32MAX) | t32.v, (t64.m & ~U32MAX) | t32.m};
+        bounds_from_bits(r);
+    }
+    if (!scalar_nonempty(r)) return 0;
+    if (r->umin == r->umax) reset_range(r, r->umin, r->umin); /* every view the constant, as set_range's */
+    return 1;
+}
+
+/* One width's view of a scalar: its 64 bits, or its low 32 (values, signed ones too, within 32 bits). */
+struct view {
+    uint64_t umin, umax;
+    int64_t smin, smax;
+    struct tnum t;
+};
+static uint64_t wmask(int w32) { return w32 ? U32MAX : U64MAX; }
+static int64_t wsmin(int w32) { return w32 ? INT32_MIN : INT64_MIN; }
+static int64_t wsmax(int w32) { return w32 ? INT32_MAX : INT64_MAX; }
+static struct view view_of(const struct vreg *r, int w32) {
+    if (!w32) return (struct view){r->umin, r->umax, r->smin, r->smax, r->t};
+    return (struct view){r->u32min, r->u32max, r->s32min, r->s32max, tnum_cast(r->t, 1)};
+}
+static struct view view_unbounded(int w32) {
+    return (struct view){0, wmask(w32), wsmin(w32), wsmax(w32), {0, wmask(w32)}};
+}
+
+/* r := the scalar whose 64-bit view is v64 and low half's view v32 (no id). */
+static void set_views(struct vreg *r, struct view v64, struct view v32) {
+    struct tnum t = v64.t;
+    int ok = tnum_meet(v64.t, (struct tnum){v32.t.v, v32.t.m | ~U32MAX}, &t);
+    *r = (struct vreg){.type = T_SCALAR, .umin = v64.umin, .umax = v64.umax, .smin = v64.smin, .smax = v64.smax,
+                       .u32min = (uint32_t)v32.umin, .u32max = (uint32_t)v32.umax, .s32min = (int32_t)v32.smin,
+                       .s32max = (int32_t)v32.smax, .t = t};
+    /* views that no value fits come only from a path that cannot run, where anything holds */
+    if (!ok || !scalar_sync(r)) set_unknown(r);
+}
+/* r := the 32-bit result v, zero-extended. */
+static void set_zext32(struct vreg *r, struct view v) {
+    set_views(r, (struct view){v.umin, v.umax, (int64_t)v.umin, (int64_t)v.umax, v.t}, v);
+}
+
+/* r (a scalar) := its low `bits` bits (8, 16 or 32) sign-extended. */
+static void sext_scalar(struct vreg *r, unsigned bits) {
+    uint64_t mask = size_mask(bits / 8), sign = UINT64_C(1) << (bits - 1), lo = 0, hi = mask;
+    struct tnum t = {r->t.v & mask, r->t.m & mask};
+    if (bits == 32) lo = r->u32min, hi = r->u32max;
+    else if (r->umin >> bits == r->umax >> bits) lo = r->umin & mask, hi = r->umax & mask;
+    if (t.m & sign) t.m |= ~mask; /* the sign bit fills the upper bits */
+    else if (t.v & sign) t.v |= ~mask;
+    struct view v = view_unbounded(0), v32 = view_unbounded(1);
+    if (!((lo ^ hi) & sign)) v.smin = (int64_t)sext(lo, bits), v.smax = (int64_t)sext(hi, bits);
+    else v.smin = -(int64_t)sign, v.smax = (int64_t)(sign - 1);
+    v.t = t;
+    v32.smin = v.smin, v32.smax = v.smax;
+    set_views(r, v, v32);
+}
+
+/* A value loaded from memory: `size` bytes, sign-extended for MEMSX. */
+static void set_loaded(struct vreg *r, uint32_t size, int sx) {
+    set_range(r, 0, size_mask(size));
+    if (sx) sext_scalar(r, size * 8);
 }
 
 /* Exact result of an ALU op (RFC 9669 semantics, as the interpreter). */
@@ -1930,173 +2329,261 @@ static uint64_t alu_exact(int op, int is32, int16_t off, uint64_t dst, uint64_t 
     return 0;
 }
 
-/* Range of `a op b` for non-constant operands; 32-bit ops get truncated operands and mask 31. */
-static struct rng alu_range(int op, int16_t off, struct rng a, struct rng b, int is32) {
-    uint64_t shmask = is32 ? 31 : 63, signbit = is32 ? UINT64_C(1) << 31 : UINT64_C(1) << 63;
-    struct rng r;
-    switch (op) {
-    case EBPF_ALU_ADD:
-        r.lo = a.lo + b.lo;
-        r.hi = a.hi + b.hi;
-        return ((r.lo < a.lo) == (r.hi < a.hi)) ? r : full64;
-    case EBPF_ALU_SUB:
-        r.lo = a.lo - b.hi;
-        r.hi = a.hi - b.lo;
-        return ((a.lo < b.hi) == (a.hi < b.lo)) ? r : full64;
-    case EBPF_ALU_MUL:
-        if (__builtin_mul_overflow(a.hi, b.hi, &r.hi)) return full64;
-        r.lo = a.lo * b.lo;
-        return r;
-    case EBPF_ALU_DIV:
-        if (off == 1) return full64;
-        if (b.hi == 0) return (struct rng){0, 0};
-        if (b.lo == 0) return (struct rng){0, a.hi};
-        return (struct rng){a.lo / b.hi, a.hi / b.lo};
-    case EBPF_ALU_MOD:
-        if (off == 1) return full64;
-        if (b.lo == 0) return (struct rng){0, a.hi};
-        if (a.hi < b.lo) return a;
-        return (struct rng){0, a.hi < b.hi - 1 ? a.hi : b.hi - 1};
-    case EBPF_ALU_OR: return (struct rng){a.lo > b.lo ? a.lo : b.lo, smear(a.hi | b.hi)};
-    case EBPF_ALU_AND: return (struct rng){0, a.hi < b.hi ? a.hi : b.hi};
-    case EBPF_ALU_XOR: return (struct rng){0, smear(a.hi | b.hi)};
-    case EBPF_ALU_LSH:
-        if (b.hi > shmask || a.hi > (U64MAX >> b.hi)) return full64;
-        return (struct rng){a.lo << b.lo, a.hi << b.hi};
-    case EBPF_ALU_ARSH: /* a non-negative value shifts like RSH */
-    case EBPF_ALU_RSH:
-        if (op == EBPF_ALU_ARSH && a.hi >= signbit) return full64;
-        if (b.hi > shmask) return (struct rng){0, a.hi};
-        return (struct rng){a.lo >> b.hi, a.hi >> b.lo};
+/* Signed a + b, a - b, a * b at one width; 0 when the result wraps. */
+static int fits(int64_t r, int w32) { return !w32 || (r >= INT32_MIN && r <= INT32_MAX); }
+static int sadd(int64_t a, int64_t b, int64_t *r, int w32) { return !__builtin_add_overflow(a, b, r) && fits(*r, w32); }
+static int ssub(int64_t a, int64_t b, int64_t *r, int w32) { return !__builtin_sub_overflow(a, b, r) && fits(*r, w32); }
+static int smul(int64_t a, int64_t b, int64_t *r, int w32) { return !__builtin_mul_overflow(a, b, r) && fits(*r, w32); }
+
+static void view_mul(struct view *r, struct view a, struct view b, int w32) {
+    uint64_t hi;
+    int64_t p[4];
+    r->t = tnum_cast(tnum_mul(a.t, b.t), w32);
+    if (!__builtin_mul_overflow(a.umax, b.umax, &hi) && hi <= wmask(w32)) r->umin = a.umin * b.umin, r->umax = hi;
+    if (smul(a.smin, b.smin, &p[0], w32) && smul(a.smin, b.smax, &p[1], w32) && smul(a.smax, b.smin, &p[2], w32) &&
+        smul(a.smax, b.smax, &p[3], w32)) {
+        r->smin = smin64(smin64(p[0], p[1]), smin64(p[2], p[3]));
+        r->smax = smax64(smax64(p[0], p[1]), smax64(p[2], p[3]));
     }
-    return full64;
 }
 
-static void scalar_alu(struct vreg *d, const struct vreg *s, int op, int is32, int16_t off) {
-    struct rng a = {d->umin, d->umax}, b = {s->umin, s->umax}, r;
-    if (is32) a = trunc32(a), b = trunc32(b);
-    if (a.lo == a.hi && b.lo == b.hi) {
-        uint64_t v = alu_exact(op, is32, off, a.lo, b.lo);
-        r.lo = r.hi = v;
-    } else {
-        r = alu_range(op, off, a, b, is32);
-        if (is32) r = trunc32(r);
+/* Shifts by b: a known amount moves the known bits; amounts are masked to the width, so a range beyond
+ * it could be any amount. */
+static void view_shift(struct view *r, int op, struct view a, struct view b, int w32) {
+    unsigned width = w32 ? 32 : 64, lo = (unsigned)(b.umin & (width - 1)), hi = lo;
+    if (b.umin != b.umax && b.umax < width) lo = (unsigned)b.umin, hi = (unsigned)b.umax;
+    else if (b.umin != b.umax) lo = 0, hi = width - 1;
+    int known = lo == hi;
+    switch (op) {
+    case EBPF_ALU_LSH:
+        if (known) r->t = tnum_cast((struct tnum){a.t.v << lo, a.t.m << lo}, w32);
+        if (a.umax <= wmask(w32) >> hi) r->umin = a.umin << lo, r->umax = a.umax << hi;
+        if (known && a.smin >= wsmin(w32) >> lo && a.smax <= wsmax(w32) >> lo) /* no bit reaches the sign */
+            r->smin = (int64_t)((uint64_t)a.smin << lo), r->smax = (int64_t)((uint64_t)a.smax << lo);
+        break;
+    case EBPF_ALU_RSH:
+        if (known) r->t = (struct tnum){a.t.v >> lo, a.t.m >> lo};
+        r->umin = a.umin >> hi, r->umax = a.umax >> lo;
+        break;
+    default: /* ARSH */
+        if (known) r->t = tnum_cast(tnum_arsh(a.t, lo, w32), w32);
+        r->smin = smin64(a.smin >> lo, a.smin >> hi);
+        r->smax = smax64(a.smax >> lo, a.smax >> hi);
     }
-    set_range(d, r.lo, r.hi);
+}
+
+/* `a op b` at one width (a zero divisor as RFC 9669 says; off 1: signed div/mod), every view of the
+ * result as far as the operation can be followed, the others unbounded. */
+static struct view view_alu(int op, int16_t off, struct view a, struct view b, int w32) {
+    uint64_t m = wmask(w32), lo = a.umin + b.umin, hi = a.umax + b.umax;
+    struct view r = view_unbounded(w32);
+    int64_t slo, shi;
+    switch (op) {
+    case EBPF_ALU_ADD: /* the unsigned range holds when all sums wrap, or none */
+        r.t = tnum_cast(tnum_add(a.t, b.t), w32);
+        if (w32 ? lo >> 32 == hi >> 32 : (lo < a.umin) == (hi < a.umax)) r.umin = lo & m, r.umax = hi & m;
+        if (sadd(a.smin, b.smin, &slo, w32) && sadd(a.smax, b.smax, &shi, w32)) r.smin = slo, r.smax = shi;
+        break;
+    case EBPF_ALU_SUB:
+        r.t = tnum_cast(tnum_sub(a.t, b.t), w32);
+        if ((a.umin < b.umax) == (a.umax < b.umin)) r.umin = (a.umin - b.umax) & m, r.umax = (a.umax - b.umin) & m;
+        if (ssub(a.smin, b.smax, &slo, w32) && ssub(a.smax, b.smin, &shi, w32)) r.smin = slo, r.smax = shi;
+        break;
+    case EBPF_ALU_MUL: view_mul(&r, a, b, w32); break;
+    case EBPF_ALU_DIV:
+        if (off == 1) break;
+        if (b.umax == 0) r.umin = r.umax = 0;
+        else if (b.umin == 0) r.umin = 0, r.umax = a.umax;
+        else r.umin = a.umin / b.umax, r.umax = a.umax / b.umin;
+        break;
+    case EBPF_ALU_MOD:
+        if (off == 1) break;
+        if (b.umin && a.umax < b.umin) r = a;                /* a itself */
+        else if (!b.umin) r.umin = 0, r.umax = a.umax;      /* by zero: a itself, else less than a */
+        else r.umin = 0, r.umax = umin64(a.umax, b.umax - 1);
+        break;
+    case EBPF_ALU_AND:
+        r.t = tnum_and(a.t, b.t);
+        r.umin = r.t.v, r.umax = umin64(a.umax, b.umax);
+        break;
+    case EBPF_ALU_OR:
+        r.t = tnum_or(a.t, b.t);
+        r.umin = umax64(a.umin, b.umin), r.umax = r.t.v | r.t.m;
+        break;
+    case EBPF_ALU_XOR: r.t = tnum_xor(a.t, b.t); break;
+    case EBPF_ALU_LSH:
+    case EBPF_ALU_RSH:
+    case EBPF_ALU_ARSH: view_shift(&r, op, a, b, w32); break;
+    case EBPF_ALU_NEG: /* 0 stays 0, the rest wraps around */
+        r.t = tnum_cast(tnum_sub(tnum_const(0), a.t), w32);
+        if (a.umin) r.umin = (0 - a.umax) & m, r.umax = (0 - a.umin) & m;
+        else if (!a.umax) r.umin = r.umax = 0;
+        if (a.smin > wsmin(w32)) r.smin = -a.smax, r.smax = -a.smin;
+        break;
+    }
+    return r;
+}
+
+/* Does the low half of a 64-bit `d op s` follow from the low halves of d and s alone? */
+static int low_half_follows(int op, const struct vreg *s) {
+    switch (op) {
+    case EBPF_ALU_ADD: case EBPF_ALU_SUB: case EBPF_ALU_MUL: case EBPF_ALU_AND: case EBPF_ALU_OR:
+    case EBPF_ALU_XOR: case EBPF_ALU_NEG: return 1;
+    case EBPF_ALU_LSH: return s->umax < 32;
+    }
+    return 0;
+}
+
+/* After d := d op s: adding a constant (ALU64 add or sub, |offset| < 2^31) keeps d linked to its copies
+ * (id), off apart from them, as Linux links them: a comparison of one then bounds the others (clang's
+ * loops compare the counter's old copy, `r4 = r2; r2 += -1; if r4 > 1`). Anything else unlinks d. */
+static void keep_link(struct vreg *d, uint32_t id, int32_t off, int op, int is32, const struct vreg *s) {
+    if (!id || is32 || !is_const(s) || (op != EBPF_ALU_ADD && op != EBPF_ALU_SUB)) return;
+    int64_t k = (int64_t)s->umin, delta = (int64_t)off + (op == EBPF_ALU_ADD ? k : -k);
+    if (k < INT32_MIN || k > INT32_MAX || delta < INT32_MIN || delta > INT32_MAX) return;
+    d->id = id, d->off = (int32_t)delta;
+}
+
+/* d := d op s, both scalars (s: the source register, or the immediate as a constant). */
+static void scalar_alu(struct vreg *d, const struct vreg *s, int op, int is32, int16_t off) {
+    struct view a = view_of(d, is32), b = view_of(s, is32);
+    if (a.umin == a.umax && b.umin == b.umax) {
+        set_const(d, alu_exact(op, is32, off, a.umin, b.umin));
+        return;
+    }
+    struct view r32 = view_alu(op, off, view_of(d, 1), view_of(s, 1), 1);
+    if (is32) {
+        set_zext32(d, r32);
+        return;
+    }
+    if (!low_half_follows(op, s)) r32 = view_unbounded(1);
+    set_views(d, view_alu(op, off, a, b, 0), r32);
 }
 
 /* ---- Conditional jumps ---- */
-enum { K_EQ, K_NE, K_GT, K_GE, K_SET, K_NSET };
+/* What an outcome of a comparison says of its operands (a rel b). */
+enum { REL_EQ, REL_NE, REL_SET, REL_NSET, REL_ULT, REL_ULE, REL_SLT, REL_SLE };
 #define BR_TAKEN 1
 #define BR_FALL 2
+#define BR_RESUME 4 /* a pending state to go on from where it is (see explore_if) */
 
-/* A comparison of two known values: the interpreter's (ebpf_jmp_cond), 0 for a non-comparison. */
-static int eval_cmp(int op, int is32, uint64_t a, uint64_t b) {
-    return ebpf_jmp_cond(op, a, b, is32) > 0;
+/* The relation that outcome `taken` of `a op b` asserts: between a and b, or between b and a (*swap). */
+static int relation(int op, int taken, int *swap) {
+    *swap = 0;
+    switch (op) {
+    case EBPF_JMP_JEQ: return taken ? REL_EQ : REL_NE;
+    case EBPF_JMP_JNE: return taken ? REL_NE : REL_EQ;
+    case EBPF_JMP_JSET: return taken ? REL_SET : REL_NSET;
+    case EBPF_JMP_JGT: *swap = taken; return taken ? REL_ULT : REL_ULE;   /* b < a, or a <= b */
+    case EBPF_JMP_JGE: *swap = taken; return taken ? REL_ULE : REL_ULT;   /* b <= a, or a < b */
+    case EBPF_JMP_JLT: *swap = !taken; return taken ? REL_ULT : REL_ULE;  /* a < b, or b <= a */
+    case EBPF_JMP_JLE: *swap = !taken; return taken ? REL_ULE : REL_ULT;  /* a <= b, or b < a */
+    case EBPF_JMP_JSGT: *swap = taken; return taken ? REL_SLT : REL_SLE;
+    case EBPF_JMP_JSGE: *swap = taken; return taken ? REL_SLE : REL_SLT;
+    case EBPF_JMP_JSLT: *swap = !taken; return taken ? REL_SLT : REL_SLE;
+    default: *swap = !taken; return taken ? REL_SLE : REL_SLT; /* JSLE */
+    }
 }
 
-/* Refines a and b (unsigned order) for `a K b` holding; returns 0 when it cannot hold. */
-static int refine_core(int k, struct rng *a, struct rng *b) {
-    switch (k) {
-    case K_EQ: {
-        uint64_t lo = a->lo > b->lo ? a->lo : b->lo, hi = a->hi < b->hi ? a->hi : b->hi;
-        if (lo > hi) return 0;
-        a->lo = b->lo = lo;
-        a->hi = b->hi = hi;
-        return 1;
-    }
-    case K_NE:
-        if (b->lo == b->hi) {
-            if (a->lo == a->hi && a->lo == b->lo) return 0;
-            if (a->lo == b->lo) a->lo++;
-            else if (a->hi == b->lo) a->hi--;
-        } else if (a->lo == a->hi) {
-            if (b->lo == a->lo) b->lo++;
-            else if (b->hi == a->lo) b->hi--;
-        }
-        return 1;
-    case K_GT:
-        if (b->lo == U64MAX || a->hi == 0) return 0;
-        if (a->lo < b->lo + 1) a->lo = b->lo + 1;
-        if (b->hi > a->hi - 1) b->hi = a->hi - 1;
-        return a->lo <= a->hi && b->lo <= b->hi;
-    case K_GE:
-        if (a->lo < b->lo) a->lo = b->lo;
-        if (b->hi > a->hi) b->hi = a->hi;
-        return a->lo <= a->hi && b->lo <= b->hi;
-    case K_SET:
-        if (a->lo == a->hi && b->lo == b->hi) return (a->lo & b->lo) != 0;
-        if (b->lo == b->hi && !(smear(a->hi) & b->lo)) return 0;
-        if (a->lo == a->hi && !(smear(b->hi) & a->lo)) return 0;
-        return a->hi && b->hi;
-    case K_NSET:
-        if (a->lo == a->hi && b->lo == b->hi) return (a->lo & b->lo) == 0;
-        return 1;
-    }
+static int view_const(const struct view *v) { return v->umin == v->umax; }
+
+/* a != c (a constant of the view's width): c comes off the ends of a's ranges; 0 when a is c. */
+static int view_ne(struct view *a, uint64_t c, int w32) {
+    int64_t sc = w32 ? (int32_t)c : (int64_t)c;
+    if (view_const(a)) return a->umin != c;
+    if (a->umin == c) a->umin++;
+    else if (a->umax == c) a->umax--;
+    if (a->smin == sc) a->smin++;
+    else if (a->smax == sc) a->smax--;
     return 1;
 }
 
-/* Signed order through the bias x ^ 2^63 (signed order of x = unsigned order of the biased value). */
-#define SBIAS (UINT64_C(1) << 63)
-static struct rng to_biased(struct rng r) {
-    if ((r.lo ^ r.hi) >> 63) return full64; /* crosses the sign boundary: a set of two pieces */
-    return (struct rng){r.lo ^ SBIAS, r.hi ^ SBIAS};
-}
-static int from_biased(struct rng orig, struct rng bias, struct rng *out) {
-    *out = orig;
-    if ((bias.lo ^ bias.hi) >> 63) return 1;
-    struct rng c = {bias.lo ^ SBIAS, bias.hi ^ SBIAS};
-    if (c.lo > out->lo) out->lo = c.lo;
-    if (c.hi < out->hi) out->hi = c.hi;
-    return out->lo <= out->hi;
+/* a & b != 0 (set) or == 0 (!set). A constant single bit that is set becomes a known bit, a constant
+ * mask that is clear known zeros; a & b != 0 also says that neither is 0. */
+static int view_test(struct view *a, struct view *b, int set, int w32) {
+    if (!view_const(b)) {
+        struct view *x = a;
+        a = b, b = x;
+    }
+    uint64_t c = b->umin;
+    if (!view_const(b)) /* neither is known */
+        return set ? ((a->t.v | a->t.m) & (b->t.v | b->t.m)) && view_ne(a, 0, w32) && view_ne(b, 0, w32)
+                   : !(a->t.v & b->t.v);
+    if (!set) {
+        if (a->t.v & c) return 0;
+        a->t.m &= ~c;
+        return 1;
+    }
+    if (!((a->t.v | a->t.m) & c)) return 0;
+    if (!(c & (c - 1))) a->t.v |= c, a->t.m &= ~c;
+    return view_ne(a, 0, w32);
 }
 
-/* Refines scalar ranges a, b for the given outcome of `a op b`; 0 when that outcome is impossible. */
-static int refine(int op, int is32, struct rng *a, struct rng *b, int taken) {
-    int sgn = op == EBPF_JMP_JSGT || op == EBPF_JMP_JSGE || op == EBPF_JMP_JSLT || op == EBPF_JMP_JSLE;
-    if (is32) {
-        uint64_t lim = sgn ? 0x7fffffffu : U32MAX;
-        if (a->hi > lim || b->hi > lim) {
-            /* the low halves are not tracked: decide constants only */
-            if (a->lo == a->hi && b->lo == b->hi) return eval_cmp(op, 1, a->lo, b->lo) == taken;
-            return 1;
-        }
-        /* the values are their low halves (non-negative for signed): 64-bit unsigned reasoning holds */
-        switch (op) {
-        case EBPF_JMP_JSGT: op = EBPF_JMP_JGT; break;
-        case EBPF_JMP_JSGE: op = EBPF_JMP_JGE; break;
-        case EBPF_JMP_JSLT: op = EBPF_JMP_JLT; break;
-        case EBPF_JMP_JSLE: op = EBPF_JMP_JLE; break;
-        }
-        sgn = 0;
+/* Refines views a and b (one width) for `a rel b`; 0 when it cannot hold. */
+static int view_refine(int rel, struct view *a, struct view *b, int w32) {
+    struct tnum t;
+    switch (rel) {
+    case REL_EQ:
+        if (!tnum_meet(a->t, b->t, &t)) return 0;
+        a->umin = b->umin = umax64(a->umin, b->umin);
+        a->umax = b->umax = umin64(a->umax, b->umax);
+        a->smin = b->smin = smax64(a->smin, b->smin);
+        a->smax = b->smax = smin64(a->smax, b->smax);
+        a->t = b->t = t;
+        return 1;
+    case REL_NE:
+        if (view_const(b)) return view_ne(a, b->umin, w32);
+        return !view_const(a) || view_ne(b, a->umin, w32);
+    case REL_SET:
+    case REL_NSET: return view_test(a, b, rel == REL_SET, w32);
+    case REL_ULT:
+        if (!b->umax || a->umin == wmask(w32)) return 0;
+        a->umax = umin64(a->umax, b->umax - 1);
+        b->umin = umax64(b->umin, a->umin + 1);
+        return 1;
+    case REL_ULE:
+        a->umax = umin64(a->umax, b->umax);
+        b->umin = umax64(b->umin, a->umin);
+        return 1;
+    case REL_SLT:
+        if (b->smax == wsmin(w32) || a->smin == wsmax(w32)) return 0;
+        a->smax = smin64(a->smax, b->smax - 1);
+        b->smin = smax64(b->smin, a->smin + 1);
+        return 1;
+    default: /* REL_SLE */
+        a->smax = smin64(a->smax, b->smax);
+        b->smin = smax64(b->smin, a->smin);
+        return 1;
     }
-    struct rng *x = a, *y = b;
-    int k;
-    switch (op) {
-    case EBPF_JMP_JEQ: k = taken ? K_EQ : K_NE; break;
-    case EBPF_JMP_JNE: k = taken ? K_NE : K_EQ; break;
-    case EBPF_JMP_JSET: k = taken ? K_SET : K_NSET; break;
-    case EBPF_JMP_JGT: case EBPF_JMP_JSGT:
-        if (taken) k = K_GT;
-        else k = K_GE, x = b, y = a;
-        break;
-    case EBPF_JMP_JGE: case EBPF_JMP_JSGE:
-        if (taken) k = K_GE;
-        else k = K_GT, x = b, y = a;
-        break;
-    case EBPF_JMP_JLT: case EBPF_JMP_JSLT:
-        if (taken) k = K_GT, x = b, y = a;
-        else k = K_GE;
-        break;
-    default: /* JLE, JSLE */
-        if (taken) k = K_GE, x = b, y = a;
-        else k = K_GT;
-        break;
+}
+
+/* Writes view v back as scalar r's (w32: its low half's); 0 when no value fits r then. */
+static int put_view(struct vreg *r, struct view v, int w32) {
+    if (w32) {
+        r->u32min = (uint32_t)v.umin, r->u32max = (uint32_t)v.umax;
+        r->s32min = (int32_t)v.smin, r->s32max = (int32_t)v.smax;
+        r->t = (struct tnum){(r->t.v & ~U32MAX) | v.t.v, (r->t.m & ~U32MAX) | v.t.m};
+    } else {
+        r->umin = v.umin, r->umax = v.umax, r->smin = v.smin, r->smax = v.smax, r->t = v.t;
     }
-    if (!sgn) return refine_core(k, x, y);
-    struct rng bx = to_biased(*x), by = to_biased(*y);
-    if (!refine_core(k, &bx, &by)) return 0;
-    return from_biased(*x, bx, x) && from_biased(*y, by, y);
+    return scalar_sync(r);
+}
+
+/* Refines the views of scalars a and b that `a op b` (is32: of their low halves) compares for outcome
+ * `taken`; 0 when they show that outcome impossible. */
+static int refine_views(int op, int is32, struct view *va, struct view *vb, int taken) {
+    int swap, rel = relation(op, taken, &swap);
+    return swap ? view_refine(rel, vb, va, is32) : view_refine(rel, va, vb, is32);
+}
+static int outcome_possible(int op, int is32, const struct vreg *a, const struct vreg *b, int taken) {
+    struct view va = view_of(a, is32), vb = view_of(b, is32);
+    return refine_views(op, is32, &va, &vb, taken);
+}
+/* Refines scalars a and, if it is a register (breg), b for outcome `taken`; 0 when, their views synced,
+ * no value fits one of them: the outcome is impossible after all. */
+static int refine(int op, int is32, struct vreg *a, struct vreg *b, int breg, int taken) {
+    struct view va = view_of(a, is32), vb = view_of(b, is32);
+    return refine_views(op, is32, &va, &vb, taken) && put_view(a, va, is32) && (!breg || put_view(b, vb, is32));
 }
 
 #define FOR_ALL_REGS(st, var, ...)                                                                     \
@@ -2110,21 +2597,34 @@ static int refine(int op, int is32, struct rng *a, struct rng *b, int taken) {
         }                                                                                              \
     }
 
-static void set_scalar_rng(struct vstate *st, struct vreg *r, struct rng v) {
+/* Scalar r := v (its link kept), and every scalar linked to r too: a copy (same id) holds r's value
+ * - r->off + its own off. */
+static void set_scalar(struct vstate *st, struct vreg *r, const struct vreg *v) {
     uint32_t id = r->id;
-    r->umin = v.lo;
-    r->umax = v.hi;
+    int32_t off = r->off;
+    struct vreg nv = *v, k;
+    nv.id = id, nv.off = off;
+    *r = nv;
     if (!id) return;
     FOR_ALL_REGS(st, q, {
-        if (q->type == T_SCALAR && q->id == id) q->umin = v.lo, q->umax = v.hi;
+        if (q->type != T_SCALAR || q->id != id) continue;
+        int32_t qoff = q->off;
+        *q = nv;
+        if (qoff == off) continue;
+        set_const(&k, (uint64_t)((int64_t)qoff - off));
+        scalar_alu(q, &k, EBPF_ALU_ADD, 0, 0);
+        q->id = id, q->off = qoff;
     })
 }
 
-static void mark_null(struct vstate *st, uint32_t id, int is_null) {
+/* A lookup's result checked for NULL. A value of a map with a bpf_spin_lock keeps its id: which value a
+ * lock belongs to is how bpf_spin_unlock is matched with bpf_spin_lock. */
+static void mark_null(const struct env *e, struct vstate *st, uint32_t id, int is_null) {
     FOR_ALL_REGS(st, q, {
         if ((q->type == T_MAP_VALUE_OR_NULL || q->type == T_MEM_OR_NULL) && q->id == id) {
             if (is_null) set_const(q, 0);
-            else q->type = q->type == T_MEM_OR_NULL ? T_MEM : T_MAP_VALUE, q->id = 0;
+            else if (q->type == T_MEM_OR_NULL) q->type = T_MEM, q->id = 0;
+            else q->type = T_MAP_VALUE, q->id = e->prog->maps[q->map]->spin_lock_off ? q->id : 0;
         }
     })
 }
@@ -2183,7 +2683,7 @@ static int never_null(const struct vreg *p) {
 }
 
 /* mode 0: returns the mask of possible outcomes (or -1 with an error); mode BR_TAKEN / BR_FALL:
- * applies what that outcome teaches. */
+ * applies what that outcome teaches, and returns mode, or 0 when that shows the outcome impossible. */
 static int cond_jump(struct env *e, uint32_t i, struct vstate *st, int mode) {
     const struct ebpf_insn *in = &e->in[i];
     struct vframe *f = &st->f[st->nframes - 1];
@@ -2196,25 +2696,21 @@ static int cond_jump(struct env *e, uint32_t i, struct vstate *st, int mode) {
         b = &kb;
     }
     if (a->type == T_SCALAR && b->type == T_SCALAR) {
-        if (x && in->src == in->dst) {
+        if (x && in->src == in->dst && op != EBPF_JMP_JSET) { /* a register with itself */
             if (mode) return mode;
             switch (op) {
             case EBPF_JMP_JEQ: case EBPF_JMP_JGE: case EBPF_JMP_JLE: case EBPF_JMP_JSGE: case EBPF_JMP_JSLE:
                 return BR_TAKEN;
-            case EBPF_JMP_JSET:
-                if (is_const(a)) return eval_cmp(op, is32, a->umin, a->umin) ? BR_TAKEN : BR_FALL;
-                return BR_TAKEN | BR_FALL;
             default: return BR_FALL;
             }
         }
-        struct rng ra = {a->umin, a->umax}, rb = {b->umin, b->umax};
-        if (!mode) {
-            struct rng ta = ra, tb = rb, fa = ra, fb = rb;
-            return (refine(op, is32, &ta, &tb, 1) ? BR_TAKEN : 0) | (refine(op, is32, &fa, &fb, 0) ? BR_FALL : 0);
-        }
-        refine(op, is32, &ra, &rb, mode == BR_TAKEN);
-        set_scalar_rng(st, a, ra);
-        if (x) set_scalar_rng(st, b, rb);
+        if (!mode) /* from the compared views alone; refine() syncs all views of the outcome followed */
+            return (outcome_possible(op, is32, a, b, 1) ? BR_TAKEN : 0) |
+                   (outcome_possible(op, is32, a, b, 0) ? BR_FALL : 0);
+        struct vreg ra = *a, rb = *b;
+        if (!refine(op, is32, &ra, &rb, x, mode == BR_TAKEN)) return 0;
+        set_scalar(st, a, &ra);
+        if (x) set_scalar(st, b, &rb);
         return mode;
     }
     if (is32) { /* low halves of pointers: allowed where the 64-bit comparison is, but teaches nothing */
@@ -2249,7 +2745,7 @@ static int cond_jump(struct env *e, uint32_t i, struct vstate *st, int mode) {
     }
     if (!mode) return BR_TAKEN | BR_FALL;
     int is_null = (op == EBPF_JMP_JEQ) == (mode == BR_TAKEN);
-    mark_null(st, p->id, is_null);
+    mark_null(e, st, p->id, is_null);
     return mode;
 }
 
@@ -2293,10 +2789,7 @@ static int stack_access(struct env *e, uint32_t i, struct vstate *st, uint32_t r
     if (kind == ACC_READ) {
         if (sp == bytes) {
             *out = s->reg;
-            if (sx) { /* 4-byte sign-extending fill of a 32-bit scalar */
-                if (is_const(out)) set_const(out, sext(out->umin, 32));
-                else if (out->umax > 0x7fffffff) set_unknown(out);
-            }
+            if (sx && out->umax > INT32_MAX) sext_scalar(out, 32); /* a 4-byte fill of a 32-bit scalar */
         } else if ((sp & bytes) == bytes && is_const(&s->reg)) {
             uint32_t first = s->spill == SPILL_HI32 ? 4 : 0;
             uint64_t v = (s->reg.umin >> (8 * (b - first))) & size_mask(size);
@@ -2334,6 +2827,10 @@ static int map_value_bounds(struct env *e, uint32_t i, const struct vreg *ptr, i
     const struct ebpf_map *m = e->prog->maps[ptr->map];
     int64_t lo = (int64_t)ptr->off + (int64_t)ptr->umin + insn_off;
     int64_t hi = (int64_t)ptr->off + (int64_t)ptr->umax + insn_off + (int64_t)size;
+    int64_t lock = (int64_t)m->spin_lock_off - 1; /* only bpf_spin_lock/unlock touch it (Linux) */
+    if (m->spin_lock_off && lo < lock + NANOBPF_SPIN_LOCK_SIZE && lock < hi)
+        return fail(e, (int)i, "bpf_spin_lock cannot be accessed directly by load/store (map %s, offset %lld)", m->name,
+                    (long long)lock);
     if (lo < 0 || hi > (int64_t)m->value_size) {
         if (ptr->umin != ptr->umax)
             return fail(e, (int)i, "invalid access to map value, value_size=%u off=%lld size=%llu (variable offset %llu..%llu)",
@@ -2367,6 +2864,8 @@ static int pkt_bounds(struct env *e, uint32_t i, uint32_t regno, const struct vr
 
 /* Load/store/atomic through register regno (value: the stored value; out: the loaded one). */
 static int is_keytable(const struct ebpf_map *m);
+static const char *readonly_map(const struct ebpf_map *m);
+static const char *readonly_map_why(const struct ebpf_map *m);
 static int mem_access(struct env *e, uint32_t i, struct vstate *st, uint32_t regno, int kind, uint32_t size,
                       const struct vreg *val, uint32_t valno, struct vreg *out, int sx) {
     const struct ebpf_insn *in = &e->in[i];
@@ -2409,9 +2908,9 @@ static int mem_access(struct env *e, uint32_t i, struct vstate *st, uint32_t reg
         if (size > 1) e->flags[i] |= F_PKTACC; /* packet offsets carry no alignment: CVA6 would trap */
         break;
     case T_MAP_VALUE:
-        if (kind != ACC_READ && is_keytable(e->prog->maps[ptr.map]))
-            return fail(e, (int)i, "the key table %s is read-only for programs (the control plane writes it)",
-                        NANOBPF_KEYTABLE_MAP_NAME);
+        if (kind != ACC_READ && readonly_map(e->prog->maps[ptr.map]))
+            return fail(e, (int)i, "%s %s is read-only for programs (%s)", readonly_map(e->prog->maps[ptr.map]),
+                        e->prog->maps[ptr.map]->name, readonly_map_why(e->prog->maps[ptr.map]));
         if (map_value_bounds(e, i, &ptr, in->off, size)) return -1;
         if (kind == ACC_ATOMIC) {
             int64_t o = (int64_t)ptr.off + (int64_t)ptr.umin + in->off;
@@ -2518,6 +3017,24 @@ static int ptr_add(struct env *e, uint32_t i, uint32_t dregno, struct vreg *dst,
     return 0;
 }
 
+/* d := pointer d - pointer s, a scalar. */
+static int ptr_diff(struct env *e, uint32_t i, uint32_t dregno, struct vreg *d, const struct vreg *s) {
+    /* data_end - data: the packet's length from that pointer, as common XDP code computes it */
+    if (d->type == T_PKT_END && s->type == T_PKT) {
+        set_unknown(d);
+        return 0;
+    }
+    if (d->type != s->type || (d->type != T_PKT && d->type != T_STACK && d->type != T_MAP_VALUE) ||
+        (d->type == T_STACK && d->frame != s->frame) || (d->type == T_MAP_VALUE && d->map != s->map))
+        return fail(e, (int)i, "R%u pointer -= pointer prohibited (%s - %s)", dregno, tname[d->type], tname[s->type]);
+    /* same frame, or packet pointers sharing their variable part: a known distance (two map values may be
+     * different elements) */
+    int fixed = d->type == T_STACK || (d->type == T_PKT && d->id == s->id);
+    if (fixed) set_const(d, (uint64_t)((int64_t)d->off - s->off));
+    else set_unknown(d);
+    return 0;
+}
+
 static int do_alu(struct env *e, uint32_t i, struct vstate *st) {
     const struct ebpf_insn *in = &e->in[i];
     struct vframe *f = &st->f[st->nframes - 1];
@@ -2536,11 +3053,9 @@ static int do_alu(struct env *e, uint32_t i, struct vstate *st) {
     if (op == EBPF_ALU_MOV) {
         if (in->off) { /* MOVSX */
             if (is_ptr(s)) return fail(e, (int)i, "R%u partial copy of pointer", in->src);
-            struct vreg r;
-            unsigned bits = (unsigned)in->off;
-            if (is_const(s)) set_const(&r, alu_exact(op, is32, in->off, 0, s->umin));
-            else if (s->umax < (UINT64_C(1) << (bits - 1))) set_range(&r, s->umin, s->umax);
-            else set_range(&r, 0, is32 ? U32MAX : U64MAX);
+            struct vreg r = *s;
+            sext_scalar(&r, (unsigned)in->off);
+            if (is32) set_zext32(&r, view_of(&r, 1));
             *d = r;
             return 0;
         }
@@ -2550,8 +3065,7 @@ static int do_alu(struct env *e, uint32_t i, struct vstate *st) {
             if (r.umax <= U32MAX) {
                 if (x && !is_const(s) && !s->id) s->id = r.id = ++e->id_gen;
             } else {
-                struct rng t = trunc32((struct rng){r.umin, r.umax});
-                set_range(&r, t.lo, t.hi);
+                set_zext32(&r, view_of(s, 1));
             }
             *d = r;
             return 0;
@@ -2564,8 +3078,7 @@ static int do_alu(struct env *e, uint32_t i, struct vstate *st) {
     if (op == EBPF_ALU_NEG || op == EBPF_ALU_END) {
         if (is_ptr(d)) return fail(e, (int)i, "R%u pointer arithmetic with %s operator prohibited", in->dst, op_name(op));
         if (op == EBPF_ALU_NEG) {
-            if (is_const(d)) set_const(d, alu_exact(op, is32, 0, d->umin, 0));
-            else set_range(d, 0, is32 ? U32MAX : U64MAX);
+            scalar_alu(d, s, op, is32, 0);
             return 0;
         }
         unsigned bits = (unsigned)in->imm;
@@ -2586,6 +3099,11 @@ static int do_alu(struct env *e, uint32_t i, struct vstate *st) {
     }
     if (is_ptr(d) || is_ptr(s)) {
         uint32_t pr = is_ptr(d) ? in->dst : in->src;
+        if (op == EBPF_ALU_SUB && is_ptr(d) && is_ptr(s)) {
+            if (ptr_diff(e, i, in->dst, d, s)) return -1;
+            if (is32) set_zext32(d, view_of(d, 1)); /* the low half (clang -mcpu=v3: `__u32 len = end - data`) */
+            return 0;
+        }
         if (is32) return fail(e, (int)i, "R%u 32-bit pointer arithmetic prohibited", pr);
         if (op == EBPF_ALU_ADD) {
             if (is_ptr(d) && is_ptr(s)) return fail(e, (int)i, "R%u pointer += pointer prohibited", in->dst);
@@ -2593,27 +3111,14 @@ static int do_alu(struct env *e, uint32_t i, struct vstate *st) {
         }
         if (op == EBPF_ALU_SUB) {
             if (!is_ptr(d)) return fail(e, (int)i, "R%u tried to subtract pointer from scalar", in->dst);
-            if (!is_ptr(s)) return ptr_add(e, i, in->dst, d, d, s, 1);
-            /* data_end - data: the packet's length from that pointer, as common XDP code computes it */
-            if (d->type == T_PKT_END && s->type == T_PKT) {
-                set_unknown(d);
-                return 0;
-            }
-            /* pointer - pointer = scalar */
-            if (d->type != s->type || (d->type != T_PKT && d->type != T_STACK && d->type != T_MAP_VALUE) ||
-                (d->type == T_STACK && d->frame != s->frame) || (d->type == T_MAP_VALUE && d->map != s->map))
-                return fail(e, (int)i, "R%u pointer -= pointer prohibited (%s - %s)", in->dst, tname[d->type],
-                            tname[s->type]);
-            /* same frame, or packet pointers sharing their variable part: a known distance (two map
-             * values may be different elements) */
-            int fixed = d->type == T_STACK || (d->type == T_PKT && d->id == s->id);
-            if (fixed) set_const(d, (uint64_t)((int64_t)d->off - s->off));
-            else set_unknown(d);
-            return 0;
+            return ptr_add(e, i, in->dst, d, d, s, 1);
         }
         return fail(e, (int)i, "R%u pointer arithmetic with %s operator prohibited", pr, op_name(op));
     }
+    uint32_t id = d->id;
+    int32_t off = d->off;
     scalar_alu(d, s, op, is32, in->off);
+    keep_link(d, id, off, op, is32, s);
     return 0;
 }
 
@@ -2660,6 +3165,46 @@ static int is_keytable(const struct ebpf_map *m) {
            m->key_size == NANOBPF_QUIC_CID_SIZE && m->value_size == NANOBPF_QUIC_KEYS_SIZE;
 }
 
+static int is_devmap(const struct ebpf_map *m) {
+    return m->type == NANOBPF_MAP_TYPE_DEVMAP || m->type == NANOBPF_MAP_TYPE_DEVMAP_HASH;
+}
+
+/* Maps programs read but never write, and why: the key table (the control plane publishes each change
+ * whole, and reuses a value's place after the data cores moved on: docs/control.md), devmaps (their
+ * entries are the device's ports, which the host sets and maps.c checks). NULL for the others. */
+static const char *readonly_map(const struct ebpf_map *m) {
+    return is_keytable(m) ? "the key table" : is_devmap(m) ? "the devmap" : NULL;
+}
+static const char *readonly_map_why(const struct ebpf_map *m) {
+    return is_keytable(m) ? "the control plane writes it" : "the host sets its ports";
+}
+
+/* Linux check_map_func_compatibility, for the map types and helpers the device has: a devmap is only
+ * looked up or redirected to, and bpf_redirect_map takes only a devmap; an event map (no keys, a ring)
+ * goes only to its output helper, which takes only that type. */
+static int map_helper_compatible(struct env *e, uint32_t i, const struct ebpf_helper *h, const struct ebpf_map *m) {
+    static const struct {
+        uint32_t map_type, helper;
+        const char *map, *type;
+    } events[] = {{NANOBPF_MAP_TYPE_RINGBUF, NANOBPF_HELPER_RINGBUF_OUTPUT, "ringbuf", "RINGBUF"},
+                  {NANOBPF_MAP_TYPE_PERF_EVENT_ARRAY, NANOBPF_HELPER_PERF_EVENT_OUTPUT, "perf event array",
+                   "PERF_EVENT_ARRAY"}};
+    for (unsigned k = 0; k < sizeof events / sizeof *events; k++) {
+        if (m->type == events[k].map_type && h->id != events[k].helper)
+            return fail(e, (int)i, "helper %s: map %s is a %s: only bpf_%s takes it", h->name, m->name, events[k].map,
+                        ebpf_helper_find(events[k].helper)->name);
+        if (h->id == events[k].helper && m->type != events[k].map_type)
+            return fail(e, (int)i, "helper %s: map %s is not a %s", h->name, m->name, events[k].type);
+    }
+    if (readonly_map(m) && h->id != NANOBPF_HELPER_MAP_LOOKUP_ELEM && h->id != NANOBPF_HELPER_REDIRECT_MAP)
+        return fail(e, (int)i, "helper %s: %s %s is read-only for programs (%s)", h->name, readonly_map(m), m->name,
+                    readonly_map_why(m));
+    if (h->id == NANOBPF_HELPER_REDIRECT_MAP && !is_devmap(m))
+        return fail(e, (int)i, "helper %s: map %s is not a DEVMAP or DEVMAP_HASH (the ports to redirect to)", h->name,
+                    m->name);
+    return 0;
+}
+
 /* A helper reading a connection's keys takes the start of a key table value: what a lookup in the
  * key table returned, after its NULL check. The helper reads the whole struct nanobpf_quic_keys. */
 static int keytable_value_arg(struct env *e, uint32_t i, const struct vreg *r, uint32_t rn, const char *helper) {
@@ -2680,11 +3225,41 @@ static int keytable_value_arg(struct env *e, uint32_t i, const struct vreg *r, u
     return 0;
 }
 
+/* bpf_spin_lock's argument: a map value (not NULL) pointing exactly at its map's lock. */
+static int spin_lock_arg(struct env *e, uint32_t i, const struct vreg *r, uint32_t rn, const char *helper) {
+    if (r->type != T_MAP_VALUE)
+        return fail(e, (int)i, "R%u type=%s expected=map_value with a bpf_spin_lock (helper %s)", rn, tname[r->type], helper);
+    const struct ebpf_map *m = e->prog->maps[r->map];
+    if (!m->spin_lock_off)
+        return fail(e, (int)i, "map %s has no bpf_spin_lock in its value (helper %s)", m->name, helper);
+    if (r->umin != r->umax || (int64_t)r->off + (int64_t)r->umin != (int64_t)m->spin_lock_off - 1)
+        return fail(e, (int)i, "R%u points %lld..%lld bytes into a %s value: helper %s needs its bpf_spin_lock at %u", rn,
+                    (long long)r->off + (long long)r->umin, (long long)r->off + (long long)r->umax, m->name, helper,
+                    m->spin_lock_off - 1);
+    return 0;
+}
+
+/* bpf_spin_lock/unlock (Linux process_spin_lock): one lock at a time, released by the same value's. */
+static int spin_lock_change(struct env *e, uint32_t i, struct vframe *f, const struct vreg *r, int lock) {
+    if (lock) {
+        if (f->lock_map) return fail(e, (int)i, "Locking two bpf_spin_locks are not allowed");
+        f->lock_map = r->map + 1u, f->lock_id = r->id;
+        return 0;
+    }
+    if (!f->lock_map) return fail(e, (int)i, "bpf_spin_unlock without taking a lock");
+    if (f->lock_map != r->map + 1u || f->lock_id != r->id) return fail(e, (int)i, "bpf_spin_unlock of different lock");
+    f->lock_map = f->lock_id = 0;
+    return 0;
+}
+
 static int do_helper(struct env *e, uint32_t i, struct vstate *st) {
     const struct ebpf_insn *in = &e->in[i];
     const struct ebpf_helper *h = ebpf_helper_find((uint32_t)in->imm);
     struct vframe *f = &st->f[st->nframes - 1];
     int map = -1;
+    /* while a core holds a lock no other core can take it: nothing but the unlock may run meanwhile */
+    if (f->lock_map && h->id != NANOBPF_HELPER_SPIN_UNLOCK && h->id != NANOBPF_HELPER_SPIN_LOCK)
+        return fail(e, (int)i, "function calls are not allowed while holding a lock (helper %s)", h->name);
     for (uint32_t a = 0; a < 5; a++) {
         uint32_t rn = a + 1;
         struct vreg *r = &f->r[rn];
@@ -2696,11 +3271,7 @@ static int do_helper(struct env *e, uint32_t i, struct vstate *st) {
         case EBPF_ARG_CONST_MAP_PTR:
             if (r->type != T_MAP_PTR) return fail(e, (int)i, "R%u type=%s expected=map_ptr", rn, tname[r->type]);
             map = r->map;
-            /* the device's key table changes only through the control plane (its values are published
-             * whole, and their places reused after the data cores moved on: docs/control.md) */
-            if (is_keytable(e->prog->maps[map]) && h->id != NANOBPF_HELPER_MAP_LOOKUP_ELEM)
-                return fail(e, (int)i, "helper %s: the key table %s is read-only for programs (the control plane "
-                            "writes it)", h->name, NANOBPF_KEYTABLE_MAP_NAME);
+            if (map_helper_compatible(e, i, h, e->prog->maps[map])) return -1;
             break;
         case EBPF_ARG_PTR_TO_MAP_KEY:
         case EBPF_ARG_PTR_TO_MAP_VALUE: {
@@ -2711,18 +3282,33 @@ static int do_helper(struct env *e, uint32_t i, struct vstate *st) {
             break;
         }
         case EBPF_ARG_PTR_TO_MEM:
+        case EBPF_ARG_PTR_TO_MEM_OR_NULL:
         case EBPF_ARG_PTR_TO_RW_MEM:
         case EBPF_ARG_PTR_TO_UNINIT_MEM: {
             int write = t == EBPF_ARG_PTR_TO_UNINIT_MEM;
-            if ((write || t == EBPF_ARG_PTR_TO_RW_MEM) && r->type == T_MAP_VALUE && is_keytable(e->prog->maps[r->map]))
-                return fail(e, (int)i, "helper %s: the key table %s is read-only for programs (the control plane "
-                            "writes it)", h->name, NANOBPF_KEYTABLE_MAP_NAME);
-            if (a == 4 || h->args[a + 1] != EBPF_ARG_CONST_SIZE)
+            if ((write || t == EBPF_ARG_PTR_TO_RW_MEM) && r->type == T_MAP_VALUE && readonly_map(e->prog->maps[r->map]))
+                return fail(e, (int)i, "helper %s: %s %s is read-only for programs (%s)", h->name,
+                            readonly_map(e->prog->maps[r->map]), e->prog->maps[r->map]->name,
+                            readonly_map_why(e->prog->maps[r->map]));
+            int zero_ok = a < 4 && h->args[a + 1] == EBPF_ARG_CONST_SIZE_OR_ZERO;
+            if (a == 4 || (h->args[a + 1] != EBPF_ARG_CONST_SIZE && !zero_ok))
                 return fail(e, (int)i, "helper %s: memory argument R%u without a size", h->name, rn);
             struct vreg *sz = &f->r[rn + 1];
             if (check_read(e, i, sz, rn + 1)) return -1;
             if (sz->type != T_SCALAR) return fail(e, (int)i, "R%u type=%s expected=scalar", rn + 1, tname[sz->type]);
-            if (sz->umin == 0) return fail(e, (int)i, "R%u invalid zero-sized %s", rn + 1, write ? "write" : "read");
+            if (t == EBPF_ARG_PTR_TO_MEM_OR_NULL && r->type == T_SCALAR && is_const(r) && r->umin == 0) {
+                /* NULL: only with 0 bytes (Linux allows a zero-byte access to NULL, nothing else) */
+                if (sz->umax) return fail(e, (int)i, "R%u is NULL but R%u may be %llu bytes", rn, rn + 1,
+                                          (unsigned long long)sz->umax);
+                a++;
+                break;
+            }
+            if (sz->umin == 0 && !zero_ok)
+                return fail(e, (int)i, "R%u invalid zero-sized %s", rn + 1, write ? "write" : "read");
+            if (sz->umax == 0 && r->type != T_SCALAR) { /* zero bytes of a pointer: nothing is accessed */
+                a++;
+                break;
+            }
             if (sz->umax > MAX_VAR_OFF) return fail(e, (int)i, "R%u unbounded memory access size", rn + 1);
             if (helper_mem(e, i, st, rn, sz->umin, sz->umax, write)) return -1;
             /* read and then overwritten: spilled values in it are gone, the bytes stay initialised */
@@ -2735,6 +3321,11 @@ static int do_helper(struct env *e, uint32_t i, struct vstate *st) {
             break;
         case EBPF_ARG_PTR_TO_KEYTABLE_VALUE:
             if (keytable_value_arg(e, i, r, rn, h->name)) return -1;
+            break;
+        case EBPF_ARG_PTR_TO_SPIN_LOCK:
+            if (spin_lock_arg(e, i, r, rn, h->name) ||
+                spin_lock_change(e, i, f, r, h->id == NANOBPF_HELPER_SPIN_LOCK))
+                return -1;
             break;
         default: return fail(e, (int)i, "helper %s: bad argument type %d", h->name, t);
         }
@@ -2764,6 +3355,7 @@ static int do_helper(struct env *e, uint32_t i, struct vstate *st) {
 static int do_global_call(struct env *e, uint32_t i, struct vstate *st, uint32_t callee) {
     const struct nanobpf_image_func *g = e->gsig[callee];
     struct vframe *f = &st->f[st->nframes - 1];
+    if (f->lock_map) return fail(e, (int)i, "function calls are not allowed while holding a lock");
     for (uint32_t a = 0; a < g->n_args; a++) {
         uint32_t rn = a + 1, size = sig_size(g, a);
         struct vreg *r = &f->r[rn];
@@ -2813,6 +3405,7 @@ static int do_global_call(struct env *e, uint32_t i, struct vstate *st, uint32_t
 static int do_local_call(struct env *e, uint32_t i, struct vstate *st, uint32_t *next) {
     uint32_t t = i + 1 + (uint32_t)e->in[i].imm;
     if (e->gsig[e->func[t]]) return do_global_call(e, i, st, e->func[t]);
+    if (st->f[st->nframes - 1].lock_map) return fail(e, (int)i, "function calls are not allowed while holding a lock");
     if (st->nframes >= e->maxframes) /* cannot happen: the call graph bounds the depth */
         return fail(e, (int)i, "the call stack of %u frames is too deep (at most %u)", st->nframes + 1, e->maxframes);
     struct vframe *caller = &st->f[st->nframes - 1], *callee = &st->f[st->nframes];
@@ -2834,6 +3427,7 @@ static int do_local_call(struct env *e, uint32_t i, struct vstate *st, uint32_t 
 /* 1 = the path ended (exit of the main program), 0 = go on at *next. */
 static int do_exit(struct env *e, uint32_t i, struct vstate *st, uint32_t *next) {
     struct vframe *f = &st->f[st->nframes - 1];
+    if (f->lock_map) return fail(e, (int)i, "bpf_spin_unlock is missing (a bpf_spin_lock is held at exit)");
     if (st->nframes == 1 && e->root) { /* a global function returns to any caller */
         if (e->gsig[e->root]->ret == NANOBPF_FUNC_ARG_NONE) return 1;
         if (f->r[0].type == T_NOT_INIT) return fail(e, (int)i, "R0 !read_ok at exit");
@@ -2858,6 +3452,21 @@ static int do_exit(struct env *e, uint32_t i, struct vstate *st, uint32_t *next)
     return 0;
 }
 
+/* The views of scalar v that say more than its unsigned range (as the encoding keeps them), for the log:
+ * at most 170 characters. */
+static int log_views(char *p, const struct vreg *v) {
+    struct vreg c;
+    set_range(&c, v->umin, v->umax);
+    int len = 0;
+    if (v->smin != c.smin || v->smax != c.smax)
+        len += sprintf(p + len, " s=[%lld,%lld]", (long long)v->smin, (long long)v->smax);
+    if (v->u32min != c.u32min || v->u32max != c.u32max) len += sprintf(p + len, " w=[%u,%u]", v->u32min, v->u32max);
+    if (v->s32min != c.s32min || v->s32max != c.s32max) len += sprintf(p + len, " ws=[%d,%d]", v->s32min, v->s32max);
+    if (v->t.v != c.t.v || v->t.m != c.t.m)
+        len += sprintf(p + len, " t=%llx/%llx", (unsigned long long)v->t.v, (unsigned long long)v->t.m);
+    return len;
+}
+
 static void log_state(const struct env *e, uint32_t i) {
     const struct vstate *st = e->cur;
     const struct vframe *f = &st->f[st->nframes - 1];
@@ -2865,14 +3474,16 @@ static void log_state(const struct env *e, uint32_t i) {
     char line[2048];
     int len = snprintf(line, sizeof line, "%u: (%02x) d%u s%u off %d imm %d [frame %u]", i, in->code, in->dst, in->src,
                        in->off, in->imm, st->nframes - 1);
-    for (uint32_t r = 0; r < EBPF_NREGS && len < (int)sizeof line - 80; r++) {
+    for (uint32_t r = 0; r < EBPF_NREGS && len < (int)sizeof line - 250; r++) {
         const struct vreg *v = &f->r[r];
         if (v->type == T_NOT_INIT) continue;
         if (v->type == T_SCALAR && v->umin == v->umax)
             len += snprintf(line + len, sizeof line - (size_t)len, " R%u=%llu", r, (unsigned long long)v->umin);
         else if (v->type == T_SCALAR)
             len += snprintf(line + len, sizeof line - (size_t)len, " R%u=[%llu,%llu]%s", r, (unsigned long long)v->umin,
-                            (unsigned long long)v->umax, v->id ? "#" : "");
+                            (unsigned long long)v->umax, v->id ? "#" : ""),
+            len += v->off ? snprintf(line + len, sizeof line - (size_t)len, "%+d", v->off) : 0,
+            len += log_views(line + len, v);
         else
             len += snprintf(line + len, sizeof line - (size_t)len, " R%u=%s(off=%d,id=%u,r=%u,var=%llu..%llu)", r,
                             tname[v->type], v->off, v->id, v->range, (unsigned long long)v->umin,
@@ -2891,6 +3502,100 @@ static void log_state(const struct env *e, uint32_t i) {
             len += snprintf(line + len, sizeof line - (size_t)len, " fp-%u=m%02x", 8 * (k + 1), sl->init);
     }
     vlog("%s\n", line);
+}
+
+/* Which side of a two-way branch at insn i to explore first (the other waits as a pending branch): the
+ * side that leaves a loop around i, whose path soon ends or meets states explored before, so that a
+ * bounded loop that may be left at each iteration (a bounds check against data_end, say) keeps one
+ * pending branch, not one per iteration. Otherwise Linux's order: the fall-through first. */
+static int first_side(const struct env *e, uint32_t i) {
+    uint8_t d = e->loopd[i];
+    return e->loopd[jump_target(&e->in[i], i)] < d && e->loopd[i + 1] >= d ? BR_TAKEN : BR_FALL;
+}
+
+/* ---- An if in a loop ----
+ * A branch both of whose sides stay in the loop pends one side per iteration when explored depth first:
+ * that side is pruned only against the other's state at their join, which is finished only when the
+ * rest of the loop is (Linux pends up to 8,192 of them). When both sides run straight to the same prune
+ * point (clang's `if (c) n++;`), both are followed there at once and compared before either goes on: a
+ * side that the other's state covers ends there. That other state has explored nothing yet, and nothing
+ * will be pruned against the side that ended, so no proof leans on itself. */
+#define NO_JOIN UINT32_MAX
+
+static int step(struct env *e, uint32_t i, uint32_t *next);
+
+/* The first prune point from insn k through straight-line code (no branch, call or exit), or NO_JOIN. */
+static uint32_t straight_to_prune(const struct env *e, uint32_t k) {
+    for (uint32_t steps = 0; steps < e->n; steps++) {
+        if (e->flags[k] & F_PRUNE) return k;
+        if (e->nsucc[k] != 1 || is_local_call(&e->in[k])) return NO_JOIN;
+        k = e->succ[2 * k];
+    }
+    return NO_JOIN;
+}
+
+/* Do both sides of the conditional jump at i reach the same prune point (*join) first? */
+static int if_join(const struct env *e, uint32_t i, uint32_t *join) {
+    *join = straight_to_prune(e, i + 1);
+    return *join != NO_JOIN && *join == straight_to_prune(e, jump_target(&e->in[i], i));
+}
+
+/* dst := src, working states (dst keeps clear_frame's invariant). */
+static void copy_state(struct vstate *dst, const struct vstate *src) {
+    dst->insn = src->insn;
+    dst->nframes = src->nframes;
+    for (uint32_t j = 0; j < src->nframes; j++) {
+        struct vframe *f = &dst->f[j];
+        uint32_t old_ns = f->nslots;
+        copy_words(f, &src->f[j], RAW_FRAME);
+        copy_words(f->s, src->f[j].s, f->nslots * sizeof(struct vslot));
+        if (old_ns > f->nslots) clear_slots(&f->s[f->nslots], old_ns - f->nslots);
+    }
+}
+
+/* Follows `side` of the conditional jump at i in e->cur up to `join`: 1 there, 0 when the side cannot
+ * happen, -1 on an error. */
+static int run_to_join(struct env *e, uint32_t i, int side, uint32_t join) {
+    if (!cond_jump(e, i, e->cur, side)) return 0;
+    for (uint32_t k = side == BR_TAKEN ? jump_target(&e->in[i], i) : i + 1, next; k != join; k = next) {
+        if (++e->stats.processed > e->max_processed)
+            return fail(e, (int)k, "program too complex (more than %u insns processed)", e->max_processed);
+        if (e->log) log_state(e, k);
+        int r = step(e, k, &next);
+        if (r) return r < 0 ? -1 : 0;
+    }
+    e->cur->insn = join;
+    return 1;
+}
+
+/* Does state a (at its insn) cover state b? */
+static int state_covers(struct env *e, const struct vstate *a, const struct vstate *b) {
+    uint32_t hint;
+    encode(e, a);
+    return encoded_covers(e, e->buf, b, 0, &hint);
+}
+
+/* Both sides of the conditional jump at i up to their join; the one going on is left in e->cur (*next:
+ * the join), the other ends or waits as a pending state. 1 when neither side can happen. */
+static int explore_if(struct env *e, uint32_t i, uint32_t join, uint32_t *next) {
+    struct vstate *fall = e->cur, *taken = e->tmp; /* tmp is free outside visit_state */
+    copy_state(taken, fall);
+    e->cur = taken;
+    int rt = run_to_join(e, i, BR_TAKEN, join);
+    e->cur = fall;
+    int rf = rt < 0 ? -1 : run_to_join(e, i, BR_FALL, join);
+    if (rf < 0) return -1;
+    *next = join;
+    if (!rt) return !rf;
+    if (!rf || state_covers(e, taken, fall)) { /* go on with the taken side */
+        copy_state(fall, taken);
+        return 0;
+    }
+    if (state_covers(e, fall, taken)) return 0;
+    e->cur = taken;
+    int r = push_branch(e, join, BR_RESUME);
+    e->cur = fall;
+    return r;
 }
 
 /* One instruction: 0 = go on at *next, 1 = path ended, -1 = error. */
@@ -2940,20 +3645,15 @@ static int step(struct env *e, uint32_t i, uint32_t *next) {
     int mask = cond_jump(e, i, st, 0);
     if (mask < 0) return -1;
     if (mask == (BR_TAKEN | BR_FALL)) {
-        if (push_branch(e, i)) return -1;
-        cond_jump(e, i, st, BR_FALL);
-        return 0;
+        int first = first_side(e, i);
+        uint32_t join;
+        if (first == BR_FALL && e->loopd[i] && if_join(e, i, &join)) return explore_if(e, i, join, next);
+        if (push_branch(e, i, (BR_TAKEN | BR_FALL) ^ first)) return -1;
+        mask = first;
     }
-    if (mask == BR_TAKEN) {
-        cond_jump(e, i, st, BR_TAKEN);
-        *next = jump_target(in, i);
-        return 0;
-    }
-    if (mask == BR_FALL) {
-        cond_jump(e, i, st, BR_FALL);
-        return 0;
-    }
-    return 1; /* contradictory state: no outcome possible */
+    if (!mask || !cond_jump(e, i, st, mask)) return 1; /* contradictory state: no outcome possible */
+    if (mask == BR_TAKEN) *next = jump_target(in, i);
+    return 0;
 }
 
 /* Explore every path of function `root` from its entry: the program (0, r1 = ctx) or a global function
@@ -2998,20 +3698,23 @@ static int do_check(struct env *e, uint32_t root) {
                 continue;
             }
         }
-        /* the path ended: continue with the newest pending branch */
-        finish_path(e);
-        struct pnode *p = e->pending;
-        if (!p) return 0;
-        e->pending = p->next;
-        e->npending--;
-        *(p->raw ? &e->raw_bytes : &e->pending_bytes) -= sizeof *p + p->size;
-        if (p->raw) restore_raw(p->data, st);
-        else decode(p->data, st);
-        e->parent = p->parent;
-        pending_free(e, p, sizeof *p + p->size);
-        i = st->insn;
-        cond_jump(e, i, st, BR_TAKEN);
-        i = jump_target(&e->in[i], i);
+        /* the path ended: continue with the newest pending branch (whose side may prove impossible) */
+        int side;
+        do {
+            finish_path(e);
+            struct pnode *p = e->pending;
+            if (!p) return 0;
+            e->pending = p->next;
+            e->npending--;
+            *(p->raw ? &e->raw_bytes : &e->pending_bytes) -= sizeof *p + p->size;
+            if (p->raw) restore_raw(p->data, st);
+            else decode(p->data, st);
+            e->parent = p->parent;
+            side = p->side;
+            pending_free(e, p, sizeof *p + p->size);
+            i = st->insn;
+        } while (side != BR_RESUME && !cond_jump(e, i, st, side));
+        if (side != BR_RESUME) i = side == BR_TAKEN ? jump_target(&e->in[i], i) : i + 1;
         if (e->log) vlog("verifier: from pending branch to insn %u\n", i);
     }
 }
@@ -3195,6 +3898,7 @@ out:
     ebpf_free(e->pstart);
     ebpf_free(e->preds);
     ebpf_free(e->prune);
+    ebpf_free(e->loopd);
     ebpf_free(e->finfo);
     ebpf_free(e->relR);
     ebpf_free(e->relS);

@@ -3,7 +3,8 @@ sw/ebpf/tests/verifier/reject_*.c must be refused and accept_*.c, the examples, 
 workloads and the device test program accepted. Where the host kernel lets us load XDP programs
 (root, `ip link set dev lo xdpgeneric`), Linux's verifier decides the same objects and must agree,
 apart from the differences listed in LINUX_DIFFERS; programs that call NanoBPF device helpers
-(DEVICE_ONLY) must be refused by Linux for the unknown helper. Needs `make ebpf-tools`."""
+(DEVICE_ONLY) must be refused by Linux for the unknown helper. A source's `/* clang: OPTIONS */` line
+adds clang options (clang_options.py: -mcpu=v3). Needs `make ebpf-tools`."""
 import os
 import platform
 import shutil
@@ -12,6 +13,7 @@ import sys
 
 import pytest
 
+from clang_options import clang_options
 from nanobpf import BUILD, ROOT
 
 RUN = BUILD / "ebpf/host/nanobpf-run"
@@ -36,14 +38,21 @@ REASONS = {"reject_helper_keys_global_arg": "R1 type=mem expected=map_value of t
            "reject_devmap_write": "the devmap tx_port is read-only for programs (the host sets its ports)",
            "reject_devmap_update": "helper map_update_elem: the devmap tx_port is read-only for programs",
            "reject_redirect_map_array": "helper redirect_map: map ports is not a DEVMAP or DEVMAP_HASH",
-           "reject_csum_diff_null_with_size": "R1 is NULL but R2 may be 4 bytes"}
+           "reject_csum_diff_null_with_size": "R1 is NULL but R2 may be 4 bytes",
+           **dict.fromkeys(["reject_jmp32_low_half_beyond", "reject_jmp32_signed_beyond", "reject_jset_bits_beyond",
+                            "reject_loop_countdown_beyond"], "invalid access to map value, value_size=64 off=64 size=1"),
+           "reject_loop_u32_unbounded": "program too complex",
+           "reject_spin_lock_not_released": "bpf_spin_unlock is missing",
+           "reject_spin_lock_helper_held": "function calls are not allowed while holding a lock",
+           "reject_spin_lock_direct_access": "bpf_spin_lock cannot be accessed directly by load/store",
+           "reject_spin_lock_two_locks": "Locking two bpf_spin_locks are not allowed"}
 
 
 def build(src, tmp_path):
     obj, img = tmp_path / (src.stem + ".o"), tmp_path / (src.stem + ".nbpf")
-    subprocess.run(["clang", "-O2", "-g", "-target", "bpf", f"-I/usr/include/{platform.machine()}-linux-gnu",
-                    f"-I{ROOT}/sw/ebpf/include", f"-I{BUILD}/generated/include", "-c", str(src), "-o", str(obj)],
-                   check=True)
+    subprocess.run(["clang", "-O2", "-g", "-target", "bpf", *clang_options(src),
+                    f"-I/usr/include/{platform.machine()}-linux-gnu", f"-I{ROOT}/sw/ebpf/include",
+                    f"-I{BUILD}/generated/include", "-c", str(src), "-o", str(obj)], check=True)
     p = subprocess.run([sys.executable, str(LOAD), str(obj), "-o", str(img)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     return obj, img

@@ -9,6 +9,7 @@ import sys
 import pytest
 from scapy.all import ARP, IP, TCP, UDP, Dot1Q, Ether, IPv6
 
+from clang_options import clang_options
 from nanobpf import BUILD, ROOT
 
 RUN = BUILD / "ebpf/host/nanobpf-run"
@@ -40,9 +41,9 @@ def images(tmp_path_factory):
     out = {}
     for src in SOURCES:
         obj, img = d / (src.stem + ".o"), d / (src.stem + ".nbpf")
-        subprocess.run(["clang", "-O2", "-g", "-target", "bpf", "-I/usr/include/x86_64-linux-gnu",
-                        f"-I{ROOT}/sw/ebpf/include", f"-I{BUILD}/generated/include", "-c", str(src), "-o", str(obj)],
-                       check=True)
+        subprocess.run(["clang", "-O2", "-g", "-target", "bpf", *clang_options(src), "-I/usr/include/x86_64-linux-gnu",
+                        f"-I{ROOT}/sw/ebpf/include", f"-I{BUILD}/generated/include", "-c", str(src), "-o",
+                        str(obj)], check=True)
         subprocess.run([sys.executable, str(ROOT / "sw/tools/nanobpf-load"), str(obj), "-o", str(img)], check=True)
         out[src.stem] = img
     return out

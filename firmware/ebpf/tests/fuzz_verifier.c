@@ -59,9 +59,108 @@ static void jump_later(uint8_t code, uint32_t dst, uint32_t src, int32_t imm, ui
     emit(I(code, dst, src, 0, imm));
 }
 
+/* Scalar arithmetic and comparisons (ALU, ALU32, MOVSX, JMP, JMP32, JSET) on a value from the packet, whose
+ * result becomes a map value offset or steers a branch to a trap: a byte read just past the map value,
+ * which the verifier refuses wherever it finds the trap reachable, and AddressSanitizer reports when it
+ * runs. A wrong range, known bit or dead branch in the verifier shows as such a read. */
+static const int32_t interesting[] = {0, 1, -1, 2, 3, 4, 7, 8, 15, 16, 31, 32, 33, 63, 64, 127, 128, 255, 256,
+                                      -2, -16, -128, 0xffff, 0x10000, 0x7fffffff, (int32_t)0x80000000, 0x7ffffff0};
+static int32_t some_imm(void) {
+    return pick(4) ? interesting[pick(sizeof interesting / sizeof interesting[0])] : (int32_t)rnd();
+}
+static void gen_scalar_op(uint32_t b, uint32_t c) {
+    static const uint8_t ops[] = {EBPF_ALU_ADD, EBPF_ALU_SUB, EBPF_ALU_MUL, EBPF_ALU_DIV, EBPF_ALU_OR,  EBPF_ALU_AND,
+                                  EBPF_ALU_LSH, EBPF_ALU_RSH, EBPF_ALU_NEG, EBPF_ALU_MOD, EBPF_ALU_XOR, EBPF_ALU_ARSH};
+    uint8_t cls = pick(2) ? EBPF_CLS_ALU64 : EBPF_CLS_ALU, op = ops[pick(sizeof ops)];
+    switch (pick(8)) {
+    case 0: /* movsx */
+        emit(I(cls | EBPF_SRC_X | EBPF_ALU_MOV, b, c, cls == EBPF_CLS_ALU64 && pick(3) == 0 ? 32 : pick(2) ? 8 : 16, 0));
+        break;
+    case 1: /* copies, and a constant added to one of them */
+        emit(I(cls | EBPF_SRC_X | EBPF_ALU_MOV, pick(2) ? b : c, pick(2) ? b : c, 0, 0));
+        if (pick(2)) emit(I((pick(2) ? EBPF_CLS_ALU64 : EBPF_CLS_ALU) | (pick(2) ? EBPF_ALU_ADD : EBPF_ALU_SUB),
+                            pick(2) ? b : c, 0, 0, some_imm()));
+        break;
+    case 2: case 3:
+        if (op != EBPF_ALU_NEG) {
+            emit(I(cls | EBPF_SRC_X | op, b, c, 0, 0));
+            break;
+        }
+        /* fall through */
+    default:
+        emit(I(cls | op, b, 0, 0, op == EBPF_ALU_NEG ? 0 : (op == EBPF_ALU_LSH || op == EBPF_ALU_RSH ||
+                                                            op == EBPF_ALU_ARSH) ? range(0, 63) : some_imm()));
+    }
+}
+static void gen_scalar_trap(void) {
+    static const uint8_t jops[] = {EBPF_JMP_JEQ,  EBPF_JMP_JGT,  EBPF_JMP_JGE,  EBPF_JMP_JSET, EBPF_JMP_JNE, EBPF_JMP_JSGT,
+                                   EBPF_JMP_JSGE, EBPF_JMP_JLT,  EBPF_JMP_JLE,  EBPF_JMP_JSLT, EBPF_JMP_JSLE};
+    static const uint8_t loads[] = {EBPF_MODE_MEM | EBPF_SIZE_B, EBPF_MODE_MEM | EBPF_SIZE_H, EBPF_MODE_MEM | EBPF_SIZE_W,
+                                    EBPF_MODE_MEM | EBPF_SIZE_DW, EBPF_MODE_MEMSX | EBPF_SIZE_B,
+                                    EBPF_MODE_MEMSX | EBPF_SIZE_H, EBPF_MODE_MEMSX | EBPF_SIZE_W};
+    uint32_t b = pick(2) ? 5 : 9, c = b == 5 ? 9 : 5;
+    /* b, c := 8 packet bytes at data + 0 and + 8 as some load, or 0 when the packet is shorter */
+    emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, b, 0, 0, 0));
+    emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, c, 0, 0, 0));
+    emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_MOV, 1, 7, 0, 0));
+    emit(I(EBPF_CLS_ALU64 | EBPF_ALU_ADD, 1, 0, 0, 16));
+    emit(I(EBPF_CLS_JMP | EBPF_SRC_X | EBPF_JMP_JGT, 1, 8, 2, 0));
+    emit(I(EBPF_CLS_LDX | loads[pick(sizeof loads)], b, 7, 0, 0));
+    emit(I(EBPF_CLS_LDX | loads[pick(sizeof loads)], c, 7, 8, 0));
+    for (uint32_t k = pick(4); k; k--) gen_scalar_op(b, c);
+    for (uint32_t k = pick(3); k; k--) { /* comparisons that end the path or refine b and c (or copies of them) */
+        uint8_t cls = pick(2) ? EBPF_CLS_JMP : EBPF_CLS_JMP32, op = jops[pick(sizeof jops)];
+        uint32_t x = pick(3) ? b : c;
+        if (pick(3)) emit(I(cls | op, x, 0, 2, some_imm()));
+        else emit(I(cls | EBPF_SRC_X | op, x, x == b ? c : b, 2, 0));
+        emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, 0, 0, 0, 1));
+        emit(I(EBPF_CLS_JMP | EBPF_JMP_EXIT, 0, 0, 0, 0));
+        if (pick(4) == 0) gen_scalar_op(b, c);
+    }
+    if (pick(2)) { /* b as an offset into the 16-byte map value */
+        emit(I(0x18, 1, EBPF_PSEUDO_MAP_IDX_VALUE, 0, 0));
+        emit(I(0, 0, 0, 0, 0));
+        emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_ADD, 1, b, 0, 0));
+        emit(I(EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_B, 0, 1, 0, 0));
+        return;
+    }
+    /* if b op k: the trap */
+    uint8_t cls = pick(2) ? EBPF_CLS_JMP : EBPF_CLS_JMP32;
+    emit(I(cls | jops[pick(sizeof jops)], b, 0, 1, some_imm()));
+    emit(I(EBPF_CLS_JMP | EBPF_JMP_JA, 0, 0, 3, 0));
+    emit(I(0x18, 1, EBPF_PSEUDO_MAP_IDX_VALUE, 0, 0));
+    emit(I(0, 0, 0, 0, 0));
+    emit(I(EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_B, 0, 1, 16, 0));
+}
+
+/* A loop of 1..6 iterations (counter r1) whose body is an if setting b to one of two constants (a
+ * comparison of r9, b or the counter), then b as an offset into the 16-byte map value: an if whose two
+ * sides the verifier follows to their join at once (explore_if in verifier.c). */
+static void gen_loop_if(void) {
+    static const uint8_t jops[] = {EBPF_JMP_JGT, EBPF_JMP_JGE, EBPF_JMP_JLT, EBPF_JMP_JLE, EBPF_JMP_JEQ,
+                                   EBPF_JMP_JNE, EBPF_JMP_JSGT, EBPF_JMP_JSLT, EBPF_JMP_JSET};
+    static const uint8_t cmp[] = {9, 1, 0};
+    uint32_t b = pick(2) ? 0 : 9;
+    emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, 1, 0, 0, 0));
+    uint32_t loop = n;
+    if (pick(2)) emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, b, 0, 0, range(0, 20)));
+    emit(I((pick(2) ? EBPF_CLS_JMP : EBPF_CLS_JMP32) | jops[pick(sizeof jops)], cmp[pick(3)], 0, 1, range(0, 8)));
+    emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, b, 0, 0, pick(2) ? range(0, 15) : range(0, 90)));
+    emit(I(EBPF_CLS_JMP | EBPF_JMP_JA, 0, 0, 0, 0)); /* the join: a prune point */
+    if (pick(3)) {
+        emit(I(0x18, 3, EBPF_PSEUDO_MAP_IDX_VALUE, 0, 0));
+        emit(I(0, 0, 0, 0, 0));
+        emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_ADD, 3, b, 0, 0));
+        emit(I(EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_B, 3, 3, 0, 0));
+    }
+    emit(I(EBPF_CLS_ALU64 | EBPF_ALU_ADD, 1, 0, 0, 1));
+    emit(I(EBPF_CLS_JMP | EBPF_JMP_JLT, 1, 0, (int16_t)(loop - n - 1), range(1, 6)));
+}
+
 static void gen(void) {
     n = nfix = ncalls = 0;
-    uint32_t nops = 2 + pick(24);
+    uint32_t scalar_only = pick(3) == 0; /* a third of the programs: scalar traps only */
+    uint32_t nops = scalar_only ? 1 + pick(6) : 2 + pick(24);
     /* r6 = ctx, r7 = data, r8 = data_end */
     emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_MOV, 6, 1, 0, 0));
     emit(I(EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_W, 7, 1, 0, 0));
@@ -90,7 +189,7 @@ static void gen(void) {
         uint32_t a = pick(10) ? pregs[pick(3)] : anyreg(), b = pick(10) ? sregs[pick(3)] : anyreg();
         static const uint8_t jops[] = {EBPF_JMP_JGT, EBPF_JMP_JGE, EBPF_JMP_JLT, EBPF_JMP_JLE, EBPF_JMP_JEQ, EBPF_JMP_JNE,
                                        EBPF_JMP_JSGT, EBPF_JMP_JSLT, EBPF_JMP_JSET};
-        switch (pick(24)) {
+        switch (scalar_only ? 24 : pick(29)) {
         case 0: case 1: /* a = data + k */
             emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_MOV, a, 7, 0, 0));
             emit(I(EBPF_CLS_ALU64 | EBPF_ALU_ADD, a, 0, 0, range(-8, 80)));
@@ -202,6 +301,8 @@ static void gen(void) {
             if (pick(2)) emit(I(EBPF_CLS_ALU64 | EBPF_ALU_ADD, a, 0, 0, range(-64, 8)));
             jump_later(EBPF_CLS_JMP | (pick(2) ? EBPF_JMP_JEQ : EBPF_JMP_JNE), a, 0, 0, op, nops);
             break;
+        case 24: case 25: case 26: gen_scalar_trap(); break;
+        case 27: case 28: gen_loop_if(); break;
         default: /* conditional early exit */
             emit(I(EBPF_CLS_JMP | jops[pick(9)], b, 0, 2, range(-2, 80)));
             emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, 0, 0, 0, range(0, 4)));

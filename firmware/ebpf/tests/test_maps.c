@@ -174,6 +174,33 @@ static void pinned_maps_are_shared_by_name(void) {
     done("pinned_maps_are_shared_by_name", f);
 }
 
+/* A value's bpf_spin_lock belongs to whoever holds it: updates (a program's or the host's) copy the rest
+ * of the value around it, and a new hash element's lock starts free. */
+static void updates_keep_the_spin_lock(void) {
+    int f = failed;
+    struct ebpf_error err = {-1, ""};
+    const struct ebpf_helper *lock = ebpf_helper_find(NANOBPF_HELPER_SPIN_LOCK), *unlock = ebpf_helper_find(NANOBPF_HELPER_SPIN_UNLOCK);
+    struct ebpf_map m = map(NANOBPF_MAP_TYPE_HASH, 4, 16, 4, "locked");
+    m.spin_lock_off = 1 + 8; /* struct { __u64 packets; struct bpf_spin_lock lock; __u32 len; } */
+    check("spinlock", ebpf_map_create(&m, &err) == 0, err.msg);
+    uint32_t k = 3, v[4] = {7, 0, 0xffffffffu, 9};
+    check("spinlock", ebpf_map_update(&m, &k, v, NANOBPF_BPF_ANY) == 0, "insert");
+    uint32_t *got = ebpf_map_lookup(&m, &k);
+    check("spinlock", got && got[0] == 7 && got[2] == 0 && got[3] == 9, "a new element's lock starts free");
+    lock->fn((uintptr_t)(got + 2), 0, 0, 0, 0);
+    check("spinlock", got[2] == 1, "bpf_spin_lock takes it");
+    v[0] = 8, v[2] = 0;
+    check("spinlock", ebpf_map_update(&m, &k, v, NANOBPF_BPF_EXIST) == 0 && got[0] == 8 && got[2] == 1,
+          "an update keeps the held lock");
+    unlock->fn((uintptr_t)(got + 2), 0, 0, 0, 0);
+    check("spinlock", got[2] == 0, "bpf_spin_unlock frees it");
+    struct ebpf_map bad = map(NANOBPF_MAP_TYPE_PERCPU_ARRAY, 4, 16, 4, "bad");
+    bad.spin_lock_off = 1;
+    check("spinlock", ebpf_map_create(&bad, &err) != 0 && strstr(err.msg, "HASH or ARRAY"), err.msg);
+    ebpf_map_destroy(&m);
+    done("updates_keep_the_spin_lock", f);
+}
+
 static uint64_t csum_diff(const void *from, uint32_t fs, const void *to, uint32_t ts, uint32_t seed) {
     const struct ebpf_helper *h = ebpf_helper_find(NANOBPF_HELPER_CSUM_DIFF);
     return h->fn((uintptr_t)from, fs, (uintptr_t)to, ts, seed);
@@ -202,6 +229,7 @@ int main(void) {
     devmap_entries_are_ports();
     pinned_maps_are_shared_by_name();
     csum_diff_folds_like_linux();
+    updates_keep_the_spin_lock();
     printf("%d/%d tests passed\n", total - (failed ? 1 : 0), total);
     return failed != 0;
 }

@@ -76,6 +76,7 @@ struct tcase {
     uint64_t ret;
     /* optional extra checks of an accepted program */
     int (*check)(const struct ebpf_prog *prog);
+    int relevance; /* verifiable only with the relevance analysis: skipped with --no-relevance */
 };
 
 /* The QUIC protection helpers: map 0 the key table, map 1 a hash map with the same key and value sizes. */
@@ -122,6 +123,11 @@ static int check_ctx_parse_fields(const struct ebpf_prog *p) {
     for (int k = 0; k < 6; k++)
         if (p->insns[k].code != (EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_W) || p->insns[k].off != (int16_t)want[k]) return 0;
     return 1;
+}
+/* The loop's exits were explored first: one iteration pending at a time, not one per iteration. */
+static int check_few_pending(const struct ebpf_prog *p) {
+    (void)p;
+    return ebpf_verify_last_stats.peak_pending <= 2;
 }
 static int check_subprogs(const struct ebpf_prog *p) {
     return p->n_subprogs == 2 && p->subprogs[0].start == 0 && p->subprogs[0].stack_depth == 16 &&
@@ -292,8 +298,8 @@ static const struct tcase tests[] = {
           LDX(B, 5, 0, 0), MOV64_REG(6, 5), JMP_IMM(JGT, 6, 56, 3),          /* 7-9: -> 13 */
           ALU64_REG(ADD, 0, 5), LDX(DW, 0, 0, 0), EXIT(), MOV64_IMM(0, 0), EXIT()),
      {ARRAY(4, 64, 1)}, ACCEPT},
-    {"scalar_copy_link_broken",
-     PROG(LOOKUP(0, 0), JMP_IMM(JEQ, 0, 0, 7), LDX(B, 5, 0, 0), MOV64_REG(6, 5), ALU64_IMM(ADD, 6, 0),
+    {"scalar_copy_link_broken", /* r6 *= 1 leaves the value as it is, but unlinks r6 (only adding a constant keeps links) */
+     PROG(LOOKUP(0, 0), JMP_IMM(JEQ, 0, 0, 7), LDX(B, 5, 0, 0), MOV64_REG(6, 5), ALU64_IMM(MUL, 6, 1),
           JMP_IMM(JGT, 6, 56, 3), ALU64_REG(ADD, 0, 5), LDX(DW, 0, 0, 0), EXIT(), MOV64_IMM(0, 0), EXIT()),
      {ARRAY(4, 64, 1)}, REJECT(12, "invalid access to map value, value_size=64 off=255 size=8")},
     {"spill_fill_u32_keeps_bounds",
@@ -434,6 +440,107 @@ static const struct tcase tests[] = {
           I(0x18, 1, EBPF_PSEUDO_MAP_FD, 0, 0), I(0, 0, 0, 0, 0), CALL(1),                           /* 6-8 */
           JMP_IMM(JEQ, 0, 0, 2), LDX(W, 0, 0, 0), ALU64_REG(ADD, 0, 7), EXIT()),                     /* 9-12 */
      {ARRAY(4, 8, 1)}, ACCEPT, PKT(1), .run = 1, .ret = 0},
+
+    /* ---- scalar views (Linux's): 32-bit and signed bounds, known bits, copies linked with an offset; each
+     * accepted program has a twin that reads one byte too far (byte 64 of a 64-byte map value) ---- */
+#define VALUE64_OR_EXIT(to) LOOKUP(0, 0), JMP_IMM(JEQ, 0, 0, (to) - 7) /* r0 = the value, else to `to`: 7 insns */
+#define JMP32_LOW_HALF(off) /* `if w5 > 55` bounds the low half of an unknown 64-bit r5; w6 = w5 */ \
+    PROG(VALUE64_OR_EXIT(13), LDX(DW, 5, 0, 0), JMP32_IMM(JGT, 5, 55, 4), MOV32_REG(6, 5),                \
+         ALU64_REG(ADD, 0, 6), LDX(B, 0, 0, off), EXIT(), MOV64_IMM(0, 0), EXIT())
+    {"jmp32_low_half_of_64bit_value", JMP32_LOW_HALF(8), {ARRAY(4, 64, 1)}, ACCEPT},
+    {"jmp32_low_half_of_64bit_value_beyond", JMP32_LOW_HALF(9), {ARRAY(4, 64, 1)},
+     REJECT(11, "invalid access to map value, value_size=64 off=64 size=1")},
+#define JMP32_SIGNED(off) /* w5 = byte - 10 (s32 -10..245, any u32); -10 s< 0 and 245 s> 40 leave 0..40 */ \
+    PROG(VALUE64_OR_EXIT(14), LDX(B, 5, 0, 0), ALU32_IMM(ADD, 5, -10), JMP32_IMM(JSLT, 5, 0, 4),          \
+         JMP32_IMM(JSGT, 5, 40, 3), ALU64_REG(ADD, 0, 5), LDX(B, 0, 0, off), EXIT(), MOV64_IMM(0, 0), EXIT())
+    {"jmp32_signed_bounds", JMP32_SIGNED(23), {ARRAY(4, 64, 1)}, ACCEPT},
+    {"jmp32_signed_bounds_beyond", JMP32_SIGNED(24), {ARRAY(4, 64, 1)},
+     REJECT(12, "invalid access to map value, value_size=64 off=64 size=1")},
+#define JMP_SIGNED(off) /* r5 = (s8)byte; the upper signed bound first, then the lower */                  \
+    PROG(VALUE64_OR_EXIT(13), LDXSX(B, 5, 0, 0), JMP_IMM(JSGT, 5, 40, 4), JMP_IMM(JSLT, 5, 0, 3),          \
+         ALU64_REG(ADD, 0, 5), LDX(B, 0, 0, off), EXIT(), MOV64_IMM(0, 0), EXIT())
+    {"jmp_signed_bounds", JMP_SIGNED(23), {ARRAY(4, 64, 1)}, ACCEPT},
+    {"jmp_signed_bounds_beyond", JMP_SIGNED(24), {ARRAY(4, 64, 1)},
+     REJECT(11, "invalid access to map value, value_size=64 off=64 size=1")},
+#define JSET_CLEAR(off) /* not r5 & 0xffffffc3 (sign-extended): only bits 2..5 may be set */                \
+    PROG(VALUE64_OR_EXIT(12), LDX(DW, 5, 0, 0), JMP_IMM(JSET, 5, 0xffffffc3, 3), ALU64_REG(ADD, 0, 5),      \
+         LDX(B, 0, 0, off), EXIT(), MOV64_IMM(0, 0), EXIT())
+    {"jset_fallthrough_clears_bits", JSET_CLEAR(3), {ARRAY(4, 64, 1)}, ACCEPT},
+    {"jset_fallthrough_clears_bits_beyond", JSET_CLEAR(4), {ARRAY(4, 64, 1)},
+     REJECT(10, "invalid access to map value, value_size=64 off=64 size=1")},
+#define JSET_BIT(mask) /* r5 = byte & 0x7f; if r5 & mask: r5 - 0x40 indexes the value */                    \
+    PROG(VALUE64_OR_EXIT(15), LDX(B, 5, 0, 0), ALU64_IMM(AND, 5, 0x7f), JMP_IMM(JSET, 5, mask, 1), JA(4),  \
+         ALU64_IMM(SUB, 5, 0x40), ALU64_REG(ADD, 0, 5), LDX(B, 0, 0, 0), EXIT(), MOV64_IMM(0, 0), EXIT())
+    {"jset_single_bit_is_set", JSET_BIT(0x40), {ARRAY(4, 64, 1)}, ACCEPT},
+    /* two bits: either may be the one set, nothing is known (as in Linux) but r5 != 0 */
+    {"jset_two_bits_unknown", JSET_BIT(0x60), {ARRAY(4, 64, 1)}, REJECT(12, "pointer arithmetic with unbounded scalar")},
+#define JSET_DEAD(bit) /* r5 |= bit; if r5 & 1 always jumps when bit is 1: the read after it is dead */       \
+    PROG(VALUE64_OR_EXIT(12), LDX(B, 5, 0, 0), ALU64_IMM(OR, 5, bit), JMP_IMM(JSET, 5, 1, 2),                \
+         LDX(B, 0, 0, 64), EXIT(), MOV64_IMM(0, 0), EXIT())
+    {"jset_decides_branch", JSET_DEAD(1), {ARRAY(4, 64, 1)}, ACCEPT},
+    {"jset_undecided_branch", JSET_DEAD(2), {ARRAY(4, 64, 1)},
+     REJECT(10, "invalid access to map value, value_size=64 off=64 size=1")},
+#define LINKED_OFFSET(k) /* r6 = r5; r5 += k (linked: r6 + k); r6 <= 56 bounds r5 to k..56 + k */            \
+    PROG(VALUE64_OR_EXIT(14), LDX(B, 5, 0, 0), MOV64_REG(6, 5), ALU64_IMM(ADD, 5, k), JMP_IMM(JGT, 6, 56, 3), \
+         ALU64_REG(ADD, 0, 5), LDX(B, 0, 0, 0), EXIT(), MOV64_IMM(0, 0), EXIT())
+    {"linked_copy_with_offset", LINKED_OFFSET(7), {ARRAY(4, 64, 1)}, ACCEPT},
+    {"linked_copy_with_offset_beyond", LINKED_OFFSET(8), {ARRAY(4, 64, 1)},
+     REJECT(12, "invalid access to map value, value_size=64 off=64 size=1")},
+#define MUL_BITS(k) /* byte * k & 7: 0 for k = 8 (the product's known low bits), 0 or 4 for k = 4 */          \
+    PROG(VALUE64_OR_EXIT(13), LDX(B, 5, 0, 0), ALU64_IMM(MUL, 5, k), ALU64_IMM(AND, 5, 7), ALU64_REG(ADD, 0, 5), \
+         LDX(B, 0, 0, 60), EXIT(), MOV64_IMM(0, 0), EXIT())
+    {"mul_known_low_bits", MUL_BITS(8), {ARRAY(4, 64, 1)}, ACCEPT},
+    {"mul_known_low_bits_beyond", MUL_BITS(4), {ARRAY(4, 64, 1)},
+     REJECT(11, "invalid access to map value, value_size=64 off=64 size=1")},
+    {"pointer_difference_32bit", /* w3 = data_end - data (clang -mcpu=v3's `__u32 len = end - data`) */
+     PROG(PKT_PTRS(), ALU32_REG(SUB, 3, 2), MOV64_REG(0, 3), EXIT()), ACCEPT, PKT(1, 2, 3, 4), .run = 1, .ret = 4},
+    /* w5 = w6 + 1 wraps to 0 at w6 = 0xffffffff: a 32-bit add does not link r5 to r6 + 1 */
+    {"alu32_add_unlinks_copy",
+     PROG(VALUE64_OR_EXIT(14), LDX(W, 5, 0, 0), MOV64_REG(6, 5), ALU32_IMM(ADD, 5, 1),              /* 7-9 */
+          JMP32_IMM(JLT, 6, 0xffffffc0, 3), JMP_IMM(JNE, 5, 0, 2), LDX(B, 0, 0, 64), EXIT(),      /* 10-13 */
+          MOV64_IMM(0, 0), EXIT()),
+     {ARRAY(4, 64, 1)}, REJECT(12, "invalid access to map value, value_size=64 off=64 size=1")},
+    /* pruning compares every view: after the JA (insn 13 or 14) the state explored first (the fall-through
+     * of insn 11 or 9) has the same unsigned range as the second but narrower known bits / signed / 32-bit
+     * bounds, and only those make it safe */
+    {"prune_compares_known_bits", /* 0..60 with bits 0, 1 clear, or any 0..60 */
+     PROG(VALUE64_OR_EXIT(18), LDX(DW, 7, 0, 0), MOV64_REG(5, 7), ALU64_IMM(AND, 5, 0x3f), JMP_IMM(JGT, 5, 60, 7),
+          JMP_IMM(JGT, 7, 1000, 1), ALU64_IMM(AND, 5, 0x3c), JA(0),                             /* 11-13 */
+          ALU64_IMM(AND, 5, 3), ALU64_REG(ADD, 0, 5), LDX(DW, 0, 0, 56), EXIT(), MOV64_IMM(0, 0), EXIT()),
+     {ARRAY(4, 64, 1)}, REJECT(16, "invalid access to map value, value_size=64")},
+    {"prune_compares_signed_bounds", /* (s32)x << 8 or x << 8: only their signed bounds differ */
+     PROG(VALUE64_OR_EXIT(19), LDX(DW, 5, 0, 0), LDX(B, 7, 0, 8), JMP_IMM(JGT, 7, 10, 1),                 /* 7-9 */
+          LDXSX(W, 5, 0, 0), ALU64_IMM(LSH, 5, 8), JA(0), ALU64_IMM(ARSH, 5, 8),                       /* 10-13 */
+          JMP_IMM(JSLT, 5, 0, 4), JMP32_IMM(JGT, 5, 60, 3), ALU64_REG(ADD, 0, 5), LDX(B, 0, 0, 0), EXIT(), /* 14-18 */
+          MOV64_IMM(0, 0), EXIT()),
+     {ARRAY(4, 64, 1)}, REJECT(16, "pointer arithmetic with unbounded scalar")},
+    {"prune_compares_32bit_bounds", /* low half -5..26 as s32, or any 32-bit value */
+     PROG(VALUE64_OR_EXIT(18), LDX(W, 5, 0, 0), LDX(B, 7, 0, 8), JMP_IMM(JGT, 7, 10, 3),                  /* 7-9 */
+          LDX(B, 5, 0, 9), ALU64_IMM(AND, 5, 31), ALU32_IMM(ADD, 5, -5), JA(0),                        /* 10-13 */
+          ALU32_IMM(ADD, 5, 5), ALU64_REG(ADD, 0, 5), LDX(B, 0, 0, 0), EXIT(), MOV64_IMM(0, 0), EXIT()),
+     {ARRAY(4, 64, 1)}, REJECT(15, "pointer arithmetic with unbounded scalar")},
+    {"loop_exit_explored_first",
+     /* for (i = 0; i < 1522; i++) { if (data + i + 1 > end) break; sum += data[i]; } */
+     PROG(PKT_PTRS(), MOV64_IMM(0, 0), MOV64_IMM(4, 0),                                         /* 0-3 */
+          MOV64_REG(5, 2), ALU64_REG(ADD, 5, 4), MOV64_REG(6, 5), ALU64_IMM(ADD, 6, 1), JMP_REG(JGT, 6, 3, 4), /* 4-8 */
+          LDX(B, 6, 5, 0), ALU64_REG(ADD, 0, 6), ALU64_IMM(ADD, 4, 1), JMP_IMM(JLT, 4, 1522, -9), /* 9-12 */
+          EXIT()),
+     ACCEPT, PKT(1, 2, 3, 4), .run = 1, .ret = 10, .check = check_few_pending},
+    {"loop_if_sides_joined",
+     /* the same loop counting newlines (if (data[i] == 10) n++): the if's two sides are followed to their
+      * join at once, and the one the other covers ends there instead of pending for the rest of the loop */
+     PROG(PKT_PTRS(), MOV64_IMM(0, 0), MOV64_IMM(4, 0),                                         /* 0-3 */
+          MOV64_REG(5, 2), ALU64_REG(ADD, 5, 4), MOV64_REG(6, 5), ALU64_IMM(ADD, 6, 1), JMP_REG(JGT, 6, 3, 5), /* 4-8 */
+          LDX(B, 6, 5, 0), JMP_IMM(JNE, 6, 10, 1), ALU64_IMM(ADD, 0, 1),                        /* 9-11 */
+          ALU64_IMM(ADD, 4, 1), JMP_IMM(JLT, 4, 1522, -10), EXIT()),                           /* 12-14 */
+     ACCEPT, PKT(10, 1, 10, 10), .run = 1, .ret = 3, .check = check_few_pending, .relevance = 1},
+    {"loop_if_sides_differ", /* the if's taken side reads data[100]: it must be explored too */
+     PROG(PKT_PTRS(), MOV64_IMM(0, 0), MOV64_IMM(4, 0),                                         /* 0-3 */
+          MOV64_REG(5, 2), ALU64_REG(ADD, 5, 4), MOV64_REG(6, 5), ALU64_IMM(ADD, 6, 1), JMP_REG(JGT, 6, 3, 10), /* 4-8 */
+          LDX(B, 6, 5, 0), MOV64_IMM(7, 100), JMP_IMM(JNE, 6, 10, 1), MOV64_IMM(7, 0), JA(0),    /* 9-13 */
+          MOV64_REG(8, 2), ALU64_REG(ADD, 8, 7), LDX(B, 0, 8, 0),                                /* 14-16 */
+          ALU64_IMM(ADD, 4, 1), JMP_IMM(JLT, 4, 64, -15), EXIT()),                              /* 17-19 */
+     REJECT(16, "invalid access to packet")},
 
     /* ================= must reject ================= */
     {"map_value_difference_is_unknown",
@@ -1097,7 +1204,7 @@ int main(int argc, char **argv) {
     }
     for (size_t k = 0; k < sizeof tests / sizeof tests[0]; k++) {
         const struct tcase *t = &tests[k];
-        if (only && strcmp(only, t->name)) continue;
+        if ((only && strcmp(only, t->name)) || (t->relevance && ebpf_verify_no_relevance)) continue;
         total++;
         failed += verify_one(t->name, t->insns, t->n, t->maps, t, verbose);
     }

@@ -64,8 +64,6 @@ _REFUSED_HELPERS = {
     54: "bpf_xdp_adjust_meta: the device has no metadata area in front of the frame (data_meta is data)",
     69: "bpf_fib_lookup needs the kernel's routing and neighbour tables, which the device does not have; "
         "keep the forwarding decision in maps (a DEVMAP with bpf_redirect_map)",
-    93: "bpf_spin_lock is not supported by the device yet",
-    94: "bpf_spin_unlock is not supported by the device yet",
     131: "bpf_ringbuf_reserve (with bpf_ringbuf_submit/discard) needs the verifier to track the reserved record, "
          "which the device's does not yet; build the record on the stack and send it with bpf_ringbuf_output",
     132: "bpf_ringbuf_submit goes with bpf_ringbuf_reserve, which the device does not have yet; build the record on "
