@@ -192,6 +192,27 @@ def proto_check(s):
     return c
 
 
+# ---- xdp_locked_counters.c: bpf_spin_lock in a HASH value
+def locked_steps(s):
+    s.run_all(standard_frames())
+
+
+def locked_check(s):
+    c = Check(s)
+    want = {}
+    for r in s.runs:
+        if len(r.frame) < 14:
+            c.action(r, XDP_DROP)
+            continue
+        c.action(r, XDP_PASS)
+        c.unchanged(r)
+        key = struct.pack("<I", Pkt(r.frame, max_vlans=0).eth_type)
+        n, _lock, _last, b = struct.unpack("<QIIQ", want.get(key, bytes(24)))
+        want[key] = struct.pack("<QIIQ", n + 1, 0, len(r.frame), b + len(r.frame))  # the lock reads free
+    c.map("flow_stats", want)
+    return c
+
+
 # ---- xdp_src_lru_percpu.c: LRU_PERCPU_HASH (no eviction) and a block list
 BLOCKED_V4, BLOCKED_V6 = "10.9.9.9", "2001:db8::666"
 
@@ -703,6 +724,7 @@ CASES = [
     Case("xdp_port_filter", "xdp_port_filter.c", port_filter_steps, port_filter_check),
     Case("xdp_lru_flows", "xdp_lru_flows.c", lru_steps, lru_check, device_only_maps=("flows",)),
     Case("xdp_proto_bytes", "xdp_proto_bytes.c", proto_steps, proto_check),
+    Case("xdp_locked_counters", "xdp_locked_counters.c", locked_steps, locked_check),
     Case("xdp_src_lru_percpu", "xdp_src_lru_percpu.c", src_steps, src_check),
     Case("xdp_redirect_devmap", "xdp_redirect_devmap.c", devmap_steps, devmap_check),
     Case("xdp_l2fwd_devmap_hash", "xdp_l2fwd_devmap_hash.c", l2fwd_steps, l2fwd_check, two_ports=True,
