@@ -286,13 +286,6 @@ class Pkt:
         return int.from_bytes(self.f[self.l4:self.l4 + 2], "big")
 
 
-def inet_csum(b):
-    if len(b) % 2:
-        b += b"\0"
-    s = sum(struct.unpack(f"!{len(b) // 2}H", b))
-    while s >> 16:
-        s = (s & 0xffff) + (s >> 16)
-    return ~s & 0xffff
 
 
 def mac(s):

@@ -31,9 +31,10 @@ import nanobpf_ebpf_defs as abi
 from nanobpf import ROOT
 from nanobpf.ebpf import linux
 from nanobpf.ebpf.loader import load, parse_image
+from nanobpf.pcap import inet_checksum
 
 from linux_compat import (BACKENDS, COMPAT, HOST, M32, NET, V4_DST, XDP_ABORTED, XDP_DROP, XDP_PASS,  # noqa: F401
-                          XDP_REDIRECT, XDP_TX, Check, Pkt, Session, array, available, build, describe, inet_csum,
+                          XDP_REDIRECT, XDP_TX, Check, Pkt, Session, array, available, build, describe,
                           linux_ports, mac, payload, pin_base, standard_frames, sum_percpu, u32, u64s, v4, v6)
 
 
@@ -353,7 +354,7 @@ def routed(f, p):
     if p.ip == 4:
         b[p.l3 + 8] -= 1
         b[p.l3 + 10:p.l3 + 12] = b"\0\0"
-        b[p.l3 + 10:p.l3 + 12] = inet_csum(bytes(b[p.l3:p.l3 + p.ihl * 4])).to_bytes(2, "big")
+        b[p.l3 + 10:p.l3 + 12] = inet_checksum(bytes(b[p.l3:p.l3 + p.ihl * 4])).to_bytes(2, "big")
     else:
         b[p.l3 + 7] -= 1
     return bytes(b)
@@ -702,7 +703,7 @@ def lb_check(s):
             inner = f[14:]
             outer = bytearray(struct.pack(">BBHHHBBH4s4s", 0x45, f[15], (int.from_bytes(f[16:18], "big") + 20) & 0xffff,
                                           0, 0, 64, 4, 0, ip4(LB_TUNNEL_SRC), ip4(REALS[conn[key]])))
-            outer[10:12] = inet_csum(bytes(outer)).to_bytes(2, "big")
+            outer[10:12] = inet_checksum(bytes(outer)).to_bytes(2, "big")
             c.action(r, XDP_TX)
             c.out(r, mac(LB_GW_MAC) + f[0:6] + b"\x08\x00" + bytes(outer) + inner)
     c.map("lru_conn", {k: struct.pack("<II", v, 0) for k, v in conn.items()})
