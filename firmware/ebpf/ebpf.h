@@ -116,7 +116,7 @@ struct ebpf_insn {
 struct ebpf_xdp_buff {
     uint64_t data;            /* xdp_md.data (offset 0) */
     uint64_t data_end;        /* xdp_md.data_end (offset 4) */
-    uint64_t data_meta;       /* xdp_md.data_meta (offset 8): equal to data (no metadata area; ebpf_xdp_exec checks) */
+    uint64_t data_meta;       /* xdp_md.data_meta (offset 8): metadata [data_meta, data) (bpf_xdp_adjust_meta) */
     uint64_t data_hard_start; /* lowest address data may move to (xdp_adjust_head) */
     uint64_t frame_end;       /* highest address data_end may move to (xdp_adjust_tail) */
     uint32_t ingress_ifindex; /* xdp_md.ingress_ifindex (offset 12) */
@@ -415,9 +415,9 @@ uint32_t ebpf_event_pending(struct ebpf_map *map);
 /* The context of the XDP run in progress on this core (for bpf_redirect). */
 extern __thread struct ebpf_xdp_buff *ebpf_current_xdp;
 /* Run a verified, resolved program on one packet (JIT code when compiled and use_jit is set).
- * The context must keep what the verifier assumed of it: data_meta == data (there is no metadata area:
- * the verifier treats data_meta as data, so a bounds check on one proves the other) and
- * data_hard_start <= data <= data_end <= frame_end (what the helpers that move data rely on), and the
+ * The context must keep what the verifier assumed of it: data_hard_start <= data_meta <= data <=
+ * data_end <= frame_end with data - data_meta <= NANOBPF_XDP_META_MAX (metadata bounds are proven
+ * against data, packet bounds against data_end; the helpers move all three within the buffer), and the
  * parse result within EBPF_CTX_OFF_MAX / NANOBPF_KEYTABLE_CID_MAX / EBPF_CTX_CONN_MAX; a context
  * that does not is refused, the program does not run. Returns 0 with the program's r0 in *action, or -1
  * when the context was refused or the interpreter faulted: *action is NANOBPF_XDP_ABORTED and err says

@@ -196,19 +196,37 @@ static U64 h_spin_unlock(U64 lock, U64 a2, U64 a3, U64 a4, U64 a5) {
     return 0;
 }
 
+/* Data and metadata move within the frame's buffer, as Linux's helpers move them, except that the device
+ * keeps no struct xdp_frame at data_hard_start (Linux reserves its 40 bytes): the whole headroom is the
+ * program's. ebpf_xdp_exec checked data_hard_start <= data_meta <= data <= data_end <= frame_end. */
 static U64 h_xdp_adjust_head(U64 ctx, U64 delta, U64 a3, U64 a4, U64 a5) {
     (void)a3; (void)a4; (void)a5;
     struct ebpf_xdp_buff *x = PTR(ctx);
-    uint64_t data = x->data + (uint64_t)(int64_t)(int32_t)delta;
-    if (data < x->data_hard_start || data + 14 > x->data_end) return (U64)(int64_t)-EINVAL; /* keeps an Ethernet header */
-    x->data = x->data_meta = data;
+    uint64_t metalen = x->data - x->data_meta, off = (uint64_t)(int64_t)(int32_t)delta, data = x->data + off;
+    /* keeps room for the metadata before data and an Ethernet header after it */
+    if (data < x->data_hard_start + metalen || data + 14 > x->data_end) return (U64)(int64_t)-NANOBPF_EINVAL;
+    if (metalen) memmove(PTR(x->data_meta + off), PTR(x->data_meta), metalen);
+    x->data_meta += off;
+    x->data = data;
+    return 0;
+}
+/* bpf_xdp_adjust_meta (Linux net/core/filter.c): the metadata's start, within [data_hard_start, data],
+ * its length a multiple of 4 and at most NANOBPF_XDP_META_MAX. */
+static U64 h_xdp_adjust_meta(U64 ctx, U64 delta, U64 a3, U64 a4, U64 a5) {
+    (void)a3; (void)a4; (void)a5;
+    struct ebpf_xdp_buff *x = PTR(ctx);
+    uint64_t meta = x->data_meta + (uint64_t)(int64_t)(int32_t)delta;
+    if (meta < x->data_hard_start || meta > x->data) return (U64)(int64_t)-NANOBPF_EINVAL;
+    uint64_t metalen = x->data - meta;
+    if ((metalen & 3) || metalen > NANOBPF_XDP_META_MAX) return (U64)(int64_t)-NANOBPF_EACCES;
+    x->data_meta = meta;
     return 0;
 }
 static U64 h_xdp_adjust_tail(U64 ctx, U64 delta, U64 a3, U64 a4, U64 a5) {
     (void)a3; (void)a4; (void)a5;
     struct ebpf_xdp_buff *x = PTR(ctx);
     uint64_t end = x->data_end + (uint64_t)(int64_t)(int32_t)delta;
-    if (end > x->frame_end || end < x->data + 14) return (U64)(int64_t)-EINVAL;
+    if (end > x->frame_end || end < x->data + 14) return (U64)(int64_t)-NANOBPF_EINVAL;
     x->data_end = end;
     return 0;
 }

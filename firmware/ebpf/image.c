@@ -133,15 +133,17 @@ int ebpf_xdp_exec(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, int u
     int rc = 0;
     *action = NANOBPF_XDP_ABORTED;
     if (err) err->insn = -1, err->msg[0] = 0;
-    /* What the verifier assumed: data_meta is data (bounds proven on one hold for the other), and the
-     * packet lies inside its buffer (adjust_head/adjust_tail move data and data_end within it). */
-    if (xdp->data_meta != xdp->data)
-        return ebpf_fail(err, -1, "context: data_meta 0x%llx is not data 0x%llx (no metadata area)",
-                         (unsigned long long)xdp->data_meta, (unsigned long long)xdp->data);
-    if (xdp->data_hard_start > xdp->data || xdp->data > xdp->data_end || xdp->data_end > xdp->frame_end)
-        return ebpf_fail(err, -1, "context: not data_hard_start <= data <= data_end <= frame_end (0x%llx 0x%llx 0x%llx 0x%llx)",
-                         (unsigned long long)xdp->data_hard_start, (unsigned long long)xdp->data,
-                         (unsigned long long)xdp->data_end, (unsigned long long)xdp->frame_end);
+    /* What the verifier assumed: the metadata and the packet lie inside their buffer, in that order
+     * (metadata bounds are proven against data, packet bounds against data_end; the helpers move
+     * data_meta, data and data_end within the buffer), and the metadata is no longer than
+     * bpf_xdp_adjust_meta lets it grow. */
+    if (xdp->data_hard_start > xdp->data_meta || xdp->data_meta > xdp->data || xdp->data > xdp->data_end ||
+        xdp->data_end > xdp->frame_end || xdp->data - xdp->data_meta > NANOBPF_XDP_META_MAX)
+        return ebpf_fail(err, -1, "context: not data_hard_start <= data_meta <= data <= data_end <= frame_end with "
+                         "data - data_meta <= %u (0x%llx 0x%llx 0x%llx 0x%llx 0x%llx)", NANOBPF_XDP_META_MAX,
+                         (unsigned long long)xdp->data_hard_start, (unsigned long long)xdp->data_meta,
+                         (unsigned long long)xdp->data, (unsigned long long)xdp->data_end,
+                         (unsigned long long)xdp->frame_end);
     /* and the parse result lies in the ranges the verifier gave its fields */
     if (xdp->l3_off > EBPF_CTX_OFF_MAX || xdp->l4_off > EBPF_CTX_OFF_MAX || xdp->quic_off > EBPF_CTX_OFF_MAX ||
         xdp->pn_off > EBPF_CTX_OFF_MAX || xdp->cid_len > NANOBPF_KEYTABLE_CID_MAX || xdp->conn > EBPF_CTX_CONN_MAX)

@@ -41,8 +41,10 @@
  *                       result; only 4-byte reads)
  *   pkt                 data + var + off: `off` fixed, `var` in [umin, umax] (id names the var part:
  *                       pointers with one id have the same var), `range` = bytes proven readable from
- *                       data + var (set by comparisons with pkt_end, for every pointer with that id);
- *                       data_meta is treated as data (the runtime keeps them equal)
+ *                       data + var (set by comparisons with pkt_end, for every pointer with that id)
+ *   pkt_meta            data_meta + var + off, as pkt, its `range` proven by comparisons with data itself
+ *                       (pkt, nothing added): the metadata area [data_meta, data) in front of the frame,
+ *                       which bpf_xdp_adjust_meta grows and shrinks (Linux's PTR_TO_PACKET_META)
  *   pkt_end             data_end
  *   fp (stack)          frame pointer of frame `frame` + off (constant offsets only)
  *   map_value           value of map `map` + off + var [umin, umax]
@@ -102,9 +104,9 @@ int ebpf_verify_no_relevance;
 
 /* ---- Abstract values and states ---- */
 enum { T_NOT_INIT, T_SCALAR, T_CTX, T_PKT, T_PKT_END, T_STACK, T_MAP_VALUE, T_MAP_VALUE_OR_NULL, T_MAP_PTR,
-       T_MEM, T_MEM_OR_NULL };
+       T_MEM, T_MEM_OR_NULL, T_PKT_META };
 static const char *const tname[] = {"not_init", "scalar", "ctx", "pkt", "pkt_end", "fp", "map_value",
-                                    "map_value_or_null", "map_ptr", "mem", "mem_or_null"};
+                                    "map_value_or_null", "map_ptr", "mem", "mem_or_null", "pkt_meta"};
 
 /* Known bits (Linux's tnum): the bits of v are known to be 1, those of m unknown, the others 0. */
 struct tnum {
@@ -117,7 +119,7 @@ struct vreg {
     uint16_t map;   /* map pointers and values: map index */
     uint32_t id;    /* scalar copies, pkt var part, map_value_or_null; 0 = none */
     int32_t off;    /* pointers: fixed offset; scalar copies: the value is the copies' common one + off */
-    uint32_t range; /* T_PKT: bytes proven from data + var */
+    uint32_t range; /* T_PKT: bytes proven from data + var; T_PKT_META: from data_meta + var */
     uint64_t umin, umax; /* scalar value, or the variable part of a pointer */
     /* scalars only (0 in pointers; see "Scalar values"): the value signed, its low 32 bits unsigned and
      * signed, its known bits */
@@ -274,6 +276,9 @@ static int fail(struct env *e, int insn, const char *fmt, ...) {
 
 /* ---- Small helpers ---- */
 static int is_ptr(const struct vreg *r) { return r->type > T_SCALAR; }
+/* Pointers into the frame's buffer: packet data or metadata (their bounds are proven the same way). */
+static int is_pkt(const struct vreg *r) { return r->type == T_PKT || r->type == T_PKT_META; }
+static int is_pkt_kind(const struct vreg *r) { return is_pkt(r) || r->type == T_PKT_END; }
 static int is_const(const struct vreg *r) { return r->type == T_SCALAR && r->umin == r->umax; }
 static uint64_t sext(uint64_t v, unsigned bits) {
     return bits >= 64 ? v : (uint64_t)((int64_t)(v << (64 - bits)) >> (64 - bits));
@@ -1623,6 +1628,7 @@ HOT static int reg_covers(const struct vreg *o, const struct vreg *c, struct idm
     case T_CTX:
     case T_PKT_END: return 1;
     case T_PKT:
+    case T_PKT_META:
         if (o->off != c->off || !within) return 0;
         if (exact ? c->range != o->range : c->range < o->range) return 0;
         if (!o->id || !c->id) return o->id == c->id;
@@ -2629,17 +2635,23 @@ static void mark_null(const struct env *e, struct vstate *st, uint32_t id, int i
     })
 }
 
-/* `p` (pkt) proven to have `range` readable bytes from data + var: every copy learns it. */
+/* `p` (pkt or pkt_meta) proven to have `range` readable bytes from data (data_meta) + var: every copy
+ * learns it. */
 static void mark_pkt_range(struct vstate *st, const struct vreg *p, int64_t range) {
     if (range <= 0 || p->umax + (uint64_t)(p->off > 0 ? p->off : 0) > MAX_PKT_OFF) return;
     uint32_t id = p->id;
+    uint8_t type = p->type;
     FOR_ALL_REGS(st, q, {
-        if (q->type == T_PKT && q->id == id && q->range < (uint32_t)range) q->range = (uint32_t)range;
+        if (q->type == type && q->id == id && q->range < (uint32_t)range) q->range = (uint32_t)range;
     })
 }
 
-/* Which range a comparison of pkt (offset off) with pkt_end proves on one outcome:
- * 0 none, 1 = off bytes, 2 = off + 1 bytes. Written for `pkt op end`; swapped if end is dst. */
+/* data itself (as loaded from the context, nothing added): what bounds metadata (Linux's
+ * reg_is_init_pkt_pointer). */
+static int is_data(const struct vreg *r) { return r->type == T_PKT && r->off == 0 && r->umax == 0; }
+
+/* Which range a comparison of pkt (offset off) with pkt_end (or of pkt_meta with data) proves on one
+ * outcome: 0 none, 1 = off bytes, 2 = off + 1 bytes. Written for `pkt op end`; swapped if end is dst. */
 static int pkt_cmp_range(int op, int pkt_is_dst, int taken) {
     if (!pkt_is_dst) {
         switch (op) {
@@ -2714,22 +2726,23 @@ static int cond_jump(struct env *e, uint32_t i, struct vstate *st, int mode) {
         return mode;
     }
     if (is32) { /* low halves of pointers: allowed where the 64-bit comparison is, but teaches nothing */
-        int ok = is_ptr(a) && is_ptr(b) &&
-                 (((a->type == T_PKT || a->type == T_PKT_END) && (b->type == T_PKT || b->type == T_PKT_END)) ||
-                  same_pointer_kind(a, b));
+        int ok = is_ptr(a) && is_ptr(b) && ((is_pkt_kind(a) && is_pkt_kind(b)) || same_pointer_kind(a, b));
         if (!ok) return mode ? mode : fail(e, (int)i, "R%u 32-bit comparison of a pointer prohibited", is_ptr(a) ? in->dst : in->src);
         return mode ? mode : BR_TAKEN | BR_FALL;
     }
     if (is_ptr(a) && is_ptr(b)) {
-        int apkt = a->type == T_PKT || a->type == T_PKT_END, bpkt = b->type == T_PKT || b->type == T_PKT_END;
+        int apkt = is_pkt_kind(a), bpkt = is_pkt_kind(b);
         int unsigned_op = op == EBPF_JMP_JEQ || op == EBPF_JMP_JNE || op == EBPF_JMP_JGT || op == EBPF_JMP_JGE ||
                           op == EBPF_JMP_JLT || op == EBPF_JMP_JLE;
         if (!unsigned_op || !((apkt && bpkt) || same_pointer_kind(a, b)))
             return mode ? mode : fail(e, (int)i, "R%u pointer comparison prohibited", in->dst);
         if (!mode) return BR_TAKEN | BR_FALL;
-        if (a->type != b->type && apkt && bpkt) {
-            const struct vreg *p = a->type == T_PKT ? a : b;
-            int kind = pkt_cmp_range(op, a->type == T_PKT, mode == BR_TAKEN);
+        /* pkt against data_end, pkt_meta against data: the bytes below the bound are proven */
+        const struct vreg *p = NULL;
+        if ((a->type == T_PKT && b->type == T_PKT_END) || (a->type == T_PKT_META && is_data(b))) p = a;
+        else if ((b->type == T_PKT && a->type == T_PKT_END) || (b->type == T_PKT_META && is_data(a))) p = b;
+        if (p) {
+            int kind = pkt_cmp_range(op, p == a, mode == BR_TAKEN);
             if (kind) mark_pkt_range(st, p, (int64_t)p->off + (kind == 2));
         }
         return mode;
@@ -2878,10 +2891,8 @@ static int mem_access(struct env *e, uint32_t i, struct vstate *st, uint32_t reg
             return fail(e, (int)i, "invalid bpf_context access off=%lld size=%u", (long long)o, size);
         if (aux_mark(e, i, (uint8_t)(1 + o / 4))) return -1;
         switch (o) {
-        case offsetof(struct nanobpf_xdp_ctx, data):
-        case offsetof(struct nanobpf_xdp_ctx, data_meta):
-            set_type(out, T_PKT);
-            break;
+        case offsetof(struct nanobpf_xdp_ctx, data): set_type(out, T_PKT); break;
+        case offsetof(struct nanobpf_xdp_ctx, data_meta): set_type(out, T_PKT_META); break;
         case offsetof(struct nanobpf_xdp_ctx, data_end):
             set_type(out, T_PKT_END);
             break;
@@ -2899,10 +2910,11 @@ static int mem_access(struct env *e, uint32_t i, struct vstate *st, uint32_t reg
     if (aux_mark(e, i, AUX_OTHER)) return -1;
     if (kind == ACC_WRITE && is_ptr(val) && ptr.type != T_STACK)
         return fail(e, (int)i, "R%u leaks addr into %s", valno,
-                    ptr.type == T_PKT ? "packet" : ptr.type == T_MEM ? "memory" : "map value");
+                    is_pkt(&ptr) ? "packet" : ptr.type == T_MEM ? "memory" : "map value");
     switch (ptr.type) {
     case T_STACK: return stack_access(e, i, st, regno, &ptr, in->off, size, kind, val, out, sx);
     case T_PKT:
+    case T_PKT_META:
         if (kind == ACC_ATOMIC) return fail(e, (int)i, "atomic access to packet not allowed");
         if (pkt_bounds(e, i, regno, &ptr, in->off, size)) return -1;
         if (size > 1) e->flags[i] |= F_PKTACC; /* packet offsets carry no alignment: CVA6 would trap */
@@ -2965,7 +2977,8 @@ static int helper_mem(struct env *e, uint32_t i, struct vstate *st, uint32_t reg
         }
         return 0;
     }
-    case T_PKT: return pkt_bounds(e, i, regno, r, 0, size_max);
+    case T_PKT:
+    case T_PKT_META: return pkt_bounds(e, i, regno, r, 0, size_max);
     case T_MAP_VALUE:
         /* a helper writing into the key table is refused in do_helper, a global function's non-const
          * memory argument in do_global_call */
@@ -3008,7 +3021,7 @@ static int ptr_add(struct env *e, uint32_t i, uint32_t dregno, struct vreg *dst,
                         (unsigned long long)sc->umax);
         r.umin += sc->umin;
         r.umax += sc->umax;
-        if (r.type == T_PKT) {
+        if (is_pkt(&r)) {
             r.id = ++e->id_gen;
             r.range = 0;
         }
@@ -3019,17 +3032,19 @@ static int ptr_add(struct env *e, uint32_t i, uint32_t dregno, struct vreg *dst,
 
 /* d := pointer d - pointer s, a scalar. */
 static int ptr_diff(struct env *e, uint32_t i, uint32_t dregno, struct vreg *d, const struct vreg *s) {
-    /* data_end - data: the packet's length from that pointer, as common XDP code computes it */
-    if (d->type == T_PKT_END && s->type == T_PKT) {
+    /* data_end - data, data - data_meta: lengths of the packet and of its metadata, as common XDP code
+     * computes them (Linux lets privileged programs subtract any two pointers; these are the ones whose
+     * difference means something) */
+    if (d->type != s->type && is_pkt_kind(d) && is_pkt_kind(s)) {
         set_unknown(d);
         return 0;
     }
-    if (d->type != s->type || (d->type != T_PKT && d->type != T_STACK && d->type != T_MAP_VALUE) ||
+    if (d->type != s->type || (!is_pkt(d) && d->type != T_STACK && d->type != T_MAP_VALUE) ||
         (d->type == T_STACK && d->frame != s->frame) || (d->type == T_MAP_VALUE && d->map != s->map))
         return fail(e, (int)i, "R%u pointer -= pointer prohibited (%s - %s)", dregno, tname[d->type], tname[s->type]);
     /* same frame, or packet pointers sharing their variable part: a known distance (two map values may be
      * different elements) */
-    int fixed = d->type == T_STACK || (d->type == T_PKT && d->id == s->id);
+    int fixed = d->type == T_STACK || (is_pkt(d) && d->id == s->id);
     if (fixed) set_const(d, (uint64_t)((int64_t)d->off - s->off));
     else set_unknown(d);
     return 0;
@@ -3332,7 +3347,7 @@ static int do_helper(struct env *e, uint32_t i, struct vstate *st) {
     }
     if (h->flags & EBPF_HELPER_CHANGES_PKT) {
         FOR_ALL_REGS(st, q, {
-            if (q->type == T_PKT || q->type == T_PKT_END) set_unknown(q);
+            if (is_pkt_kind(q)) set_unknown(q);
         })
     }
     clear_regs(&f->r[1], 5);
@@ -3382,7 +3397,7 @@ static int do_global_call(struct env *e, uint32_t i, struct vstate *st, uint32_t
                 /* initialised (the callee may read it), then overwritten with plain data unless const */
                 if (helper_mem(e, i, st, rn, size, size, 0) || (write && helper_mem(e, i, st, rn, size, size, 1)))
                     return -1;
-            } else if (r->type == T_PKT || r->type == T_MAP_VALUE || r->type == T_MEM) {
+            } else if (is_pkt(r) || r->type == T_MAP_VALUE || r->type == T_MEM) {
                 if (helper_mem(e, i, st, rn, size, size, write)) return -1;
             } else {
                 return fail(e, (int)i, "R%u type=%s expected=fp, pkt, map_value, mem or NULL (argument %u of the global "
@@ -3393,7 +3408,7 @@ static int do_global_call(struct env *e, uint32_t i, struct vstate *st, uint32_t
     }
     if (e->changes_pkt[callee]) {
         FOR_ALL_REGS(st, q, {
-            if (q->type == T_PKT || q->type == T_PKT_END) set_unknown(q);
+            if (is_pkt_kind(q)) set_unknown(q);
         })
     }
     clear_regs(&f->r[1], 5);

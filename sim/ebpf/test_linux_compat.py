@@ -605,6 +605,40 @@ def global_check(s):
     return c
 
 
+# ---- xdp_meta_mark.c: bpf_xdp_adjust_meta, metadata moving with bpf_xdp_adjust_head
+def meta_steps(s):
+    s.run_all(standard_frames())
+
+
+def meta_check(s):
+    """Each output starts at data_meta: 8 bytes of struct meta_info (mark, the EtherType the frame came
+    with, vlans_popped, refused = 7: the three refusals), then the frame; ARP leaves without metadata;
+    an 802.1Q tag is popped and the metadata still says 0x8100."""
+    c = Check(s)
+
+    def mark(f):
+        p = Pkt(f, max_vlans=0)
+        if p.ip is None:
+            return bytes(4)
+        return bytes(a ^ b for a, b in zip(p.src[-4:], p.dst[-4:]))
+
+    for r in s.runs:
+        f = r.frame
+        if f[12:14] == b"\x08\x06":
+            c.action(r, XDP_PASS)
+            c.unchanged(r)
+        elif f[12:14] != b"\x81\x00":
+            c.action(r, XDP_PASS)
+            c.out(r, mark(f) + f[12:14] + b"\x00\x07" + f)
+        elif len(f) < 18:
+            c.action(r, XDP_DROP)
+        else:
+            popped = f[:12] + f[16:]
+            c.action(r, XDP_PASS)
+            c.out(r, mark(popped) + b"\x81\x00\x01\x07" + popped)
+    return c
+
+
 # ---- xdp_lb_ipip.c: Katran-style balancer, IPIP encapsulation
 LB_GW_MAC, LB_TUNNEL_SRC = "02:00:00:00:00:99", "172.16.0.1"
 VIPS = {(V4_DST, 80, 6): 0, (V4_DST, 53, 17): 1}
@@ -737,6 +771,7 @@ CASES = [
     Case("xdp_long_name", "xdp_long_name.c", long_name_steps, long_name_check, program=LONG_NAME),
     Case("xdp_global_config", "xdp_global_config.c", global_steps, global_check),
     Case("xdp_lb_ipip", "xdp_lb_ipip.c", lb_steps, lb_check),
+    Case("xdp_meta_mark", "xdp_meta_mark.c", meta_steps, meta_check),
 ]
 CASE_BY_NAME = {c.name: c for c in CASES}
 

@@ -189,7 +189,7 @@ static void gen(void) {
         uint32_t a = pick(10) ? pregs[pick(3)] : anyreg(), b = pick(10) ? sregs[pick(3)] : anyreg();
         static const uint8_t jops[] = {EBPF_JMP_JGT, EBPF_JMP_JGE, EBPF_JMP_JLT, EBPF_JMP_JLE, EBPF_JMP_JEQ, EBPF_JMP_JNE,
                                        EBPF_JMP_JSGT, EBPF_JMP_JSLT, EBPF_JMP_JSET};
-        switch (scalar_only ? 24 : pick(29)) {
+        switch (scalar_only ? 24 : pick(31)) {
         case 0: case 1: /* a = data + k */
             emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_MOV, a, 7, 0, 0));
             emit(I(EBPF_CLS_ALU64 | EBPF_ALU_ADD, a, 0, 0, range(-8, 80)));
@@ -301,6 +301,33 @@ static void gen(void) {
             if (pick(2)) emit(I(EBPF_CLS_ALU64 | EBPF_ALU_ADD, a, 0, 0, range(-64, 8)));
             jump_later(EBPF_CLS_JMP | (pick(2) ? EBPF_JMP_JEQ : EBPF_JMP_JNE), a, 0, 0, op, nops);
             break;
+        case 29: /* metadata: bpf_xdp_adjust_meta (often a valid length), then a = data_meta (+ k) */
+            emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_MOV, 1, 6, 0, 0));
+            emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, 2, 0, 0, pick(4) ? -4 * range(-2, 10) : range(-40, 8)));
+            emit(I(EBPF_CLS_JMP | EBPF_JMP_CALL, 0, 0, 0, 54));
+            emit(I(EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_W, 7, 6, 0, 0));
+            emit(I(EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_W, 8, 6, 4, 0));
+            emit(I(EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_W, a, 6, 8, 0));
+            if (pick(2)) emit(I(EBPF_CLS_ALU64 | EBPF_ALU_ADD, a, 0, 0, range(-4, 40)));
+            emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, 0, 0, 0, 2));
+            if (pick(2)) { /* then, mostly, the usual check (r1 = a + k; if r1 > bound: exit) and an access */
+                uint32_t bound = pick(4) ? 7 : pick(2) ? 8 : pregs[pick(3)];
+                if (bound == a) bound = 7;
+                emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_MOV, 1, a, 0, 0));
+                emit(I(EBPF_CLS_ALU64 | EBPF_ALU_ADD, 1, 0, 0, range(0, 40)));
+                emit(I(EBPF_CLS_JMP | EBPF_SRC_X | (pick(4) ? EBPF_JMP_JGT : jops[pick(6)]), 1, bound, 1, 0));
+                emit(I(EBPF_CLS_JMP | EBPF_JMP_JA, 0, 0, 1, 0));
+                emit(I(EBPF_CLS_JMP | EBPF_JMP_EXIT, 0, 0, 0, 0));
+                if (pick(2)) emit(I(EBPF_CLS_LDX | EBPF_MODE_MEM | size_code(), b, a, range(-6, 40), 0));
+                else emit(I(EBPF_CLS_STX | EBPF_MODE_MEM | size_code(), a, b, range(-6, 40), 0));
+            }
+            break;
+        case 30: { /* a bounds check against data (proves metadata), or against another packet pointer */
+            uint32_t d = pick(3) ? 7 : pregs[pick(3)];
+            if (pick(2)) jump_later(EBPF_CLS_JMP | EBPF_SRC_X | jops[pick(6)], a, d, 0, op, nops);
+            else jump_later(EBPF_CLS_JMP | EBPF_SRC_X | jops[pick(6)], d, a, 0, op, nops);
+            break;
+        }
         case 24: case 25: case 26: gen_scalar_trap(); break;
         case 27: case 28: gen_loop_if(); break;
         default: /* conditional early exit */

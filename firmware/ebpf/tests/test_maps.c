@@ -1,5 +1,6 @@
 /* Map semantics of the device runtime (firmware/ebpf/maps.c) that Linux programs rely on: LRU eviction,
- * per-CPU hash copies, devmap entries, pinned maps shared by name, bpf_csum_diff's folding. Built with
+ * per-CPU hash copies, devmap entries, pinned maps shared by name; and helpers' edge cases: bpf_csum_diff's
+ * folding, bpf_xdp_adjust_meta's limits and the metadata moving with bpf_xdp_adjust_head. Built with
  * ASan + UBSan by run_verifier_tests.sh --maps; prints one line per test, exits 1 on a failure. */
 #include <errno.h>
 #include <stdio.h>
@@ -223,7 +224,51 @@ static void csum_diff_folds_like_linux(void) {
     done("csum_diff_folds_like_linux", f);
 }
 
+static uint64_t xdp_helper(uint32_t id, struct ebpf_xdp_buff *x, int32_t delta) {
+    return ebpf_helper_find(id)->fn((uintptr_t)x, (uint64_t)(int64_t)delta, 0, 0, 0);
+}
+
+/* Linux 6.18's limits (net/core/filter.c, include/net/xdp.h): a metadata length that is a multiple of 4
+ * up to 255, data_meta within [data_hard_start, data]; bpf_xdp_adjust_head keeps room for the metadata
+ * and moves it. Linux's own test run cannot show the 255-byte limit (its headroom is 216 bytes after
+ * struct xdp_frame); 512 bytes of headroom here can. */
+static void adjust_meta_limits_like_linux(void) {
+    int f = failed;
+    static uint8_t buf[1024];
+    struct ebpf_xdp_buff x = {0};
+    x.data_hard_start = (uintptr_t)buf;
+    x.data = x.data_meta = (uintptr_t)(buf + 512);
+    x.data_end = x.data + 64, x.frame_end = (uintptr_t)(buf + sizeof buf);
+    const int64_t inval = -NANOBPF_EINVAL, acces = -NANOBPF_EACCES;
+    check("meta", (int64_t)xdp_helper(NANOBPF_HELPER_XDP_ADJUST_META, &x, -2) == acces && x.data_meta == x.data,
+          "2 bytes: -EACCES, nothing moved");
+    check("meta", (int64_t)xdp_helper(NANOBPF_HELPER_XDP_ADJUST_META, &x, -256) == acces && x.data_meta == x.data,
+          "256 bytes (above 255): -EACCES");
+    check("meta", (int64_t)xdp_helper(NANOBPF_HELPER_XDP_ADJUST_META, &x, 4) == inval, "past data: -EINVAL");
+    check("meta", (int64_t)xdp_helper(NANOBPF_HELPER_XDP_ADJUST_META, &x, -516) == inval, "before the buffer: -EINVAL");
+    check("meta", xdp_helper(NANOBPF_HELPER_XDP_ADJUST_META, &x, -252) == 0 && x.data - x.data_meta == 252,
+          "252 bytes: accepted");
+    check("meta", xdp_helper(NANOBPF_HELPER_XDP_ADJUST_META, &x, 244) == 0 && x.data - x.data_meta == 8,
+          "shrunk to 8 bytes");
+    memcpy((void *)(uintptr_t)x.data_meta, "metadata", 8);
+    memcpy((void *)(uintptr_t)x.data, "\x01\x02\x03\x04", 4);
+    uint64_t data = x.data;
+    check("meta", xdp_helper(NANOBPF_HELPER_XDP_ADJUST_HEAD, &x, 4) == 0 && x.data == data + 4 &&
+                      x.data - x.data_meta == 8 && !memcmp((void *)(uintptr_t)x.data_meta, "metadata", 8),
+          "adjust_head +4: the metadata moves with data, its bytes kept");
+    check("meta", xdp_helper(NANOBPF_HELPER_XDP_ADJUST_HEAD, &x, -8) == 0 && x.data == data - 4 &&
+                      !memcmp((void *)(uintptr_t)x.data_meta, "metadata", 8),
+          "adjust_head -8: moved back, bytes kept");
+    check("meta", (int64_t)xdp_helper(NANOBPF_HELPER_XDP_ADJUST_HEAD, &x, -(int32_t)(x.data - x.data_hard_start)) == inval,
+          "adjust_head to data_hard_start: no room left for the metadata, -EINVAL");
+    check("meta", xdp_helper(NANOBPF_HELPER_XDP_ADJUST_HEAD, &x, -(int32_t)(x.data - x.data_hard_start - 8)) == 0 &&
+                      x.data_meta == x.data_hard_start,
+          "adjust_head to data_hard_start + 8: the metadata at the buffer's start");
+    done("adjust_meta_limits_like_linux", f);
+}
+
 int main(void) {
+    adjust_meta_limits_like_linux();
     lru_evicts_the_least_recently_used();
     percpu_hash_keeps_a_copy_per_core();
     devmap_entries_are_ports();

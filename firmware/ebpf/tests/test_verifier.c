@@ -1123,12 +1123,13 @@ static int image_load_errors(void) {
     return report("image_load_error_paths", ok, why);
 }
 
-/* ebpf_xdp_run keeps the verifier's assumption that data_meta == data (and data_hard_start <= data <=
- * data_end <= frame_end): a context that breaks it is refused with XDP_ABORTED and a message. */
+/* ebpf_xdp_run keeps the verifier's assumptions data_hard_start <= data_meta <= data <= data_end <=
+ * frame_end and data - data_meta <= NANOBPF_XDP_META_MAX: a context that breaks one is refused with
+ * XDP_ABORTED and a message. */
 static int xdp_run_checks_context(void) {
-    /* r2 = data_meta; r3 = data; r4 = data_end; if data + 8 > data_end: exit 1; r0 = *(u64 *)data_meta */
-    struct ebpf_insn insns[] = {LDX(W, 2, 1, 8), LDX(W, 3, 1, 0), LDX(W, 4, 1, 4), MOV64_REG(5, 3), ALU64_IMM(ADD, 5, 8),
-                                JMP_REG(JGT, 5, 4, 2), LDX(DW, 0, 2, 0), EXIT(), MOV64_IMM(0, 1), EXIT()};
+    /* r2 = data_meta; r3 = data; if data_meta + 8 > data: exit 1; r0 = *(u64 *)data_meta */
+    struct ebpf_insn insns[] = {LDX(W, 2, 1, 8), LDX(W, 3, 1, 0), MOV64_REG(5, 2), ALU64_IMM(ADD, 5, 8),
+                                JMP_REG(JGT, 5, 3, 2), LDX(DW, 0, 2, 0), EXIT(), MOV64_IMM(0, 1), EXIT()};
     struct ebpf_prog prog;
     struct ebpf_error err = {-1, ""};
     char why[256] = "";
@@ -1141,26 +1142,31 @@ static int xdp_run_checks_context(void) {
         snprintf(why, sizeof why, "refused: insn %d: %s", err.insn, err.msg);
         ok = 0;
     }
-    uint8_t frame[64] = {0};
+    uint8_t frame[512] = {0};
     for (int k = 0; k < 64; k++) frame[k] = (uint8_t)k;
     struct ebpf_xdp_buff x = {0};
     x.data_hard_start = (uintptr_t)frame;
-    x.data = x.data_meta = (uintptr_t)(frame + 16);
+    x.data = (uintptr_t)(frame + 16);
+    x.data_meta = x.data - 8; /* eight bytes of metadata: the program reads them */
     x.data_end = x.data + 16;
     x.frame_end = (uintptr_t)(frame + sizeof frame);
     uint64_t r = ok ? ebpf_xdp_run(&prog, &x, 0, &err) : 0;
     uint64_t want;
-    memcpy(&want, frame + 16, 8);
-    if (ok && (err.msg[0] || r != want)) ok = 0, snprintf(why, sizeof why, "data_meta == data: 0x%llx, %s", (unsigned long long)r, err.msg);
-    /* data_meta 8 bytes after data (the program would read data_end - 8 .. data_end + 8) */
+    memcpy(&want, frame + 8, 8);
+    if (ok && (err.msg[0] || r != want)) ok = 0, snprintf(why, sizeof why, "8 bytes of metadata: 0x%llx, %s", (unsigned long long)r, err.msg);
+    struct ebpf_xdp_buff y = x;
+    y.data_meta = y.data; /* no metadata: the bounds check fails */
+    r = ok ? ebpf_xdp_run(&prog, &y, 0, &err) : 0;
+    if (ok && (err.msg[0] || r != 1)) ok = 0, snprintf(why, sizeof why, "no metadata: 0x%llx, %s", (unsigned long long)r, err.msg);
     struct { uint64_t meta, data, end, frame_end; const char *what; } bad[] = {
-        {x.data + 8, x.data, x.data_end, x.frame_end, "data_meta"},
-        {x.data - 8, x.data, x.data_end, x.frame_end, "data_meta"},
+        {x.data + 8, x.data, x.data_end, x.frame_end, "data_meta"},            /* metadata after data */
+        {x.data_hard_start - 8, x.data, x.data_end, x.frame_end, "data_meta"}, /* metadata before the buffer */
+        {x.data_hard_start, x.data_hard_start + 260, x.data_hard_start + 300, x.frame_end, "data_meta"}, /* 260 bytes */
         {x.data, x.data, x.data - 1, x.frame_end, "data_end"},
         {x.data, x.data, x.data_end, x.data_end - 1, "frame_end"},
     };
     for (size_t k = 0; ok && k < sizeof bad / sizeof bad[0]; k++) {
-        struct ebpf_xdp_buff y = x;
+        y = x;
         y.data_meta = bad[k].meta, y.data = bad[k].data, y.data_end = bad[k].end, y.frame_end = bad[k].frame_end;
         err = (struct ebpf_error){-1, ""};
         r = ebpf_xdp_run(&prog, &y, 0, &err);
@@ -1169,7 +1175,7 @@ static int xdp_run_checks_context(void) {
     }
     /* a parse result outside the ranges the verifier gave its fields: one field at a time */
     for (int k = 0; ok && k < 6; k++) {
-        struct ebpf_xdp_buff y = x;
+        y = x;
         uint32_t *f[6] = {&y.l3_off, &y.l4_off, &y.quic_off, &y.pn_off, &y.cid_len, &y.conn};
         *f[k] = k < 4 ? EBPF_CTX_OFF_MAX + 1 : k == 4 ? NANOBPF_KEYTABLE_CID_MAX + 1 : EBPF_CTX_CONN_MAX + 1;
         err = (struct ebpf_error){-1, ""};

@@ -336,6 +336,7 @@ class DeviceModel:
         before = self._quic_stat(xdp, watch) if watch is not None else None
         try:
             action, out = xdp.run(frame, ingress_ifindex=ingress, parse=self._parse)
+            out = out[xdp.meta_len:]  # metadata stays on the device, as the firmware leaves it in the slot
         except DeviceError:
             action, out = abi.NANOBPF_XDP_ABORTED, b""
         if action == abi.NANOBPF_XDP_PASS:

@@ -61,7 +61,6 @@ PSEUDO_FUNC = 4
 # generic one).
 _REFUSED_HELPERS = {
     12: "tail calls (bpf_tail_call) are not supported by the device yet",
-    54: "bpf_xdp_adjust_meta: the device has no metadata area in front of the frame (data_meta is data)",
     69: "bpf_fib_lookup needs the kernel's routing and neighbour tables, which the device does not have; "
         "keep the forwarding decision in maps (a DEVMAP with bpf_redirect_map)",
     131: "bpf_ringbuf_reserve (with bpf_ringbuf_submit/discard) needs the verifier to track the reserved record, "
