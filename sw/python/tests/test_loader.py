@@ -99,6 +99,24 @@ def test_xdp_pass(tmp_path):
     check_image(img)
 
 
+def test_maps_declared_but_unused(tmp_path):
+    """A program that uses none of the object's maps: nothing to place, and the declarations are still
+    read (for --map-size) while the BTF is open (it crashed the loader once)."""
+    src = """
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+struct { __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, 1); __type(key, __u32); __type(value, __u64); } unused SEC(".maps");
+SEC("xdp") int prog(struct xdp_md *ctx) { return XDP_PASS; }
+char _license[] SEC("license") = "GPL";
+"""
+    obj = compile_c(tmp_path, "unused_map", src)
+    img = load(obj)
+    assert img.maps == [] and img.insns[-1].code == 0x95
+    with pytest.raises(LoadError, match="--map-size names other, which the object does not declare.*maps: unused"):
+        load(obj, map_sizes={"other": 4})
+    check_image(img)
+
+
 def test_xdp_parse(tmp_path):
     obj = compile_c(tmp_path, "xdp_parse")
     img = load(obj)

@@ -381,6 +381,11 @@ class _Btf:
             self.lib.btf__free(self.ptr)
             self.ptr = None
 
+    def _open(self):
+        if not self.ptr:  # libbpf would dereference NULL
+            raise RuntimeError("BTF used after close")
+        return self.ptr
+
     def __enter__(self):
         return self
 
@@ -388,7 +393,7 @@ class _Btf:
         self.close()
 
     def type(self, tid):
-        p = self.lib.btf__type_by_id(self.ptr, tid)
+        p = self.lib.btf__type_by_id(self._open(), tid)
         if not p:
             raise LoadError(f"BTF type {tid} does not exist")
         w = ctypes.cast(p, ctypes.POINTER(ctypes.c_uint32))
@@ -400,7 +405,7 @@ class _Btf:
         return BtfType(tid, kind, self.name(name_off), size_or_type, vlen, words)
 
     def name(self, off):
-        s = self.lib.btf__name_by_offset(self.ptr, off)
+        s = self.lib.btf__name_by_offset(self._open(), off)
         return s.decode() if s else ""
 
     def skip_mods(self, tid):
@@ -410,13 +415,13 @@ class _Btf:
         return t
 
     def resolve_size(self, tid):
-        n = self.lib.btf__resolve_size(self.ptr, tid)
+        n = self.lib.btf__resolve_size(self._open(), tid)
         if n < 0:
             raise LoadError(f"BTF type {tid}: size unknown (errno {-n})")
         return n
 
     def find(self, name, kind):
-        tid = self.lib.btf__find_by_name_kind(self.ptr, name.encode(), kind)
+        tid = self.lib.btf__find_by_name_kind(self._open(), name.encode(), kind)
         return tid if tid > 0 else None
 
     @staticmethod
@@ -972,10 +977,11 @@ def load(path, program=None, section=None, map_sizes=None):
         linker = _Linker(obj, func, btf, map_sizes, notes)
         insns = linker.link()
         globals_ = _global_funcs(obj, btf, linker.functions[1:]) if btf else []
+        # read while the BTF is open: a program that uses none of its maps has not looked at them yet
+        declared = {n for n, _ in linker.btf_map_vars().values()} if ".maps" in obj.by_name else set()
     finally:
         if btf:
             btf.close()
-    declared = {n for n, _ in linker.btf_map_vars().values()} if ".maps" in obj.by_name else set()
     unknown = sorted(set(map_sizes) - declared)
     if unknown:
         raise LoadError(f"{obj.path.name}: --map-size names {', '.join(unknown)}, which the object does not "
