@@ -1625,7 +1625,7 @@ HOT static int reg_covers(const struct vreg *o, const struct vreg *c, struct idm
         /* exact (loop detection): ids of scalars only matter where both sides link copies */
         if (exact) return !o->id || !c->id || (o->off == c->off && idmap_check(m, o->id, c->id));
         return !o->id || (c->id && o->off == c->off && idmap_check(m, o->id, c->id));
-    case T_CTX:
+    case T_CTX: return o->off == c->off && within; /* moved by constants (it must be back at 0 to be read) */
     case T_PKT_END: return 1;
     case T_PKT:
     case T_PKT_META:
@@ -2672,13 +2672,6 @@ static int pkt_cmp_range(int op, int pkt_is_dst, int taken) {
     return 0;
 }
 
-static int same_pointer_kind(const struct vreg *a, const struct vreg *b) {
-    if (a->type != b->type) return 0;
-    if (a->type == T_MAP_VALUE) return a->map == b->map;
-    if (a->type == T_STACK) return a->frame == b->frame;
-    return a->type != T_MAP_VALUE_OR_NULL && a->type != T_MEM_OR_NULL && a->type != T_MAP_PTR;
-}
-
 /* Whether a pointer whose type is never NULL is provably not 0, so that a comparison with 0 has a known
  * outcome. Its address is base + off + var, base the start of a real object (packet data, a map value,
  * a memory argument, the context, a map) or the frame pointer, and |off|, var <= MAX_VAR_OFF. At or above
@@ -2725,18 +2718,16 @@ static int cond_jump(struct env *e, uint32_t i, struct vstate *st, int mode) {
         if (x) set_scalar(st, b, &rb);
         return mode;
     }
-    if (is32) { /* low halves of pointers: allowed where the 64-bit comparison is, but teaches nothing */
-        int ok = is_ptr(a) && is_ptr(b) && ((is_pkt_kind(a) && is_pkt_kind(b)) || same_pointer_kind(a, b));
-        if (!ok) return mode ? mode : fail(e, (int)i, "R%u 32-bit comparison of a pointer prohibited", is_ptr(a) ? in->dst : in->src);
-        return mode ? mode : BR_TAKEN | BR_FALL;
-    }
+    /* Comparisons that involve a pointer are allowed (privileged Linux) and teach nothing, except a
+     * packet pointer against data_end (or metadata against data) and a NULL check of a lookup's
+     * result, below. */
+    if (is32) return mode ? mode : BR_TAKEN | BR_FALL; /* low halves of pointers */
     if (is_ptr(a) && is_ptr(b)) {
         int apkt = is_pkt_kind(a), bpkt = is_pkt_kind(b);
         int unsigned_op = op == EBPF_JMP_JEQ || op == EBPF_JMP_JNE || op == EBPF_JMP_JGT || op == EBPF_JMP_JGE ||
                           op == EBPF_JMP_JLT || op == EBPF_JMP_JLE;
-        if (!unsigned_op || !((apkt && bpkt) || same_pointer_kind(a, b)))
-            return mode ? mode : fail(e, (int)i, "R%u pointer comparison prohibited", in->dst);
         if (!mode) return BR_TAKEN | BR_FALL;
+        if (!unsigned_op || !apkt || !bpkt) return mode;
         /* pkt against data_end, pkt_meta against data: the bytes below the bound are proven */
         const struct vreg *p = NULL;
         if ((a->type == T_PKT && b->type == T_PKT_END) || (a->type == T_PKT_META && is_data(b))) p = a;
@@ -2750,7 +2741,7 @@ static int cond_jump(struct env *e, uint32_t i, struct vstate *st, int mode) {
     /* a pointer and a scalar: only a comparison with zero (null check) */
     const struct vreg *p = is_ptr(a) ? a : b, *s = is_ptr(a) ? b : a;
     if (!is_const(s) || s->umin != 0 || (op != EBPF_JMP_JEQ && op != EBPF_JMP_JNE))
-        return mode ? mode : fail(e, (int)i, "R%u pointer comparison prohibited", is_ptr(a) ? in->dst : in->src);
+        return mode ? mode : BR_TAKEN | BR_FALL;
     if (p->type != T_MAP_VALUE_OR_NULL && p->type != T_MEM_OR_NULL) {
         if (mode) return mode; /* nothing to learn: the pointer keeps its type either way */
         if (!never_null(p)) return BR_TAKEN | BR_FALL;
@@ -2885,6 +2876,11 @@ static int mem_access(struct env *e, uint32_t i, struct vstate *st, uint32_t reg
     struct vreg ptr = st->f[st->nframes - 1].r[regno];
     if (ptr.type == T_NOT_INIT) return fail(e, (int)i, "R%u !read_ok", regno);
     if (ptr.type == T_CTX) {
+        if (ptr.umin != ptr.umax) return fail(e, (int)i, "variable ctx access var_off=(%llu..%llu) disallowed",
+                                              (unsigned long long)ptr.umin, (unsigned long long)ptr.umax);
+        if (ptr.off || ptr.umin)
+            return fail(e, (int)i, "dereference of modified ctx ptr R%u off=%lld disallowed", regno,
+                        (long long)ptr.off + (long long)ptr.umin);
         int64_t o = (int64_t)ptr.off + in->off;
         if (kind != ACC_READ) return fail(e, (int)i, "cannot write into ctx (off=%lld size=%u)", (long long)o, size);
         if (size != 4 || sx || o < 0 || o >= (int64_t)sizeof(struct nanobpf_xdp_ctx) || o % 4)
@@ -2908,9 +2904,9 @@ static int mem_access(struct env *e, uint32_t i, struct vstate *st, uint32_t reg
         return 0;
     }
     if (aux_mark(e, i, AUX_OTHER)) return -1;
-    if (kind == ACC_WRITE && is_ptr(val) && ptr.type != T_STACK)
-        return fail(e, (int)i, "R%u leaks addr into %s", valno,
-                    is_pkt(&ptr) ? "packet" : ptr.type == T_MEM ? "memory" : "map value");
+    /* A pointer stored to a map value, the packet or a memory argument is plain data there (privileged
+     * Linux allows it): what is loaded back is a scalar, never dereferenced. */
+    (void)valno;
     switch (ptr.type) {
     case T_STACK: return stack_access(e, i, st, regno, &ptr, in->off, size, kind, val, out, sx);
     case T_PKT:
@@ -3001,7 +2997,7 @@ static int check_read(struct env *e, uint32_t i, const struct vreg *r, uint32_t 
 static int ptr_add(struct env *e, uint32_t i, uint32_t dregno, struct vreg *dst, const struct vreg *ptr,
                    const struct vreg *sc, int sub) {
     switch (ptr->type) {
-    case T_CTX: case T_PKT_END: case T_MAP_VALUE_OR_NULL: case T_MAP_PTR: case T_MEM_OR_NULL:
+    case T_PKT_END: case T_MAP_VALUE_OR_NULL: case T_MAP_PTR: case T_MEM_OR_NULL:
         return fail(e, (int)i, "R%u pointer arithmetic on %s prohibited", dregno, tname[ptr->type]);
     }
     struct vreg r = *ptr;
@@ -3039,9 +3035,13 @@ static int ptr_diff(struct env *e, uint32_t i, uint32_t dregno, struct vreg *d, 
         set_unknown(d);
         return 0;
     }
+    /* any other two pointers: a number that means nothing to the verifier (privileged Linux) */
+    (void)e, (void)i, (void)dregno;
     if (d->type != s->type || (!is_pkt(d) && d->type != T_STACK && d->type != T_MAP_VALUE) ||
-        (d->type == T_STACK && d->frame != s->frame) || (d->type == T_MAP_VALUE && d->map != s->map))
-        return fail(e, (int)i, "R%u pointer -= pointer prohibited (%s - %s)", dregno, tname[d->type], tname[s->type]);
+        (d->type == T_STACK && d->frame != s->frame) || (d->type == T_MAP_VALUE && d->map != s->map)) {
+        set_unknown(d);
+        return 0;
+    }
     /* same frame, or packet pointers sharing their variable part: a known distance (two map values may be
      * different elements) */
     int fixed = d->type == T_STACK || (is_pkt(d) && d->id == s->id);
@@ -3075,7 +3075,10 @@ static int do_alu(struct env *e, uint32_t i, struct vstate *st) {
             return 0;
         }
         if (is32) {
-            if (is_ptr(s)) return fail(e, (int)i, "R%u partial copy of pointer", in->src);
+            if (is_ptr(s)) { /* its low half: a number (privileged Linux) */
+                set_range(d, 0, U32MAX);
+                return 0;
+            }
             struct vreg r = *s;
             if (r.umax <= U32MAX) {
                 if (x && !is_const(s) && !s->id) s->id = r.id = ++e->id_gen;
@@ -3119,7 +3122,11 @@ static int do_alu(struct env *e, uint32_t i, struct vstate *st) {
             if (is32) set_zext32(d, view_of(d, 1)); /* the low half (clang -mcpu=v3: `__u32 len = end - data`) */
             return 0;
         }
-        if (is32) return fail(e, (int)i, "R%u 32-bit pointer arithmetic prohibited", pr);
+        if (is32) {
+            if (op != EBPF_ALU_SUB) return fail(e, (int)i, "R%u 32-bit pointer arithmetic prohibited", pr);
+            set_range(d, 0, U32MAX); /* a meaningless number (privileged Linux) */
+            return 0;
+        }
         if (op == EBPF_ALU_ADD) {
             if (is_ptr(d) && is_ptr(s)) return fail(e, (int)i, "R%u pointer += pointer prohibited", in->dst);
             return is_ptr(d) ? ptr_add(e, i, in->dst, d, d, s, 0) : ptr_add(e, i, in->dst, d, s, d, 0);
@@ -3333,6 +3340,9 @@ static int do_helper(struct env *e, uint32_t i, struct vstate *st) {
         }
         case EBPF_ARG_PTR_TO_CTX:
             if (r->type != T_CTX) return fail(e, (int)i, "R%u type=%s expected=ctx", rn, tname[r->type]);
+            if (r->off || r->umax)
+                return fail(e, (int)i, "dereference of modified ctx ptr R%u off=%lld disallowed", rn,
+                            (long long)r->off + (long long)r->umin);
             break;
         case EBPF_ARG_PTR_TO_KEYTABLE_VALUE:
             if (keytable_value_arg(e, i, r, rn, h->name)) return -1;
@@ -3382,7 +3392,7 @@ static int do_global_call(struct env *e, uint32_t i, struct vstate *st, uint32_t
                             tname[r->type], rn, e->fstart[callee]);
             break;
         case NANOBPF_FUNC_ARG_CTX:
-            if (r->type != T_CTX || r->off)
+            if (r->type != T_CTX || r->off || r->umax)
                 return fail(e, (int)i, "R%u type=%s expected=ctx (argument %u of the global function at insn %u)", rn,
                             tname[r->type], rn, e->fstart[callee]);
             break;
@@ -3450,10 +3460,8 @@ static int do_exit(struct env *e, uint32_t i, struct vstate *st, uint32_t *next)
             return fail(e, (int)i, "R0 is %s at the exit of a global function, expected a scalar", tname[f->r[0].type]);
         return 1;
     }
-    if (st->nframes == 1) {
+    if (st->nframes == 1) { /* a pointer is an action too (privileged Linux): not one of the five, so aborted */
         if (f->r[0].type == T_NOT_INIT) return fail(e, (int)i, "R0 !read_ok at exit");
-        if (f->r[0].type != T_SCALAR)
-            return fail(e, (int)i, "R0 is %s at program exit, expected a scalar (XDP action)", tname[f->r[0].type]);
         return 1;
     }
     /* a function may leave r0 unset (clang's void functions): the caller then cannot read it */

@@ -189,7 +189,7 @@ static void gen(void) {
         uint32_t a = pick(10) ? pregs[pick(3)] : anyreg(), b = pick(10) ? sregs[pick(3)] : anyreg();
         static const uint8_t jops[] = {EBPF_JMP_JGT, EBPF_JMP_JGE, EBPF_JMP_JLT, EBPF_JMP_JLE, EBPF_JMP_JEQ, EBPF_JMP_JNE,
                                        EBPF_JMP_JSGT, EBPF_JMP_JSLT, EBPF_JMP_JSET};
-        switch (scalar_only ? 24 : pick(31)) {
+        switch (scalar_only ? 24 : pick(32)) {
         case 0: case 1: /* a = data + k */
             emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_MOV, a, 7, 0, 0));
             emit(I(EBPF_CLS_ALU64 | EBPF_ALU_ADD, a, 0, 0, range(-8, 80)));
@@ -326,6 +326,15 @@ static void gen(void) {
             uint32_t d = pick(3) ? 7 : pregs[pick(3)];
             if (pick(2)) jump_later(EBPF_CLS_JMP | EBPF_SRC_X | jops[pick(6)], a, d, 0, op, nops);
             else jump_later(EBPF_CLS_JMP | EBPF_SRC_X | jops[pick(6)], d, a, 0, op, nops);
+            break;
+        }
+        case 31: { /* the context moved (by constants, maybe a scalar), maybe back, then a field read */
+            int32_t k = range(-8, 24);
+            emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_MOV, 1, 6, 0, 0));
+            emit(I(EBPF_CLS_ALU64 | EBPF_ALU_ADD, 1, 0, 0, k));
+            if (pick(4) == 0) emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_ADD, 1, b, 0, 0));
+            if (pick(2)) emit(I(EBPF_CLS_ALU64 | EBPF_ALU_ADD, 1, 0, 0, pick(4) ? -k : range(-8, 8)));
+            emit(I(EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_W, b, 1, 4 * range(-2, 12), 0));
             break;
         }
         case 24: case 25: case 26: gen_scalar_trap(); break;

@@ -1,0 +1,12 @@
+/* Must be accepted (privileged Linux): the difference of a map value and a packet pointer is a number. */
+#include "nanobpf_xdp.h"
+struct { __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, 1); __type(key, __u32); __type(value, __u64[4]); } m SEC(".maps");
+SEC("xdp")
+int prog(struct xdp_md *ctx) {
+    __u32 k = 0;
+    __u64 *v = bpf_map_lookup_elem(&m, &k);
+    if (!v) return XDP_PASS;
+    long d = (long)v - (long)ctx->data;
+    return d & 1 ? XDP_PASS : XDP_DROP;
+}
+char _license[] SEC("license") = "GPL";

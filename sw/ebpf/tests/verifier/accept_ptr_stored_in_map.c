@@ -1,0 +1,13 @@
+/* Must be accepted (privileged Linux): pointers stored in a map value are plain data there. */
+#include "nanobpf_xdp.h"
+struct { __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, 1); __type(key, __u32); __type(value, __u64[4]); } m SEC(".maps");
+SEC("xdp")
+int prog(struct xdp_md *ctx) {
+    __u32 k = 0;
+    __u64 *v = bpf_map_lookup_elem(&m, &k);
+    if (!v) return XDP_PASS;
+    v[0] = (__u64)(long)ctx->data;
+    v[1] = (__u64)v;
+    return XDP_PASS;
+}
+char _license[] SEC("license") = "GPL";
