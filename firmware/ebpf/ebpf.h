@@ -100,6 +100,7 @@ struct ebpf_insn {
 #define EBPF_PSEUDO_MAP_IDX 5
 #define EBPF_PSEUDO_MAP_IDX_VALUE 6
 #define EBPF_PSEUDO_CALL 1 /* src of a bpf-to-bpf call */
+#define EBPF_PSEUDO_FUNC 4 /* ld_imm64 src: the address of the function at insn + 1 + imm (a callback) */
 
 /* Registers. */
 #define EBPF_NREGS 11
@@ -173,6 +174,8 @@ enum ebpf_arg_type {
     EBPF_ARG_PTR_TO_MEM_OR_NULL, /* as PTR_TO_MEM (read only), or NULL when the size is 0 */
     EBPF_ARG_CONST_SIZE_OR_ZERO, /* as CONST_SIZE, 0 allowed */
     EBPF_ARG_PTR_TO_SPIN_LOCK,   /* the struct bpf_spin_lock of a map value (ebpf_map.spin_lock_off) */
+    EBPF_ARG_PTR_TO_FUNC,        /* a static function (ld_imm64 src EBPF_PSEUDO_FUNC): bpf_loop's callback */
+    EBPF_ARG_PTR_TO_STACK_OR_NULL, /* a stack pointer of any frame, or NULL: bpf_loop's callback_ctx */
 };
 enum ebpf_ret_type {
     EBPF_RET_INTEGER = 0,

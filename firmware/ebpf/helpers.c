@@ -210,6 +210,21 @@ static U64 h_xdp_adjust_head(U64 ctx, U64 delta, U64 a3, U64 a4, U64 a5) {
     x->data = data;
     return 0;
 }
+/* bpf_loop (Linux kernel/bpf/bpf_iter.c): flags, then the count, then the calls. The callback is the
+ * address of the JIT's C-callable entry of a program function (the interpreter runs bpf_loop itself,
+ * interp.c, and never calls this). */
+typedef U64 (*ebpf_callback_fn)(U64, U64, U64, U64, U64);
+static U64 h_loop(U64 nr_loops, U64 fn, U64 ctx, U64 flags, U64 a5) {
+    (void)a5;
+    uint32_t nr = (uint32_t)nr_loops; /* Linux's argument is a u32 */
+    if (flags) return (U64)(int64_t)-NANOBPF_EINVAL;
+    if (nr > NANOBPF_BPF_MAX_LOOPS) return (U64)(int64_t)-NANOBPF_E2BIG;
+    ebpf_callback_fn cb = (ebpf_callback_fn)(uintptr_t)fn;
+    for (U64 i = 0; i < nr; i++)
+        if (cb(i, ctx, 0, 0, 0)) return i + 1;
+    return nr;
+}
+
 /* bpf_xdp_adjust_meta (Linux net/core/filter.c): the metadata's start, within [data_hard_start, data],
  * its length a multiple of 4 and at most NANOBPF_XDP_META_MAX. */
 static U64 h_xdp_adjust_meta(U64 ctx, U64 delta, U64 a3, U64 a4, U64 a5) {

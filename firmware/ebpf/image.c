@@ -103,6 +103,10 @@ int ebpf_prog_resolve(struct ebpf_prog *prog, struct ebpf_error *err) {
         struct ebpf_insn *in = &prog->insns[i];
         if (in->code != (EBPF_CLS_LD | EBPF_MODE_IMM | EBPF_SIZE_DW)) continue;
         if (i + 1 >= prog->n_insns) return ebpf_fail(err, (int)i, "ld_imm64 without its second slot");
+        if (in->src == EBPF_PSEUDO_FUNC) { /* a callback: the interpreter and the JIT place it themselves */
+            i++;
+            continue;
+        }
         if (in->src != 0) {
             int value = in->src == EBPF_PSEUDO_MAP_VALUE || in->src == EBPF_PSEUDO_MAP_IDX_VALUE;
             if (!value && in->src != EBPF_PSEUDO_MAP_FD && in->src != EBPF_PSEUDO_MAP_IDX)

@@ -12,6 +12,9 @@ struct frame {
     uint64_t saved[4]; /* r6..r9 of the caller */
     uint32_t return_pc;
     uint64_t saved_fp;
+    /* a bpf_loop callback's frame: the calls left to make (the frame is entered again after each) */
+    uint32_t loop, loop_i, loop_nr, loop_fn;
+    uint64_t loop_ctx;
 };
 
 static int mem_ok(uint64_t addr, uint32_t size, uint64_t stack_lo, uint64_t stack_hi) {
@@ -205,7 +208,19 @@ int ebpf_interp(const struct ebpf_prog *prog, uint64_t r1, uint64_t r2, uint64_t
                     *r0 = reg[0];
                     return 0;
                 }
-                struct frame *f = &frames[--depth];
+                struct frame *f = &frames[depth - 1];
+                if (f->loop) { /* a bpf_loop callback returned: call it again, or return the calls made */
+                    f->loop_i++;
+                    if (reg[0] == 0 && f->loop_i < f->loop_nr) {
+                        reg[1] = f->loop_i;
+                        reg[2] = f->loop_ctx;
+                        reg[EBPF_REG_FP] = f->saved_fp - EBPF_STACK_SIZE;
+                        pc = f->loop_fn;
+                        continue;
+                    }
+                    reg[0] = f->loop_i;
+                }
+                depth--;
                 memcpy(&reg[6], f->saved, sizeof f->saved);
                 reg[EBPF_REG_FP] = f->saved_fp;
                 pc = f->return_pc;
@@ -218,9 +233,33 @@ int ebpf_interp(const struct ebpf_prog *prog, uint64_t r1, uint64_t r2, uint64_t
                     memcpy(f->saved, &reg[6], sizeof f->saved);
                     f->saved_fp = reg[EBPF_REG_FP];
                     f->return_pc = pc + 1;
+                    f->loop = 0;
                     reg[EBPF_REG_FP] -= EBPF_STACK_SIZE;
                     pc += 1 + in->imm;
                     continue;
+                }
+                if (in->src == 0 && in->imm == NANOBPF_HELPER_LOOP) {
+                    /* bpf_loop, run here: the callback is an instruction index (ld_imm64 src
+                     * EBPF_PSEUDO_FUNC); its frame is entered once per call (see exit) */
+                    uint32_t nr = (uint32_t)reg[1];
+                    if (reg[4]) reg[0] = (uint64_t)(int64_t)-NANOBPF_EINVAL;
+                    else if (nr > NANOBPF_BPF_MAX_LOOPS) reg[0] = (uint64_t)(int64_t)-NANOBPF_E2BIG;
+                    else if (!nr) reg[0] = 0;
+                    else {
+                        if (reg[2] >= n) FAULT("bpf_loop callback %llu is not an instruction", (unsigned long long)reg[2]);
+                        if (depth + 1 >= EBPF_MAX_CALL_DEPTH) FAULT("call depth exceeds %d frames", EBPF_MAX_CALL_DEPTH);
+                        struct frame *f = &frames[depth++];
+                        memcpy(f->saved, &reg[6], sizeof f->saved);
+                        f->saved_fp = reg[EBPF_REG_FP];
+                        f->return_pc = pc + 1;
+                        f->loop = 1, f->loop_i = 0, f->loop_nr = nr, f->loop_fn = (uint32_t)reg[2], f->loop_ctx = reg[3];
+                        reg[EBPF_REG_FP] -= EBPF_STACK_SIZE;
+                        reg[1] = 0;
+                        reg[2] = f->loop_ctx;
+                        pc = f->loop_fn;
+                        continue;
+                    }
+                    break;
                 }
                 const struct ebpf_helper *h = in->src == 0 ? ebpf_helper_find((uint32_t)in->imm) : NULL;
                 if (!h) FAULT("call to unknown helper %d", in->imm);
@@ -237,6 +276,11 @@ int ebpf_interp(const struct ebpf_prog *prog, uint64_t r1, uint64_t r2, uint64_t
             if (in->code != (EBPF_CLS_LD | EBPF_MODE_IMM | EBPF_SIZE_DW))
                 FAULT("unsupported load opcode 0x%02x (legacy packet access)", in->code);
             if (pc + 1 >= n) FAULT("ld_imm64 without its second slot");
+            if (in->src == EBPF_PSEUDO_FUNC) { /* a callback: the index of its first instruction */
+                *dst = (uint64_t)pc + 1 + (uint64_t)(int64_t)in->imm;
+                pc += 2;
+                continue;
+            }
             if (in->src != 0) FAULT("unresolved ld_imm64 (src %d)", in->src);
             *dst = (uint32_t)in->imm | ((uint64_t)(uint32_t)in[1].imm << 32);
             pc++;

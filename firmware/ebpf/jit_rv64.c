@@ -40,6 +40,7 @@ struct jit_func {
     uint32_t frame;          /* stack + save area, 16-byte aligned */
     uint32_t save;           /* bit per saved_regs[] entry */
     int main;
+    int callback;            /* its address is taken (bpf_loop): returns R0 the C way too */
 };
 
 struct jit {
@@ -450,9 +451,10 @@ static void emit_prologue(struct jit *j, const struct jit_func *f) {
         }
     if (f->stack) emit_addi_any(j, FP, SP, f->stack, T0);
 }
-/* R0 stays in a5 for bpf-to-bpf returns; only the main program returns it the C way. */
+/* R0 stays in a5 for bpf-to-bpf returns; the main program returns it the C way, and so does a callback,
+ * which bpf_loop (a C helper) calls; a bpf-to-bpf call to it finds R0 in a5 as well. */
 static void emit_epilogue(struct jit *j, const struct jit_func *f) {
-    if (f->main) emit_mv(j, RV_REG_A0, regmap[0]);
+    if (f->main || f->callback) emit_mv(j, RV_REG_A0, regmap[0]);
     int32_t off = (int32_t)f->stack;
     for (unsigned k = 0; k < sizeof saved_regs; k++)
         if (f->save & (1u << k)) {
@@ -767,6 +769,15 @@ static int emit_insn(struct jit *j, int i) {
             return ebpf_fail(j->err, i, "legacy packet access (ABS/IND) is not supported");
         if (in->code != (EBPF_CLS_LD | EBPF_MODE_IMM | EBPF_SIZE_DW))
             return ebpf_fail(j->err, i, "unknown load opcode 0x%02x", in->code);
+        if (in->src == EBPF_PSEUDO_FUNC) { /* a callback's entry, PC-relative: 8 bytes in every pass */
+            const struct jit_func *f = func_at(j, (uint32_t)(i + 1 + in->imm));
+            if (!f) return ebpf_fail(j->err, i, "ld_imm64 of insn %d, which is not a function", i + 1 + in->imm);
+            int64_t d = (int64_t)f->entry - j->pos;
+            int32_t hi = (int32_t)((d + 0x800) >> 12), lo = (int32_t)(d - ((int64_t)hi << 12));
+            emit32(j, rv_auipc(rd, hi));
+            emit32(j, rv_addi(rd, rd, lo));
+            return 0;
+        }
         if (in->src != EBPF_PSEUDO_IMM64)
             return ebpf_fail(j->err, i, "unresolved ld_imm64 (src %d): resolve map references first", in->src);
         emit_imm(j, rd, (int64_t)((uint64_t)(uint32_t)in[1].imm << 32 | (uint32_t)in->imm));
@@ -957,6 +968,13 @@ static int jit_init(struct jit *j, const struct ebpf_prog *prog, unsigned flags,
         }
         if (in->code == (EBPF_CLS_LD | EBPF_MODE_IMM | EBPF_SIZE_DW)) {
             if (i + 1 >= n) fail = ebpf_fail(err, (int)i, "ld_imm64 without its second slot");
+            else if (in->src == EBPF_PSEUDO_FUNC) { /* a callback: a function of its own */
+                int64_t t = (int64_t)i + 1 + in->imm;
+                if (t <= 0 || t >= n) fail = ebpf_fail(err, (int)i, "callback %lld out of the program", (long long)t);
+                else if (prog->n_subprogs && !start[t])
+                    fail = ebpf_fail(err, (int)i, "callback %lld is not a subprogram", (long long)t);
+                else start[t] = 1;
+            }
             i++;
         } else if (cls == EBPF_CLS_JMP && EBPF_OP(in->code) == EBPF_JMP_CALL && in->src == EBPF_PSEUDO_CALL) {
             int64_t t = (int64_t)i + 1 + in->imm;
@@ -983,6 +1001,15 @@ static int jit_init(struct jit *j, const struct ebpf_prog *prog, unsigned flags,
         }
     j->funcs[j->n_funcs - 1].end = n;
     ebpf_free(start);
+    for (uint32_t i = 0; i + 1 < n; i++) {
+        const struct ebpf_insn *in = &prog->insns[i];
+        if (in->code != (EBPF_CLS_LD | EBPF_MODE_IMM | EBPF_SIZE_DW)) continue;
+        if (in->src == EBPF_PSEUDO_FUNC) {
+            struct jit_func *f = (struct jit_func *)func_at(j, (uint32_t)(i + 1 + in->imm));
+            if (f) f->callback = 1;
+        }
+        i++;
+    }
 
     /* Frames, and jumps that stay inside their function (offs[] is indexed by their targets). */
     for (uint32_t k = 0; k < j->n_funcs; k++) {

@@ -104,9 +104,9 @@ int ebpf_verify_no_relevance;
 
 /* ---- Abstract values and states ---- */
 enum { T_NOT_INIT, T_SCALAR, T_CTX, T_PKT, T_PKT_END, T_STACK, T_MAP_VALUE, T_MAP_VALUE_OR_NULL, T_MAP_PTR,
-       T_MEM, T_MEM_OR_NULL, T_PKT_META };
+       T_MEM, T_MEM_OR_NULL, T_PKT_META, T_FUNC };
 static const char *const tname[] = {"not_init", "scalar", "ctx", "pkt", "pkt_end", "fp", "map_value",
-                                    "map_value_or_null", "map_ptr", "mem", "mem_or_null", "pkt_meta"};
+                                    "map_value_or_null", "map_ptr", "mem", "mem_or_null", "pkt_meta", "func"};
 
 /* Known bits (Linux's tnum): the bits of v are known to be 1, those of m unknown, the others 0. */
 struct tnum {
@@ -245,6 +245,7 @@ struct env {
     struct pool pool;         /* stored states */
     uint32_t npending;
     struct snode *parent; /* newest stored state on the current path (NULL: none yet) */
+    int loop_arrival; /* the path comes back to a bpf_loop call from its callback (see visit_state) */
     uint32_t id_gen;
     uint32_t max_processed, max_states, nstates;
     size_t state_bytes, pending_bytes, raw_bytes; /* stored, pending encoded, pending raw */
@@ -378,6 +379,14 @@ static int is_ja(const struct ebpf_insn *in) { return is_jmp_class(in) && EBPF_O
 static int is_exit(const struct ebpf_insn *in) { return in->code == (EBPF_CLS_JMP | EBPF_JMP_EXIT); }
 static int is_call(const struct ebpf_insn *in) { return in->code == (EBPF_CLS_JMP | EBPF_JMP_CALL); }
 static int is_local_call(const struct ebpf_insn *in) { return is_call(in) && in->src == EBPF_PSEUDO_CALL; }
+/* ld_imm64 of a function's address (a bpf_loop callback), and the bpf_loop call. */
+static int is_func_ref(const struct ebpf_insn *in) { return is_ldimm64(in) && in->src == EBPF_PSEUDO_FUNC; }
+static int is_loop_call(const struct ebpf_insn *in) {
+    return is_call(in) && in->src == 0 && in->imm == NANOBPF_HELPER_LOOP;
+}
+/* Edges of the call graph: a bpf-to-bpf call, and a callback's address taken (bpf_loop calls it, one frame
+ * deeper, from the function that took it: do_loop_call checks that). */
+static int has_call_edge(const struct ebpf_insn *in) { return is_local_call(in) || is_func_ref(in); }
 static int is_cond_jmp(const struct ebpf_insn *in) {
     return is_jmp_class(in) && !is_ja(in) && !is_call(in) && !is_exit(in);
 }
@@ -407,6 +416,9 @@ static int check_fields(struct env *e, uint32_t i) {
         if (in->dst == EBPF_REG_FP) return fail(e, (int)i, "frame pointer is read only");
         switch (in->src) {
         case EBPF_PSEUDO_IMM64: break;
+        case EBPF_PSEUDO_FUNC:
+            if (in2->imm) return fail(e, (int)i, "reserved field imm=%d of ld_imm64 second slot is not zero", in2->imm);
+            break;
         case EBPF_PSEUDO_MAP_FD:
         case EBPF_PSEUDO_MAP_IDX:
         case EBPF_PSEUDO_MAP_VALUE:
@@ -612,9 +624,9 @@ static void compute_changes_pkt(struct env *e) {
         changed = 0;
         for (uint32_t i = 0; i < e->n; i++) {
             const struct ebpf_insn *in = &e->in[i];
-            if ((e->flags[i] & F_LDIMM2) || !is_call(in) || e->changes_pkt[e->func[i]]) continue;
+            if ((e->flags[i] & F_LDIMM2) || !(is_call(in) || is_func_ref(in)) || e->changes_pkt[e->func[i]]) continue;
             int c;
-            if (in->src == EBPF_PSEUDO_CALL) {
+            if (in->src == EBPF_PSEUDO_CALL || is_func_ref(in)) { /* a callback runs in bpf_loop, here */
                 c = e->changes_pkt[e->func[i + 1 + (uint32_t)in->imm]];
             } else {
                 const struct ebpf_helper *h = ebpf_helper_find((uint32_t)in->imm);
@@ -630,7 +642,7 @@ static int call_graph_walk(struct env *e, uint32_t f, uint8_t *colour, uint8_t *
     colour[f] = 1;
     uint8_t best = 0;
     for (uint32_t i = e->fstart[f]; i < e->fstart[f + 1]; i++) {
-        if (!(e->flags[i] & F_REACHED) || !is_local_call(&e->in[i])) continue;
+        if (!(e->flags[i] & F_REACHED) || (e->flags[i] & F_LDIMM2) || !has_call_edge(&e->in[i])) continue;
         uint32_t t = i + 1 + (uint32_t)e->in[i].imm, g = (uint32_t)func_of(e, t);
         if (colour[g] == 1) return fail(e, (int)i, "recursive call from insn %u to %u", i, t);
         if (colour[g] == 0 && call_graph_walk(e, g, colour, frames)) return -1;
@@ -697,6 +709,11 @@ static int check_structure(struct env *e) {
                             (long long)t);
             if (e->flags[t] & F_LDIMM2) return fail(e, (int)i, "jump into the middle of ld_imm64 at insn %lld", (long long)t);
             if (is_local_call(in)) e->flags[t] |= F_FUNC;
+        } else if (is_func_ref(in)) {
+            int64_t t = (int64_t)i + 1 + in->imm;
+            if (t <= 0 || t >= (int64_t)n || (e->flags[t] & F_LDIMM2))
+                return fail(e, (int)i, "callback address out of range from insn %u to %lld", i, (long long)t);
+            e->flags[t] |= F_FUNC;
         }
     }
     e->nfuncs = 0;
@@ -710,6 +727,9 @@ static int check_structure(struct env *e) {
     }
     e->fstart[e->nfuncs] = n;
     if (map_global_funcs(e)) return -1;
+    for (uint32_t i = 0; i < n; i++)
+        if (!(e->flags[i] & F_LDIMM2) && is_func_ref(&e->in[i]) && e->gsig[e->func[i + 1 + (uint32_t)e->in[i].imm]])
+            return fail(e, (int)i, "callback at insn %u is a global function: make it static", i + 1 + (uint32_t)e->in[i].imm);
     for (uint32_t f = 0; f < e->nfuncs; f++) {
         uint32_t last = e->fstart[f + 1] - 1;
         if (!is_exit(&e->in[last]) && !is_ja(&e->in[last]))
@@ -742,7 +762,7 @@ static int check_structure(struct env *e) {
     e->flags[0] |= F_REACHED | F_ONSTACK;
     while (sp) {
         uint32_t u = stk[sp - 1];
-        int call = is_local_call(&e->in[u]), ns = e->nsucc[u] + call; /* a call: its callee second */
+        int call = has_call_edge(&e->in[u]), ns = e->nsucc[u] + call; /* a call: its callee second */
         if (cursor[u] < ns) {
             int idx = cursor[u]++;
             int call_edge = idx == 1 && call;
@@ -815,7 +835,7 @@ static int check_structure(struct env *e) {
                 uint32_t best_call = 0, best_g = 0;
                 uint8_t best = 0;
                 for (uint32_t i = e->fstart[f]; i < e->fstart[f + 1]; i++) {
-                    if (!is_local_call(&e->in[i]) || (e->flags[i] & F_LDIMM2)) continue;
+                    if (!has_call_edge(&e->in[i]) || (e->flags[i] & F_LDIMM2)) continue;
                     uint32_t g = e->func[i + 1 + (uint32_t)e->in[i].imm];
                     if (frames[g] > best) best = frames[g], best_call = i, best_g = g;
                 }
@@ -841,6 +861,8 @@ static int check_structure(struct env *e) {
         if (is_ja(in)) e->flags[jump_target(in, i)] |= F_PRUNE;
         if (is_local_call(in)) e->flags[i + 1] |= F_PRUNE;
         if (is_cond_jmp(in)) e->flags[i] |= F_PRUNE;
+        /* bpf_loop: where each call of the callback starts (the loop's head) and where the calls end */
+        if (is_loop_call(in)) e->flags[i] |= F_LEADER | F_PRUNE, e->flags[i + 1] |= F_LEADER | F_PRUNE;
     }
     rc = 0;
 out:
@@ -1105,6 +1127,8 @@ static void ktransfer(struct env *e, uint32_t i, struct kstate *st) {
                 kset(&st->r[0], (uint8_t)(K_S | K_C | K_P | (stack_arg ? K_F : 0)));
             } else {
                 const struct ebpf_helper *h = ebpf_helper_find((uint32_t)in->imm);
+                /* bpf_loop's callback gets R3: a stack pointer there lets it read and write any slot */
+                if (is_loop_call(in) && (st->r[3].k & K_F)) info |= FI_ARGS_STACK, st->slot_ptr = U64MAX;
                 kset(&st->r[0], h && h->ret == EBPF_RET_PTR_TO_MAP_VALUE_OR_NULL ? (K_S | K_P) : K_S);
             }
             for (uint32_t r = 1; r <= 5; r++) kset(&st->r[r], K_S);
@@ -1236,6 +1260,7 @@ static void rel_transfer(const struct env *e, uint32_t i, uint16_t *R, uint64_t 
             } else {
                 const struct ebpf_helper *h = ebpf_helper_find((uint32_t)in->imm);
                 *R &= (uint16_t)~0x3fu;
+                if (info & FI_ARGS_STACK) *S = U64MAX; /* bpf_loop's callback may read any slot */
                 for (uint32_t a = 0; h && a < 5; a++) /* sizes, and a pointer that may be NULL (a scalar 0) */
                     if (h->args[a] == EBPF_ARG_CONST_SIZE || h->args[a] == EBPF_ARG_CONST_SIZE_OR_ZERO ||
                         h->args[a] == EBPF_ARG_PTR_TO_MEM_OR_NULL)
@@ -1254,6 +1279,8 @@ static int compute_relevance(struct env *e) {
     e->relS = ebpf_alloc(n * sizeof *e->relS);
     if (!e->finfo || !e->relR || !e->relS || compute_kinds(e)) return -1;
     uint8_t ret_rel[EBPF_MAX_SUBPROGS] = {0};
+    for (uint32_t i = 0; i < n; i++) /* a callback's result decides whether bpf_loop calls it again */
+        if (!(e->flags[i] & F_LDIMM2) && is_func_ref(&e->in[i])) ret_rel[e->func[i + 1 + (uint32_t)e->in[i].imm]] = 1;
     struct worklist w;
     if (wl_init(&w, e)) {
         wl_free(&w);
@@ -1448,7 +1475,10 @@ HOT static const uint8_t *dec_reg(const uint8_t *p, struct vreg *out) {
 /* Registers that matter in frame j of st at insn: live ones of the innermost frame, r6..r9 of callers. */
 static uint16_t frame_live(const struct env *e, const struct vstate *st, uint32_t j) {
     if (j == st->nframes - 1) return e->live[st->insn];
-    return e->live[st->f[j + 1].callsite + 1] & LIVE_R6_R9;
+    uint32_t call = st->f[j + 1].callsite;
+    /* below a bpf_loop callback the caller goes on at the call itself (the next call), with its arguments */
+    if (is_loop_call(&e->in[call])) return e->live[call] & (LIVE_R1_R5 | LIVE_R6_R9);
+    return e->live[call + 1] & LIVE_R6_R9;
 }
 
 /* Relevant registers and slots of frame j (callers: at their return point; a callee reached through
@@ -1461,9 +1491,9 @@ static void frame_relevant(const struct env *e, const struct vstate *st, uint32_
         *R = e->relR[st->insn];
         *S = e->relS[st->insn];
     } else {
-        uint32_t call = st->f[j + 1].callsite;
-        *R = e->relR[call + 1] & LIVE_R6_R9;
-        *S = e->relS[call + 1] | ((e->finfo[call] & FI_ARGS_STACK) ? U64MAX : 0);
+        uint32_t call = st->f[j + 1].callsite, back = is_loop_call(&e->in[call]) ? call : call + 1;
+        *R = e->relR[back] & (LIVE_R6_R9 | (back == call ? LIVE_R1_R5 : 0));
+        *S = e->relS[back] | ((e->finfo[call] & FI_ARGS_STACK) ? U64MAX : 0);
     }
 }
 
@@ -1639,6 +1669,7 @@ HOT static int reg_covers(const struct vreg *o, const struct vreg *c, struct idm
     case T_MAP_VALUE_OR_NULL:
         return o->map == c->map && o->off == c->off && within && idmap_check(m, o->id, c->id);
     case T_MAP_PTR: return o->map == c->map;
+    case T_FUNC: return o->map == c->map && o->off == c->off;
     case T_MEM: return o->off == c->off && o->range == c->range && o->map == c->map && within;
     case T_MEM_OR_NULL:
         return o->off == c->off && o->range == c->range && o->map == c->map && within && idmap_check(m, o->id, c->id);
@@ -1904,17 +1935,51 @@ static void note_bytes(struct env *e) {
     if (b > e->stats.peak_bytes) e->stats.peak_bytes = (uint32_t)b;
 }
 
+/* Scalars of cur that differ from those of old (the same frames) become unknown: a bpf_loop's head
+ * after LOOP_WIDEN_AFTER calls of its callback whose states did not converge (a sum, a count kept in
+ * the callback's context), so that the next call's state is covered (Linux widens the scalars it has
+ * not found precise; here every changing one, after some exact calls). */
+#define LOOP_WIDEN_AFTER 16
+static void widen_scalar(struct vreg *c, const struct vreg *o, uint8_t spill) {
+    if (c->type != T_SCALAR || o->type != T_SCALAR || scalar_equal(o, c)) return;
+    if (spill == SPILL_LO32 || spill == SPILL_HI32) set_range(c, 0, U32MAX);
+    else set_unknown(c);
+}
+static void widen(struct vstate *cur, const struct vstate *old) {
+    if (cur->nframes != old->nframes) return;
+    for (uint32_t j = 0; j < cur->nframes; j++)
+        if (cur->f[j].callsite != old->f[j].callsite || cur->f[j].func != old->f[j].func) return;
+    for (uint32_t j = 0; j < cur->nframes; j++) {
+        struct vframe *c = &cur->f[j];
+        const struct vframe *o = &old->f[j];
+        for (uint32_t r = 0; r < EBPF_REG_FP; r++) widen_scalar(&c->r[r], &o->r[r], SPILL_64);
+        for (uint32_t k = 0; k < c->nslots && k < o->nslots; k++)
+            if (c->s[k].spill && c->s[k].spill == o->s[k].spill) widen_scalar(&c->s[k].reg, &o->s[k].reg, c->s[k].spill);
+    }
+}
+
 /* At a prune point: 1 = the current path is covered by an explored state, 0 = go on, -1 = error. */
 static int visit_state(struct env *e, uint32_t i) {
     struct vstate *cur = e->cur;
+    int loop = e->loop_arrival;
+    e->loop_arrival = 0;
     cur->insn = i;
-    struct snode **pp = &e->heads[e->prune[i]], *s;
-    uint32_t h = 0, len = 0, hint;
+    struct snode **pp = &e->heads[e->prune[i]], *s, *newest_open = NULL;
+    uint32_t h = 0, len = 0, hint, open = 0;
     int hashed = 0; /* h is computed when first needed: most visits that end pruned never need it */
     uint64_t types = type_sig(e, cur);
     while ((s = *pp)) {
         len++;
-        if (s->branches) {
+        if (s->branches && loop) {
+            /* back at a bpf_loop call from its callback: a state stored here that covers this one, even
+             * one still being explored, ends the path (the calls are bounded at run time, so the
+             * exploration only needs a fixpoint: Linux prunes callback states the same way) */
+            if (encoded_covers(e, s->data, cur, 0, &hint)) {
+                e->stats.pruned++;
+                return 1;
+            }
+            if (!open++) newest_open = s;
+        } else if (s->branches) {
             if (!hashed) h = state_hash(e, cur), hashed = 1;
             if (!s->hashed) { /* most stored states never meet a state on their own path: hashed lazily */
                 decode(s->data, e->tmp);
@@ -1944,6 +2009,11 @@ static int visit_state(struct env *e, uint32_t i) {
             }
         }
         pp = &s->next;
+    }
+    if (loop && open >= LOOP_WIDEN_AFTER) { /* the callback's calls do not converge: widen, and store that */
+        decode(newest_open->data, e->tmp);
+        widen(cur, e->tmp);
+        hashed = 0; /* of the state before */
     }
     /* long lists are loop heads seen in many iterations: comparing with all would be quadratic */
     if (e->nstates >= e->max_states || len >= MAX_LIST) return 0;
@@ -2997,7 +3067,7 @@ static int check_read(struct env *e, uint32_t i, const struct vreg *r, uint32_t 
 static int ptr_add(struct env *e, uint32_t i, uint32_t dregno, struct vreg *dst, const struct vreg *ptr,
                    const struct vreg *sc, int sub) {
     switch (ptr->type) {
-    case T_PKT_END: case T_MAP_VALUE_OR_NULL: case T_MAP_PTR: case T_MEM_OR_NULL:
+    case T_PKT_END: case T_MAP_VALUE_OR_NULL: case T_MAP_PTR: case T_MEM_OR_NULL: case T_FUNC:
         return fail(e, (int)i, "R%u pointer arithmetic on %s prohibited", dregno, tname[ptr->type]);
     }
     struct vreg r = *ptr;
@@ -3427,6 +3497,57 @@ static int do_global_call(struct env *e, uint32_t i, struct vstate *st, uint32_t
     return 0;
 }
 
+/* The program after bpf_loop's calls (nr_loops of them, one that returned 1, or none: nr_loops 0 or
+ * bad flags): r0 the result, an unknown scalar as in Linux, r1-r5 clobbered; pushed as a pending state
+ * at i + 1 while the current state goes on into the callback. */
+static int push_after_loop(struct env *e, uint32_t i) {
+    struct vframe *f = &e->cur->f[e->cur->nframes - 1];
+    struct vreg keep[6];
+    for (uint32_t r = 0; r < 6; r++) keep[r] = f->r[r];
+    set_unknown(&f->r[0]);
+    clear_regs(&f->r[1], 5);
+    int rc = push_branch(e, i + 1, BR_RESUME);
+    f = &e->cur->f[e->cur->nframes - 1];
+    for (uint32_t r = 0; r < 6; r++) f->r[r] = keep[r];
+    return rc;
+}
+
+/* bpf_loop(nr_loops, callback, callback_ctx, flags), verified as Linux verifies it: the callback runs as
+ * a frame below the caller with r1 an unknown index (Linux does not bound it by nr_loops either) and r2
+ * callback_ctx (a stack pointer of any frame, or NULL), and returns 0 (go on) or 1 (stop). Each return
+ * comes back to this call (do_exit), with the caller's arguments kept: the state here is the loop's
+ * head, where visit_state ends a path that a stored state covers. The path after the calls is pushed
+ * at every arrival (the calls may end there). */
+static int do_loop_call(struct env *e, uint32_t i, struct vstate *st, uint32_t *next) {
+    struct vframe *f = &st->f[st->nframes - 1];
+    if (f->lock_map) return fail(e, (int)i, "function calls are not allowed while holding a lock (helper loop)");
+    for (uint32_t rn = 1; rn <= 4; rn++)
+        if (check_read(e, i, &f->r[rn], rn)) return -1;
+    const struct vreg *fn = &f->r[2], *ctx = &f->r[3];
+    if (fn->type != T_FUNC)
+        return fail(e, (int)i, "R2 type=%s expected=func (the address of a static function: the callback)", tname[fn->type]);
+    if ((uint32_t)fn->off != f->func)
+        return fail(e, (int)i, "R2: the callback's address was taken in the function at insn %u, not in this one (insn %u)",
+                    e->fstart[fn->off], e->fstart[f->func]);
+    if (ctx->type != T_STACK && !(is_const(ctx) && ctx->umin == 0))
+        return fail(e, (int)i, "R3 type=%s expected=fp or NULL (the callback's context)", tname[ctx->type]);
+    if (st->nframes >= e->maxframes) /* cannot happen: the call graph has the callback one frame below */
+        return fail(e, (int)i, "the call stack of %u frames is too deep (at most %u)", st->nframes + 1, e->maxframes);
+    if (push_after_loop(e, i)) return -1;
+    f = &st->f[st->nframes - 1];
+    struct vframe *callee = &st->f[st->nframes];
+    clear_frame(callee);
+    set_unknown(&callee->r[1]);
+    callee->r[2] = f->r[3];
+    callee->r[EBPF_REG_FP].type = T_STACK;
+    callee->r[EBPF_REG_FP].frame = (uint8_t)st->nframes;
+    callee->callsite = i;
+    callee->func = f->r[2].map;
+    st->nframes++;
+    *next = e->fstart[callee->func];
+    return 0;
+}
+
 static int do_local_call(struct env *e, uint32_t i, struct vstate *st, uint32_t *next) {
     uint32_t t = i + 1 + (uint32_t)e->in[i].imm;
     if (e->gsig[e->func[t]]) return do_global_call(e, i, st, e->func[t]);
@@ -3463,6 +3584,29 @@ static int do_exit(struct env *e, uint32_t i, struct vstate *st, uint32_t *next)
     if (st->nframes == 1) { /* a pointer is an action too (privileged Linux): not one of the five, so aborted */
         if (f->r[0].type == T_NOT_INIT) return fail(e, (int)i, "R0 !read_ok at exit");
         return 1;
+    }
+    uint32_t call = f->callsite;
+    if (is_loop_call(&e->in[call])) { /* a bpf_loop callback: back to the call (do_loop_call) */
+        const struct vreg *r0 = &f->r[0];
+        if (r0->type != T_SCALAR)
+            return fail(e, (int)i, "At callback return the register R0 is %s, should be a scalar in [0, 1]",
+                        tname[r0->type]);
+        if (r0->umax > 1)
+            return fail(e, (int)i, "At callback return the register R0 has value [%llu, %llu], should have been in [0, 1]",
+                        (unsigned long long)r0->umin, (unsigned long long)r0->umax);
+        int may_stop = r0->umax == 1, may_go_on = r0->umin == 0;
+        st->nframes--;
+        if (may_stop && !may_go_on) { /* the calls end here */
+            struct vframe *c = &st->f[st->nframes - 1];
+            set_unknown(&c->r[0]);
+            clear_regs(&c->r[1], 5);
+            *next = call + 1;
+            return 0;
+        }
+        if (may_stop && push_after_loop(e, call)) return -1;
+        e->loop_arrival = 1;
+        *next = call;
+        return 0;
     }
     /* a function may leave r0 unset (clang's void functions): the caller then cannot read it */
     if (f->r[0].type == T_STACK && f->r[0].frame == st->nframes - 1)
@@ -3635,6 +3779,11 @@ static int step(struct env *e, uint32_t i, uint32_t *next) {
         set_not_init(d);
         switch (in->src) {
         case EBPF_PSEUDO_IMM64: set_const(d, (uint32_t)in->imm | (uint64_t)(uint32_t)in[1].imm << 32); break;
+        case EBPF_PSEUDO_FUNC: /* the function, and the one that took its address */
+            d->type = T_FUNC;
+            d->map = e->func[i + 1 + (uint32_t)in->imm];
+            d->off = e->func[i];
+            break;
         case EBPF_PSEUDO_MAP_FD:
         case EBPF_PSEUDO_MAP_IDX:
             d->type = T_MAP_PTR;
@@ -3660,6 +3809,7 @@ static int step(struct env *e, uint32_t i, uint32_t *next) {
     }
     if (is_call(in)) {
         if (in->src == EBPF_PSEUDO_CALL) return do_local_call(e, i, st, next);
+        if (is_loop_call(in)) return do_loop_call(e, i, st, next);
         return do_helper(e, i, st);
     }
     if (is_exit(in)) return do_exit(e, i, st, next);
@@ -3763,7 +3913,7 @@ static uint32_t round16(uint32_t v) { return (v + 15u) & ~15u; }
 static void chain_stack(const struct env *e, uint32_t f, uint32_t *sdepth, uint32_t *sframes, uint8_t *done) {
     uint32_t best = 0, best_frames = 0;
     for (uint32_t i = e->fstart[f]; i < e->fstart[f + 1]; i++) {
-        if (!is_local_call(&e->in[i]) || (e->flags[i] & F_LDIMM2)) continue;
+        if (!has_call_edge(&e->in[i]) || (e->flags[i] & F_LDIMM2)) continue;
         uint32_t g = e->func[i + 1 + (uint32_t)e->in[i].imm];
         if (!done[g]) chain_stack(e, g, sdepth, sframes, done);
         if (sdepth[g] > best || (sdepth[g] == best && sframes[g] > best_frames)) best = sdepth[g], best_frames = sframes[g];
@@ -3785,7 +3935,7 @@ static int check_stack_chains(struct env *e) {
         if (sum > EBPF_STACK_SIZE) break;
         uint32_t best_g = f;
         for (uint32_t i = e->fstart[f]; i < e->fstart[f + 1]; i++) {
-            if (!is_local_call(&e->in[i]) || (e->flags[i] & F_LDIMM2)) continue;
+            if (!has_call_edge(&e->in[i]) || (e->flags[i] & F_LDIMM2)) continue;
             uint32_t g = e->func[i + 1 + (uint32_t)e->in[i].imm];
             if (best_g == f || sdepth[g] > sdepth[best_g]) best_g = g, call = i;
         }

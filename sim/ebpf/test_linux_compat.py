@@ -639,6 +639,30 @@ def meta_check(s):
     return c
 
 
+# ---- xdp_loop_bytes.c: bpf_loop callbacks
+def loop_steps(s):
+    s.run_all(standard_frames())
+
+
+def loop_check(s):
+    """The byte sum (drop when odd), the first zero byte and the calls bpf_loop made for it, under the
+    EtherType's low byte mod 8; bpf_loop's errors: -EINVAL for flags 1, -E2BIG for 2^23 + 1 loops."""
+    c = Check(s)
+    want = {}
+    for r in s.runs:
+        f = r.frame
+        total = sum(f)
+        zero = f.index(0) if 0 in f else len(f)
+        calls = zero + 1 if zero < len(f) else len(f) + 1
+        c.action(r, XDP_DROP if total & 1 else XDP_PASS)
+        c.unchanged(r)
+        key = f[13] & 7
+        prev = struct.unpack("<QIIii", want.get(key, bytes(24)))[0]
+        want[key] = struct.pack("<QIIii", prev + total, zero, calls, -22, -7)
+    c.map("frame_stats", {u32(k): want.get(k, bytes(24)) for k in range(8)})
+    return c
+
+
 # ---- xdp_lb_ipip.c: Katran-style balancer, IPIP encapsulation
 LB_GW_MAC, LB_TUNNEL_SRC = "02:00:00:00:00:99", "172.16.0.1"
 VIPS = {(V4_DST, 80, 6): 0, (V4_DST, 53, 17): 1}
@@ -772,6 +796,7 @@ CASES = [
     Case("xdp_global_config", "xdp_global_config.c", global_steps, global_check),
     Case("xdp_lb_ipip", "xdp_lb_ipip.c", lb_steps, lb_check),
     Case("xdp_meta_mark", "xdp_meta_mark.c", meta_steps, meta_check),
+    Case("xdp_loop_bytes", "xdp_loop_bytes.c", loop_steps, loop_check),
 ]
 CASE_BY_NAME = {c.name: c for c in CASES}
 

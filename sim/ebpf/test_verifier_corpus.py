@@ -45,7 +45,15 @@ REASONS = {"reject_helper_keys_global_arg": "R1 type=mem expected=map_value of t
            "reject_spin_lock_not_released": "bpf_spin_unlock is missing",
            "reject_spin_lock_helper_held": "function calls are not allowed while holding a lock",
            "reject_spin_lock_direct_access": "bpf_spin_lock cannot be accessed directly by load/store",
-           "reject_spin_lock_two_locks": "Locking two bpf_spin_locks are not allowed"}
+           "reject_spin_lock_two_locks": "Locking two bpf_spin_locks are not allowed",
+           "reject_loop_callback_returns_2": "At callback return the register R0 has value [2, 2]",
+           "reject_loop_pointer_left_in_context": "invalid mem access 'scalar'",
+           "reject_loop_index_unchecked": "pointer arithmetic with unbounded scalar",
+           "reject_meta_no_bounds_check": "invalid access to packet",
+           "reject_meta_bound_by_data_end": "invalid access to packet",
+           "reject_meta_after_adjust_head": "invalid mem access 'scalar'",
+           "reject_ctx_moved_deref": "dereference of modified ctx ptr",
+           "reject_ptr_and": "pointer arithmetic with and operator prohibited"}
 
 
 def build(src, tmp_path):

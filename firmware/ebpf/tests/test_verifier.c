@@ -41,6 +41,7 @@
 #define JA(o) I(EBPF_CLS_JMP | EBPF_JMP_JA, 0, 0, o, 0)
 #define CALL(id) I(EBPF_CLS_JMP | EBPF_JMP_CALL, 0, 0, 0, id)
 #define CALL_LOCAL(o) I(EBPF_CLS_JMP | EBPF_JMP_CALL, 0, EBPF_PSEUDO_CALL, 0, o)
+#define LD_FUNC(d, o) I(0x18, d, EBPF_PSEUDO_FUNC, 0, o), I(0, 0, 0, 0, 0) /* the function at insn + 1 + o */
 #define EXIT() I(EBPF_CLS_JMP | EBPF_JMP_EXIT, 0, 0, 0, 0)
 /* r2 = data, r3 = data_end */
 #define PKT_PTRS() LDX(W, 2, 1, 0), LDX(W, 3, 1, 4)
@@ -725,6 +726,45 @@ static const struct tcase tests[] = {
     {"pointer_comparison_teaches_nothing", /* a lookup's result equal to the frame pointer is not checked */
      PROG(LOOKUP(0, 0), JMP_REG(JEQ, 0, 10, 1), EXIT(), LDX(W, 0, 0, 0), EXIT()), {ARRAY(4, 8, 1)},
      REJECT(8, "R0 invalid mem access 'map_value_or_null'")},
+    /* bpf_loop: the callback verified as Linux does, as a frame below the caller, again after each return
+     * until a stored state covers the next call's */
+    {"loop_counts_in_context", /* the callback adds 1 to a counter on the caller's stack: 5 calls */
+     PROG(ST(DW, 10, -8, 0), MOV64_IMM(1, 5), LD_FUNC(2, 7), MOV64_REG(3, 10), ALU64_IMM(ADD, 3, -8), MOV64_IMM(4, 0),
+          CALL(NANOBPF_HELPER_LOOP), LDX(DW, 0, 10, -8), EXIT(),
+          LDX(DW, 1, 2, 0), ALU64_IMM(ADD, 1, 1), STX(DW, 2, 1, 0), MOV64_IMM(0, 0), EXIT()),
+     ACCEPT, .run = 1, .ret = 5, PKT(1)},
+    {"loop_stops_on_1", /* ... and returns 1 at the third: bpf_loop says 3 calls */
+     PROG(ST(DW, 10, -8, 0), MOV64_IMM(1, 10), LD_FUNC(2, 6), MOV64_REG(3, 10), ALU64_IMM(ADD, 3, -8), MOV64_IMM(4, 0),
+          CALL(NANOBPF_HELPER_LOOP), EXIT(),
+          LDX(DW, 1, 2, 0), ALU64_IMM(ADD, 1, 1), STX(DW, 2, 1, 0), MOV64_IMM(0, 0), JMP_IMM(JLT, 1, 3, 1),
+          MOV64_IMM(0, 1), EXIT()),
+     ACCEPT, .run = 1, .ret = 3, PKT(1)},
+    {"loop_callback_returns_2",
+     PROG(MOV64_IMM(1, 4), LD_FUNC(2, 6), MOV64_IMM(3, 0), MOV64_IMM(4, 0), CALL(NANOBPF_HELPER_LOOP), MOV64_IMM(0, 2),
+          EXIT(), MOV64_IMM(0, 2), EXIT()),
+     REJECT(9, "At callback return the register R0 has value [2, 2], should have been in [0, 1]")},
+    {"loop_callback_not_a_function",
+     PROG(MOV64_IMM(1, 4), MOV64_IMM(2, 0), MOV64_IMM(3, 0), MOV64_IMM(4, 0), CALL(NANOBPF_HELPER_LOOP), MOV64_IMM(0, 2),
+          EXIT()),
+     REJECT(4, "R2 type=scalar expected=func")},
+    {"loop_context_not_stack",
+     PROG(MOV64_REG(3, 1), MOV64_IMM(1, 4), LD_FUNC(2, 5), MOV64_IMM(4, 0), CALL(NANOBPF_HELPER_LOOP), MOV64_IMM(0, 2),
+          EXIT(), MOV64_IMM(0, 0), EXIT()),
+     REJECT(5, "R3 type=ctx expected=fp or NULL")},
+    {"loop_callback_overwrites_spilled_pointer", /* after the calls the slot may hold the callback's 0 */
+     PROG(ST(DW, 10, -16, 0), STX(DW, 10, 10, -8), MOV64_IMM(1, 4), LD_FUNC(2, 8), MOV64_REG(3, 10),
+          ALU64_IMM(ADD, 3, -8), MOV64_IMM(4, 0), CALL(NANOBPF_HELPER_LOOP), LDX(DW, 1, 10, -8), LDX(DW, 0, 1, -16),
+          EXIT(), ST(DW, 2, 0, 0), MOV64_IMM(0, 0), EXIT()),
+     REJECT(10, "R1 invalid mem access 'scalar'")},
+    {"loop_callback_taken_in_another_function",
+     PROG(LD_FUNC(1, 11), CALL_LOCAL(2), MOV64_IMM(0, 2), EXIT(), MOV64_REG(2, 1), MOV64_IMM(1, 4), MOV64_IMM(3, 0),
+          MOV64_IMM(4, 0), CALL(NANOBPF_HELPER_LOOP), MOV64_IMM(0, 0), EXIT(), MOV64_IMM(0, 0), EXIT()),
+     REJECT(9, "the callback's address was taken in the function at insn 0")},
+    {"loop_recursive_callback",
+     PROG(MOV64_IMM(1, 4), LD_FUNC(2, 6), MOV64_IMM(3, 0), MOV64_IMM(4, 0), CALL(NANOBPF_HELPER_LOOP), MOV64_IMM(0, 2),
+          EXIT(), MOV64_IMM(1, 4), LD_FUNC(2, -2), MOV64_IMM(3, 0), MOV64_IMM(4, 0), CALL(NANOBPF_HELPER_LOOP),
+          MOV64_IMM(0, 0), EXIT()),
+     REJECT(9, "recursive call from insn 9 to 8")},
     {"recursion", PROG(CALL_LOCAL(1), EXIT(), CALL_LOCAL(-1), MOV64_IMM(0, 0), EXIT()),
      REJECT(2, "recursive call from insn 2 to 2")},
     {"mutual_recursion", PROG(CALL_LOCAL(1), EXIT(), CALL_LOCAL(1), EXIT(), CALL_LOCAL(-3), EXIT()),

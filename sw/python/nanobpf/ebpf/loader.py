@@ -69,7 +69,6 @@ _REFUSED_HELPERS = {
          "the stack and send it with bpf_ringbuf_output",
     133: "bpf_ringbuf_discard goes with bpf_ringbuf_reserve, which the device does not have yet; build the record on "
          "the stack and send it with bpf_ringbuf_output",
-    181: "bpf_loop with a callback is not supported by the device yet; write a bounded loop",
 }
 
 # ELF relocation types of the BPF target (LLVM's ELFRelocs/BPF.def).
@@ -717,8 +716,14 @@ class _Linker:
                 raise LoadError(f"{where}: offset {off} lies outside section '{sec.name}' ({sec.size} bytes)")
             idx = self._data_map(sec, where)
             return lo._replace(src=PSEUDO_MAP_IDX_VALUE, imm=idx), hi._replace(imm=off)
-        if sec.flags & SHF_EXECINSTR:
-            raise LoadError(f"{where}: taking the address of a function (callbacks, bpf_loop) is not supported")
+        if sec.flags & SHF_EXECINSTR:  # a callback (bpf_loop): Linux's BPF_PSEUDO_FUNC, imm the offset to it
+            off = (sym.value if sym.type != "STT_SECTION" else 0) + lo.imm
+            g = self.obj.function_at(sym.shndx, off // 8) if off % 8 == 0 else None
+            if g is None or g.start != off // 8:
+                raise LoadError(f"{where}: the address taken (section '{sec.name}' offset {off}) is not the start "
+                                f"of a function")
+            here = len(self.out)
+            return lo._replace(src=PSEUDO_FUNC, imm=self._place(g) - (here + 1)), hi._replace(imm=0)
         if sec.name == "maps" or sec.name.startswith("maps/"):
             raise LoadError(f"{where}: map '{sym.name}' is a legacy SEC(\"maps\") definition (struct bpf_map_def); "
                             f"declare it as a BTF-defined map in SEC(\".maps\")")

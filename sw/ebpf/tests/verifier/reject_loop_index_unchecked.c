@@ -1,0 +1,20 @@
+/* Must be rejected: the callback's index is unknown to the verifier (not bounded by nr_loops), so a
+ * packet pointer moved by it is unbounded. */
+#include "nanobpf_xdp.h"
+struct walk {
+    unsigned char *data, *end;
+    __u32 sum;
+};
+static int add(__u32 i, struct walk *w) {
+    unsigned char *p = w->data + i;
+    if (p + 1 > w->end) return 1;
+    w->sum += *p;
+    return 0;
+}
+SEC("xdp")
+int prog(struct xdp_md *ctx) {
+    struct walk w = {(void *)(long)ctx->data, (void *)(long)ctx->data_end, 0};
+    bpf_loop(64, add, &w, 0);
+    return w.sum & 1 ? XDP_DROP : XDP_PASS;
+}
+char _license[] SEC("license") = "GPL";
