@@ -189,7 +189,7 @@ static void gen(void) {
         uint32_t a = pick(10) ? pregs[pick(3)] : anyreg(), b = pick(10) ? sregs[pick(3)] : anyreg();
         static const uint8_t jops[] = {EBPF_JMP_JGT, EBPF_JMP_JGE, EBPF_JMP_JLT, EBPF_JMP_JLE, EBPF_JMP_JEQ, EBPF_JMP_JNE,
                                        EBPF_JMP_JSGT, EBPF_JMP_JSLT, EBPF_JMP_JSET};
-        switch (scalar_only ? 24 : pick(32)) {
+        switch (scalar_only ? 24 : pick(34)) {
         case 0: case 1: /* a = data + k */
             emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_MOV, a, 7, 0, 0));
             emit(I(EBPF_CLS_ALU64 | EBPF_ALU_ADD, a, 0, 0, range(-8, 80)));
@@ -337,6 +337,22 @@ static void gen(void) {
             emit(I(EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_W, b, 1, 4 * range(-2, 12), 0));
             break;
         }
+        case 32: case 33: /* bpf_loop: a few calls of a callback (r1 index, r2 a stack slot or NULL) */
+            emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, 1, 0, 0, range(0, 6)));
+            call_at[ncalls] = n; /* the ld_imm64's offset is fixed up like a call's */
+            call_fn[ncalls++] = 5 + pick(4);
+            emit(I(0x18, 2, EBPF_PSEUDO_FUNC, 0, 0));
+            emit(I(0, 0, 0, 0, 0));
+            if (pick(6)) {
+                emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_MOV, 3, 10, 0, 0));
+                emit(I(EBPF_CLS_ALU64 | EBPF_ALU_ADD, 3, 0, 0, -8 * range(1, 4)));
+            } else {
+                emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, 3, 0, 0, 0));
+            }
+            emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, 4, 0, 0, pick(8) == 0));
+            emit(I(EBPF_CLS_JMP | EBPF_JMP_CALL, 0, 0, 0, NANOBPF_HELPER_LOOP));
+            emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_MOV, b, 0, 0, 0));
+            break;
         case 24: case 25: case 26: gen_scalar_trap(); break;
         case 27: case 28: gen_loop_if(); break;
         default: /* conditional early exit */
@@ -350,8 +366,8 @@ static void gen(void) {
     emit(I(EBPF_CLS_JMP | EBPF_JMP_EXIT, 0, 0, 0, 0));
     for (uint32_t k = 0; k < nfix; k++) prog[fix_at[k]].off = (int16_t)(op_start[fix_op[k]] - fix_at[k] - 1);
     /* subprograms (r1 = pointer, r2 = scalar), only those called */
-    uint32_t fstart[5];
-    for (uint32_t f = 0; f < 5; f++) {
+    uint32_t fstart[9];
+    for (uint32_t f = 0; f < 9; f++) {
         int used = 0;
         for (uint32_t k = 0; k < ncalls; k++) used |= call_fn[k] == f;
         if (!used) continue;
@@ -373,11 +389,38 @@ static void gen(void) {
         case 3: /* read through the pointer */
             emit(I(EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_DW, 0, 1, 0, 0));
             break;
-        default: /* conditional write of one of two values */
+        case 4: /* conditional write of one of two values */
             emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, 3, 0, 0, range(0, 90)));
             emit(I(EBPF_CLS_JMP | EBPF_JMP_JGT, 2, 0, 1, range(0, 30)));
             emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, 3, 0, 0, 0));
             emit(I(EBPF_CLS_STX | EBPF_MODE_MEM | EBPF_SIZE_DW, 1, 3, 0, 0));
+            emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, 0, 0, 0, 0));
+            break;
+        /* bpf_loop callbacks: r1 the index, r2 the caller's slot (or NULL); return 0 or 1 */
+        case 5: /* the slot used as a pointer (a packet pointer the caller spilled there), maybe then
+                 * overwritten with the index (which the next call would use) */
+            emit(I(EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_DW, 3, 2, 0, 0));
+            emit(I(EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_B, 0, 3, range(-2, 8), 0));
+            if (pick(2)) emit(I(EBPF_CLS_STX | EBPF_MODE_MEM | EBPF_SIZE_DW, 2, 1, 0, 0));
+            emit(I(EBPF_CLS_ALU64 | EBPF_ALU_AND, 0, 0, 0, 1));
+            break;
+        case 6: /* the index written over the slot */
+            emit(I(EBPF_CLS_STX | EBPF_MODE_MEM | EBPF_SIZE_DW, 2, 1, 0, 0));
+            emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, 0, 0, 0, pick(2)));
+            break;
+        case 7: /* the slot counted up: stop past a bound */
+            emit(I(EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_DW, 3, 2, 0, 0));
+            emit(I(EBPF_CLS_ALU64 | EBPF_ALU_ADD, 3, 0, 0, 1));
+            emit(I(EBPF_CLS_STX | EBPF_MODE_MEM | EBPF_SIZE_DW, 2, 3, 0, 0));
+            emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, 0, 0, 0, 0));
+            emit(I(EBPF_CLS_JMP | EBPF_JMP_JLE, 3, 0, 1, range(0, 40)));
+            emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, 0, 0, 0, 1));
+            break;
+        default: /* the pointer in the slot moved by the (masked) index */
+            emit(I(EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_DW, 3, 2, 0, 0));
+            emit(I(EBPF_CLS_ALU64 | EBPF_ALU_AND, 1, 0, 0, range(0, 7)));
+            emit(I(EBPF_CLS_ALU64 | EBPF_SRC_X | EBPF_ALU_ADD, 3, 1, 0, 0));
+            emit(I(EBPF_CLS_STX | EBPF_MODE_MEM | EBPF_SIZE_DW, 2, 3, 0, 0));
             emit(I(EBPF_CLS_ALU64 | EBPF_ALU_MOV, 0, 0, 0, 0));
             break;
         }

@@ -756,6 +756,11 @@ static const struct tcase tests[] = {
           ALU64_IMM(ADD, 3, -8), MOV64_IMM(4, 0), CALL(NANOBPF_HELPER_LOOP), LDX(DW, 1, 10, -8), LDX(DW, 0, 1, -16),
           EXIT(), ST(DW, 2, 0, 0), MOV64_IMM(0, 0), EXIT()),
      REJECT(10, "R1 invalid mem access 'scalar'")},
+    {"loop_second_call_sees_first_calls_write", /* the first call may use the slot; the second finds its 0 */
+     PROG(ST(DW, 10, -16, 0), STX(DW, 10, 10, -8), MOV64_IMM(1, 4), LD_FUNC(2, 6), MOV64_REG(3, 10),
+          ALU64_IMM(ADD, 3, -8), MOV64_IMM(4, 0), CALL(NANOBPF_HELPER_LOOP), EXIT(),
+          LDX(DW, 3, 2, 0), LDX(DW, 0, 3, -16), ST(DW, 2, 0, 0), MOV64_IMM(0, 0), EXIT()),
+     REJECT(11, "R3 invalid mem access 'scalar'")},
     {"loop_callback_taken_in_another_function",
      PROG(LD_FUNC(1, 11), CALL_LOCAL(2), MOV64_IMM(0, 2), EXIT(), MOV64_REG(2, 1), MOV64_IMM(1, 4), MOV64_IMM(3, 0),
           MOV64_IMM(4, 0), CALL(NANOBPF_HELPER_LOOP), MOV64_IMM(0, 0), EXIT(), MOV64_IMM(0, 0), EXIT()),
