@@ -152,6 +152,7 @@ struct ebpf_map {
     uint32_t n_cpus;       /* per-CPU maps: copies of each value */
     uint32_t hand;         /* LRU hash: the clock hand (the next slot eviction looks at; under the lock) */
     uint32_t pinned_refs;  /* pinned map (NANOBPF_PIN_BY_NAME): programs holding it; 0 for other maps */
+    uint32_t n_progs;      /* PROG_ARRAY: programs of its image (values must be below) */
     uint8_t *storage;
     uint8_t *values;       /* hash: values kept apart from the slots, value_stride each (key table), or NULL */
     int external;          /* values not owned by the map (the key table's, in the key table storage) */
@@ -215,6 +216,10 @@ struct ebpf_prog {
     /* global functions (the image's function table): verified once on their own, for every caller */
     struct nanobpf_image_func *funcs;
     uint32_t n_funcs;
+    /* the programs bpf_tail_call may jump to (PROG_ARRAY values): 0 is this one, then the function table's
+     * NANOBPF_FUNC_PROGRAM entries; their first instructions */
+    uint32_t n_progs;
+    uint32_t prog_start[NANOBPF_IMAGE_MAX_FUNCS + 1];
     /* filled by ebpf_verify(); n_subprogs == 0 means "not verified" (raw programs) */
     struct ebpf_subprog subprogs[EBPF_MAX_SUBPROGS];
     uint32_t n_subprogs;
@@ -224,6 +229,7 @@ struct ebpf_prog {
     /* filled by ebpf_jit_compile() */
     void *jit_code;
     uint32_t jit_size;
+    uint32_t jit_prog_off[NANOBPF_IMAGE_MAX_FUNCS + 1]; /* each program's entry in jit_code */
 };
 
 struct ebpf_error {
@@ -415,8 +421,16 @@ uint32_t ebpf_event_take_lost(struct ebpf_map *map);
 uint32_t ebpf_event_pending(struct ebpf_map *map);
 
 /* ---- Running XDP programs ---- */
-/* The context of the XDP run in progress on this core (for bpf_redirect). */
+/* The context of the XDP run in progress on this core (for bpf_redirect), its program, and the tail
+ * calls it made (bpf_tail_call). */
 extern __thread struct ebpf_xdp_buff *ebpf_current_xdp;
+extern __thread const struct ebpf_prog *ebpf_current_prog;
+extern __thread uint32_t ebpf_tail_calls;
+/* The program a tail call through PROG_ARRAY m at index goes to (its index in prog), counted against
+ * NANOBPF_MAX_TAIL_CALLS; -1 when the call fails (the caller goes on). */
+int ebpf_tail_call_target(const struct ebpf_prog *prog, struct ebpf_map *m, uint64_t index, uint32_t *prog_index);
+/* PROG_ARRAY element index: its program index, or -1 when empty or out of range (maps.c). */
+int ebpf_prog_array_get(struct ebpf_map *m, uint64_t index, uint32_t *prog_index);
 /* Run a verified, resolved program on one packet (JIT code when compiled and use_jit is set).
  * The context must keep what the verifier assumed of it: data_hard_start <= data_meta <= data <=
  * data_end <= frame_end with data - data_meta <= NANOBPF_XDP_META_MAX (metadata bounds are proven

@@ -210,6 +210,29 @@ static U64 h_xdp_adjust_head(U64 ctx, U64 delta, U64 a3, U64 a4, U64 a5) {
     x->data = data;
     return 0;
 }
+/* bpf_tail_call: which program, in Linux's order (kernel/bpf/core.c): the index, then the count (counted
+ * even when the element is empty), then the element. */
+__thread const struct ebpf_prog *ebpf_current_prog;
+__thread uint32_t ebpf_tail_calls;
+int ebpf_tail_call_target(const struct ebpf_prog *prog, struct ebpf_map *m, uint64_t index, uint32_t *prog_index) {
+    uint32_t k;
+    if ((uint32_t)index >= m->max_entries) return -1; /* Linux's argument is a u32 */
+    if (ebpf_tail_calls >= NANOBPF_MAX_TAIL_CALLS) return -1;
+    ebpf_tail_calls++;
+    if (ebpf_prog_array_get(m, (uint32_t)index, &k) || k >= prog->n_progs) return -1;
+    *prog_index = k;
+    return 0;
+}
+/* For the JIT: the entry of the program to jump to, 0 to go on (the JIT's code tears its frame down and
+ * jumps there with the context; the interpreter does the same itself, interp.c). */
+static U64 h_tail_call(U64 ctx, U64 map, U64 index, U64 a4, U64 a5) {
+    (void)ctx; (void)a4; (void)a5;
+    const struct ebpf_prog *prog = ebpf_current_prog;
+    uint32_t k;
+    if (!prog || !prog->verified || !prog->jit_code || ebpf_tail_call_target(prog, PTR(map), index, &k)) return 0;
+    return (U64)(uintptr_t)((uint8_t *)prog->jit_code + prog->jit_prog_off[k]);
+}
+
 /* bpf_loop (Linux kernel/bpf/bpf_iter.c): flags, then the count, then the calls. The callback is the
  * address of the JIT's C-callable entry of a program function (the interpreter runs bpf_loop itself,
  * interp.c, and never calls this). */

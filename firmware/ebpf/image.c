@@ -41,6 +41,10 @@ int ebpf_image_load(const void *image, size_t size, struct ebpf_prog *prog, stru
     memcpy(prog->insns, base + h.insns_off, h.n_insns * 8u);
     if (h.n_funcs) memcpy(prog->funcs, base + h.funcs_off, h.n_funcs * sizeof(struct nanobpf_image_func));
     prog->n_funcs = h.n_funcs; /* checked by the verifier */
+    /* the programs bpf_tail_call may jump to: the attached one (index 0), then the function table's */
+    prog->n_progs = 1;
+    for (uint32_t k = 0; k < h.n_funcs; k++)
+        if (prog->funcs[k].flags & NANOBPF_FUNC_PROGRAM) prog->prog_start[prog->n_progs++] = prog->funcs[k].start;
     for (uint32_t i = 0; i < h.n_maps; i++) {
         struct nanobpf_image_map im;
         memcpy(&im, base + h.maps_off + i * sizeof im, sizeof im);
@@ -52,6 +56,11 @@ int ebpf_image_load(const void *image, size_t size, struct ebpf_prog *prog, stru
         if (im.pinning > NANOBPF_PIN_BY_NAME) {
             ebpf_prog_free(prog);
             return ebpf_fail(err, -1, "image: map %s: pinning %u (0 or %u)", decl.name, im.pinning, NANOBPF_PIN_BY_NAME);
+        }
+        if (im.pinning && decl.type == NANOBPF_MAP_TYPE_PROG_ARRAY) { /* its values index this image's programs */
+            ebpf_prog_free(prog);
+            return ebpf_fail(err, -1, "image: map %s: a prog array cannot be pinned (its values are programs of one image)",
+                             decl.name);
         }
         if (ebpf_device_map_named(decl.name) || im.pinning) {
             /* the key table or its packet-number map (the device's), or a pinned map: shared by name */
@@ -73,6 +82,7 @@ int ebpf_image_load(const void *image, size_t size, struct ebpf_prog *prog, stru
             }
         }
         prog->maps[prog->n_maps++] = m;
+        m->n_progs = prog->n_progs;
         if (im.init_size) {
             if (m->type != NANOBPF_MAP_TYPE_ARRAY || m->pinned_refs || im.init_size > m->value_size ||
                 !in_range(im.init_off, im.init_size, h.data_size)) {
@@ -154,10 +164,13 @@ int ebpf_xdp_exec(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, int u
         return ebpf_fail(err, -1, "context: parse result out of range (offsets %u %u %u %u, cid_len %u, conn %u)",
                          xdp->l3_off, xdp->l4_off, xdp->quic_off, xdp->pn_off, xdp->cid_len, xdp->conn);
     ebpf_current_xdp = xdp;
+    ebpf_current_prog = prog;
+    ebpf_tail_calls = 0;
     xdp->redirect_ifindex = 0;
     if (use_jit && prog->jit_code) *action = ebpf_jit_run(prog, ctx, 0);
     else if ((rc = ebpf_interp(prog, ctx, 0, action, err)) != 0) *action = NANOBPF_XDP_ABORTED;
     ebpf_current_xdp = NULL;
+    ebpf_current_prog = NULL;
     return rc;
 }
 

@@ -238,6 +238,21 @@ int ebpf_interp(const struct ebpf_prog *prog, uint64_t r1, uint64_t r2, uint64_t
                     pc += 1 + in->imm;
                     continue;
                 }
+                if (in->src == 0 && in->imm == NANOBPF_HELPER_TAIL_CALL) {
+                    /* the program at the PROG_ARRAY's index replaces this one: its first instruction, a
+                     * fresh stack, the context in r1 (the verifier keeps tail calls in a program's own
+                     * function and r1 the context); on failure the program goes on */
+                    uint32_t k;
+                    reg[0] = 0; /* as the JIT's helper leaves it (the verifier lets nothing read it) */
+                    if (!prog->verified) break; /* r2 need not be a map: the call fails (so in the JIT) */
+                    if (depth) FAULT("bpf_tail_call from a subprogram");
+                    if (!ebpf_tail_call_target(prog, (struct ebpf_map *)(uintptr_t)reg[2], reg[3], &k)) {
+                        reg[EBPF_REG_FP] = stack_hi;
+                        pc = prog->prog_start[k];
+                        continue;
+                    }
+                    break;
+                }
                 if (in->src == 0 && in->imm == NANOBPF_HELPER_LOOP) {
                     /* bpf_loop, run here: the callback is an instruction index (ld_imm64 src
                      * EBPF_PSEUDO_FUNC); its frame is entered once per call (see exit) */

@@ -27,8 +27,10 @@ static const uint8_t regmap[EBPF_NREGS] = {
     RV_REG_S1, RV_REG_S2, RV_REG_S3, RV_REG_S4,                  /* R6-R9: callee-saved */
     RV_REG_S5,                                                   /* R10: frame pointer */
 };
-/* Callee-saved registers a function may need to save, in save-slot order. */
-static const uint8_t saved_regs[] = {RA, RV_REG_S1, RV_REG_S2, RV_REG_S3, RV_REG_S4, RV_REG_S5};
+/* Callee-saved registers a function may need to save, in save-slot order; s6 keeps the context across a
+ * tail call's helper. */
+static const uint8_t saved_regs[] = {RA, RV_REG_S1, RV_REG_S2, RV_REG_S3, RV_REG_S4, RV_REG_S5, RV_REG_S6};
+#define SAVE_S6 (1u << 6)
 
 /* RV branch conditions (the B-type funct3); cond ^ 1 is the opposite condition. */
 enum { BEQ = 0, BNE = 1, BLT = 4, BGE = 5, BLTU = 6, BGEU = 7 };
@@ -39,7 +41,7 @@ struct jit_func {
     uint32_t stack;          /* eBPF stack bytes (0 when R10 is unused) */
     uint32_t frame;          /* stack + save area, 16-byte aligned */
     uint32_t save;           /* bit per saved_regs[] entry */
-    int main;
+    int main;                /* a program (the attached one, or one bpf_tail_call jumps to): returns R0 the C way */
     int callback;            /* its address is taken (bpf_loop): returns R0 the C way too */
 };
 
@@ -451,10 +453,8 @@ static void emit_prologue(struct jit *j, const struct jit_func *f) {
         }
     if (f->stack) emit_addi_any(j, FP, SP, f->stack, T0);
 }
-/* R0 stays in a5 for bpf-to-bpf returns; the main program returns it the C way, and so does a callback,
- * which bpf_loop (a C helper) calls; a bpf-to-bpf call to it finds R0 in a5 as well. */
-static void emit_epilogue(struct jit *j, const struct jit_func *f) {
-    if (f->main || f->callback) emit_mv(j, RV_REG_A0, regmap[0]);
+/* The saved registers back, the frame gone: as the function found them. */
+static void emit_teardown(struct jit *j, const struct jit_func *f) {
     int32_t off = (int32_t)f->stack;
     for (unsigned k = 0; k < sizeof saved_regs; k++)
         if (f->save & (1u << k)) {
@@ -462,6 +462,12 @@ static void emit_epilogue(struct jit *j, const struct jit_func *f) {
             off += 8;
         }
     if (f->frame) emit_addi_any(j, SP, SP, f->frame, T0);
+}
+/* R0 stays in a5 for bpf-to-bpf returns; a program returns it the C way, and so does a callback, which
+ * bpf_loop (a C helper) calls; a bpf-to-bpf call to it finds R0 in a5 as well. */
+static void emit_epilogue(struct jit *j, const struct jit_func *f) {
+    if (f->main || f->callback) emit_mv(j, RV_REG_A0, regmap[0]);
+    emit_teardown(j, f);
     if (RVC(j)) emit16(j, rv_c_jr(RA));
     else emit32(j, rv_ret());
 }
@@ -628,13 +634,31 @@ static int emit_call(struct jit *j, const struct ebpf_insn *in, int i) {
         return 0;
     }
     if (in->src != 0) return ebpf_fail(j->err, i, "unsupported call (src %d)", in->src);
-    if (in->imm == 12 /* bpf_tail_call */) return ebpf_fail(j->err, i, "tail calls are not supported");
     const struct ebpf_helper *h = ebpf_helper_find((uint32_t)in->imm);
     if (!h) return ebpf_fail(j->err, i, "call to unknown helper %d", in->imm);
+    int tail = in->imm == NANOBPF_HELPER_TAIL_CALL;
+    if (tail) emit_mv(j, RV_REG_S6, RV_REG_A0); /* the context (R1, checked by the verifier) */
     emit_imm(j, T1, (int64_t)(uintptr_t)h->fn);
     if (RVC(j)) emit16(j, rv_c_jalr(T1));
     else emit32(j, rv_jalr(RA, T1, 0));
     emit_mv(j, regmap[0], RV_REG_A0);
+    if (tail) { /* a0: the entry of the program to go to, or 0 (go on): there with the context, this frame gone */
+        uint32_t pos = j->pos, size;
+        uint8_t *buf = j->buf;
+        struct ebpf_jit_stats stats = j->stats;
+        j->buf = NULL; /* the jump's size, to branch over it */
+        emit_mv(j, T1, RV_REG_A0);
+        emit_mv(j, RV_REG_A0, RV_REG_S6);
+        emit_teardown(j, j->cur);
+        emit32(j, rv_jalr(ZERO, T1, 0));
+        size = j->pos - pos;
+        j->pos = pos, j->buf = buf, j->stats = stats;
+        emit32(j, rv_beq(RV_REG_A0, ZERO, (int32_t)(4 + size)));
+        emit_mv(j, T1, RV_REG_A0);
+        emit_mv(j, RV_REG_A0, RV_REG_S6);
+        emit_teardown(j, j->cur);
+        emit32(j, rv_jalr(ZERO, T1, 0));
+    }
     return 0;
 }
 
@@ -1016,6 +1040,7 @@ static int jit_init(struct jit *j, const struct ebpf_prog *prog, unsigned flags,
         struct jit_func *f = &j->funcs[k];
         uint32_t used = 0, depth = EBPF_STACK_SIZE;
         f->main = k == 0;
+        for (uint32_t p = 1; p < prog->n_progs && p <= NANOBPF_IMAGE_MAX_FUNCS; p++) f->main |= prog->prog_start[p] == f->start;
         for (uint32_t i = f->start; i < f->end; i++) {
             const struct ebpf_insn *in = &prog->insns[i];
             int cls = EBPF_CLASS(in->code), op = EBPF_OP(in->code);
@@ -1027,6 +1052,7 @@ static int jit_init(struct jit *j, const struct ebpf_prog *prog, unsigned flags,
             if (cls != EBPF_CLS_JMP && cls != EBPF_CLS_JMP32) continue;
             if (op == EBPF_JMP_CALL) {
                 f->save |= 1; /* ra */
+                if (in->src == 0 && in->imm == NANOBPF_HELPER_TAIL_CALL) f->save |= SAVE_S6;
                 continue;
             }
             if (op == EBPF_JMP_EXIT) continue;
@@ -1093,6 +1119,11 @@ int ebpf_jit_compile(struct ebpf_prog *prog, unsigned flags, struct ebpf_error *
         else if (jit_write(&j, code, (uint32_t)size)) ebpf_jit_free(code, (size_t)size);
         else rc = 0;
     }
+    if (!rc) /* the programs bpf_tail_call may jump to (functions of their own when verified) */
+        for (uint32_t p = 0; p < prog->n_progs && p <= NANOBPF_IMAGE_MAX_FUNCS; p++) {
+            const struct jit_func *f = func_at(&j, prog->prog_start[p]);
+            prog->jit_prog_off[p] = f ? f->entry : 0;
+        }
     jit_fini(&j);
     if (rc) return -1;
     ebpf_jit_flush(code, (size_t)size);

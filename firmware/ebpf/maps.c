@@ -200,6 +200,9 @@ static int map_create(struct ebpf_map *m, struct ebpf_error *err) {
                              (m->spin_lock_off - 1) % 4 || m->spin_lock_off - 1 + NANOBPF_SPIN_LOCK_SIZE > m->value_size))
         return ebpf_fail(err, -1, "map %s: a bpf_spin_lock at offset %u of a %u-byte value of type %u (HASH or ARRAY, "
                          "4-aligned, inside the value)", m->name, m->spin_lock_off - 1, m->value_size, m->type);
+    if (m->type == NANOBPF_MAP_TYPE_PROG_ARRAY && (m->key_size != 4 || m->value_size != 4))
+        return ebpf_fail(err, -1, "map %s: a prog array has a 4-byte key and a 4-byte value (a program index), not %u "
+                         "and %u", m->name, m->key_size, m->value_size);
     if (is_devmap(m) && (m->key_size != 4 || (m->value_size != 4 && m->value_size != 8)))
         return ebpf_fail(err, -1, "map %s: a devmap has a 4-byte key and a 4-byte (ifindex) or 8-byte (struct "
                          "bpf_devmap_val) value, not %u and %u", m->name, m->key_size, m->value_size);
@@ -210,7 +213,8 @@ static int map_create(struct ebpf_map *m, struct ebpf_error *err) {
         m->n_slots = 1;
         while (m->n_slots < 2 * m->max_entries) m->n_slots <<= 1;
         bytes = (size_t)m->n_slots * slot_size(m);
-    } else if (m->type == NANOBPF_MAP_TYPE_ARRAY || m->type == NANOBPF_MAP_TYPE_PERCPU_ARRAY || m->type == NANOBPF_MAP_TYPE_DEVMAP) {
+    } else if (m->type == NANOBPF_MAP_TYPE_ARRAY || m->type == NANOBPF_MAP_TYPE_PERCPU_ARRAY || m->type == NANOBPF_MAP_TYPE_DEVMAP ||
+               m->type == NANOBPF_MAP_TYPE_PROG_ARRAY) {
         if (m->key_size != 4) return ebpf_fail(err, -1, "map %s: array key size must be 4, not %u", m->name, m->key_size);
         m->n_slots = m->max_entries;
         bytes = (size_t)m->n_slots * m->value_stride * m->n_cpus;
@@ -289,7 +293,9 @@ void ebpf_map_release(struct ebpf_map *m) {
     ebpf_free(m);
 }
 
-int ebpf_map_is_prog_readonly(const struct ebpf_map *m) { return ebpf_map_is_keytable(m) || is_devmap(m); }
+int ebpf_map_is_prog_readonly(const struct ebpf_map *m) {
+    return ebpf_map_is_keytable(m) || is_devmap(m) || m->type == NANOBPF_MAP_TYPE_PROG_ARRAY;
+}
 
 static int64_t hash_find(const struct ebpf_map *m, const void *key, int *found);
 
@@ -328,6 +334,10 @@ static int lru_make_room(struct ebpf_map *m, const void *key, int64_t *i) {
     *i = hash_find(m, key, &found);
     return *i >= 0;
 }
+
+/* A PROG_ARRAY element: the program index (the value the host sees), then in the stride's padding a word
+ * that says it is set (published after the index, cleared to empty it). */
+static uint32_t *prog_array_set(const uint8_t *v) { return (uint32_t *)(void *)(v + 4); }
 
 /* A DEVMAP entry names one of the device's ports (struct bpf_devmap_val: ifindex, then a program to run
  * on redirect, which the device does not have: fd 0 or below), or none. */
@@ -387,7 +397,17 @@ static uint8_t *value_of(struct ebpf_map *m, const void *key, uint32_t cpu, int 
     uint8_t *v = m->storage + ((size_t)cpu * m->n_slots + idx) * m->value_stride;
     if (m->type == NANOBPF_MAP_TYPE_DEVMAP && !__atomic_load_n((uint32_t *)(void *)v, __ATOMIC_ACQUIRE))
         return NULL; /* ifindex 0: no entry */
+    if (m->type == NANOBPF_MAP_TYPE_PROG_ARRAY && !__atomic_load_n(prog_array_set(v), __ATOMIC_ACQUIRE))
+        return NULL; /* empty */
     return v;
+}
+
+int ebpf_prog_array_get(struct ebpf_map *m, uint64_t index, uint32_t *prog_index) {
+    if (index >= m->max_entries) return -1;
+    const uint8_t *v = m->storage + (size_t)index * m->value_stride;
+    if (!__atomic_load_n(prog_array_set(v), __ATOMIC_ACQUIRE)) return -1;
+    memcpy(prog_index, v, 4);
+    return 0;
 }
 
 void *ebpf_map_lookup(struct ebpf_map *m, const void *key) { return value_of(m, key, this_cpu(m), 1); }
@@ -405,6 +425,15 @@ int ebpf_map_update(struct ebpf_map *m, const void *key, const void *value, uint
         memcpy(&idx, key, 4);
         if (idx >= m->max_entries) return -E2BIG;
         uint8_t *v = m->storage + ((size_t)this_cpu(m) * m->n_slots + idx) * m->value_stride;
+        if (m->type == NANOBPF_MAP_TYPE_PROG_ARRAY) { /* a program of the image that holds the map */
+            uint32_t prog;
+            memcpy(&prog, value, 4);
+            if (prog >= m->n_progs) return -EINVAL;
+            __atomic_store_n(prog_array_set(v), 0u, __ATOMIC_RELAXED);
+            memcpy(v, &prog, 4);
+            __atomic_store_n(prog_array_set(v), 1u, __ATOMIC_RELEASE);
+            return 0;
+        }
         if (m->type == NANOBPF_MAP_TYPE_DEVMAP) { /* published by its ifindex, which is never 0 */
             uint32_t ifindex;
             memset(v + 4, 0, m->value_size - 4); /* the program id: none */
@@ -457,6 +486,13 @@ int ebpf_map_delete(struct ebpf_map *m, const void *key) {
         if (idx >= m->max_entries) return -EINVAL;
         __atomic_store_n((uint32_t *)(void *)(m->storage + (size_t)idx * m->value_stride), 0u, __ATOMIC_RELEASE);
         return 0;
+    }
+    if (m->type == NANOBPF_MAP_TYPE_PROG_ARRAY) { /* Linux: -ENOENT when it was empty */
+        uint32_t idx;
+        memcpy(&idx, key, 4);
+        if (idx >= m->max_entries) return -EINVAL;
+        return __atomic_exchange_n(prog_array_set(m->storage + (size_t)idx * m->value_stride), 0u, __ATOMIC_RELEASE)
+                   ? 0 : -ENOENT;
     }
     if (!is_hash(m)) return -EINVAL;
     int found, rc = 0;

@@ -253,6 +253,9 @@ struct env {
 };
 
 static int fail(struct env *e, int insn, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int is_program(const struct env *e, uint32_t f) {
+    return f && e->gsig[f] && (e->gsig[f]->flags & NANOBPF_FUNC_PROGRAM);
+}
 
 static void vlog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void vlog(const char *fmt, ...) {
@@ -387,6 +390,9 @@ static int is_loop_call(const struct ebpf_insn *in) {
 /* Edges of the call graph: a bpf-to-bpf call, and a callback's address taken (bpf_loop calls it, one frame
  * deeper, from the function that took it: do_loop_call checks that). */
 static int has_call_edge(const struct ebpf_insn *in) { return is_local_call(in) || is_func_ref(in); }
+/* Function f is one of the image's other programs (bpf_tail_call's targets). */
+struct env;
+static int is_program(const struct env *e, uint32_t f);
 static int is_cond_jmp(const struct ebpf_insn *in) {
     return is_jmp_class(in) && !is_ja(in) && !is_call(in) && !is_exit(in);
 }
@@ -518,7 +524,6 @@ static int check_fields(struct env *e, uint32_t i) {
             if (in->src == EBPF_PSEUDO_CALL) return 0;
             if (in->src == 2) return fail(e, (int)i, "kfunc calls not supported");
             if (in->src) return fail(e, (int)i, "invalid call src %u", in->src);
-            if (in->imm == 12) return fail(e, (int)i, "tail calls (helper 12) not supported");
             if (!ebpf_helper_find((uint32_t)in->imm)) return fail(e, (int)i, "unknown helper id %d", in->imm);
             return 0;
         case EBPF_JMP_EXIT:
@@ -597,10 +602,13 @@ static int map_global_funcs(struct env *e) {
         const struct nanobpf_image_func *g = &e->prog->funcs[k];
         if (g->start == 0 || g->start >= e->n || !(e->flags[g->start] & F_FUNC))
             return fail(e, -1, "function table entry %u: insn %u is not the start of a called function", k, g->start);
-        if (g->flags != NANOBPF_FUNC_GLOBAL || g->n_args > 5 || g->pad ||
-            (g->ret != NANOBPF_FUNC_ARG_NONE && g->ret != NANOBPF_FUNC_ARG_SCALAR))
+        if ((g->flags != NANOBPF_FUNC_GLOBAL && g->flags != (NANOBPF_FUNC_GLOBAL | NANOBPF_FUNC_PROGRAM)) ||
+            g->n_args > 5 || g->pad || (g->ret != NANOBPF_FUNC_ARG_NONE && g->ret != NANOBPF_FUNC_ARG_SCALAR))
             return fail(e, (int)g->start, "function table entry %u: flags 0x%x, %u arguments, return kind %u not supported",
                         k, g->flags, g->n_args, g->ret);
+        if ((g->flags & NANOBPF_FUNC_PROGRAM) &&
+            (g->n_args != 1 || g->arg_type[0] != NANOBPF_FUNC_ARG_CTX || g->ret != NANOBPF_FUNC_ARG_SCALAR))
+            return fail(e, (int)g->start, "function table entry %u: a program takes the context and returns an action", k);
         for (uint32_t a = 0; a < 5; a++) {
             uint32_t kind = g->arg_type[a], size = sig_size(g, a);
             int ok = a >= g->n_args ? kind == NANOBPF_FUNC_ARG_NONE && size == 0
@@ -613,6 +621,14 @@ static int map_global_funcs(struct env *e) {
         uint32_t f = e->func[g->start];
         if (e->gsig[f]) return fail(e, (int)g->start, "function table names insn %u twice", g->start);
         e->gsig[f] = g;
+    }
+    for (uint32_t i = 0; i < e->n; i++) { /* a program is entered by bpf_tail_call only */
+        const struct ebpf_insn *in = &e->in[i];
+        if ((e->flags[i] & F_LDIMM2) || !has_call_edge(in)) continue;
+        const struct nanobpf_image_func *g = e->gsig[e->func[i + 1 + (uint32_t)in->imm]];
+        if (g && (g->flags & NANOBPF_FUNC_PROGRAM))
+            return fail(e, (int)i, "insn %u %s the program at insn %u (programs are entered by bpf_tail_call only)", i,
+                        is_func_ref(in) ? "takes the address of" : "calls", g->start);
     }
     return 0;
 }
@@ -697,6 +713,11 @@ static int check_structure(struct env *e) {
     }
     /* jump and call targets, function starts */
     e->flags[0] |= F_FUNC;
+    for (uint32_t k = 0; k < e->prog->n_funcs; k++) { /* the image's other programs: functions nobody calls */
+        uint32_t t = e->prog->funcs[k].start;
+        if ((e->prog->funcs[k].flags & NANOBPF_FUNC_PROGRAM) && t > 0 && t < n && !(e->flags[t] & F_LDIMM2))
+            e->flags[t] |= F_FUNC;
+    }
     for (uint32_t i = 0; i < n; i++) {
         const struct ebpf_insn *in = &e->in[i];
         if (e->flags[i] & F_LDIMM2) continue;
@@ -760,6 +781,11 @@ static int check_structure(struct env *e) {
     uint32_t sp = 0;
     stk[sp++] = 0;
     e->flags[0] |= F_REACHED | F_ONSTACK;
+    for (uint32_t f = 1; f < e->nfuncs; f++) /* the other programs */
+        if (is_program(e, f)) {
+            stk[sp++] = e->fstart[f];
+            e->flags[e->fstart[f]] |= F_REACHED | F_ONSTACK;
+        }
     while (sp) {
         uint32_t u = stk[sp - 1];
         int call = has_call_edge(&e->in[u]), ns = e->nsucc[u] + call; /* a call: its callee second */
@@ -828,6 +854,16 @@ static int check_structure(struct env *e) {
         uint8_t colour[EBPF_MAX_SUBPROGS] = {0}, frames[EBPF_MAX_SUBPROGS] = {0};
         if (call_graph_walk(e, 0, colour, frames)) goto out;
         e->maxframes = frames[0];
+        for (uint32_t f = 1; f < e->nfuncs; f++) /* the other programs' chains (reported by their size alone) */
+            if (is_program(e, f) && !colour[f]) {
+                if (call_graph_walk(e, f, colour, frames)) goto out;
+                if (frames[f] > EBPF_MAX_CALL_DEPTH) {
+                    rc = fail(e, (int)e->fstart[f], "the call stack of %u frames from the program at insn %u is too deep "
+                              "(at most %d)", frames[f], e->fstart[f], EBPF_MAX_CALL_DEPTH);
+                    goto out;
+                }
+                if (frames[f] > e->maxframes) e->maxframes = frames[f];
+            }
         if (frames[0] > EBPF_MAX_CALL_DEPTH) {
             /* report the call that goes one frame too deep along the longest chain */
             uint32_t f = 0, d = 1;
@@ -3280,7 +3316,8 @@ static int map_helper_compatible(struct env *e, uint32_t i, const struct ebpf_he
         const char *map, *type;
     } events[] = {{NANOBPF_MAP_TYPE_RINGBUF, NANOBPF_HELPER_RINGBUF_OUTPUT, "ringbuf", "RINGBUF"},
                   {NANOBPF_MAP_TYPE_PERF_EVENT_ARRAY, NANOBPF_HELPER_PERF_EVENT_OUTPUT, "perf event array",
-                   "PERF_EVENT_ARRAY"}};
+                   "PERF_EVENT_ARRAY"},
+                  {NANOBPF_MAP_TYPE_PROG_ARRAY, NANOBPF_HELPER_TAIL_CALL, "prog array", "PROG_ARRAY"}};
     for (unsigned k = 0; k < sizeof events / sizeof *events; k++) {
         if (m->type == events[k].map_type && h->id != events[k].helper)
             return fail(e, (int)i, "helper %s: map %s is a %s: only bpf_%s takes it", h->name, m->name, events[k].map,
@@ -3352,6 +3389,10 @@ static int do_helper(struct env *e, uint32_t i, struct vstate *st) {
     /* while a core holds a lock no other core can take it: nothing but the unlock may run meanwhile */
     if (f->lock_map && h->id != NANOBPF_HELPER_SPIN_UNLOCK && h->id != NANOBPF_HELPER_SPIN_LOCK)
         return fail(e, (int)i, "function calls are not allowed while holding a lock (helper %s)", h->name);
+    /* a tail call replaces the program: from its own function only (the runtimes drop its one frame) */
+    if (h->id == NANOBPF_HELPER_TAIL_CALL && (st->nframes != 1 || (e->root && !is_program(e, e->root))))
+        return fail(e, (int)i, "bpf_tail_call from a subprogram or global function is not supported (only from a "
+                    "program's own function)");
     for (uint32_t a = 0; a < 5; a++) {
         uint32_t rn = a + 1;
         struct vreg *r = &f->r[rn];
@@ -3574,14 +3615,15 @@ static int do_local_call(struct env *e, uint32_t i, struct vstate *st, uint32_t 
 static int do_exit(struct env *e, uint32_t i, struct vstate *st, uint32_t *next) {
     struct vframe *f = &st->f[st->nframes - 1];
     if (f->lock_map) return fail(e, (int)i, "bpf_spin_unlock is missing (a bpf_spin_lock is held at exit)");
-    if (st->nframes == 1 && e->root) { /* a global function returns to any caller */
+    if (st->nframes == 1 && e->root && !is_program(e, e->root)) { /* a global function returns to any caller */
         if (e->gsig[e->root]->ret == NANOBPF_FUNC_ARG_NONE) return 1;
         if (f->r[0].type == T_NOT_INIT) return fail(e, (int)i, "R0 !read_ok at exit");
         if (f->r[0].type != T_SCALAR)
             return fail(e, (int)i, "R0 is %s at the exit of a global function, expected a scalar", tname[f->r[0].type]);
         return 1;
     }
-    if (st->nframes == 1) { /* a pointer is an action too (privileged Linux): not one of the five, so aborted */
+    if (st->nframes == 1) { /* a program's exit. A pointer is an action too (privileged Linux): none of the
+                             * five, so aborted */
         if (f->r[0].type == T_NOT_INIT) return fail(e, (int)i, "R0 !read_ok at exit");
         return 1;
     }
@@ -3926,6 +3968,13 @@ static void chain_stack(const struct env *e, uint32_t f, uint32_t *sdepth, uint3
 static int check_stack_chains(struct env *e) {
     uint32_t sdepth[EBPF_MAX_SUBPROGS], sframes[EBPF_MAX_SUBPROGS];
     uint8_t done[EBPF_MAX_SUBPROGS] = {0};
+    for (uint32_t f = 1; f < e->nfuncs; f++) /* the other programs: a tail call starts a fresh stack */
+        if (is_program(e, f)) {
+            if (!done[f]) chain_stack(e, f, sdepth, sframes, done);
+            if (sdepth[f] > EBPF_STACK_SIZE)
+                return fail(e, (int)e->fstart[f], "combined stack size of %u calls from the program at insn %u is %u "
+                            "bytes, more than %d", sframes[f], e->fstart[f], sdepth[f], EBPF_STACK_SIZE);
+        }
     chain_stack(e, 0, sdepth, sframes, done);
     if (sdepth[0] <= EBPF_STACK_SIZE) return 0;
     /* report the call where the deepest chain goes over the limit */

@@ -25,6 +25,7 @@ COMPAT = ROOT / "sw/ebpf/tests/compat"
 BACKENDS = ("interp", "jit", "linux")
 XDP_ABORTED, XDP_DROP, XDP_PASS, XDP_TX, XDP_REDIRECT = range(5)
 DEVMAP_TYPES = {14, 25}  # Linux BPF_MAP_TYPE_DEVMAP, DEVMAP_HASH
+PROG_ARRAY = 3
 HOST, NET = 1, 2         # device ports
 M32 = 0xffffffff
 
@@ -142,6 +143,11 @@ class Session:
     def delete(self, name, key):
         return self.x.map_delete(name, key)
 
+    def set_prog(self, name, key, program):
+        """PROG_ARRAY `name`[key] := the object's program `program` (an fd in Linux, an image index on the
+        device)."""
+        self.x.map_update(name, u32(key), self.x.prog_value(program))
+
     def data_map(self, section):
         return self.x.map_by_suffix(section)
 
@@ -158,6 +164,8 @@ class Session:
     def _snapshot(self):
         for name in self.x.map_names():
             info = self.x.map_info(name)
+            if info.type == PROG_ARRAY:  # program fds (ids) in Linux, image indexes on the device
+                continue
             canon = canonical(name)
             d = {}
             for k, v in self.x.map_items(name):

@@ -663,6 +663,47 @@ def loop_check(s):
     return c
 
 
+# ---- xdp_tail_calls.c: PROG_ARRAY and bpf_tail_call
+def tail_steps(s):
+    frames = standard_frames()
+    s.run_all([("empty-" + label, f) for label, f in frames])
+    s.set_prog("jmp_table", 0, "xdp_ipv4")
+    s.set_prog("jmp_table", 1, "xdp_ipv6")
+    s.set_prog("jmp_table", 2, "xdp_chain")
+    s.run_all(frames)
+    s.delete("jmp_table", u32(1))
+    s.run_all([("no-v6-" + label, f) for label, f in frames if f[12:14] == b"\x86\xdd"])
+
+
+def tail_check(s):
+    """Empty slots pass the frame on (counted in reached[5]); IPv4 drops TTL 1, IPv6 sends hop limit >
+    1 back; ARP runs the self-calling chain 33 times (MAX_TAIL_CALL_CNT), then the 34th call fails."""
+    c = Check(s)
+    reached = [0] * 6
+    for r in s.runs:
+        f, t = r.frame, r.frame[12:14]
+        p = Pkt(f, max_vlans=0)
+        table = not r.label.startswith("empty-")
+        if table and t == b"\x08\x00":
+            reached[0] += 1
+            c.action(r, XDP_DROP if p.ip is None or p.ttl <= 1 else XDP_PASS)
+        elif table and t == b"\x86\xdd" and not r.label.startswith("no-v6-"):
+            reached[1] += 1
+            c.action(r, XDP_DROP if p.ip is None or p.ttl <= 1 else XDP_TX)
+        elif table and t == b"\x08\x06":
+            reached[2] += 33
+            reached[4] = 33
+            c.action(r, XDP_DROP)
+        else:
+            if t == b"\x08\x06":
+                reached[4] = 0
+            reached[5] += 1
+            c.action(r, XDP_PASS)
+        c.unchanged(r)
+    c.map("reached", array(reached))
+    return c
+
+
 # ---- xdp_lb_ipip.c: Katran-style balancer, IPIP encapsulation
 LB_GW_MAC, LB_TUNNEL_SRC = "02:00:00:00:00:99", "172.16.0.1"
 VIPS = {(V4_DST, 80, 6): 0, (V4_DST, 53, 17): 1}
@@ -797,6 +838,7 @@ CASES = [
     Case("xdp_lb_ipip", "xdp_lb_ipip.c", lb_steps, lb_check),
     Case("xdp_meta_mark", "xdp_meta_mark.c", meta_steps, meta_check),
     Case("xdp_loop_bytes", "xdp_loop_bytes.c", loop_steps, loop_check),
+    Case("xdp_tail_calls", "xdp_tail_calls.c", tail_steps, tail_check, program="xdp_dispatch"),
 ]
 CASE_BY_NAME = {c.name: c for c in CASES}
 

@@ -1,6 +1,6 @@
 """XDP programs people run on Linux that the device cannot run (sw/ebpf/tests/compat/refused/): each
-uses one feature the device lacks - AF_XDP sockets (XSKMAP), CPUMAP, bpf_fib_lookup, kfuncs, tail
-calls (PROG_ARRAY), map-in-map, perf events (PERF_EVENT_ARRAY), ring buffers (RINGBUF). nanobpf-load
+uses one feature the device lacks - AF_XDP sockets (XSKMAP), CPUMAP, bpf_fib_lookup, kfuncs, a
+PROG_ARRAY initialised in its declaration, map-in-map, ring buffer reservations. nanobpf-load
 must refuse each with a message that names the feature and says why, and Linux must load it (so the
 refusal is the device's limit, not a broken program; skipped with the reason where this process
 cannot load BPF programs). The programs the device runs: test_linux_compat.py."""
@@ -20,10 +20,12 @@ FEATURES = {
     "xdp_cpumap_redirect": ("CPUMAP",),
     "xdp_fib_lookup": ("fib_lookup",),
     "xdp_kfunc_dynptr": ("kfunc",),
-    "xdp_tail_call": ("tail call",),
+    "xdp_prog_array_init": ("initialised in its declaration",),
     "xdp_map_in_map": ("map-in-map",),
     "xdp_ringbuf": ("bpf_ringbuf_reserve", "ringbuf_output"),
 }
+# objects with several XDP programs: the one to load
+PROGRAM = {"xdp_prog_array_init": "xdp_root"}
 
 
 def test_every_program_is_listed():
@@ -46,7 +48,8 @@ def objects(tmp_path_factory):
 @pytest.mark.parametrize("name", sorted(FEATURES))
 def test_device_refuses_with_the_feature_named(objects, tmp_path, name):
     img = tmp_path / f"{name}.nbpf"
-    p = subprocess.run([sys.executable, str(ROOT / "sw/tools/nanobpf-load"), str(objects[name]), "-o", str(img)],
+    choose = ["-p", PROGRAM[name]] if name in PROGRAM else []
+    p = subprocess.run([sys.executable, str(ROOT / "sw/tools/nanobpf-load"), str(objects[name]), *choose, "-o", str(img)],
                        capture_output=True, text=True)
     assert p.returncode == 1, f"nanobpf-load accepted {name} (status {p.returncode}): {p.stderr}"
     msg = p.stderr.strip()
@@ -62,6 +65,6 @@ def test_linux_loads_it(objects, name):
     if not ok:
         pytest.skip(f"linux: {why}")
     frame = bytes.fromhex("020000000002020000000001") + b"\x08\x00" + bytes(46)
-    with linux.LinuxXdp(objects[name]) as x:
+    with linux.LinuxXdp(objects[name], program=PROGRAM.get(name)) as x:
         action, _ = x.run(frame)
         assert 0 <= action <= 4, action

@@ -27,7 +27,8 @@ REAL = (sorted((ROOT / "sw/ebpf/examples").glob("*.c")) + sorted((ROOT / "sw/ebp
 LINUX_DIFFERS = {"reject_uninitialised_key": "privileged Linux allows uninitialised stack reads",
                  "reject_xdp_store_bytes_uninit": "privileged Linux allows uninitialised stack reads",
                  "reject_keys_global_arg_writable": "Linux has no read-only key table",
-                 "reject_global_func_const_write": "Linux does not read const in a global function's prototype"}
+                 "reject_global_func_const_write": "Linux does not read const in a global function's prototype",
+                 "reject_tail_call_in_subprog": "the device keeps tail calls in a program's own function"}
 # Programs calling the device helpers (vendor ids, docs/ebpf-abi.md): Linux has none of them.
 DEVICE_ONLY = {"xdp_quic_hw", "accept_quic_helpers", "bench_quic_hw"}
 # Why the device refuses these (a substring of its message); the others only need the instruction.
@@ -53,7 +54,9 @@ REASONS = {"reject_helper_keys_global_arg": "R1 type=mem expected=map_value of t
            "reject_meta_bound_by_data_end": "invalid access to packet",
            "reject_meta_after_adjust_head": "invalid mem access 'scalar'",
            "reject_ctx_moved_deref": "dereference of modified ctx ptr",
-           "reject_ptr_and": "pointer arithmetic with and operator prohibited"}
+           "reject_ptr_and": "pointer arithmetic with and operator prohibited",
+           "reject_tail_call_in_subprog": "bpf_tail_call from a subprogram or global function is not supported",
+           "reject_prog_array_lookup": "map jmp_table is a prog array: only bpf_tail_call takes it"}
 
 
 def build(src, tmp_path):

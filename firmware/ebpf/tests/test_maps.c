@@ -267,8 +267,44 @@ static void adjust_meta_limits_like_linux(void) {
     done("adjust_meta_limits_like_linux", f);
 }
 
+/* PROG_ARRAY: empty until the host sets an element to a program of the image; bpf_tail_call's target
+ * counted against NANOBPF_MAX_TAIL_CALLS, in Linux's order (the index, then the count, then the element). */
+static void prog_array_and_tail_call_limit(void) {
+    int f = failed;
+    struct ebpf_error err = {-1, ""};
+    struct ebpf_map m = map(NANOBPF_MAP_TYPE_PROG_ARRAY, 4, 4, 4, "jmp");
+    check("prog", ebpf_map_create(&m, &err) == 0, err.msg);
+    m.n_progs = 3;
+    struct ebpf_prog prog;
+    memset(&prog, 0, sizeof prog);
+    prog.n_progs = 3, prog.prog_start[1] = 10, prog.prog_start[2] = 20;
+    uint32_t k = 1, v = 2, got = 99;
+    check("prog", ebpf_map_lookup(&m, &k) == NULL, "a new element is empty");
+    check("prog", ebpf_prog_array_get(&m, 1, &got) == -1, "a new element is no program");
+    v = 3;
+    check("prog", ebpf_map_update(&m, &k, &v, 0) == -EINVAL, "program 3 of 3: -EINVAL");
+    v = 2;
+    check("prog", ebpf_map_update(&m, &k, &v, 0) == 0 && ebpf_prog_array_get(&m, 1, &got) == 0 && got == 2,
+          "element 1 := program 2");
+    check("prog", ebpf_map_lookup(&m, &k) && *(uint32_t *)ebpf_map_lookup(&m, &k) == 2, "the host reads 2 back");
+    ebpf_tail_calls = 0;
+    check("prog", ebpf_tail_call_target(&prog, &m, 4, &got) == -1 && ebpf_tail_calls == 0,
+          "index 4 of 4: fails, not counted");
+    check("prog", ebpf_tail_call_target(&prog, &m, 0, &got) == -1 && ebpf_tail_calls == 1,
+          "an empty element: fails, counted (as Linux)");
+    int ok = 1;
+    for (uint32_t n = 1; n < NANOBPF_MAX_TAIL_CALLS; n++) ok &= ebpf_tail_call_target(&prog, &m, 1, &got) == 0 && got == 2;
+    check("prog", ok && ebpf_tail_calls == NANOBPF_MAX_TAIL_CALLS, "calls up to the limit go to program 2");
+    check("prog", ebpf_tail_call_target(&prog, &m, 1, &got) == -1, "one more: fails");
+    check("prog", ebpf_map_delete(&m, &k) == 0 && ebpf_map_delete(&m, &k) == -ENOENT && !ebpf_map_lookup(&m, &k),
+          "delete empties it; again: -ENOENT");
+    ebpf_map_destroy(&m);
+    done("prog_array_and_tail_call_limit", f);
+}
+
 int main(void) {
     adjust_meta_limits_like_linux();
+    prog_array_and_tail_call_limit();
     lru_evicts_the_least_recently_used();
     percpu_hash_keeps_a_copy_per_core();
     devmap_entries_are_ports();

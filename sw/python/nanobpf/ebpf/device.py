@@ -14,6 +14,7 @@ map_sizes= sets max_entries as `nanobpf-load --map-size` does).
 The host build of the runtime has one CPU: a per-CPU map entry has one value. Needs `make ebpf-tools`.
 """
 import shutil
+import struct
 import subprocess
 import tempfile
 from collections import namedtuple
@@ -74,6 +75,7 @@ class DeviceXdp:
             image = parse_image(self.path.read_bytes())
             img_path = self.path
         self.program = image.name
+        self.programs = list(image.programs or [image.name])
         self._maps = {m.name: MapInfo(m.name, m.type, m.key_size, m.value_size, m.max_entries) for m in image.maps}
         args = [str(RUN), "--image", str(img_path), "--batch", "-", "--headroom", str(headroom)]
         if jit:
@@ -81,6 +83,12 @@ class DeviceXdp:
         self._proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       text=True, bufsize=1)
         self.redirect_ifindex = 0
+
+    def prog_value(self, name):
+        """What a PROG_ARRAY entry holds to name program `name` of the image: its index (4 bytes)."""
+        if name not in self.programs:
+            raise ValueError(f"{self.path}: no program '{name}' in the image (programs: {', '.join(self.programs)})")
+        return struct.pack("<I", self.programs.index(name))
 
     def close(self):
         if self._proc:

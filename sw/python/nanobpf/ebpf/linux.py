@@ -48,6 +48,7 @@ import errno as _errno
 import functools
 import os
 import platform
+import struct
 import sys
 import threading
 from collections import namedtuple
@@ -77,6 +78,7 @@ ETH_HLEN = 14
 PERCPU_MAP_TYPES = frozenset({5, 6, 10, 21})  # PERCPU_HASH, PERCPU_ARRAY, LRU_PERCPU_HASH, PERCPU_CGROUP_STORAGE
 BPF_PROG_TYPE_UNSPEC = 0
 BPF_XDP = 37                                   # enum bpf_attach_type: what libbpf sets for SEC("xdp")
+BPF_MAP_TYPE_PROG_ARRAY = 3
 LIBBPF_DEBUG = 2                               # enum libbpf_print_level: WARN 0, INFO 1, DEBUG 2
 GROWTH = 4096                                  # room for bpf_xdp_adjust_tail in run()'s output buffer
 LOG_TAIL_LINES, LOG_TAIL_CHARS = 40, 6000      # how much of libbpf's output a load error message shows
@@ -448,10 +450,25 @@ class LinuxXdp:
             if (lib.bpf_program__set_type(chosen, BPF_PROG_TYPE_XDP) < 0
                     or lib.bpf_program__set_expected_attach_type(chosen, BPF_XDP) < 0):
                 raise LinuxError(f"{self.path}: libbpf cannot make program '{self.program}' an XDP program")
+        # with a PROG_ARRAY the object's other XDP programs load too (bpf_tail_call's targets)
+        tails = False
+        m = lib.bpf_object__next_map(self._obj, None)
+        while m:
+            tails |= lib.bpf_map__type(m) == BPF_MAP_TYPE_PROG_ARRAY
+            m = lib.bpf_object__next_map(self._obj, m)
         for p in progs:
-            if lib.bpf_program__set_autoload(p, p == chosen) < 0:
+            if lib.bpf_program__set_autoload(p, p == chosen or (tails and p in xdp)) < 0:
                 raise LinuxError(f"{self.path}: libbpf cannot set autoload of a program")
         return chosen
+
+    def prog_value(self, name):
+        """What a PROG_ARRAY entry holds to name XDP program `name` of the object: its fd (4 bytes)."""
+        self._check_open()
+        p = self._lib.bpf_object__find_program_by_name(self._obj, name.encode())
+        fd = self._lib.bpf_program__fd(p) if p else -1
+        if fd < 0:
+            raise ValueError(f"{self.path}: no loaded program '{name}'")
+        return struct.pack("<i", fd)
 
     def close(self):
         if getattr(self, "_obj", None):

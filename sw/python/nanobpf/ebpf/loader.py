@@ -60,7 +60,6 @@ PSEUDO_FUNC = 4
 # Linux helpers the device does not provide, and why (messages at load; any other unknown id gets a
 # generic one).
 _REFUSED_HELPERS = {
-    12: "tail calls (bpf_tail_call) are not supported by the device yet",
     69: "bpf_fib_lookup needs the kernel's routing and neighbour tables, which the device does not have; "
         "keep the forwarding decision in maps (a DEVMAP with bpf_redirect_map)",
     131: "bpf_ringbuf_reserve (with bpf_ringbuf_submit/discard) needs the verifier to track the reserved record, "
@@ -174,15 +173,19 @@ MEM_ARGS = (abi.NANOBPF_FUNC_ARG_MEM, abi.NANOBPF_FUNC_ARG_MEM_RO)
 @dataclass
 class GlobalFunc:
     """A global function (a C function that is not static): the device verifies it once on its own,
-    for every caller, from its prototype: args are (kind, bytes) with kind NANOBPF_FUNC_ARG_*."""
+    for every caller, from its prototype: args are (kind, bytes) with kind NANOBPF_FUNC_ARG_*.
+    program: another XDP program of the object, which bpf_tail_call may jump to (its PROG_ARRAY index is
+    1 + its place among the image's programs; 0 is the attached program)."""
     start: int
     ret: int
     args: list
+    program: bool = False
 
     def pack(self):
         kinds = [k for k, _ in self.args] + [0] * (5 - len(self.args))
         sizes = [n for _, n in self.args] + [0] * (5 - len(self.args))
-        return _pack("image_func", dict({"start": self.start, "flags": abi.NANOBPF_FUNC_GLOBAL, "ret": self.ret,
+        flags = abi.NANOBPF_FUNC_GLOBAL | (abi.NANOBPF_FUNC_PROGRAM if self.program else 0)
+        return _pack("image_func", dict({"start": self.start, "flags": flags, "ret": self.ret,
                                          "n_args": len(self.args), "arg_type": bytes(kinds)},
                                         **{f"arg{k + 1}_size": sizes[k] for k in range(5)}))
 
@@ -190,9 +193,10 @@ class GlobalFunc:
     def unpack(cls, buf, off):
         f = _unpack("image_func", buf, off)
         n = f["n_args"]
-        if f["flags"] != abi.NANOBPF_FUNC_GLOBAL or n > 5:
+        program = f["flags"] == abi.NANOBPF_FUNC_GLOBAL | abi.NANOBPF_FUNC_PROGRAM
+        if (f["flags"] != abi.NANOBPF_FUNC_GLOBAL and not program) or n > 5:
             raise LoadError(f"image: function table entry at {off}: flags 0x{f['flags']:x}, {n} arguments")
-        return cls(f["start"], f["ret"], [(f["arg_type"][k], f[f"arg{k + 1}_size"]) for k in range(n)])
+        return cls(f["start"], f["ret"], [(f["arg_type"][k], f[f"arg{k + 1}_size"]) for k in range(n)], program)
 
     def describe(self):
         args = [FUNC_ARG_NAMES.get(k, str(k)) + (f"[{n}]" if k in MEM_ARGS else "")
@@ -210,6 +214,7 @@ class Image:
     functions: list = field(default_factory=list, compare=False)  # (name, first instruction), program first
     globals: list = field(default_factory=list)  # GlobalFunc of the functions verified on their own
     notes: list = field(default_factory=list, compare=False)  # what the loader chose for the user (stderr)
+    programs: list = field(default_factory=list, compare=False)  # names by PROG_ARRAY value (0: this one)
 
     def to_bytes(self):
         hdr, ment = abi.STRUCTS["image_header"], abi.STRUCTS["image_map"]
@@ -257,7 +262,9 @@ class Image:
         gl = {g.start: g for g in self.globals}
         return {
             "program": self.name, "section": self.section, "insns": len(self.insns),
-            "functions": [dict({"name": n, "start": s}, **({"global": gl[s].describe()} if s in gl else {}))
+            "programs": list(self.programs or [self.name]),
+            "functions": [dict({"name": n, "start": s}, **({"global": ("program " if gl[s].program else "") + gl[s].describe()}
+                                                           if s in gl else {}))
                           for n, s in self.functions],
             "maps": [{"index": i, "name": m.name, "type": m.type_name, "type_id": m.type, "key_size": m.key_size,
                       "value_size": m.value_size, "max_entries": m.max_entries, "flags": m.flags,
@@ -612,11 +619,13 @@ class _Linker:
         return self.placed[key]
 
     def link(self):
-        k = 0
+        """Copy the functions placed so far (again after more are placed: only the new ones)."""
+        k = getattr(self, "_linked", 0)
         while k < len(self.queue):
             f, start = self.queue[k]
             self._copy(f, start)
             k += 1
+        self._linked = k
         return self.out
 
     def _copy(self, f, base):
@@ -798,7 +807,6 @@ _DEVICE_MAPS = {abi.KEYTABLE_MAP_NAME: ("the key table", "quic_keys"),
 
 # Linux map types and map_flags the device does not have, and why (messages at load).
 _REFUSED_MAP_TYPES = {
-    3: "programs for bpf_tail_call; tail calls are not supported by the device yet",
     12: "map-in-map is not supported by the device",
     13: "map-in-map is not supported by the device",
     16: "redirects frames to host CPUs; the device's cores are chosen by its core-select unit and frames "
@@ -811,7 +819,8 @@ _MAP_FLAG_NAMES = {1: "BPF_F_NO_PREALLOC", 2: "BPF_F_NO_COMMON_LRU", 4: "BPF_F_N
                    256: "BPF_F_WRONLY_PROG", 512: "BPF_F_CLONE", 1024: "BPF_F_MMAPABLE"}
 _HASH_TYPES = {abi.NANOBPF_MAP_TYPE_HASH, abi.NANOBPF_MAP_TYPE_PERCPU_HASH, abi.NANOBPF_MAP_TYPE_LRU_HASH,
                abi.NANOBPF_MAP_TYPE_LRU_PERCPU_HASH, abi.NANOBPF_MAP_TYPE_DEVMAP_HASH}
-_ARRAY_TYPES = {abi.NANOBPF_MAP_TYPE_ARRAY, abi.NANOBPF_MAP_TYPE_PERCPU_ARRAY, abi.NANOBPF_MAP_TYPE_DEVMAP}
+_ARRAY_TYPES = {abi.NANOBPF_MAP_TYPE_ARRAY, abi.NANOBPF_MAP_TYPE_PERCPU_ARRAY, abi.NANOBPF_MAP_TYPE_DEVMAP,
+                abi.NANOBPF_MAP_TYPE_PROG_ARRAY}
 _DEVMAP_TYPES = {abi.NANOBPF_MAP_TYPE_DEVMAP, abi.NANOBPF_MAP_TYPE_DEVMAP_HASH}
 _EVENT_TYPES = {abi.NANOBPF_MAP_TYPE_RINGBUF, abi.NANOBPF_MAP_TYPE_PERF_EVENT_ARRAY}
 LIBBPF_PIN_BY_NAME = 1
@@ -878,9 +887,11 @@ def _map_from_btf(btf, name, tid, size=None, notes=None):
             else:
                 value_size = n
                 locks = _spin_locks(btf, mt.size_or_type)
+        elif mname == "values" and vals.get("type") == abi.NANOBPF_MAP_TYPE_PROG_ARRAY:
+            raise LoadError(f"{what}: a program array initialised in its declaration (.values) is not supported "
+                            f"by the device: the host sets its entries (nanobpfctl map update)")
         elif mname in ("values", "inner"):
-            raise LoadError(f"{what}: '{mname}' (map-in-map or program array initialisation) is not supported "
-                            f"by the device")
+            raise LoadError(f"{what}: '{mname}' (map-in-map) is not supported by the device")
         else:
             raise LoadError(f"{what}: unknown field '{mname}'")
     for sized, given in (("key", key_size), ("value", value_size)):
@@ -921,6 +932,11 @@ def _map_from_btf(btf, name, tid, size=None, notes=None):
                         f"each must be > 0")
     if mtype in _ARRAY_TYPES and key_size != 4:
         raise LoadError(f"{what}: an array map's key is 4 bytes, not {key_size}")
+    if mtype == abi.NANOBPF_MAP_TYPE_PROG_ARRAY and (key_size != 4 or value_size != 4):
+        raise LoadError(f"{what}: a PROG_ARRAY has a 4-byte key and a 4-byte value, not {key_size} and {value_size}")
+    if mtype == abi.NANOBPF_MAP_TYPE_PROG_ARRAY and pinning:
+        raise LoadError(f"{what}: a pinned PROG_ARRAY is not supported by the device: its values are programs of "
+                        f"one image")
     if mtype in _DEVMAP_TYPES and (key_size != 4 or value_size not in (4, 8)):
         raise LoadError(f"{what}: a {map_type_name(mtype)} has a 4-byte key and a 4-byte (ifindex) or 8-byte "
                         f"(struct bpf_devmap_val) value, not {key_size} and {value_size}")
@@ -981,7 +997,19 @@ def load(path, program=None, section=None, map_sizes=None):
     try:
         linker = _Linker(obj, func, btf, map_sizes, notes)
         insns = linker.link()
-        globals_ = _global_funcs(obj, btf, linker.functions[1:]) if btf else []
+        # bpf_tail_call's targets: with a PROG_ARRAY, the object's other XDP programs come along, in the
+        # object's order (their PROG_ARRAY values are 1, 2, ...), as libbpf loads every program of an object
+        others = []
+        if any(m.type == abi.NANOBPF_MAP_TYPE_PROG_ARRAY for m in linker.maps):
+            for p in obj.programs():
+                if p.xdp and p.name != prog.name:
+                    psec = obj.by_name[p.section]
+                    others.append((p.name, linker._place(next(f for f in obj.functions[psec.index] if f.name == p.name))))
+            insns = linker.link()
+        entries = {start for _, start in others}
+        globals_ = [g for g in (_global_funcs(obj, btf, linker.functions[1:]) if btf else []) if g.start not in entries]
+        globals_ += [GlobalFunc(start, abi.NANOBPF_FUNC_ARG_SCALAR, [(abi.NANOBPF_FUNC_ARG_CTX, 0)], program=True)
+                     for _, start in others]
         # read while the BTF is open: a program that uses none of its maps has not looked at them yet
         declared = {n for n, _ in linker.btf_map_vars().values()} if ".maps" in obj.by_name else set()
     finally:
@@ -997,7 +1025,7 @@ def load(path, program=None, section=None, map_sizes=None):
         name = name.encode()[:limit].decode(errors="ignore")
         notes.append(f"program name '{prog.name}' is longer than {limit} bytes: the device knows it as '{name}'")
     return Image(name, linker.maps, insns, section=prog.section, functions=linker.functions,
-                 globals=globals_, notes=notes)
+                 globals=globals_, notes=notes, programs=[name] + [n for n, _ in others])
 
 
 def _choose_program(obj, program, section):
