@@ -206,6 +206,7 @@ struct ebpf_subprog {
 
 /* Facts the verifier records per instruction for the JIT. */
 #define EBPF_INSN_PKT_ACCESS 0x1 /* a load/store of more than one byte into the packet: may be misaligned */
+#define EBPF_INSN_READS_META 0x2 /* a read of xdp_md.data_meta: the program's frames carry struct nanobpf_xdp_meta */
 
 struct ebpf_prog {
     struct ebpf_insn *insns;
@@ -226,6 +227,7 @@ struct ebpf_prog {
     uint8_t *insn_flags; /* per instruction EBPF_INSN_* facts from the verifier (NULL: none) */
     uint32_t verified;
     uint32_t resolved;
+    uint32_t parse_in_meta; /* some instruction has EBPF_INSN_READS_META (set by ebpf_prog_resolve) */
     /* filled by ebpf_jit_compile() */
     void *jit_code;
     uint32_t jit_size;

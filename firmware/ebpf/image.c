@@ -138,6 +138,8 @@ int ebpf_prog_resolve(struct ebpf_prog *prog, struct ebpf_error *err) {
         i++;
     }
     prog->resolved = 1;
+    for (uint32_t i = 0; prog->insn_flags && i < prog->n_insns; i++)
+        if (prog->insn_flags[i] & EBPF_INSN_READS_META) prog->parse_in_meta = 1;
     return 0;
 }
 
@@ -163,6 +165,15 @@ int ebpf_xdp_exec(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, int u
         xdp->pn_off > EBPF_CTX_OFF_MAX || xdp->cid_len > NANOBPF_KEYTABLE_CID_MAX || xdp->conn > EBPF_CTX_CONN_MAX)
         return ebpf_fail(err, -1, "context: parse result out of range (offsets %u %u %u %u, cid_len %u, conn %u)",
                          xdp->l3_off, xdp->l4_off, xdp->quic_off, xdp->pn_off, xdp->cid_len, xdp->conn);
+    /* a program that reads data_meta finds PISA's parse result there, where the headroom has room for it
+     * (the verifier proved every metadata access against data, which stays where it is) */
+    if (prog->parse_in_meta && xdp->data_meta == xdp->data &&
+        xdp->data - xdp->data_hard_start >= sizeof(struct nanobpf_xdp_meta)) {
+        struct nanobpf_xdp_meta m = {.l3_off = xdp->l3_off, .l4_off = xdp->l4_off, .quic_off = xdp->quic_off,
+                                     .pn_off = xdp->pn_off, .cid_len = xdp->cid_len, .conn = xdp->conn};
+        xdp->data_meta = xdp->data - sizeof m;
+        memcpy((void *)(uintptr_t)xdp->data_meta, &m, sizeof m);
+    }
     ebpf_current_xdp = xdp;
     ebpf_current_prog = prog;
     ebpf_tail_calls = 0;

@@ -100,7 +100,7 @@ int ebpf_record_apply(struct ebpf_prog *prog, const void *image, size_t image_si
         struct ebpf_insn now;
         memcpy(&now, insns + 8u * i, sizeof now);
         if (!allowed_change(&prog->insns[i], &now)) return ebpf_fail(err, (int)i, "record: instruction differs from the image's");
-        if (flags[i] & ~EBPF_INSN_PKT_ACCESS) return ebpf_fail(err, (int)i, "record: unknown instruction flags 0x%x", flags[i]);
+        if (flags[i] & ~(EBPF_INSN_PKT_ACCESS | EBPF_INSN_READS_META)) return ebpf_fail(err, (int)i, "record: unknown instruction flags 0x%x", flags[i]);
     }
     uint8_t *fl = ebpf_alloc(n);
     if (!fl) return ebpf_fail(err, -1, "record: out of memory");

@@ -4088,8 +4088,10 @@ int ebpf_verify(struct ebpf_prog *prog, const struct ebpf_verify_opts *opts, str
         ebpf_fail(err, -1, "verifier: out of memory");
         goto out;
     }
-    for (uint32_t k = 0; k < n; k++)
+    for (uint32_t k = 0; k < n; k++) {
         if (e->flags[k] & F_PKTACC) prog->insn_flags[k] |= EBPF_INSN_PKT_ACCESS;
+        if (e->aux[k] == 1 + offsetof(struct nanobpf_xdp_ctx, data_meta) / 4) prog->insn_flags[k] |= EBPF_INSN_READS_META;
+    }
     rewrite_ctx(e);
     for (uint32_t f = 0; f < e->nfuncs; f++) {
         prog->subprogs[f].start = e->fstart[f];

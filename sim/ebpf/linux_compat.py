@@ -153,7 +153,10 @@ class Session:
 
     def run(self, label, frame, port=NET):
         frame = bytes(frame)
-        action, out = self.x.run(frame, ingress_ifindex=self.ifindex(port))
+        # a program that reads data_meta gets PISA's parse result there on the device (all 0 here: the
+        # runs pass no parse result); Linux gets the same bytes as the test run's metadata
+        meta = bytes(24) if self.kind == "linux" and self.case.parse_in_meta else b""
+        action, out = self.x.run(frame, ingress_ifindex=self.ifindex(port), **({"meta": meta} if meta else {}))
         redirect = None if self.kind == "linux" else self.x.redirect_ifindex
         self.runs.append(Run(label, port, frame, action, out, redirect))
 

@@ -17,6 +17,10 @@ SOURCES = (sorted((ROOT / "sw/ebpf/examples").glob("*.c")) + sorted((ROOT / "sw/
            + [ROOT / "sw/ebpf/tests/device/xdp_device_test.c", ROOT / "sw/ebpf/quic/xdp_quic_classify.c"]
         + sorted((ROOT / "firmware/ebpf/tests/verifier_corpus").glob("*.c"))
            + sorted((ROOT / "sw/ebpf/tests/verifier").glob("accept_*.c")))
+# Their action is made of addresses (a pointer returned, the distance of two objects), which differ
+# between the host's interpreter and the JIT under qemu: accepted, not comparable.
+ADDRESS_DEPENDENT = {"accept_ptr_returned", "accept_ptr_difference"}
+SOURCES = [s for s in SOURCES if s.stem not in ADDRESS_DEPENDENT]
 
 
 def frames():

@@ -1272,6 +1272,54 @@ static int xdp_run_checks_context(void) {
     return report("xdp_run_checks_context", ok, why);
 }
 
+/* A program that reads data_meta finds PISA's parse result there (struct nanobpf_xdp_meta) when the
+ * headroom holds it; one that does not read it gets no metadata (data_meta stays data). */
+static int parse_result_in_metadata(void) {
+    /* r2 = data_meta; r3 = data; if data_meta + 24 > data: exit 1; r0 = meta->conn */
+    struct ebpf_insn reads[] = {LDX(W, 2, 1, 8), LDX(W, 3, 1, 0), MOV64_REG(5, 2), ALU64_IMM(ADD, 5, 24),
+                                JMP_REG(JGT, 5, 3, 2), LDX(W, 0, 2, 20), EXIT(), MOV64_IMM(0, 1), EXIT()};
+    struct ebpf_insn ignores[] = {MOV64_IMM(0, 2), EXIT()};
+    char why[256] = "";
+    int ok = 1;
+    struct ebpf_prog p[2];
+    const struct ebpf_insn *src[2] = {reads, ignores};
+    uint32_t n[2] = {sizeof reads / sizeof reads[0], sizeof ignores / sizeof ignores[0]};
+    for (int k = 0; k < 2; k++) {
+        struct ebpf_error err = {-1, ""};
+        memset(&p[k], 0, sizeof p[k]);
+        p[k].insns = malloc(n[k] * sizeof(struct ebpf_insn));
+        memcpy(p[k].insns, src[k], n[k] * sizeof(struct ebpf_insn));
+        p[k].n_insns = n[k];
+        if (ebpf_verify(&p[k], NULL, &err) || ebpf_prog_resolve(&p[k], &err))
+            ok = 0, snprintf(why, sizeof why, "program %d refused: %s", k, err.msg);
+    }
+    if (ok && (!p[0].parse_in_meta || p[1].parse_in_meta)) ok = 0, snprintf(why, sizeof why, "parse_in_meta %u %u",
+                                                                             p[0].parse_in_meta, p[1].parse_in_meta);
+    uint8_t frame[128] = {0};
+    for (int headroom = 0; ok && headroom <= 32; headroom += 8) {
+        for (int k = 0; ok && k < 2; k++) {
+            struct ebpf_xdp_buff x = {0};
+            struct ebpf_error err = {-1, ""};
+            x.data_hard_start = (uintptr_t)frame;
+            x.data = x.data_meta = (uintptr_t)(frame + headroom);
+            x.data_end = x.data + 60, x.frame_end = (uintptr_t)(frame + sizeof frame);
+            x.l3_off = 14, x.conn = 77;
+            uint64_t r = ebpf_xdp_run(&p[k], &x, 0, &err);
+            uint64_t want = k ? 2 : headroom >= 24 ? 77 : 1;
+            uint64_t meta = k == 0 && headroom >= 24 ? 24 : 0;
+            if (r != want || x.data - x.data_meta != meta || err.msg[0])
+                ok = 0, snprintf(why, sizeof why, "program %d, headroom %d: r0 %llu (want %llu), metadata %llu bytes (want "
+                                 "%llu) %s", k, headroom, (unsigned long long)r, (unsigned long long)want,
+                                 (unsigned long long)(x.data - x.data_meta), (unsigned long long)meta, err.msg);
+        }
+    }
+    for (int k = 0; k < 2; k++) {
+        free(p[k].insns);
+        free(p[k].insn_flags);
+    }
+    return report("parse_result_in_metadata", ok, why);
+}
+
 int main(int argc, char **argv) {
     int verbose = 0, failed = 0, total = 0;
     const char *only = NULL;
@@ -1323,7 +1371,8 @@ int main(int argc, char **argv) {
         int (*fn)(void);
     } extra[] = {{"opcodes_unknown_fault_in_interp", opcodes_refused_everywhere},
                  {"image_load_error_paths", image_load_errors},
-                 {"xdp_run_checks_context", xdp_run_checks_context}};
+                 {"xdp_run_checks_context", xdp_run_checks_context},
+                 {"parse_result_in_metadata", parse_result_in_metadata}};
     for (size_t k = 0; k < sizeof extra / sizeof extra[0]; k++) {
         if (only && strcmp(only, extra[k].name)) continue;
         total++;

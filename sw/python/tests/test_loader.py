@@ -313,12 +313,11 @@ PERF = ("struct { __uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY); __uint(key_size, 
 PERF_OUT = "__u64 v = 7; bpf_perf_event_output(ctx, &m, BPF_F_CURRENT_CPU, &v, sizeof v); return XDP_PASS;"
 
 REFUSALS = {
-    "tail_call": (xdp_with("struct { __uint(type, BPF_MAP_TYPE_PROG_ARRAY); __uint(max_entries, 4);"
-                           " __uint(key_size, 4); __uint(value_size, 4); } jmp SEC(\".maps\");",
-                           "bpf_tail_call(ctx, &jmp, 1); return XDP_PASS;"),
-                  r"section 'xdp' instruction \d+: map 'jmp': .*tail calls are not supported"),
-    "tail_call_helper": (xdp_with("", "bpf_tail_call(ctx, (void *)0, 1); return XDP_PASS;"),
-                         r"section 'xdp' instruction \d+: helper 12: tail calls \(bpf_tail_call\) are not supported"),
+    "pinned_prog_array": (xdp_with("struct { __uint(type, BPF_MAP_TYPE_PROG_ARRAY); __uint(max_entries, 4);"
+                                   " __uint(key_size, 4); __uint(value_size, 4);"
+                                   " __uint(pinning, LIBBPF_PIN_BY_NAME); } jmp SEC(\".maps\");",
+                                   "bpf_tail_call(ctx, &jmp, 1); return XDP_PASS;"),
+                          r"section 'xdp' instruction \d+: map 'jmp': a pinned PROG_ARRAY is not supported"),
     "xskmap": (xdp_with("struct { __uint(type, BPF_MAP_TYPE_XSKMAP); __uint(max_entries, 4);"
                         " __type(key, __u32); __type(value, __u32); } m SEC(\".maps\");",
                         "return bpf_redirect_map(&m, 0, XDP_PASS);"),

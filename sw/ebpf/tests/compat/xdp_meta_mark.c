@@ -2,7 +2,7 @@
  * for the stack's TC hook to read) with xdp-tutorial's VLAN tag pop. Feature: bpf_xdp_adjust_meta,
  * metadata bounds proven against data (data_meta + n <= data), the metadata moving with the frame on
  * bpf_xdp_adjust_head, adjustments the kernel refuses (-EACCES, -EINVAL) leaving it as it was, and
- * metadata removed again (ARP frames leave without any).
+ * metadata removed again (ARP frames leave without the program's own; what the frame came with stays).
  * The output of a run starts at data_meta, so the metadata is compared as well as the frame. */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -64,7 +64,8 @@ int xdp_meta_mark(struct xdp_md *ctx)
     __u8 refused = 0;
     if (bpf_xdp_adjust_meta(ctx, -2) == -EACCES)
         refused |= 1;
-    if (bpf_xdp_adjust_meta(ctx, (int)sizeof(struct meta_info) + 4) == -EINVAL)
+    int metalen = (int)((long)ctx->data - (long)ctx->data_meta); /* ours, and whatever came before it */
+    if (bpf_xdp_adjust_meta(ctx, metalen + 4) == -EINVAL)
         refused |= 2;
     if (bpf_xdp_adjust_meta(ctx, -4096) == -EINVAL)
         refused |= 4;

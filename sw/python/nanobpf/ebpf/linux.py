@@ -598,24 +598,27 @@ class LinuxXdp:
         return items
 
     # ------------------------------------------------------------ running
-    def run(self, frame, ingress_ifindex=0, rx_queue=0):
-        """Run the program once over frame (BPF_PROG_TEST_RUN): (retval, frame after the program).
+    def run(self, frame, ingress_ifindex=0, rx_queue=0, meta=b""):
+        """Run the program once over frame (BPF_PROG_TEST_RUN): (retval, output from data_meta).
 
         retval is the XDP action the program returned (XDP_TX and XDP_REDIRECT are not carried out).
         ingress_ifindex 0 passes no context: the program sees lo (ifindex 1) and rx queue 0. A nonzero
         ingress_ifindex must name a device of the current network namespace (ENODEV otherwise) and
-        rx_queue must be below its number of rx queues (EINVAL otherwise); see the module's notes."""
+        rx_queue must be below its number of rx queues (EINVAL otherwise); see the module's notes.
+        meta: metadata in front of the frame (a multiple of 4 bytes, at most 255): the kernel takes the
+        first ctx.data bytes of the input as metadata."""
         self._check_open()
         frame = bytes(frame)
         if len(frame) < ETH_HLEN:
             raise ValueError(f"a frame of {len(frame)} bytes: XDP test runs need at least {ETH_HLEN} (ETH_HLEN)")
         if rx_queue and not ingress_ifindex:
             raise ValueError("rx_queue needs ingress_ifindex (the kernel refuses a queue without a device)")
+        meta = bytes(meta)
         ctx = None
-        if ingress_ifindex:
-            ctx = _XdpMd(data=0, data_end=len(frame), data_meta=0, ingress_ifindex=ingress_ifindex,
+        if ingress_ifindex or meta:
+            ctx = _XdpMd(data=len(meta), data_end=len(meta) + len(frame), data_meta=0, ingress_ifindex=ingress_ifindex,
                          rx_queue_index=rx_queue)
-        err, retval, out = _test_run(self._lib, self.prog_fd, frame, ctx)
+        err, retval, out = _test_run(self._lib, self.prog_fd, meta + frame, ctx)
         if err:
             hint = ""
             if err == _errno.ENODEV and ingress_ifindex:
