@@ -177,11 +177,14 @@ enum ebpf_arg_type {
     EBPF_ARG_PTR_TO_SPIN_LOCK,   /* the struct bpf_spin_lock of a map value (ebpf_map.spin_lock_off) */
     EBPF_ARG_PTR_TO_FUNC,        /* a static function (ld_imm64 src EBPF_PSEUDO_FUNC): bpf_loop's callback */
     EBPF_ARG_PTR_TO_STACK_OR_NULL, /* a stack pointer of any frame, or NULL: bpf_loop's callback_ctx */
+    EBPF_ARG_CONST_ALLOC_SIZE,   /* bytes to reserve: a known constant */
+    EBPF_ARG_PTR_TO_RINGBUF_MEM, /* a reserved ring buffer record (released by the call) */
 };
 enum ebpf_ret_type {
     EBPF_RET_INTEGER = 0,
     EBPF_RET_VOID,
     EBPF_RET_PTR_TO_MAP_VALUE_OR_NULL,
+    EBPF_RET_PTR_TO_RINGBUF_MEM_OR_NULL, /* a record of the size argument reserved in the map's ring, or NULL */
 };
 #define EBPF_HELPER_CHANGES_PKT 0x1 /* invalidates every packet pointer (adjust_head/tail) */
 
@@ -414,6 +417,10 @@ int ebpf_map_is_event(const struct ebpf_map *map);
  * perf array index; a ringbuf record gets the core). 0, or -1 when it did not fit (the ring full, or
  * more than NANOBPF_EVENT_MAX bytes): then the record is dropped and counted in the ring's lost count. */
 int ebpf_event_output(struct ebpf_map *map, uint32_t index, const void *a, uint32_t a_len, const void *b, uint32_t b_len);
+/* bpf_ringbuf_reserve: size zeroed bytes of a record in the ring (contiguous), or NULL when it has no room
+ * (dropped and counted); the reader waits at it until ebpf_event_commit publishes or discards it. */
+void *ebpf_event_reserve(struct ebpf_map *map, uint32_t size);
+void ebpf_event_commit(void *data, int discard);
 /* The oldest record: its length (0..NANOBPF_EVENT_MAX), its data copied to buf (NANOBPF_EVENT_MAX bytes)
  * and its index to *index; -1 when the ring is empty. The record stays until ebpf_event_pop. */
 int ebpf_event_peek(struct ebpf_map *map, void *buf, uint32_t *index);

@@ -292,6 +292,24 @@ static U64 h_perf_event_output(U64 ctx, U64 map, U64 flags, U64 data, U64 size) 
 }
 /* bpf_ringbuf_output: the wake-up flags mean nothing here (the host polls with EVENTS); the record is
  * tagged with the core. */
+/* bpf_ringbuf_reserve/submit/discard: the record in the ring itself (maps.c); Linux's reserve takes no
+ * flags (NULL otherwise), submit and discard the wake-up ones, which change nothing here. The verifier
+ * passes submit/discard only a record reserve returned, once. */
+static U64 h_ringbuf_reserve(U64 map, U64 size, U64 flags, U64 a4, U64 a5) {
+    (void)a4; (void)a5;
+    if (flags) return 0;
+    return (U64)(uintptr_t)ebpf_event_reserve(PTR(map), (uint32_t)size);
+}
+static U64 h_ringbuf_submit(U64 data, U64 flags, U64 a3, U64 a4, U64 a5) {
+    (void)flags; (void)a3; (void)a4; (void)a5;
+    ebpf_event_commit(PTR(data), 0);
+    return 0;
+}
+static U64 h_ringbuf_discard(U64 data, U64 flags, U64 a3, U64 a4, U64 a5) {
+    (void)flags; (void)a3; (void)a4; (void)a5;
+    ebpf_event_commit(PTR(data), 1);
+    return 0;
+}
 static U64 h_ringbuf_output(U64 map, U64 data, U64 size, U64 flags, U64 a5) {
     (void)a5;
     if (flags & ~(U64)(NANOBPF_BPF_RB_NO_WAKEUP | NANOBPF_BPF_RB_FORCE_WAKEUP)) return (U64)(int64_t)-NANOBPF_EINVAL;

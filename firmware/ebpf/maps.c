@@ -551,7 +551,14 @@ int ebpf_map_get_next_key(struct ebpf_map *m, const void *key, void *next) {
  * head moved past it). One core reads (the control core) and moves tail without the lock: a writer that
  * reads tail while the reader is busy sees the ring fuller than it is, never emptier. Every field of
  * the header is touched by atomic operations only (the storage is uncached on the device; a core must
- * never keep a stale copy). A record that does not fit is dropped and counted (lost). */
+ * never keep a stale copy). A record that does not fit is dropped and counted (lost).
+ * bpf_ringbuf_reserve claims a record whose data must be contiguous (the program writes it through a
+ * pointer): where it would wrap, a discarded filler takes the ring's end first. Its header's length
+ * carries REC_BUSY until bpf_ringbuf_submit clears it (REC_DISCARD with bpf_ringbuf_discard): the reader
+ * stops at a busy record, and skips discarded ones and fillers. */
+#define REC_BUSY 0x80000000u
+#define REC_DISCARD 0x40000000u
+#define REC_LEN 0x0000ffffu
 struct event_ring {
     uint32_t head;    /* bytes ever appended */
     uint32_t tail;    /* bytes ever consumed */
@@ -561,7 +568,8 @@ struct event_ring {
 };
 #define EVENT_RING_HDR 64 /* the header's place, so that the ring starts 8-byte aligned */
 _Static_assert(sizeof(struct event_ring) <= EVENT_RING_HDR, "the ring header fits its place");
-_Static_assert(NANOBPF_EVENT_REC_HDR == 8 && NANOBPF_EVENT_MAX <= 0xffff, "a record header is a u32 length and a u32 index");
+_Static_assert(NANOBPF_EVENT_REC_HDR == 8 && NANOBPF_EVENT_MAX <= REC_LEN && NANOBPF_EVENT_RINGBUF_MAX <= REC_LEN + 1,
+               "a record header is a u32 length (and flags) and a u32 index");
 
 static struct event_ring *ring_of(const struct ebpf_map *m) { return (struct event_ring *)(void *)m->storage; }
 static uint8_t *ring_bytes(const struct ebpf_map *m) { return m->storage + EVENT_RING_HDR; }
@@ -636,23 +644,75 @@ drop:
     return -1;
 }
 
-int ebpf_event_peek(struct ebpf_map *m, void *buf, uint32_t *index) {
+void *ebpf_event_reserve(struct ebpf_map *m, uint32_t size) {
     struct event_ring *r = ring_of(m);
-    uint32_t tail = __atomic_load_n(&r->tail, __ATOMIC_RELAXED), head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
-    if (head == tail) return -1;
-    uint32_t hdr[2];
-    ring_read(m, tail, hdr, sizeof hdr);
-    if (hdr[0] > NANOBPF_EVENT_MAX) hdr[0] = NANOBPF_EVENT_MAX; /* cannot happen: writers check it */
-    ring_read(m, tail + NANOBPF_EVENT_REC_HDR, buf, hdr[0]);
+    uint32_t need = NANOBPF_EVENT_REC_HDR + round8(size);
+    if (size > NANOBPF_EVENT_MAX) goto drop;
+    while (__atomic_exchange_n(&r->lock, 1, __ATOMIC_ACQUIRE)) {
+    }
+    uint32_t head = __atomic_load_n(&r->head, __ATOMIC_RELAXED), tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+    uint32_t at = head & (m->n_slots - 1), fill = at + need > m->n_slots ? m->n_slots - at : 0;
+    if (fill + need > m->n_slots - (head - tail)) {
+        (void)__atomic_exchange_n(&r->lock, 0, __ATOMIC_RELEASE);
+        goto drop;
+    }
+    if (fill) { /* the ring's end, given up (a header always fits there: records are 8-byte multiples) */
+        uint32_t hdr[2] = {REC_DISCARD | (fill - NANOBPF_EVENT_REC_HDR), 0};
+        ring_write(m, head, hdr, sizeof hdr);
+        __atomic_fetch_add(&r->records, 1, __ATOMIC_RELAXED);
+        head += fill;
+    }
+    uint32_t hdr[2] = {REC_BUSY | size, 0};
+    uint8_t *data = ring_bytes(m) + ((head + NANOBPF_EVENT_REC_HDR) & (m->n_slots - 1));
+    ring_write(m, head, hdr, sizeof hdr);
+    memset(data, 0, round8(size)); /* none of an earlier record's bytes reach the host */
+    __atomic_fetch_add(&r->records, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&r->head, head + need, __ATOMIC_RELEASE);
+    (void)__atomic_exchange_n(&r->lock, 0, __ATOMIC_RELEASE);
+    return data;
+drop:
+    __atomic_fetch_add(&r->lost, 1, __ATOMIC_RELAXED);
+    return NULL;
+}
+
+void ebpf_event_commit(void *data, int discard) {
+    uint32_t *len = (uint32_t *)(void *)((uint8_t *)data - NANOBPF_EVENT_REC_HDR);
+    uint32_t v = __atomic_load_n(len, __ATOMIC_RELAXED) & REC_LEN;
+    __atomic_store_n(len, v | (discard ? REC_DISCARD : 0), __ATOMIC_RELEASE); /* the data written, then this */
+}
+
+/* The record at tail: its header, after the discarded ones (fillers, bpf_ringbuf_discard) are freed; -1
+ * when there is none, or the oldest is still reserved. Only the reader calls it. */
+static int ring_front(struct ebpf_map *m, uint32_t *tail, uint32_t hdr[2]) {
+    struct event_ring *r = ring_of(m);
+    for (;;) {
+        uint32_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+        *tail = __atomic_load_n(&r->tail, __ATOMIC_RELAXED);
+        if (head == *tail) return -1;
+        hdr[0] = __atomic_load_n((uint32_t *)(void *)(ring_bytes(m) + (*tail & (m->n_slots - 1))), __ATOMIC_ACQUIRE);
+        ring_read(m, *tail + 4, &hdr[1], 4);
+        if (hdr[0] & REC_BUSY) return -1;
+        if (!(hdr[0] & REC_DISCARD)) return 0;
+        __atomic_fetch_sub(&r->records, 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&r->tail, *tail + NANOBPF_EVENT_REC_HDR + round8(hdr[0] & REC_LEN), __ATOMIC_RELEASE);
+    }
+}
+
+int ebpf_event_peek(struct ebpf_map *m, void *buf, uint32_t *index) {
+    uint32_t tail, hdr[2];
+    if (ring_front(m, &tail, hdr)) return -1;
+    uint32_t len = hdr[0] & REC_LEN;
+    if (len > NANOBPF_EVENT_MAX) len = NANOBPF_EVENT_MAX; /* cannot happen: writers check it */
+    ring_read(m, tail + NANOBPF_EVENT_REC_HDR, buf, len);
     *index = hdr[1];
-    return (int)hdr[0];
+    return (int)len;
 }
 
 void ebpf_event_pop(struct ebpf_map *m) {
     struct event_ring *r = ring_of(m);
-    uint32_t tail = __atomic_load_n(&r->tail, __ATOMIC_RELAXED), head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE), len;
-    if (head == tail) return;
-    ring_read(m, tail, &len, sizeof len);
+    uint32_t tail, hdr[2];
+    if (ring_front(m, &tail, hdr)) return;
+    uint32_t len = hdr[0] & REC_LEN;
     if (len > NANOBPF_EVENT_MAX) len = NANOBPF_EVENT_MAX;
     __atomic_fetch_sub(&r->records, 1, __ATOMIC_RELAXED);
     __atomic_store_n(&r->tail, tail + NANOBPF_EVENT_REC_HDR + round8(len), __ATOMIC_RELEASE); /* read, then freed */

@@ -99,6 +99,7 @@ int ebpf_verify_no_relevance;
 #define PENDING_RAW_MAX (48u * 1024)    /* pending branches are raw copies while these take less than this */
 #define NO_PRUNE 0xffff
 #define MAX_LIST 128              /* states stored at one instruction */
+#define MAX_REFS 8                /* ring buffer records reserved at once */
 #define LIVE_R1_R5 0x003e
 #define LIVE_R6_R9 0x03c0
 
@@ -146,6 +147,10 @@ struct vframe {
     /* the bpf_spin_lock this frame took and holds: 1 + map index (0: none) and the id of the map value
      * (no call happens while a lock is held, so only the innermost frame can hold one) */
     uint32_t lock_map, lock_id;
+    /* frame 0 only: the ring buffer records reserved and not yet submitted or discarded (their pointers'
+     * id, and the reserving insn); entry_refs: a callback's frame, how many there were when it was entered */
+    uint32_t nrefs, entry_refs;
+    uint32_t ref_id[MAX_REFS], ref_insn[MAX_REFS];
     struct vslot s[NSLOTS];
 };
 
@@ -369,6 +374,7 @@ static void clear_frame(struct vframe *f) {
     f->func = 0;
     f->nslots = 0;
     f->lock_map = f->lock_id = 0;
+    f->nrefs = f->entry_refs = 0;
 }
 static uint32_t jump_target(const struct ebpf_insn *in, uint32_t i) {
     if (EBPF_CLASS(in->code) == EBPF_CLS_JMP32 && EBPF_OP(in->code) == EBPF_JMP_JA) return i + 1 + (uint32_t)in->imm;
@@ -584,6 +590,7 @@ static int func_of(const struct env *e, uint32_t insn) { return e->func[insn]; }
 static int is_mem_arg(uint32_t kind) { return kind == NANOBPF_FUNC_ARG_MEM || kind == NANOBPF_FUNC_ARG_MEM_RO; }
 /* The map field of a mem / mem_or_null register (no map there): the bytes may only be read. */
 #define MEM_READONLY 1
+#define MEM_RINGBUF 2 /* mem, mem_or_null: a ring buffer record (bpf_ringbuf_reserve); id: its reference */
 
 /* Bytes a global function's MEM argument a (0..4) points to. */
 static uint32_t sig_size(const struct nanobpf_image_func *g, uint32_t a) {
@@ -1566,6 +1573,8 @@ static size_t encode(struct env *e, const struct vstate *st) {
         p = put_varint(p, ns);
         p = put_varint(p, f->lock_map);
         if (f->lock_map) p = put_varint(p, f->lock_id);
+        p = put_varint(put_varint(p, f->entry_refs), f->nrefs);
+        for (uint32_t k = 0; k < f->nrefs; k++) p = put_varint(put_varint(p, f->ref_id[k]), f->ref_insn[k]);
         for (uint32_t r = 0; r < EBPF_NREGS; r++) {
             if (r == EBPF_REG_FP || (live >> r & 1)) p = enc_reg(p, &f->r[r], &ids);
             else *p++ = T_NOT_INIT; /* dead: encoded as never written */
@@ -1606,6 +1615,12 @@ static void decode(const uint8_t *p, struct vstate *st) {
         p = get_varint(p, &v), f->lock_map = (uint32_t)v;
         f->lock_id = 0;
         if (f->lock_map) p = get_varint(p, &v), f->lock_id = (uint32_t)v;
+        p = get_varint(p, &v), f->entry_refs = (uint32_t)v;
+        p = get_varint(p, &v), f->nrefs = (uint32_t)v;
+        for (uint32_t k = 0; k < f->nrefs; k++) {
+            p = get_varint(p, &v), f->ref_id[k] = (uint32_t)v;
+            p = get_varint(p, &v), f->ref_insn[k] = (uint32_t)v;
+        }
         for (uint32_t r = 0; r < EBPF_NREGS; r++) p = dec_reg(p, &f->r[r]);
         for (uint32_t k = 0; k < f->nslots; k++) p = dec_slot(p, &f->s[k]);
         if (old_ns > f->nslots) clear_slots(&f->s[f->nslots], old_ns - f->nslots);
@@ -1784,6 +1799,13 @@ static int encoded_covers(const struct env *e, const uint8_t *p, const struct vs
         p = get_varint(p, &lock_map);
         if (lock_map) p = get_varint(p, &lock_id);
         if (lock_map != fc->lock_map || (lock_map && !idmap_check(&m, (uint32_t)lock_id, fc->lock_id))) return 0;
+        uint64_t nrefs, rid, rinsn, entry_refs; /* the same records reserved (same insns, up to id renaming) */
+        p = get_varint(get_varint(p, &entry_refs), &nrefs);
+        if (nrefs != fc->nrefs || entry_refs != fc->entry_refs) return 0;
+        for (uint32_t k = 0; k < nrefs; k++) {
+            p = get_varint(get_varint(p, &rid), &rinsn);
+            if (rinsn != fc->ref_insn[k] || !idmap_check(&m, (uint32_t)rid, fc->ref_id[k])) return 0;
+        }
         uint16_t live = frame_live(e, c, j), relR;
         uint64_t relS;
         frame_relevant(e, c, j, &relR, &relS);
@@ -2731,13 +2753,32 @@ static void set_scalar(struct vstate *st, struct vreg *r, const struct vreg *v) 
 
 /* A lookup's result checked for NULL. A value of a map with a bpf_spin_lock keeps its id: which value a
  * lock belongs to is how bpf_spin_unlock is matched with bpf_spin_lock. */
+static void release_ref(struct vstate *st, uint32_t id);
 static void mark_null(const struct env *e, struct vstate *st, uint32_t id, int is_null) {
+    int ringbuf = 0;
     FOR_ALL_REGS(st, q, {
         if ((q->type == T_MAP_VALUE_OR_NULL || q->type == T_MEM_OR_NULL) && q->id == id) {
+            ringbuf |= q->type == T_MEM_OR_NULL && q->map == MEM_RINGBUF;
             if (is_null) set_const(q, 0);
-            else if (q->type == T_MEM_OR_NULL) q->type = T_MEM, q->id = 0;
+            else if (q->type == T_MEM_OR_NULL) q->type = T_MEM, q->id = q->map == MEM_RINGBUF ? q->id : 0;
             else q->type = T_MAP_VALUE, q->id = e->prog->maps[q->map]->spin_lock_off ? q->id : 0;
         }
+    })
+    if (ringbuf && is_null) release_ref(st, id); /* no record was reserved */
+}
+
+/* The record with reference id is gone (submitted, discarded, or never reserved): every copy of its
+ * pointer is a number now (privileged Linux), and the reference leaves the state. */
+static void release_ref(struct vstate *st, uint32_t id) {
+    struct vframe *f0 = &st->f[0];
+    for (uint32_t k = 0; k < f0->nrefs; k++)
+        if (f0->ref_id[k] == id) {
+            for (uint32_t j = k + 1; j < f0->nrefs; j++) f0->ref_id[j - 1] = f0->ref_id[j], f0->ref_insn[j - 1] = f0->ref_insn[j];
+            f0->nrefs--;
+            break;
+        }
+    FOR_ALL_REGS(st, q, {
+        if ((q->type == T_MEM || q->type == T_MEM_OR_NULL) && q->map == MEM_RINGBUF && q->id == id) set_unknown(q);
     })
 }
 
@@ -3319,6 +3360,7 @@ static int map_helper_compatible(struct env *e, uint32_t i, const struct ebpf_he
                    "PERF_EVENT_ARRAY"},
                   {NANOBPF_MAP_TYPE_PROG_ARRAY, NANOBPF_HELPER_TAIL_CALL, "prog array", "PROG_ARRAY"}};
     for (unsigned k = 0; k < sizeof events / sizeof *events; k++) {
+        if (m->type == NANOBPF_MAP_TYPE_RINGBUF && h->id == NANOBPF_HELPER_RINGBUF_RESERVE) continue;
         if (m->type == events[k].map_type && h->id != events[k].helper)
             return fail(e, (int)i, "helper %s: map %s is a %s: only bpf_%s takes it", h->name, m->name, events[k].map,
                         ebpf_helper_find(events[k].helper)->name);
@@ -3393,6 +3435,11 @@ static int do_helper(struct env *e, uint32_t i, struct vstate *st) {
     if (h->id == NANOBPF_HELPER_TAIL_CALL && (st->nframes != 1 || (e->root && !is_program(e, e->root))))
         return fail(e, (int)i, "bpf_tail_call from a subprogram or global function is not supported (only from a "
                     "program's own function)");
+    if (h->id == NANOBPF_HELPER_TAIL_CALL && st->f[0].nrefs)
+        return fail(e, (int)i, "tail_call would lead to reference leak (a ring buffer record reserved at insn %u)",
+                    st->f[0].ref_insn[0]);
+    uint64_t alloc = 0;
+    uint32_t release = 0;
     for (uint32_t a = 0; a < 5; a++) {
         uint32_t rn = a + 1;
         struct vreg *r = &f->r[rn];
@@ -3463,6 +3510,24 @@ static int do_helper(struct env *e, uint32_t i, struct vstate *st) {
                 spin_lock_change(e, i, f, r, h->id == NANOBPF_HELPER_SPIN_LOCK))
                 return -1;
             break;
+        case EBPF_ARG_CONST_ALLOC_SIZE:
+            if (!is_const(r)) return fail(e, (int)i, "R%u is not a known constant (the bytes to reserve)", rn);
+            alloc = r->umin;
+            if (alloc > NANOBPF_EVENT_MAX)
+                return fail(e, (int)i, "R%u: %llu bytes to reserve, more than a record holds (%d)", rn,
+                            (unsigned long long)alloc, NANOBPF_EVENT_MAX);
+            break;
+        case EBPF_ARG_PTR_TO_RINGBUF_MEM:
+            if (r->type == T_MEM_OR_NULL && r->map == MEM_RINGBUF)
+                return fail(e, (int)i, "R%u may be NULL: check what bpf_ringbuf_reserve returned first", rn);
+            if (r->type != T_MEM || r->map != MEM_RINGBUF)
+                return fail(e, (int)i, "R%u type=%s expected=ringbuf_mem (a record bpf_ringbuf_reserve returned)", rn,
+                            tname[r->type]);
+            if (r->off || r->umax)
+                return fail(e, (int)i, "R%u points %lld bytes into the record: helper %s needs its start", rn,
+                            (long long)r->off + (long long)r->umin, h->name);
+            release = r->id;
+            break;
         default: return fail(e, (int)i, "helper %s: bad argument type %d", h->name, t);
         }
     }
@@ -3471,6 +3536,7 @@ static int do_helper(struct env *e, uint32_t i, struct vstate *st) {
             if (is_pkt_kind(q)) set_unknown(q);
         })
     }
+    if (release) release_ref(st, release); /* submitted or discarded: gone */
     clear_regs(&f->r[1], 5);
     switch (h->ret) {
     case EBPF_RET_VOID: set_not_init(&f->r[0]); break;
@@ -3480,6 +3546,18 @@ static int do_helper(struct env *e, uint32_t i, struct vstate *st) {
         f->r[0].map = (uint16_t)map;
         f->r[0].id = ++e->id_gen;
         break;
+    case EBPF_RET_PTR_TO_RINGBUF_MEM_OR_NULL: { /* a reference the program must give back */
+        struct vframe *f0 = &st->f[0];
+        if (f0->nrefs == MAX_REFS)
+            return fail(e, (int)i, "more than %d ring buffer records reserved at once", MAX_REFS);
+        set_type(&f->r[0], T_MEM_OR_NULL);
+        f->r[0].map = MEM_RINGBUF;
+        f->r[0].range = (uint32_t)alloc;
+        f->r[0].id = ++e->id_gen;
+        f0->ref_id[f0->nrefs] = f->r[0].id;
+        f0->ref_insn[f0->nrefs++] = i;
+        break;
+    }
     default: set_unknown(&f->r[0]);
     }
     return 0;
@@ -3584,6 +3662,7 @@ static int do_loop_call(struct env *e, uint32_t i, struct vstate *st, uint32_t *
     callee->r[EBPF_REG_FP].frame = (uint8_t)st->nframes;
     callee->callsite = i;
     callee->func = f->r[2].map;
+    callee->entry_refs = st->f[0].nrefs; /* what the callback must leave */
     st->nframes++;
     *next = e->fstart[callee->func];
     return 0;
@@ -3615,6 +3694,9 @@ static int do_local_call(struct env *e, uint32_t i, struct vstate *st, uint32_t 
 static int do_exit(struct env *e, uint32_t i, struct vstate *st, uint32_t *next) {
     struct vframe *f = &st->f[st->nframes - 1];
     if (f->lock_map) return fail(e, (int)i, "bpf_spin_unlock is missing (a bpf_spin_lock is held at exit)");
+    if (st->nframes == 1 && st->f[0].nrefs)
+        return fail(e, (int)i, "Unreleased reference id=%u alloc_insn=%u (a ring buffer record neither submitted nor "
+                    "discarded)", st->f[0].ref_id[0], st->f[0].ref_insn[0]);
     if (st->nframes == 1 && e->root && !is_program(e, e->root)) { /* a global function returns to any caller */
         if (e->gsig[e->root]->ret == NANOBPF_FUNC_ARG_NONE) return 1;
         if (f->r[0].type == T_NOT_INIT) return fail(e, (int)i, "R0 !read_ok at exit");
@@ -3630,6 +3712,9 @@ static int do_exit(struct env *e, uint32_t i, struct vstate *st, uint32_t *next)
     uint32_t call = f->callsite;
     if (is_loop_call(&e->in[call])) { /* a bpf_loop callback: back to the call (do_loop_call) */
         const struct vreg *r0 = &f->r[0];
+        if (st->f[0].nrefs != f->entry_refs) /* each call gives back what it reserved, and only that */
+            return fail(e, (int)i, "Unreleased reference at callback return (a ring buffer record reserved or released "
+                        "in the callback must be both there)");
         if (r0->type != T_SCALAR)
             return fail(e, (int)i, "At callback return the register R0 is %s, should be a scalar in [0, 1]",
                         tname[r0->type]);

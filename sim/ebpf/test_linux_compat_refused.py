@@ -1,6 +1,6 @@
 """XDP programs people run on Linux that the device cannot run (sw/ebpf/tests/compat/refused/): each
 uses one feature the device lacks - AF_XDP sockets (XSKMAP), CPUMAP, bpf_fib_lookup, kfuncs, a
-PROG_ARRAY initialised in its declaration, map-in-map, ring buffer reservations. nanobpf-load
+PROG_ARRAY initialised in its declaration, map-in-map. nanobpf-load
 must refuse each with a message that names the feature and says why, and Linux must load it (so the
 refusal is the device's limit, not a broken program; skipped with the reason where this process
 cannot load BPF programs). The programs the device runs: test_linux_compat.py."""
@@ -22,7 +22,6 @@ FEATURES = {
     "xdp_kfunc_dynptr": ("kfunc",),
     "xdp_prog_array_init": ("initialised in its declaration",),
     "xdp_map_in_map": ("map-in-map",),
-    "xdp_ringbuf": ("bpf_ringbuf_reserve", "ringbuf_output"),
 }
 # objects with several XDP programs: the one to load
 PROGRAM = {"xdp_prog_array_init": "xdp_root"}

@@ -56,7 +56,11 @@ REASONS = {"reject_helper_keys_global_arg": "R1 type=mem expected=map_value of t
            "reject_ctx_moved_deref": "dereference of modified ctx ptr",
            "reject_ptr_and": "pointer arithmetic with and operator prohibited",
            "reject_tail_call_in_subprog": "bpf_tail_call from a subprogram or global function is not supported",
-           "reject_prog_array_lookup": "map jmp_table is a prog array: only bpf_tail_call takes it"}
+           "reject_prog_array_lookup": "map jmp_table is a prog array: only bpf_tail_call takes it",
+           "reject_ringbuf_not_released": "Unreleased reference",
+           "reject_ringbuf_use_after_submit": "invalid mem access 'scalar'",
+           "reject_ringbuf_unchecked": "invalid mem access 'mem_or_null'",
+           "reject_ringbuf_beyond_record": "invalid access to memory, mem_size=8 off=8 size=8"}
 
 
 def build(src, tmp_path):

@@ -62,12 +62,6 @@ PSEUDO_FUNC = 4
 _REFUSED_HELPERS = {
     69: "bpf_fib_lookup needs the kernel's routing and neighbour tables, which the device does not have; "
         "keep the forwarding decision in maps (a DEVMAP with bpf_redirect_map)",
-    131: "bpf_ringbuf_reserve (with bpf_ringbuf_submit/discard) needs the verifier to track the reserved record, "
-         "which the device's does not yet; build the record on the stack and send it with bpf_ringbuf_output",
-    132: "bpf_ringbuf_submit goes with bpf_ringbuf_reserve, which the device does not have yet; build the record on "
-         "the stack and send it with bpf_ringbuf_output",
-    133: "bpf_ringbuf_discard goes with bpf_ringbuf_reserve, which the device does not have yet; build the record on "
-         "the stack and send it with bpf_ringbuf_output",
 }
 
 # ELF relocation types of the BPF target (LLVM's ELFRelocs/BPF.def).

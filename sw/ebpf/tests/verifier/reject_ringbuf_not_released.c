@@ -1,0 +1,13 @@
+/* Must be rejected: a path leaves the reserved record neither submitted nor discarded. */
+#include "nanobpf_xdp.h"
+struct { __uint(type, BPF_MAP_TYPE_RINGBUF); __uint(max_entries, 4096); } rb SEC(".maps");
+SEC("xdp")
+int prog(struct xdp_md *ctx) {
+    __u64 *ev = bpf_ringbuf_reserve(&rb, 8, 0);
+    if (!ev) return XDP_PASS;
+    *ev = ctx->ingress_ifindex;
+    if (*ev == 7) return XDP_DROP;
+    bpf_ringbuf_submit(ev, 0);
+    return XDP_PASS;
+}
+char _license[] SEC("license") = "GPL";
