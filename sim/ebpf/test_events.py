@@ -69,6 +69,21 @@ _PB_SAMPLE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_void
 _PB_LOST = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64)
 
 
+def _linux_lib():
+    """libbpf with the ring buffer's prototypes, or a skip where this process cannot load programs."""
+    from nanobpf.ebpf import linux
+    ok, why = linux.available()
+    if not ok:
+        pytest.skip(why)
+    from nanobpf.ebpf.loader import _lib
+    lib = _lib()
+    lib.ring_buffer__new.restype, lib.ring_buffer__new.argtypes = ctypes.c_void_p, [
+        ctypes.c_int, _RB_CB, ctypes.c_void_p, ctypes.c_void_p]
+    lib.ring_buffer__consume.restype, lib.ring_buffer__consume.argtypes = ctypes.c_int, [ctypes.c_void_p]
+    lib.ring_buffer__free.restype, lib.ring_buffer__free.argtypes = None, [ctypes.c_void_p]
+    return lib
+
+
 class Linux:
     """The host kernel: the object loaded by libbpf (LinuxXdp); the ring buffer read with
     ring_buffer__new/consume, the perf event array with perf_buffer__new/consume (libbpf opens a perf
@@ -76,15 +91,7 @@ class Linux:
 
     def __init__(self, obj):
         from nanobpf.ebpf import linux
-        ok, why = linux.available()
-        if not ok:
-            pytest.skip(why)
-        from nanobpf.ebpf.loader import _lib
-        self.lib = lib = _lib()
-        lib.ring_buffer__new.restype, lib.ring_buffer__new.argtypes = ctypes.c_void_p, [
-            ctypes.c_int, _RB_CB, ctypes.c_void_p, ctypes.c_void_p]
-        lib.ring_buffer__consume.restype, lib.ring_buffer__consume.argtypes = ctypes.c_int, [ctypes.c_void_p]
-        lib.ring_buffer__free.restype, lib.ring_buffer__free.argtypes = None, [ctypes.c_void_p]
+        self.lib = lib = _linux_lib()
         lib.perf_buffer__new.restype, lib.perf_buffer__new.argtypes = ctypes.c_void_p, [
             ctypes.c_int, ctypes.c_size_t, _PB_SAMPLE, _PB_LOST, ctypes.c_void_p, ctypes.c_void_p]
         lib.perf_buffer__consume.restype, lib.perf_buffer__consume.argtypes = ctypes.c_int, [ctypes.c_void_p]
@@ -211,29 +218,20 @@ def reserve_obj(tmp_path_factory):
     return out
 
 
-class ReserveDevice(Device):
-    def __init__(self, obj, jit):
-        ok, why = device.available(jit)
-        if not ok:
-            pytest.skip(why)
-        self.x = device.DeviceXdp(obj, jit=jit)
+def counts(x):
+    """The program's counts array (no room, discarded, bad flags not refused)."""
+    return [struct.unpack("<Q", x.map_lookup("counts", struct.pack("<I", k)))[0] for k in range(3)]
 
+
+class ReserveDevice(Device):
     def counts(self):
-        return [struct.unpack("<Q", self.x.map_lookup("counts", struct.pack("<I", k)))[0] for k in range(3)]
+        return counts(self.x)
 
 
 class ReserveLinux(Linux):
     def __init__(self, obj):
         from nanobpf.ebpf import linux
-        ok, why = linux.available()
-        if not ok:
-            pytest.skip(why)
-        from nanobpf.ebpf.loader import _lib
-        self.lib = lib = _lib()
-        lib.ring_buffer__new.restype, lib.ring_buffer__new.argtypes = ctypes.c_void_p, [
-            ctypes.c_int, _RB_CB, ctypes.c_void_p, ctypes.c_void_p]
-        lib.ring_buffer__consume.restype, lib.ring_buffer__consume.argtypes = ctypes.c_int, [ctypes.c_void_p]
-        lib.ring_buffer__free.restype, lib.ring_buffer__free.argtypes = None, [ctypes.c_void_p]
+        self.lib = lib = _linux_lib()
         self.x = linux.LinuxXdp(obj)
         self.got = {"rb": []}
         self._rb_cb = _RB_CB(lambda ctx, data, size: self.got["rb"].append((0, ctypes.string_at(data, size))) or 0)
@@ -242,7 +240,7 @@ class ReserveLinux(Linux):
         self.lost = 0
 
     def counts(self):
-        return [struct.unpack("<Q", self.x.map_lookup("counts", struct.pack("<I", k)))[0] for k in range(3)]
+        return counts(self.x)
 
     def close(self):
         self.lib.ring_buffer__free(self.rb)
