@@ -663,7 +663,9 @@ void *ebpf_event_reserve(struct ebpf_map *m, uint32_t size) {
         head += fill;
     }
     uint32_t hdr[2] = {REC_BUSY | size, 0};
-    uint8_t *data = ring_bytes(m) + ((head + NANOBPF_EVENT_REC_HDR) & (m->n_slots - 1));
+    /* right after its header, never wrapped (with the filler, header and data fit before the end; a
+     * 0-byte record's data may be the end itself) */
+    uint8_t *data = ring_bytes(m) + (head & (m->n_slots - 1)) + NANOBPF_EVENT_REC_HDR;
     ring_write(m, head, hdr, sizeof hdr);
     memset(data, 0, round8(size)); /* none of an earlier record's bytes reach the host */
     __atomic_fetch_add(&r->records, 1, __ATOMIC_RELAXED);

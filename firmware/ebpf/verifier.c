@@ -1294,7 +1294,12 @@ static void rel_transfer(const struct env *e, uint32_t i, uint16_t *R, uint64_t 
             *S = 0;
         } else if (is_call(in)) {
             if (in->src == EBPF_PSEUDO_CALL && e->gsig[e->func[i + 1 + (uint32_t)in->imm]]) {
-                *R &= (uint16_t)~0x3fu; /* its arguments only need their kinds; its result is unknown */
+                /* its arguments only need their kinds, but a memory argument's NULL (a scalar 0) is one
+                 * kind and any other scalar another; its result is unknown */
+                const struct nanobpf_image_func *g = e->gsig[e->func[i + 1 + (uint32_t)in->imm]];
+                *R &= (uint16_t)~0x3fu;
+                for (uint32_t a = 0; a < g->n_args && a < 5; a++)
+                    if (is_mem_arg(g->arg_type[a])) *R |= (uint16_t)(1u << (a + 1));
             } else if (in->src == EBPF_PSEUDO_CALL) {
                 uint32_t t = i + 1 + (uint32_t)in->imm;
                 if (*R & 1) ret_rel[e->func[t]] = 1;
@@ -1306,7 +1311,8 @@ static void rel_transfer(const struct env *e, uint32_t i, uint16_t *R, uint64_t 
                 if (info & FI_ARGS_STACK) *S = U64MAX; /* bpf_loop's callback may read any slot */
                 for (uint32_t a = 0; h && a < 5; a++) /* sizes, and a pointer that may be NULL (a scalar 0) */
                     if (h->args[a] == EBPF_ARG_CONST_SIZE || h->args[a] == EBPF_ARG_CONST_SIZE_OR_ZERO ||
-                        h->args[a] == EBPF_ARG_PTR_TO_MEM_OR_NULL)
+                        h->args[a] == EBPF_ARG_PTR_TO_MEM_OR_NULL || h->args[a] == EBPF_ARG_CONST_ALLOC_SIZE ||
+                        h->args[a] == EBPF_ARG_PTR_TO_STACK_OR_NULL)
                         *R |= (uint16_t)(1u << (a + 1));
             }
         } else if (is_cond_jmp(in)) {
@@ -1721,7 +1727,9 @@ HOT static int reg_covers(const struct vreg *o, const struct vreg *c, struct idm
         return o->map == c->map && o->off == c->off && within && idmap_check(m, o->id, c->id);
     case T_MAP_PTR: return o->map == c->map;
     case T_FUNC: return o->map == c->map && o->off == c->off;
-    case T_MEM: return o->off == c->off && o->range == c->range && o->map == c->map && within;
+    case T_MEM: /* a ring buffer record is also which one (submitting one must not release another) */
+        return o->off == c->off && o->range == c->range && o->map == c->map && within &&
+               (o->map != MEM_RINGBUF || idmap_check(m, o->id, c->id));
     case T_MEM_OR_NULL:
         return o->off == c->off && o->range == c->range && o->map == c->map && within && idmap_check(m, o->id, c->id);
     }
@@ -3361,6 +3369,8 @@ static int map_helper_compatible(struct env *e, uint32_t i, const struct ebpf_he
                   {NANOBPF_MAP_TYPE_PROG_ARRAY, NANOBPF_HELPER_TAIL_CALL, "prog array", "PROG_ARRAY"}};
     for (unsigned k = 0; k < sizeof events / sizeof *events; k++) {
         if (m->type == NANOBPF_MAP_TYPE_RINGBUF && h->id == NANOBPF_HELPER_RINGBUF_RESERVE) continue;
+        if (h->id == NANOBPF_HELPER_RINGBUF_RESERVE && m->type != NANOBPF_MAP_TYPE_RINGBUF)
+            return fail(e, (int)i, "helper %s: map %s is not a RINGBUF", h->name, m->name);
         if (m->type == events[k].map_type && h->id != events[k].helper)
             return fail(e, (int)i, "helper %s: map %s is a %s: only bpf_%s takes it", h->name, m->name, events[k].map,
                         ebpf_helper_find(events[k].helper)->name);

@@ -465,6 +465,17 @@ static void reserved_records_in_order(void) {
           "empty at the end, nothing lost");
     check("reserve", ebpf_event_reserve(&m, NANOBPF_EVENT_MAX + 1) == NULL && ebpf_event_take_lost(&m) == 1,
           "above NANOBPF_EVENT_MAX: NULL, counted");
+    /* 0-byte records up to the ring's last 8 bytes: the one there has its data at the end itself */
+    uint32_t head = *(uint32_t *)(void *)m.storage; /* struct event_ring.head */
+    ok = 1;
+    for (uint32_t k = 0; k < 512 && ok; k++) {
+        uint8_t *r = ebpf_event_reserve(&m, 0);
+        ok &= r == m.storage + 64 + ((head + 8 * k) & 4095) + 8;
+        ebpf_event_commit(r, 0);
+        ok &= ebpf_event_peek(&m, got, &idx) == 0;
+        ebpf_event_pop(&m);
+    }
+    check("reserve", ok && ebpf_event_pending(&m) == 0, "0-byte records, the ring's last 8 bytes included");
     ebpf_map_destroy(&m);
     done("reserved_records_in_order", f);
 }
