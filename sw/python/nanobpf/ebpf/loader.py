@@ -591,7 +591,8 @@ class _Linker:
         self.map_sizes, self.notes = map_sizes or {}, notes if notes is not None else []
         self.out = []            # Insn list
         self.placed = {}         # (shndx, func start) -> output index of the function's first insn
-        self.queue = []          # functions placed but not yet copied
+        self.queue = []          # functions placed (copied up to self._linked)
+        self._linked = 0
         self.functions = []      # (name, output start)
         self.maps, self.map_index = [], {}  # Map list; key -> index
         self.btf_maps = None
@@ -614,7 +615,7 @@ class _Linker:
 
     def link(self):
         """Copy the functions placed so far (again after more are placed: only the new ones)."""
-        k = getattr(self, "_linked", 0)
+        k = self._linked
         while k < len(self.queue):
             f, start = self.queue[k]
             self._copy(f, start)
