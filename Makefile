@@ -12,6 +12,8 @@ ROOT := $(abspath .)
 BUILD := $(ROOT)/build
 VENV := $(BUILD)/venv
 PY := $(VENV)/bin/python
+# The nanobpf-* commands (sw/python/pyproject.toml [project.scripts]), installed by make setup.
+BIN := $(VENV)/bin
 GEN := $(BUILD)/generated
 FW := $(BUILD)/firmware
 MILL := $(BUILD)/tools/mill
@@ -41,32 +43,33 @@ setup: ## install everything (apt packages, Python venv, mill); safe to re-run
 
 # ---------------------------------------------------------------- generated definitions
 DEFS_STAMP := $(GEN)/.stamp
-$(DEFS_STAMP): hw/defs/soc.toml sw/tools/nanobpf-gendefs hw/defs/ebpf.toml sw/tools/nanobpf-genabi sw/tools/nanobpf-gen-aes-tables \
-		hw/defs/ctrl.toml sw/tools/nanobpf-genctrl
+$(DEFS_STAMP): $(wildcard hw/defs/*.toml sw/python/nanobpf/gen/*.py) | $(VENV_STAMP)
 	@echo "[defs] hw/defs/soc.toml -> C header, Python, SV package, docs/memory-map.md"
-	@python3 sw/tools/nanobpf-gendefs --all $(GEN)
+	@$(BIN)/nanobpf-gendefs --all $(GEN)
 	@echo "[defs] hw/defs/ebpf.toml -> C header, Python, docs/ebpf-abi.md"
-	@python3 sw/tools/nanobpf-genabi --all $(GEN)
+	@$(BIN)/nanobpf-genabi --all $(GEN)
 	@echo "[defs] hw/defs/ctrl.toml -> C header, Python, Wireshark dissector, docs/control-protocol.md"
-	@python3 sw/tools/nanobpf-genctrl --all $(GEN)
+	@$(BIN)/nanobpf-genctrl --all $(GEN)
 	@echo "[defs] AES/GHASH tables (computed) -> nanobpf_aes_tables.h"
-	@python3 sw/tools/nanobpf-gen-aes-tables $(GEN)/include/nanobpf_aes_tables.h && touch $@
+	@$(BIN)/nanobpf-gen-aes-tables $(GEN)/include/nanobpf_aes_tables.h && touch $@
 defs: $(DEFS_STAMP) ## regenerate every view of hw/defs/*.toml (commit docs/memory-map.md, docs/ebpf-abi.md, docs/control-protocol.md)
 
 # ---------------------------------------------------------------- firmware
 firmware: $(DEFS_STAMP) | $(APT_STAMP) $(VENV_STAMP) ## build the boot ROM and firmware programs into build/firmware
 	@$(MAKE) -s -C firmware/ebpf O=$(EBPF) GEN=$(GEN) host
-	@$(MAKE) -s -C firmware O=$(FW) GEN=$(GEN) PYTHON=$(PY) NANOBPF_RUN=$(EBPF)/host/nanobpf-run
+	@$(MAKE) -s -C sw/tools EBPF=$(EBPF) GEN=$(GEN) $(EBPF)/host/nanobpf-run
+	@$(MAKE) -s -C firmware O=$(FW) GEN=$(GEN) BIN=$(BIN) NANOBPF_RUN=$(EBPF)/host/nanobpf-run
 
 # ---------------------------------------------------------------- eBPF runtime on the host
 EBPF := $(BUILD)/ebpf
 ebpf-tools: $(DEFS_STAMP) | $(APT_STAMP) ## build nanobpf-run (host and RV64) and nanobpf-fuzz (RV64, run by qemu-riscv64) into build/ebpf
 	@$(MAKE) -s -C firmware/ebpf O=$(EBPF) GEN=$(GEN) host rv64
+	@$(MAKE) -s -C sw/tools EBPF=$(EBPF) GEN=$(GEN) ebpf
 FUZZ_SECONDS ?= 120
 FUZZ_RUNS ?= 0
 FUZZ_SEED ?= 1
 fuzz: $(DEFS_STAMP) | $(APT_STAMP) $(VENV_STAMP) ## sanitised fuzzing (ASan+UBSan) of the eBPF loader, verifier and interpreter: mutated images, random programs (FUZZ_SECONDS=120, FUZZ_RUNS=N, FUZZ_SEED=1)
-	@$(MAKE) -s -C firmware/ebpf O=$(EBPF) GEN=$(GEN) PY=$(PY) FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_RUNS=$(FUZZ_RUNS) FUZZ_SEED=$(FUZZ_SEED) fuzz
+	@$(MAKE) -s -C firmware/ebpf O=$(EBPF) GEN=$(GEN) BIN=$(BIN) FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_RUNS=$(FUZZ_RUNS) FUZZ_SEED=$(FUZZ_SEED) fuzz
 $(FW)/bootrom.bin: firmware/bootrom/bootrom.S $(DEFS_STAMP) | $(APT_STAMP)
 	@$(MAKE) -s -C firmware O=$(FW) GEN=$(GEN) $@
 
@@ -90,10 +93,10 @@ $(SIM_DIR)/config.txt: FORCE | $(VENV_STAMP)
 	@{ echo '$(VERILATOR_FLAGS)'; verilator --version; \
 	   $(PY) -c 'import importlib.metadata as m; print(m.version("pythondata-cpu-cva6"))'; } > $@.new
 	@cmp -s $@.new $@ && rm $@.new || mv $@.new $@
-$(SIM): $(HW_DIR)/filelist.f $(VSRCS) sim/verilator/main.cpp $(wildcard sim/verilator/*.h) sw/tools/nanobpf-rtl-files $(SIM_DIR)/config.txt
+$(SIM): $(HW_DIR)/filelist.f $(VSRCS) sim/verilator/main.cpp $(wildcard sim/verilator/*.h) sw/python/nanobpf/rtl_files.py $(SIM_DIR)/config.txt
 	@echo "[sim] verilating the $(CORES)-core SoC (CVA6 built once as a hierarchical block; a few minutes cold)"
 	@mkdir -p $(SIM_DIR)
-	@$(PY) sw/tools/nanobpf-rtl-files --chisel $(HW_DIR) > $(SIM_DIR)/files.f
+	@$(BIN)/nanobpf-rtl-files --chisel $(HW_DIR) > $(SIM_DIR)/files.f
 	@verilator $(VERILATOR_FLAGS) \
 	    --top-module NanobpfSoc -Mdir $(SIM_DIR)/obj -o ../nanobpf-sim -f $(SIM_DIR)/files.f \
 	    $(ROOT)/sim/verilator/main.cpp > $(SIM_DIR)/build.log 2>&1 || \
@@ -108,7 +111,7 @@ run: $(SIM) firmware ## run FIRMWARE=<app> (default hello) on the SoC model (COR
 demo: ## QUIC through the 4-core DPU wire to wire: a real aioquic exchange, synthetic connections and RFC 9001 A.2 opened and sealed by xdp_quic_hw on the cores with the AEAD engine, checked against the reference protection and the device model (pcaps in build/demo)
 	@$(MAKE) -s sim firmware ebpf-tools CORES=4
 	@echo "[demo] QUIC through the 4-core DPU (firmware dpu-quic_demo: core 0 JIT-compiles xdp_quic_hw, the data cores open and seal); about 5 minutes"
-	@$(PY) sw/tools/nanobpf-wire --quic --cores 4 --out $(BUILD)/demo
+	@$(BIN)/nanobpf-wire --quic --cores 4 --out $(BUILD)/demo
 
 # ---------------------------------------------------------------- host side (docs/control.md)
 DRIVER := $(BUILD)/driver
@@ -117,6 +120,7 @@ driver: $(DEFS_STAMP) | $(APT_STAMP) ## build nanobpf.ko against Debian's linux-
 	@$(MAKE) -s -C sw/driver O=$(DRIVER) GEN=$(GEN)
 host-tools: $(DEFS_STAMP) | $(APT_STAMP) ## build libnanobpf and nanobpfctl into build/host
 	@$(MAKE) -s -C sw/lib O=$(HOSTBIN) GEN=$(GEN)
+	@$(MAKE) -s -C sw/tools HOST=$(HOSTBIN) GEN=$(GEN) ctl
 WIRESHARK_PLUGINS ?= $(HOME)/.local/lib/wireshark/plugins
 wireshark: $(DEFS_STAMP) ## install the Wireshark dissector of the control protocol and the data shim (generated from hw/defs/ctrl.toml) into ~/.local/lib/wireshark/plugins (WIRESHARK_PLUGINS=dir)
 	@install -D -m 644 $(GEN)/wireshark/nanobpf.lua $(WIRESHARK_PLUGINS)/nanobpf.lua
@@ -147,32 +151,32 @@ test-block: $(VENV_STAMP) hw-blocks ## run one block's cocotb folder: BLOCK=<nam
 bench: $(VENV_STAMP) ## run the benchmarks (tables + PNGs under build/bench: SoC, eBPF, QUIC, PISA pipeline, core select, AEAD engine, DPU wire to wire, control plane, the paper's evaluation)
 	@$(MAKE) -s firmware ebpf-tools
 	@for n in 1 2 4; do $(MAKE) -s sim CORES=$$n || exit 1; done
-	@$(PY) sw/tools/nanobpf-bench --out $(BUILD)/bench
-	@$(PY) sw/tools/nanobpf-bench-ebpf --out $(BUILD)/bench
+	@$(BIN)/nanobpf-bench --out $(BUILD)/bench
+	@$(BIN)/nanobpf-bench-ebpf --out $(BUILD)/bench
 	@$(MAKE) -s hw-blocks
-	@$(PY) sw/tools/nanobpf-bench-pisa --out $(BUILD)/bench
-	@$(PY) sw/tools/nanobpf-bench-dispatch --out $(BUILD)/bench
-	@$(PY) sw/tools/nanobpf-bench-aead --out $(BUILD)/bench
-	@$(PY) sw/tools/nanobpf-bench-dpu --out $(BUILD)/bench
-	@$(PY) sw/tools/nanobpf-bench-ctrl --out $(BUILD)/bench
-	@$(PY) sw/tools/nanobpf-bench-paper --out $(BUILD)/bench/paper
+	@$(BIN)/nanobpf-bench-pisa --out $(BUILD)/bench
+	@$(BIN)/nanobpf-bench-dispatch --out $(BUILD)/bench
+	@$(BIN)/nanobpf-bench-aead --out $(BUILD)/bench
+	@$(BIN)/nanobpf-bench-dpu --out $(BUILD)/bench
+	@$(BIN)/nanobpf-bench-ctrl --out $(BUILD)/bench
+	@$(BIN)/nanobpf-bench-paper --out $(BUILD)/bench/paper
 
 bench-dpu: $(VENV_STAMP) firmware ebpf-tools ## the DPU wire to wire in the cycle-accurate model: packets/s, Gbit/s, latency p50/p99 per frame size and core count (QUIC=1 adds QUIC seal and open with dpu-quic_hw at 80-1500 bytes, 1 and 4 cores, JBSQ and SJBSQ, about 20 min)
 	@$(MAKE) -s sim CORES=1 && $(MAKE) -s sim CORES=4
-	@$(PY) sw/tools/nanobpf-bench-dpu --out $(BUILD)/bench $(if $(QUIC),--quic)
+	@$(BIN)/nanobpf-bench-dpu --out $(BUILD)/bench $(if $(QUIC),--quic)
 bench-ctrl: $(VENV_STAMP) firmware ebpf-tools ## the control plane on the RTL DPU's core 0: cycles per message, PROG_COMMIT split into CRC/load/verify (static passes, exploration)/JIT (QUIC=1 adds xdp_quic_hw: about 10 min more; needs root for the TAPs)
 	@$(MAKE) -s sim CORES=1
-	@$(PY) sw/tools/nanobpf-bench-ctrl --out $(BUILD)/bench $(if $(QUIC),--quic)
+	@$(BIN)/nanobpf-bench-ctrl --out $(BUILD)/bench $(if $(QUIC),--quic)
 bench-paper: $(VENV_STAMP) firmware ebpf-tools ## the paper's evaluation on the netns bench (root): aioquic with/without the DPU offload, TCP+TLS and TCP, 512 KB-10 MB through the device model; QUIC's share against iperf3 on 5 Mbit/s, 50 ms RTT; QUIC windows 13/30/60 KB; CPU per byte (RUNS=5: about 15 min; build/bench/paper)
-	@$(PY) sw/tools/nanobpf-bench-paper --out $(BUILD)/bench/paper --runs $(or $(RUNS),5)
+	@$(BIN)/nanobpf-bench-paper --out $(BUILD)/bench/paper --runs $(or $(RUNS),5)
 bench-aead: $(VENV_STAMP) hw-blocks ## AEAD engine only: cycles per request/block, Gbit/s at 125 MHz, yosys area per build variant
-	@$(PY) sw/tools/nanobpf-bench-aead --out $(BUILD)/bench
+	@$(BIN)/nanobpf-bench-aead --out $(BUILD)/bench
 
 bench-dispatch: $(VENV_STAMP) hw-blocks ## core select only: p50/p99 latency of JBSQ/SJBSQ/RSS/RR on the RTL, 4 and 8 cores, loads 10-95% (about 5 min)
-	@$(PY) sw/tools/nanobpf-bench-dispatch --out $(BUILD)/bench
+	@$(BIN)/nanobpf-bench-dispatch --out $(BUILD)/bench
 
 bench-pisa: $(VENV_STAMP) hw-blocks ## PISA pipeline only: throughput/latency per frame size, yosys utilisation and logic depth
-	@$(PY) sw/tools/nanobpf-bench-pisa --out $(BUILD)/bench
+	@$(BIN)/nanobpf-bench-pisa --out $(BUILD)/bench
 
 # ---------------------------------------------------------------- board (BOARD=genesys2)
 BOARD_CORES ?= 4
@@ -185,11 +189,11 @@ BOARD_RTL := $(wildcard boards/$(BOARD)/rtl/*.sv)
 # The board's DDR3 controller: LiteDRAM cores generated from boards/BOARD/ddr3.yml (board: the real K7 core
 # with its init CPU; sim: the simulation PHY model for the cocotb test). The tool skips unchanged inputs.
 LITEDRAM_DIR := $(BUILD)/litedram/$(BOARD)
-LITEDRAM_INPUTS := boards/$(BOARD)/ddr3.yml sw/python/nanobpf/litedram.py sw/tools/nanobpf-litedram
+LITEDRAM_INPUTS := boards/$(BOARD)/ddr3.yml sw/python/nanobpf/litedram.py
 $(LITEDRAM_DIR)/%/dram.properties: $(LITEDRAM_INPUTS) | $(VENV_STAMP) $(APT_STAMP)
-	@$(PY) sw/tools/nanobpf-litedram --board $(BOARD) --variant $*
+	@$(BIN)/nanobpf-litedram --board $(BOARD) --variant $*
 litedram: $(VENV_STAMP) ## generate the board's LiteDRAM DDR3 cores (BOARD=genesys2) into build/litedram/BOARD: the real core and the simulation one
-	@$(PY) sw/tools/nanobpf-litedram --board $(BOARD)
+	@$(BIN)/nanobpf-litedram --board $(BOARD)
 $(BOARD_HW_DIR)/filelist.f: $(SCALA_SRCS) $(FW)/bootrom-board.bin $(FW)/board.hex $(DEFS_STAMP) $(LITEDRAM_DIR)/board/dram.properties | $(MILL)
 	@echo "[board] elaborating NanobpfBoard for $(BOARD) with $(BOARD_CORES) core(s), main memory in the DDR3, firmware board.hex in the fw_image ROM -> $(BOARD_HW_DIR)"
 	@$(MILL) --no-server -j 1 hw.runMain nanobpf.board.ElaborateBoard --board $(BOARD) --cores $(BOARD_CORES) \
@@ -207,10 +211,10 @@ $(FWCOPY_HW)/filelist.f: $(SCALA_SRCS) $(FW)/bootrom-board.bin $(FW)/board-sim.h
 	@$(MILL) --no-server -j 1 hw.runMain nanobpf.soc.Elaborate --cores 1 --bootrom $(FW)/bootrom-board.bin \
 	    --fw-image $(FW)/board-sim.hex --out $(FWCOPY_HW)
 $(FW)/board-sim.hex: firmware
-$(FWCOPY_SIM)/nanobpf-sim: $(FWCOPY_HW)/filelist.f $(VSRCS) sim/verilator/main.cpp $(wildcard sim/verilator/*.h) sw/tools/nanobpf-rtl-files | $(VENV_STAMP)
+$(FWCOPY_SIM)/nanobpf-sim: $(FWCOPY_HW)/filelist.f $(VSRCS) sim/verilator/main.cpp $(wildcard sim/verilator/*.h) sw/python/nanobpf/rtl_files.py | $(VENV_STAMP)
 	@echo "[sim] verilating it -> $(FWCOPY_SIM)"
 	@mkdir -p $(FWCOPY_SIM)
-	@$(PY) sw/tools/nanobpf-rtl-files --chisel $(FWCOPY_HW) > $(FWCOPY_SIM)/files.f
+	@$(BIN)/nanobpf-rtl-files --chisel $(FWCOPY_HW) > $(FWCOPY_SIM)/files.f
 	@verilator $(VERILATOR_FLAGS) --top-module NanobpfSoc -Mdir $(FWCOPY_SIM)/obj -o ../nanobpf-sim -f $(FWCOPY_SIM)/files.f \
 	    $(ROOT)/sim/verilator/main.cpp > $(FWCOPY_SIM)/build.log 2>&1 || \
 	  { tail -40 $(FWCOPY_SIM)/build.log; echo "[sim] Verilator build failed: full log in $(FWCOPY_SIM)/build.log"; exit 1; }
@@ -219,29 +223,29 @@ board-boot-sim: $(FWCOPY_SIM)/nanobpf-sim firmware ## the board's boot path in s
 	@$(FWCOPY_SIM)/nanobpf-sim --firmware $(FW)/hello.hex --max-cycles $(MAX_CYCLES)
 
 board-check: $(VENV_STAMP) board-hw ## without Vivado: XDC ports = top-level ports, the board top lints in Verilator
-	@$(PY) sw/tools/nanobpf-xdc-check --xdc constraints/$(BOARD).xdc --top boards/$(BOARD)/rtl/nanobpf_$(BOARD)_top.sv
-	@$(PY) sw/tools/nanobpf-board-lint --board $(BOARD) --chisel $(BOARD_HW_DIR)
+	@$(BIN)/nanobpf-xdc-check --xdc constraints/$(BOARD).xdc --top boards/$(BOARD)/rtl/nanobpf_$(BOARD)_top.sv
+	@$(BIN)/nanobpf-board-lint --board $(BOARD) --chisel $(BOARD_HW_DIR)
 
 bitstream: $(VENV_STAMP) board-hw ## FPGA bitstream with Vivado, batch mode (BOARD=genesys2, VIVADO=path): build/bitstream/BOARD
-	@$(PY) sw/tools/nanobpf-bitstream --board $(BOARD) --chisel $(BOARD_HW_DIR) --out $(BITSTREAM_DIR) $(if $(VIVADO),--vivado $(VIVADO))
+	@$(BIN)/nanobpf-bitstream --board $(BOARD) --chisel $(BOARD_HW_DIR) --out $(BITSTREAM_DIR) $(if $(VIVADO),--vivado $(VIVADO))
 
-flash: ## program the board with openFPGALoader: FLASH=jtag (default, volatile) or FLASH=spi (configuration flash), BIT=file
+flash: $(VENV_STAMP) ## program the board with openFPGALoader: FLASH=jtag (default, volatile) or FLASH=spi (configuration flash), BIT=file
 	@case "$(FLASH)" in jtag|spi) ;; *) echo "make flash: FLASH=jtag or FLASH=spi (got '$(FLASH)')"; exit 2;; esac
-	@python3 sw/tools/nanobpf-flash --board $(BOARD) --bit $(BIT) $(if $(filter spi,$(FLASH)),--spi)
+	@$(BIN)/nanobpf-flash --board $(BOARD) --bit $(BIT) $(if $(filter spi,$(FLASH)),--spi)
 
 # The SoC alone (CORES=N), or with BOARD=... on the command line the whole board design (its top-level
 # SystemVerilog, the DDR3 controller, BOARD_CORES=N cores and the datapath) in one synthesis, with a
 # table per block and the number of cores that fit.
 ifeq ($(origin BOARD),command line)
 synth-estimate: $(VENV_STAMP) board-hw ## yosys synth_xilinx utilisation vs the XC7K325T: the SoC (CORES=N), or BOARD=genesys2: the whole board design, per block, and how many cores fit
-	@$(PY) sw/tools/nanobpf-synth-estimate --chisel $(BOARD_HW_DIR) --top nanobpf_$(BOARD)_top \
+	@$(BIN)/nanobpf-synth-estimate --chisel $(BOARD_HW_DIR) --top nanobpf_$(BOARD)_top \
 	    $(foreach f,$(sort $(wildcard boards/$(BOARD)/rtl/*.sv)),--top-file $(f)) \
 	    --dram-properties $(BUILD)/litedram/$(BOARD)/board/dram.properties --xilinx-prims --hier --blocks-depth 4 \
 	    --out $(BUILD)/synth/board-$(BOARD)-$(BOARD_CORES) --fit-cores $(BOARD_CORES) --reuse
 else
 synth-estimate: $(VENV_STAMP)
 	@$(MAKE) -s hw CORES=$(CORES)
-	@$(PY) sw/tools/nanobpf-synth-estimate --chisel $(HW_DIR) --out $(BUILD)/synth/soc-$(CORES)
+	@$(BIN)/nanobpf-synth-estimate --chisel $(HW_DIR) --out $(BUILD)/synth/soc-$(CORES)
 endif
 
 clean: ## remove build outputs (keeps the venv and tools)

@@ -10,20 +10,21 @@ object hw extends SbtModule {
 
   /** The SoC definition file: single source of the address map and register layouts. */
   def socDefs = T.source(millSourcePath / "defs" / "soc.toml")
-  def gendefs = T.source(millSourcePath / os.up / "sw" / "tools" / "nanobpf-gendefs")
-  /** The eBPF ABI definition (XDP actions, key table layout) and its generator. */
+  /** The generators (the nanobpf package's gen modules), run with the project venv's Python. */
+  def generators = T.source(millSourcePath / os.up / "sw" / "python" / "nanobpf" / "gen")
+  def python = (millSourcePath / os.up / "build" / "venv" / "bin" / "python").toString
+  /** The eBPF ABI definition (XDP actions, key table layout). */
   def abiDefs = T.source(millSourcePath / "defs" / "ebpf.toml")
-  def genabi = T.source(millSourcePath / os.up / "sw" / "tools" / "nanobpf-genabi")
 
-  /** The control protocol definition (the hardware needs its EtherTypes) and its generator. */
+  /** The control protocol definition (the hardware needs its EtherTypes). */
   def ctrlDefs = T.source(millSourcePath / "defs" / "ctrl.toml")
-  def genctrl = T.source(millSourcePath / os.up / "sw" / "tools" / "nanobpf-genctrl")
 
   /** Scala views of the SoC, eBPF ABI and control protocol definitions (never edited by hand). */
   def generatedSources = T {
-    os.proc("python3", gendefs().path, "--defs", socDefs().path, "--scala", T.dest / "SocMap.scala").call()
-    os.proc("python3", genabi().path, "--defs", abiDefs().path, "--scala", T.dest / "EbpfAbi.scala").call()
-    os.proc("python3", genctrl().path, "--defs", ctrlDefs().path, "--scala", T.dest / "CtrlDefs.scala").call()
+    generators()
+    os.proc(python, "-m", "nanobpf.gen.soc", "--defs", socDefs().path, "--scala", T.dest / "SocMap.scala").call()
+    os.proc(python, "-m", "nanobpf.gen.abi", "--defs", abiDefs().path, "--scala", T.dest / "EbpfAbi.scala").call()
+    os.proc(python, "-m", "nanobpf.gen.ctrl", "--defs", ctrlDefs().path, "--scala", T.dest / "CtrlDefs.scala").call()
     Seq(PathRef(T.dest))
   }
 }

@@ -1,5 +1,5 @@
 # NanoBPF on the Digilent Genesys2 Rev. H (xc7k325tffg900-2): constraints for exactly the ports of
-# boards/genesys2/rtl/nanobpf_genesys2_top.sv (sw/tools/nanobpf-xdc-check checks that).
+# boards/genesys2/rtl/nanobpf_genesys2_top.sv (nanobpf-xdc-check checks that).
 #
 # Pin facts (PACKAGE_PIN, IOSTANDARD) from Digilent's master XDC: github.com/Digilent/digilent-xdc,
 # Genesys-2-Master.xdc ("general .xdc for the Genesys 2 Rev. H"), cross-checked against Digilent's

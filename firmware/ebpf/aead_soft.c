@@ -3,7 +3,7 @@
  * AES: the four-round-table formulation of FIPS 197 (state as four big-endian 32-bit columns; each table
  * entry is SubBytes followed by one MixColumns column), the last round with the S-box. GHASH: Shoup's
  * 4-bit method, 16 multiples of H built per call and a 16-entry reduction table, 32 table steps per
- * block. The tables are computed from their definitions by sw/tools/nanobpf-gen-aes-tables
+ * block. The tables are computed from their definitions by nanobpf-gen-aes-tables (sw/python/nanobpf/gen/aes_tables.py)
  * (nanobpf_aes_tables.h, `make defs`). Not constant-time (cache timing): cores share no caches with
  * other tenants.
  *

@@ -1,5 +1,5 @@
 // Cycle-level benchmark harness of nanobpf.coresel.Dispatch (core select + reorder unit), driven
-// by sw/tools/nanobpf-bench-dispatch. The RTL is the real Verilated design; the cores are emulated:
+// by nanobpf-bench-dispatch (sw/python/nanobpf/bench/dispatch.py). The RTL is the real Verilated design; the cores are emulated:
 // a core pops a descriptor when idle, works for the packet's service time, then pushes its
 // completion. Input (stdin):
 //   policy bound n

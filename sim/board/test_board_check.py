@@ -5,22 +5,21 @@ Needs the board's Chisel part built by `make test-prereqs` (`make board-hw`, BOA
 """
 import shutil
 import subprocess
-import sys
 
 import pytest
 
-from nanobpf import BUILD, ROOT
+from nanobpf import BUILD, ROOT, command
 
 BOARD = "genesys2"
 CHISEL = BUILD / "hw" / f"board-{BOARD}-2"
-LINT = ROOT / "sw/tools/nanobpf-board-lint"
-XDC_CHECK = ROOT / "sw/tools/nanobpf-xdc-check"
+LINT = command("nanobpf-board-lint")
+XDC_CHECK = command("nanobpf-xdc-check")
 
 
 def lint(*args):
     if not (CHISEL / "filelist.f").exists():
         pytest.fail(f"{CHISEL}/filelist.f not found: run `make board-hw BOARD_CORES=2`")
-    return subprocess.run([sys.executable, str(LINT), "--board", BOARD, "--chisel", str(CHISEL), *args],
+    return subprocess.run([LINT, "--board", BOARD, "--chisel", str(CHISEL), *args],
                           capture_output=True, text=True, timeout=900)
 
 
@@ -46,7 +45,7 @@ def test_lint_reports_a_warning_in_the_board_files(tmp_path):
 
 
 def test_xdc_matches_the_top():
-    r = subprocess.run([sys.executable, str(XDC_CHECK), "--xdc", str(ROOT / f"constraints/{BOARD}.xdc"),
+    r = subprocess.run([XDC_CHECK, "--xdc", str(ROOT / f"constraints/{BOARD}.xdc"),
                         "--top", str(ROOT / f"boards/{BOARD}/rtl/nanobpf_{BOARD}_top.sv")],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -440,8 +440,8 @@ def test_model_on_tap_devices():
 
 def test_command_line_help():
     import sys
-    p = subprocess.run([sys.executable, str(ROOT / "sw/tools/nanobpf-devmodel"), "--help"], capture_output=True, text=True)
+    p = subprocess.run([sys.executable, "-m", "nanobpf.devmodel", "--help"], capture_output=True, text=True)
     assert p.returncode == 0 and "--host-tap" in p.stdout and "--loss" in p.stdout
-    p = subprocess.run([sys.executable, str(ROOT / "sw/tools/nanobpf-devmodel"), "--host-tap", "x", "--loss", "2"],
+    p = subprocess.run([sys.executable, "-m", "nanobpf.devmodel", "--host-tap", "x", "--loss", "2"],
                        capture_output=True, text=True)
     assert p.returncode == 2 and "probability" in p.stderr

@@ -1,5 +1,5 @@
 """The Wireshark dissector of the control protocol and the data-frame shim (nanobpf.lua, written by
-sw/tools/nanobpf-genctrl from hw/defs/ctrl.toml; `make wireshark` installs it), run by tshark: every
+nanobpf-genctrl from hw/defs/ctrl.toml; `make wireshark` installs it), run by tshark: every
 message type as request and as response (OK, every error status, error texts, a replay), every body
 struct with non-trivial values, truncated and malformed frames, shims (ENCRYPT/DECRYPTED, CID lengths
 0/8/20, malformed ones) around IPv4 and IPv6 UDP that must still decode below, a real session with the
@@ -18,10 +18,10 @@ import nanobpf_ctrl_defs as D
 import nanobpf_ebpf_defs as abi
 import pytest
 
-from nanobpf import BUILD, ROOT
+from nanobpf import BUILD, ROOT, command
 from nanobpf import ctrl, pcap
 
-GENCTRL = ROOT / "sw/tools/nanobpf-genctrl"
+GENCTRL = command("nanobpf-genctrl")
 DEFS = ROOT / "hw/defs/ctrl.toml"
 NAME = {v: n.upper() for v, n in D.MSG_NAMES.items()}
 MSG = {n: v for v, n in NAME.items()}
@@ -44,7 +44,7 @@ def tshark():
 @pytest.fixture(scope="module")
 def lua(tmp_path_factory):
     out = tmp_path_factory.mktemp("wireshark") / "nanobpf.lua"
-    p = subprocess.run([sys.executable, str(GENCTRL), "--lua", str(out)], capture_output=True, text=True)
+    p = subprocess.run([GENCTRL, "--lua", str(out)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     return out
 
@@ -397,7 +397,7 @@ def test_bad_definitions_are_refused(tmp_path, patch, message):
     assert patch[0] in text
     bad = tmp_path / "bad.toml"
     bad.write_text(text.replace(patch[0], patch[1], 1))
-    p = subprocess.run([sys.executable, str(GENCTRL), "--defs", str(bad), "--lua", str(tmp_path / "x.lua")],
+    p = subprocess.run([GENCTRL, "--defs", str(bad), "--lua", str(tmp_path / "x.lua")],
                        capture_output=True, text=True)
     assert p.returncode == 1 and message in p.stderr, p.stderr
     assert not (tmp_path / "x.lua").exists()

@@ -219,7 +219,7 @@ def quic_image(tmp_path_factory):
                     f"-I/usr/include/{platform.machine()}-linux-gnu", f"-I{ROOT}/sw/ebpf/include",
                     f"-I{BUILD}/generated/include", "-c", str(ROOT / "sw/ebpf/quic/xdp_quic.c"), "-o", str(obj)],
                    check=True)
-    subprocess.run([str(BUILD / "venv/bin/python"), str(ROOT / "sw/tools/nanobpf-load"), str(obj), "-o", str(img)],
+    subprocess.run([str(BUILD / "venv/bin/python"), "-m", "nanobpf.ebpf.cli", str(obj), "-o", str(img)],
                    check=True)
     return img
 
@@ -230,7 +230,7 @@ def _sim_ctrl_image(tmp_path_factory, name):
     subprocess.run(["clang", "-O2", "-g", "-target", "bpf", "-Wall", "-Werror",
                     f"-I/usr/include/{platform.machine()}-linux-gnu", f"-I{BUILD}/generated/include",
                     "-c", str(ROOT / f"sim/ctrl/{name}.c"), "-o", str(obj)], check=True)
-    subprocess.run([str(BUILD / "venv/bin/python"), str(ROOT / "sw/tools/nanobpf-load"), str(obj), "-o", str(img)],
+    subprocess.run([str(BUILD / "venv/bin/python"), "-m", "nanobpf.ebpf.cli", str(obj), "-o", str(img)],
                    check=True)
     return img
 

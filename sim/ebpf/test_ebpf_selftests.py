@@ -107,7 +107,7 @@ def test_sanitised_fuzz_short(tmp_path):
         subprocess.run(["clang", "-O2", "-g", "-target", "bpf", f"-I/usr/include/{platform.machine()}-linux-gnu",
                         f"-I{ROOT}/sw/ebpf/include", f"-I{BUILD}/generated/include", "-c",
                         str(ROOT / f"sw/ebpf/examples/{src}.c"), "-o", str(obj)], check=True)
-        subprocess.run([sys.executable, str(ROOT / "sw/tools/nanobpf-load"), str(obj), "-o", str(img)], check=True)
+        subprocess.run([sys.executable, "-m", "nanobpf.ebpf.cli", str(obj), "-o", str(img)], check=True)
         seeds.append(str(img))
     harness = str(BUILD / "ebpf/fuzz/fuzz_runtime")
     rc, out = run([harness, "--runs", "20000", "--seconds", "120", "--seed", "5", "--out", str(tmp_path), *seeds])

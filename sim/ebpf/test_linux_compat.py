@@ -938,7 +938,7 @@ def test_backends_agree(sessions, pin_base, name):
 
 # ---------------------------------------------------------------- packaging
 def nanobpf_load(*args):
-    return subprocess.run([sys.executable, str(ROOT / "sw/tools/nanobpf-load"), *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "nanobpf.ebpf.cli", *map(str, args)],
                           capture_output=True, text=True)
 
 

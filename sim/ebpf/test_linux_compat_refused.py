@@ -48,7 +48,7 @@ def objects(tmp_path_factory):
 def test_device_refuses_with_the_feature_named(objects, tmp_path, name):
     img = tmp_path / f"{name}.nbpf"
     choose = ["-p", PROGRAM[name]] if name in PROGRAM else []
-    p = subprocess.run([sys.executable, str(ROOT / "sw/tools/nanobpf-load"), str(objects[name]), *choose, "-o", str(img)],
+    p = subprocess.run([sys.executable, "-m", "nanobpf.ebpf.cli", str(objects[name]), *choose, "-o", str(img)],
                        capture_output=True, text=True)
     assert p.returncode == 1, f"nanobpf-load accepted {name} (status {p.returncode}): {p.stderr}"
     msg = p.stderr.strip()

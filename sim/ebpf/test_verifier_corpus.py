@@ -14,10 +14,10 @@ import sys
 import pytest
 
 from clang_options import clang_options
-from nanobpf import BUILD, ROOT
+from nanobpf import BUILD, ROOT, command
 
 RUN = BUILD / "ebpf/host/nanobpf-run"
-LOAD = ROOT / "sw/tools/nanobpf-load"
+LOAD = command("nanobpf-load")
 CORPUS = sorted((ROOT / "sw/ebpf/tests/verifier").glob("*.c"))
 REAL = (sorted((ROOT / "sw/ebpf/examples").glob("*.c")) + sorted((ROOT / "sw/ebpf/bench").glob("*.c"))
         + [ROOT / "sw/ebpf/tests/device/xdp_device_test.c", ROOT / "sw/ebpf/quic/xdp_quic_classify.c",
@@ -68,7 +68,7 @@ def build(src, tmp_path):
     subprocess.run(["clang", "-O2", "-g", "-target", "bpf", *clang_options(src),
                     f"-I/usr/include/{platform.machine()}-linux-gnu", f"-I{ROOT}/sw/ebpf/include",
                     f"-I{BUILD}/generated/include", "-c", str(src), "-o", str(obj)], check=True)
-    p = subprocess.run([sys.executable, str(LOAD), str(obj), "-o", str(img)], capture_output=True, text=True)
+    p = subprocess.run([LOAD, str(obj), "-o", str(img)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     return obj, img
 

@@ -48,7 +48,7 @@ def images(tmp_path_factory):
         subprocess.run(["clang", "-O2", "-g", "-target", "bpf", *clang_options(src), "-I/usr/include/x86_64-linux-gnu",
                         f"-I{ROOT}/sw/ebpf/include", f"-I{BUILD}/generated/include", "-c", str(src), "-o",
                         str(obj)], check=True)
-        subprocess.run([sys.executable, str(ROOT / "sw/tools/nanobpf-load"), str(obj), "-o", str(img)], check=True)
+        subprocess.run([sys.executable, "-m", "nanobpf.ebpf.cli", str(obj), "-o", str(img)], check=True)
         out[src.stem] = img
     return out
 

@@ -538,7 +538,7 @@ int nanobpf_image_check(const void *buf, size_t len, char *err, size_t errlen)
 #define IMG_FAIL(code, ...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); return -(code); } while (0)
 	if (len >= 4 && memcmp(p, elf, 4) == 0)
 		IMG_FAIL(ENOEXEC, "this is an ELF object, not a program image: turn it into one with "
-			 "sw/tools/nanobpf-load FILE.o -o FILE.nbpf first");
+			 "nanobpf-load FILE.o -o FILE.nbpf first");
 	if (len > NANOBPF_CTRL_MAX_IMAGE)
 		IMG_FAIL(EFBIG, "image is %zu bytes, more than the %d bytes the device accepts", len,
 			 NANOBPF_CTRL_MAX_IMAGE);
@@ -546,11 +546,11 @@ int nanobpf_image_check(const void *buf, size_t len, char *err, size_t errlen)
 		IMG_FAIL(ENOEXEC, "not a program image: %zu bytes, shorter than the %d-byte image header", len,
 			 NANOBPF_IMAGE_HEADER_SIZE);
 	if (le32(p) != NANOBPF_IMAGE_MAGIC)
-		IMG_FAIL(ENOEXEC, "not a program image (no 'NBPF' magic): make one with sw/tools/nanobpf-load");
+		IMG_FAIL(ENOEXEC, "not a program image (no 'NBPF' magic): make one with nanobpf-load");
 	version = (unsigned)p[4] | (unsigned)p[5] << 8;
 	if (version != NANOBPF_IMAGE_VERSION)
 		IMG_FAIL(ENOEXEC, "image layout version %u, this tool knows version %d: rebuild it with "
-			 "sw/tools/nanobpf-load", version, NANOBPF_IMAGE_VERSION);
+			 "nanobpf-load", version, NANOBPF_IMAGE_VERSION);
 	total = le32(p + offsetof(struct nanobpf_image_header, total_size));
 	if (total != len)
 		IMG_FAIL(EINVAL, "image header says %u bytes, the image has %zu (truncated?)", total, len);

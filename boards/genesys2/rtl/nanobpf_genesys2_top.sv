@@ -2,7 +2,7 @@
 // controller (LiteDRAM's generated litedram_core: build/litedram/genesys2/board, make litedram) and the
 // Chisel board core (NanobpfBoard: the SoC with main memory in the DDR3, the Ethernet MAC, UART, LEDs/switches).
 // Port names follow Digilent's Genesys2 master XDC; constraints/genesys2.xdc must list exactly these
-// ports (sw/tools/nanobpf-xdc-check checks it).
+// ports (nanobpf-xdc-check checks it).
 module nanobpf_genesys2_top #(
     // IDELAYE2 taps on the RGMII receive data/control (78 ps each with the 200 MHz reference).
     parameter int RX_IDELAY_TAPS = 0

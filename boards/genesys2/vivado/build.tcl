@@ -3,7 +3,7 @@
 #   vivado -mode batch -nojournal -log OUT/vivado.log -source boards/genesys2/vivado/build.tcl \
 #          -tclargs FILES_F XDC OUT TOP PART JOBS [FLASH_INTERFACE FLASH_SIZE_MIB]
 #
-#   FILES_F          file list in Verilator `-f` format (sw/tools/nanobpf-bitstream writes it): one entry
+#   FILES_F          file list in Verilator `-f` format (nanobpf-bitstream writes it): one entry
 #                    per token; `#` and `//` start a comment; `+incdir+DIR[+DIR...]`, `+define+X[=Y][+...]`;
 #                    every other token is a source file: `.sv` is read as SystemVerilog, `.v` as Verilog,
 #                    anything else is refused. Relative paths are relative to the directory of FILES_F.

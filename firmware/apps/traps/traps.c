@@ -4,7 +4,7 @@
  *   3 (traps-fetch) a jump into packet memory, which is not an execute region: instruction access fault
  * The runtime's trap handler prints mcause, mepc and mtval and ends the run with the trap exit code; a
  * core that carried on would print "no trap" and pass, which the test refuses. These are the checks CVA6's
- * MMU made and that [cva6] mmu = false keeps (sw/tools/nanobpf-rtl-files). */
+ * MMU made and that [cva6] mmu = false keeps (nanobpf-rtl-files). */
 #include <stdint.h>
 #include <stdio.h>
 #include "nanobpf.h"

@@ -10,12 +10,7 @@ ebpf=$root/firmware/ebpf
 CROSS=${CROSS:-riscv64-unknown-elf-}
 QEMU=${QEMU:-qemu-riscv64}
 
-if [ ! -f "$gen/include/nanobpf_ebpf_defs.h" ]; then
-    python3 "$root/sw/tools/nanobpf-genabi" --all "$gen"
-fi
-if [ ! -f "$gen/include/nanobpf_aes_tables.h" ]; then
-    python3 "$root/sw/tools/nanobpf-gen-aes-tables" "$gen/include/nanobpf_aes_tables.h"
-fi
+[ -f "$gen/.stamp" ] || make -s -C "$root" defs
 mkdir -p "$out"
 "${CROSS}gcc" -march=rv64imac -mabi=lp64 -misa-spec=2.2 -mcmodel=medany -O2 -g -Wall -Wextra -Werror \
     -I"$ebpf" -I"$gen/include" --specs=picolibc.specs -nostartfiles -static -Wl,--no-warn-rwx-segments \

@@ -16,9 +16,7 @@ ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 cd "$ROOT"
 OUT=build/ebpf/verifier-tests
 mkdir -p "$OUT"
-[ -f build/generated/include/nanobpf_ebpf_defs.h ] || python3 sw/tools/nanobpf-genabi --all build/generated
-[ -f build/generated/include/nanobpf_aes_tables.h ] ||
-    python3 sw/tools/nanobpf-gen-aes-tables build/generated/include/nanobpf_aes_tables.h
+[ -f build/generated/.stamp ] || make -s defs
 E=firmware/ebpf
 RUNTIME="$E/verifier.c $E/error.c $E/helpers.c $E/aead_soft.c $E/maps.c $E/interp.c $E/image.c $E/platform/host.c"
 CFLAGS="-O2 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-sanitize-recover=undefined -I$E -Ibuild/generated/include"
@@ -40,15 +38,13 @@ case "$1" in
 --corpus)
     shift
     cc $CFLAGS $E/tests/test_verifier.c $RUNTIME -o "$OUT/test_verifier"
-    PY=python3
-    [ -x build/venv/bin/python ] && PY=build/venv/bin/python
     mkdir -p "$OUT/corpus"
     INC="-I/usr/include/$(uname -m)-linux-gnu -Isw/ebpf/include -Ibuild/generated/include"
     imgs=""
     for src in sw/ebpf/examples/*.c sw/ebpf/bench/*.c $E/tests/verifier_corpus/*.c; do
         b=$(basename "$src" .c)
         clang -O2 -g -target bpf $INC -c "$src" -o "$OUT/corpus/$b.o"
-        $PY sw/tools/nanobpf-load "$OUT/corpus/$b.o" -o "$OUT/corpus/$b.nbpf"
+        build/venv/bin/nanobpf-load "$OUT/corpus/$b.o" -o "$OUT/corpus/$b.nbpf"
         imgs="$imgs $OUT/corpus/$b.nbpf"
     done
     exec "$OUT/test_verifier" "$@" --image $imgs

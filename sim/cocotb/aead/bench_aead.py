@@ -1,4 +1,4 @@
-"""Benchmark workload of the AEAD engine (driven by sw/tools/nanobpf-bench-aead): seal and open of
+"""Benchmark workload of the AEAD engine (driven by nanobpf-bench-aead): seal and open of
 one QUIC-like packet (21-byte header as AAD) per payload size with the memory port always ready,
 then a back-to-back batch from every core. Each result is checked against the model; engine cycles
 come from the completion's `cycles` field and the busy_cycles counter. Writes AEAD_BENCH_OUT (JSON)."""

@@ -286,5 +286,5 @@ async def limits_and_registers(dut):
 
 @pytest.mark.parametrize("variant", ["r2g32", "r1g8"])
 def test_aead(variant):
-    from cocotb_runner import run_block
+    from nanobpf.blocksim import run_block
     run_block("aead", variant, "AeadBlock", "test_aead", os.path.dirname(__file__))

@@ -99,6 +99,6 @@ async def random_accesses_against_model(dut):
 
 @pytest.mark.parametrize("cores", [1, 3])
 def test_clint(cores):
-    from cocotb_runner import run_block
+    from nanobpf.blocksim import run_block
     run_block("clint", f"c{cores}", "Clint", "test_clint", os.path.dirname(__file__),
               extra_env={"CLINT_CORES": str(cores), "CLINT_SEED": str(cores)})

@@ -69,12 +69,12 @@ async def bogus_completions(dut):
 
 
 def test_coresel_q4():
-    from cocotb_runner import run_block
+    from nanobpf.blocksim import run_block
     run_block("dispatch", "q4", "Dispatch", "test_coresel", os.path.dirname(__file__),
               {"DISPATCH_QUEUES": "4", "DISPATCH_SLOTS": "64"})
 
 
 def test_coresel_q3():
-    from cocotb_runner import run_block
+    from nanobpf.blocksim import run_block
     run_block("dispatch", "q3", "Dispatch", "test_coresel", os.path.dirname(__file__),
               {"DISPATCH_QUEUES": "3", "DISPATCH_SLOTS": "32"})

@@ -53,7 +53,7 @@ async def test_matches_the_flip_flop_file(dut):
 
 
 def test_cva6_regfile():
-    from cocotb_runner import run_block
+    from nanobpf.blocksim import run_block
     run_block("cva6_regfile", "lutram", "regfile_tb", "test_cva6_regfile", __file__.rsplit("/", 1)[0],
               rtl_blocks=[], extra_sources=[ROOT / "hw/vsrc/cva6/ariane_regfile_lutram.sv",
                                             ROOT / "sim/cocotb/cva6_regfile/regfile_tb.sv"])

@@ -152,6 +152,6 @@ async def uart_console(dut):
 
 @pytest.mark.parametrize("cores", [1, 4])
 def test_dpu_regs(cores):
-    from cocotb_runner import run_block
+    from nanobpf.blocksim import run_block
     run_block("dpu_regs", f"c{cores}", "DpuRegs", "test_dpu_regs", os.path.dirname(__file__),
               extra_env={"DPU_CORES": str(cores), "DPU_SEED": str(cores)})

@@ -210,7 +210,7 @@ async def test_errors_fail_closed(dut):
 
 
 def test_dram_bridge():
-    from cocotb_runner import run_block
+    from nanobpf.blocksim import run_block
     p_file = SIM_DIR / "dram.properties"
     if not p_file.exists():
         raise FileNotFoundError(f"{p_file} not found: run `make litedram BOARD=genesys2`")

@@ -291,5 +291,5 @@ async def tx_line_rate(dut):
 
 
 def test_eth_mac():
-    from cocotb_runner import run_block
+    from nanobpf.blocksim import run_block
     run_block("eth_mac", "w8", "EthMac", "test_eth_mac", os.path.dirname(__file__))

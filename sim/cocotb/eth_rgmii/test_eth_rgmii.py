@@ -260,7 +260,7 @@ async def rgmii_line_rate(dut):
 
 
 def test_eth_rgmii():
-    from cocotb_runner import run_block
+    from nanobpf.blocksim import run_block
     here = os.path.dirname(__file__)
     board = ROOT / "boards/genesys2"
     run_block("eth_rgmii", "w8", "rgmii_link_tb", "test_eth_rgmii", here,

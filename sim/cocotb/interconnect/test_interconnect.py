@@ -341,6 +341,6 @@ async def two_managers_at_once(dut):
 
 
 def test_interconnect():
-    from cocotb_runner import run_block
+    from nanobpf.blocksim import run_block
     run_block("interconnect", "m2", "AxiInterconnect", "test_interconnect", os.path.dirname(__file__),
               extra_env={"XBAR_SEED": "1"})

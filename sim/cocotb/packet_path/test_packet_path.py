@@ -238,5 +238,5 @@ async def gso_batches_leave_in_order(dut):
 
 
 def test_packet_path():
-    from cocotb_runner import run_block
+    from nanobpf.blocksim import run_block
     run_block("packet_path", "q2", "PacketPathBlock", "test_packet_path", os.path.dirname(__file__))

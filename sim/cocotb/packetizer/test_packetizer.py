@@ -223,10 +223,10 @@ async def full_rate(dut):
 
 
 def test_packetizer():
-    from cocotb_runner import run_block
+    from nanobpf.blocksim import run_block
     run_block("packetizer", "w8", "PacketizerBlock", "test_packetizer", os.path.dirname(__file__))
 
 
 def test_packetizer_w16():
-    from cocotb_runner import run_block
+    from nanobpf.blocksim import run_block
     run_block("packetizer", "w16", "PacketizerBlock", "test_packetizer", os.path.dirname(__file__), {"PKTZ_W": "16"})

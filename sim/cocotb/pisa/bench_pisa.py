@@ -1,4 +1,4 @@
-"""Cycle-level benchmark of the whole PISA pipeline (run by sw/tools/nanobpf-bench-pisa, not by
+"""Cycle-level benchmark of the whole PISA pipeline (run by nanobpf-bench-pisa, not by
 pytest): back-to-back frames of one size at full rate, to the host (through the deparser) and to the
 cores; beats/cycle in and out, frames/cycle, bubbles, and latency from the first
 and the last beat in to the first beat out. Writes JSON to $PISA_BENCH_OUT."""

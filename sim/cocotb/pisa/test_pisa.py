@@ -252,12 +252,12 @@ async def cid_table_under_traffic(dut):
 
 
 def test_pisa():
-    from cocotb_runner import run_block
+    from nanobpf.blocksim import run_block
     run_block("pisa", "w8", "Pisa", "test_pisa", os.path.dirname(__file__))
 
 
 def test_pisa_wide():
     """The same pipeline with a 128-bit stream."""
-    from cocotb_runner import run_block
+    from nanobpf.blocksim import run_block
     run_block("pisa", "w16", "Pisa", "test_pisa", os.path.dirname(__file__),
               extra_env={"PISA_BEAT": "16", "PISA_FRAMES": "150"})

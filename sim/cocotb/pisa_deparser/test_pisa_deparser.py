@@ -89,5 +89,5 @@ async def insert_tag_full_rate(dut):
 
 
 def test_pisa_deparser():
-    from cocotb_runner import run_block
+    from nanobpf.blocksim import run_block
     run_block("pisa_deparser", "w8", "DeparserBlock", "test_pisa_deparser", os.path.dirname(__file__))

@@ -81,5 +81,5 @@ async def every_truncation_point(dut):
 
 
 def test_pisa_parser():
-    from cocotb_runner import run_block
+    from nanobpf.blocksim import run_block
     run_block("pisa_parser", "w8", "ParserBlock", "test_pisa_parser", os.path.dirname(__file__))

@@ -173,5 +173,5 @@ async def bad_and_oversized_frames(dut):
 
 
 def test_reasm():
-    from cocotb_runner import run_block
+    from nanobpf.blocksim import run_block
     run_block("reasm", "w8", "ReasmBlock", "test_reasm", os.path.dirname(__file__))

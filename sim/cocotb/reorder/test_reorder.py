@@ -82,5 +82,5 @@ async def completion_as_timeout_fires(dut):
 
 
 def test_reorder():
-    from cocotb_runner import run_block
+    from nanobpf.blocksim import run_block
     run_block("dispatch", "q4", "Dispatch", "test_reorder", os.path.dirname(__file__))

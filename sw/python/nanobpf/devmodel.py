@@ -37,7 +37,7 @@ Event maps (RINGBUF, PERF_EVENT_ARRAY): EVENTS drains the attached program's map
 
 Fault injection (set_faults) applies to control frames in both directions, from a seeded RNG.
 
-    python -m nanobpf.devmodel --host-tap nbh0 --net-tap nbn0     # or sw/tools/nanobpf-devmodel
+    python -m nanobpf.devmodel --host-tap nbh0 --net-tap nbn0     # or nanobpf-devmodel
 """
 import argparse
 import os

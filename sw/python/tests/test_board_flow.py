@@ -6,7 +6,6 @@ tests can check what the flow asked Vivado to do. openFPGALoader is faked the sa
 """
 import os
 import re
-import shutil
 import stat
 import subprocess
 import sys
@@ -14,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from nanobpf import ROOT
+from nanobpf import ROOT, command
 
-BITSTREAM = ROOT / "sw/tools/nanobpf-bitstream"
-FLASH = ROOT / "sw/tools/nanobpf-flash"
+BITSTREAM = command("nanobpf-bitstream")
+FLASH = command("nanobpf-flash")
 BUILD_TCL = ROOT / "boards/genesys2/vivado/build.tcl"
 TCLSH = "/usr/bin/tclsh"
 PART, TOP = "xc7k325tffg900-2", "nanobpf_genesys2_top"
@@ -161,7 +160,7 @@ def bitstream(*args, env=None):
     args = [str(x) for x in args]
     if "--dram" not in args and DRAM is not None:
         args += ["--dram", str(DRAM)]
-    return subprocess.run([sys.executable, str(BITSTREAM), *args], capture_output=True, text=True, env=env)
+    return subprocess.run([BITSTREAM, *args], capture_output=True, text=True, env=env)
 
 
 def list_entries(files_f):
@@ -186,7 +185,7 @@ def test_no_vivado_exits_2_with_the_message_and_writes_the_file_list(tmp_path, c
                  "make board-check", "make synth-estimate BOARD=genesys2"):
         assert text in p.stderr, text
     files = list_entries(out / "files.f")
-    soc = subprocess.run([sys.executable, str(ROOT / "sw/tools/nanobpf-rtl-files"), "--synthesis", "--chisel", str(chisel)],
+    soc = subprocess.run([sys.executable, "-m", "nanobpf.rtl_files", "--synthesis", "--chisel", str(chisel)],
                          capture_output=True, text=True, check=True).stdout.split()
     board = sorted(str(f) for f in (ROOT / "boards/genesys2/rtl").glob("*.sv"))
     assert str(ROOT / f"boards/genesys2/rtl/{TOP}.sv") in board
@@ -231,7 +230,8 @@ def test_missing_litedram_core_is_refused(tmp_path, chisel, xdc, dram):
 def test_board_table_names_the_generated_litedram_core():
     """nanobpf-bitstream's default dram.properties is where nanobpf-litedram writes the board core's."""
     from nanobpf import litedram
-    src = BITSTREAM.read_text()
+    from nanobpf.board import bitstream
+    src = Path(bitstream.__file__).read_text()
     rel = (litedram.out_dir("genesys2", "board") / "dram.properties").relative_to(ROOT)
     assert f'"dram": "{rel}"' in src
 
@@ -441,7 +441,7 @@ def fake_ofl(tmp_path):
 
 
 def flash(*args, env=None):
-    return subprocess.run([sys.executable, str(FLASH), *map(str, args)], capture_output=True, text=True, env=env)
+    return subprocess.run([FLASH, *map(str, args)], capture_output=True, text=True, env=env)
 
 
 @pytest.fixture
@@ -522,7 +522,6 @@ def test_flash_takes_an_explicit_openfpgaloader(tmp_path, fake_ofl, bit):
 
 def test_tools_have_help():
     for tool in (BITSTREAM, FLASH):
-        p = subprocess.run([sys.executable, str(tool), "--help"], capture_output=True, text=True)
+        p = subprocess.run([tool, "--help"], capture_output=True, text=True)
         assert p.returncode == 0 and "--board" in p.stdout and "--dry-run" in p.stdout
         assert os.access(tool, os.X_OK)
-    assert shutil.which("python3")  # the tools' shebang

@@ -1,18 +1,17 @@
 """nanobpf-elf2hex: the image holds exactly the ELF's bytes; images outside main memory are refused."""
 import subprocess
-import sys
 
 import pytest
 
-from nanobpf import BUILD, ROOT
+from nanobpf import BUILD, command
 from nanobpf import soc
 
-ELF2HEX = ROOT / "sw/tools/nanobpf-elf2hex"
+ELF2HEX = command("nanobpf-elf2hex")
 CC = "riscv64-unknown-elf-gcc"
 
 
 def elf2hex(elf, hexfile):
-    return subprocess.run([sys.executable, str(ELF2HEX), str(elf), str(hexfile)], capture_output=True, text=True)
+    return subprocess.run([ELF2HEX, str(elf), str(hexfile)], capture_output=True, text=True)
 
 
 def read_hex(path):

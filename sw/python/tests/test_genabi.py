@@ -1,18 +1,17 @@
 """nanobpf-genabi: the C header and the Python module agree, docs/ebpf-abi.md is current, bad definitions
 are refused."""
 import subprocess
-import sys
 
 import nanobpf_ebpf_defs as abi
 import pytest
 
-from nanobpf import ROOT
+from nanobpf import ROOT, command
 
-GENABI = ROOT / "sw/tools/nanobpf-genabi"
+GENABI = command("nanobpf-genabi")
 
 
 def genabi(*args):
-    return subprocess.run([sys.executable, str(GENABI), *map(str, args)], capture_output=True, text=True)
+    return subprocess.run([GENABI, *map(str, args)], capture_output=True, text=True)
 
 
 def test_committed_abi_doc_is_current():

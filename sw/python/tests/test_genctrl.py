@@ -1,18 +1,17 @@
 """nanobpf-genctrl: the C header (user space and the kernel's attribute policy) and the Python module
 agree, docs/control-protocol.md is current, bad definitions are refused."""
 import subprocess
-import sys
 
 import nanobpf_ctrl_defs as ctrl
 import pytest
 
-from nanobpf import ROOT
+from nanobpf import ROOT, command
 
-GENCTRL = ROOT / "sw/tools/nanobpf-genctrl"
+GENCTRL = command("nanobpf-genctrl")
 
 
 def genctrl(*args):
-    return subprocess.run([sys.executable, str(GENCTRL), *map(str, args)], capture_output=True, text=True)
+    return subprocess.run([GENCTRL, *map(str, args)], capture_output=True, text=True)
 
 
 def test_committed_doc_is_current():

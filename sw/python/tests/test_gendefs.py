@@ -1,19 +1,18 @@
 """nanobpf-gendefs: every generated view agrees with the definition file; bad definitions are refused."""
 import re
 import subprocess
-import sys
 
 import pytest
 
-from nanobpf import ROOT
+from nanobpf import ROOT, command
 from nanobpf import soc
 
-GENDEFS = ROOT / "sw/tools/nanobpf-gendefs"
+GENDEFS = command("nanobpf-gendefs")
 DEFS = ROOT / "hw/defs/soc.toml"
 
 
 def gendefs(*args):
-    return subprocess.run([sys.executable, str(GENDEFS), *map(str, args)], capture_output=True, text=True)
+    return subprocess.run([GENDEFS, *map(str, args)], capture_output=True, text=True)
 
 
 def test_committed_memory_map_doc_is_current():

@@ -1,19 +1,18 @@
-"""nanobpf.litedram (sw/tools/nanobpf-litedram): the LiteDRAM configs come from boards/genesys2/ddr3.yml,
+"""nanobpf.litedram (nanobpf-litedram): the LiteDRAM configs come from boards/genesys2/ddr3.yml,
 the generated cores agree with it, generation is skipped when nothing changed, and missing inputs stop
 with a message naming them.
 
 The checks of generated output need `make litedram BOARD=genesys2` (part of `make test-prereqs`).
 """
 import subprocess
-import sys
 
 import pytest
 import yaml
 
-from nanobpf import BUILD, ROOT
+from nanobpf import BUILD, ROOT, command
 from nanobpf import litedram as ld
 
-TOOL = ROOT / "sw/tools/nanobpf-litedram"
+TOOL = command("nanobpf-litedram")
 BOARD = "genesys2"
 
 
@@ -44,7 +43,7 @@ def test_sim_module_is_the_smallest_ddr3_module():
 
 
 def test_missing_board_file_is_named(tmp_path):
-    r = subprocess.run([sys.executable, str(TOOL), "--board", "no_such_board"], capture_output=True, text=True)
+    r = subprocess.run([TOOL, "--board", "no_such_board"], capture_output=True, text=True)
     assert r.returncode == 2, r.stderr
     assert "boards/no_such_board/ddr3.yml not found" in r.stderr, r.stderr
 
@@ -59,7 +58,7 @@ def test_wrong_user_port_refused(monkeypatch, tmp_path):
 
 
 def test_help():
-    r = subprocess.run([sys.executable, str(TOOL), "--help"], capture_output=True, text=True)
+    r = subprocess.run([TOOL, "--help"], capture_output=True, text=True)
     assert r.returncode == 0 and "ddr3.yml" in r.stdout and "sim" in r.stdout
 
 
@@ -89,7 +88,7 @@ def test_generated_core_agrees_with_ddr3_yml(variant):
 def test_second_run_is_skipped():
     if not (BUILD / "litedram" / BOARD / "sim" / "dram.properties").exists():
         pytest.fail(f"run `make litedram BOARD={BOARD}` first")
-    r = subprocess.run([sys.executable, str(TOOL), "--board", BOARD, "--variant", "sim"], capture_output=True, text=True)
+    r = subprocess.run([TOOL, "--board", BOARD, "--variant", "sim"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "sim: up to date" in r.stdout, r.stdout
 

@@ -1,4 +1,4 @@
-"""The host eBPF loader (sw/python/nanobpf/ebpf/loader.py, sw/tools/nanobpf-load): the examples in
+"""The host eBPF loader (sw/python/nanobpf/ebpf/loader.py, nanobpf-load): the examples in
 sw/ebpf/examples become device images with the right maps, resolved map references and appended
 subprograms; images round-trip through parse_image; everything the device lacks is refused with a
 message naming the section and instruction. Optionally the same objects are loaded by the Linux
@@ -8,17 +8,16 @@ import platform
 import shutil
 import struct
 import subprocess
-import sys
 
 import pytest
 
-from nanobpf import BUILD, ROOT
+from nanobpf import BUILD, ROOT, command
 
 import nanobpf_ebpf_defs as abi
 from nanobpf.ebpf import Insn, LoadError, load, parse_image, programs
 
 EXAMPLES = ROOT / "sw/ebpf/examples"
-LOAD = ROOT / "sw/tools/nanobpf-load"
+LOAD = command("nanobpf-load")
 CLANG = shutil.which("clang")
 CFLAGS = ["-O2", "-g", "-target", "bpf", "-Wall", f"-I/usr/include/{platform.machine()}-linux-gnu",
           f"-I{BUILD / 'generated/include'}"]
@@ -480,7 +479,7 @@ def test_not_an_object(tmp_path):
 
 # ---------------------------------------------------------------- the command line
 def run_load(*args):
-    return subprocess.run([sys.executable, str(LOAD), *map(str, args)], capture_output=True, text=True)
+    return subprocess.run([LOAD, *map(str, args)], capture_output=True, text=True)
 
 
 def test_cli(tmp_path):

@@ -22,7 +22,7 @@ import pytest
 
 import nanobpf_ctrl_defs as ctrl
 import nanobpf_ebpf_defs as abi
-from nanobpf import BUILD, ROOT
+from nanobpf import BUILD, ROOT, command
 
 HOST = BUILD / "host"
 CTL = HOST / "nanobpfctl"
@@ -602,10 +602,10 @@ def test_mock_prog_load_of_a_real_image(tmp_path):
     subprocess.run(["clang", "-O2", "-g", "-target", "bpf", f"-I/usr/include/{platform.machine()}-linux-gnu",
                     f"-I{BUILD / 'generated/include'}", "-c", str(ROOT / "sw/ebpf/examples/xdp_pass.c"),
                     "-o", str(obj)], check=True)
-    subprocess.run([str(ROOT / "sw/tools/nanobpf-load"), str(obj), "-o", str(img)], check=True)
+    subprocess.run([command("nanobpf-load"), str(obj), "-o", str(img)], check=True)
     assert mock("prog", "load", img, log=log).returncode == 0
     (cmd, attrs, _), _ = requests(log)
-    info = json.loads(subprocess.run([str(ROOT / "sw/tools/nanobpf-load"), str(obj), "--json"],
+    info = json.loads(subprocess.run([command("nanobpf-load"), str(obj), "--json"],
                                      capture_output=True, text=True, check=True).stdout)
     assert cmd == "prog_load" and attrs["IMAGE"] == img.read_bytes()
     assert attrs["PROG_NAME"] == info["image"]["program"].encode() + b"\0" == b"xdp_pass\0"

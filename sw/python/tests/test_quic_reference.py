@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from nanobpf import ROOT
+from nanobpf import ROOT, command
 from nanobpf.pcap import parse_udp, read_pcap
 from nanobpf.quic import (INITIAL_SALT_V1, MalformedPacket, PacketKeys, TagMismatch, aead_nonce,
                           decode_pn, encode_pn, header_info, hkdf_expand_label, hkdf_extract,
@@ -442,8 +442,8 @@ def test_capture_decrypts_every_packet(tmp_path):
 
 
 def test_capture_cli(tmp_path):
-    tool = ROOT / "sw/tools/nanobpf-quic-capture"
-    p = subprocess.run([sys.executable, str(tool), "--help"], capture_output=True, text=True)
+    tool = command("nanobpf-quic-capture")
+    p = subprocess.run([tool, "--help"], capture_output=True, text=True)
     assert p.returncode == 0 and "--key-update" in p.stdout and "--streams" in p.stdout
     reason = _can_capture()
     if reason:
@@ -451,12 +451,12 @@ def test_capture_cli(tmp_path):
     pytest.importorskip("aioquic")
     setpriv = shutil.which("setpriv")
     if setpriv:                                   # without CAP_NET_RAW: a clear exit 2
-        p = subprocess.run([setpriv, "--bounding-set", "-net_raw", sys.executable, str(tool),
+        p = subprocess.run([setpriv, "--bounding-set", "-net_raw", tool,
                             "-o", str(tmp_path / "no")], capture_output=True, text=True,
                            timeout=60)
         assert p.returncode == 2 and "AF_PACKET" in p.stderr, p.stderr
         assert not (tmp_path / "no").exists()
-    p = subprocess.run([sys.executable, str(tool), "-o", str(tmp_path), "--streams", "1",
+    p = subprocess.run([tool, "-o", str(tmp_path), "--streams", "1",
                         "--bytes", "200", "--no-key-update"], capture_output=True, text=True,
                        timeout=60)
     assert p.returncode == 0, p.stderr

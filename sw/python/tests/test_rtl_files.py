@@ -2,14 +2,14 @@
 import subprocess
 import sys
 
-from nanobpf import ROOT
+from nanobpf import ROOT, command
 
-TOOL = ROOT / "sw/tools/nanobpf-rtl-files"
+TOOL = command("nanobpf-rtl-files")
 
 
 def files(tmp_path, *extra):
     (tmp_path / "filelist.f").write_text("NanobpfSoc.sv\nAxiInterconnect.sv\n")
-    p = subprocess.run([sys.executable, str(TOOL), "--chisel", str(tmp_path), *extra],
+    p = subprocess.run([TOOL, "--chisel", str(tmp_path), *extra],
                        capture_output=True, text=True, check=True)
     return p.stdout.split()
 
@@ -34,7 +34,7 @@ def test_synthesis_list_swaps_only_the_ram_wrapper(tmp_path):
 
 
 def test_missing_chisel_output_is_explained(tmp_path):
-    p = subprocess.run([sys.executable, str(TOOL), "--chisel", str(tmp_path / "none")], capture_output=True, text=True)
+    p = subprocess.run([TOOL, "--chisel", str(tmp_path / "none")], capture_output=True, text=True)
     assert p.returncode != 0 and "make hw" in p.stderr
 
 

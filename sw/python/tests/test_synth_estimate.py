@@ -1,12 +1,5 @@
 """nanobpf-synth-estimate: cell counting and the utilisation table (yosys itself runs in make synth-estimate)."""
-import importlib.util
-from importlib.machinery import SourceFileLoader
-
-from nanobpf import ROOT
-
-_loader = SourceFileLoader("synth_estimate", str(ROOT / "sw/tools/nanobpf-synth-estimate"))
-tool = importlib.util.module_from_spec(importlib.util.spec_from_loader("synth_estimate", _loader))
-_loader.exec_module(tool)
+from nanobpf.board import synth_estimate as tool
 
 
 def test_cells_are_counted_by_resource():

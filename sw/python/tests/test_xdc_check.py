@@ -5,9 +5,9 @@ import sys
 
 import pytest
 
-from nanobpf import ROOT
+from nanobpf import ROOT, command
 
-TOOL = ROOT / "sw/tools/nanobpf-xdc-check"
+TOOL = command("nanobpf-xdc-check")
 XDC = "constraints/genesys2.xdc"
 TOP = "boards/genesys2/rtl/nanobpf_genesys2_top.sv"
 
@@ -56,7 +56,7 @@ set_output_delay -clock clk -max 1.0 [get_ports {data[*] flag[*] extra}]
 
 
 def run(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, str(TOOL), *map(str, args)], capture_output=True, text=True, cwd=cwd)
+    return subprocess.run([TOOL, *map(str, args)], capture_output=True, text=True, cwd=cwd)
 
 
 def check(tmp_path, xdc=FIX_XDC, top=FIX_TOP, *extra):

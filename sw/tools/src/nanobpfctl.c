@@ -109,7 +109,7 @@ static void help_prog(FILE *f)
 		"       nanobpfctl prog unload                  detach the program\n"
 		"       nanobpfctl prog show                    the attached program\n"
 		"\n"
-		"FILE is a program image made by sw/tools/nanobpf-load from a clang -target bpf object\n"
+		"FILE is a program image made by nanobpf-load from a clang -target bpf object\n"
 		"(nanobpf-load prog.o -o prog.nbpf), at most %d bytes. NAME: at most %d bytes (default: the\n"
 		"image's program name).\n", NANOBPF_CTRL_MAX_IMAGE, NANOBPF_ATTR_LEN_PROG_NAME - 1);
 }

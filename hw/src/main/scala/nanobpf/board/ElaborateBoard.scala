@@ -16,7 +16,7 @@ object ElaborateBoard extends App {
       |  --board NAME     genesys2 (the only board so far)
       |  --bootrom FILE   raw boot ROM binary (firmware bootrom-board.bin: copies the image into main memory)
       |  --fw-image FILE  $readmemh image of the firmware (64-bit words), baked into the fw_image ROM
-      |  --dram FILE      LiteDRAM's dram.properties (sw/tools/nanobpf-litedram: size, AXI widths)
+      |  --dram FILE      LiteDRAM's dram.properties (nanobpf-litedram: size, AXI widths)
       |  --out DIR        directory for NanobpfBoard.sv and filelist.f
       |  --cores N        number of CVA6 cores (default 1)""".stripMargin
   def fail(msg: String): Nothing = { System.err.println(s"ElaborateBoard: $msg\n$usage"); sys.exit(2) }

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Turn a clang BPF object into a NanoBPF device load image.
 
     nanobpf-load OBJ.o [-p PROG | -s SECTION] [--map-size NAME=N ...] -o IMAGE.nbpf
@@ -19,11 +18,8 @@ import json
 import os
 import sys
 from pathlib import Path
+from nanobpf import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
-for p in (ROOT / "build/generated/python", ROOT / "sw/python"):
-    if str(p) not in sys.path:
-        sys.path.insert(0, str(p))
 
 PROG = "nanobpf-load"
 

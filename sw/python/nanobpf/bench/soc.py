@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """NanoBPF benchmarks: run each firmware program on the SoC model for each core count, write a table
 (bench.md, bench.json) and a plot (bench.png).
 

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Convert a firmware ELF into the main-memory image the SoC loads ($readmemh, 64-bit words).
 
 Every PT_LOAD segment must lie inside main memory (hw/defs/soc.toml); anything outside is an error,
@@ -10,8 +9,6 @@ import struct
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "build/generated/python"))
 
 
 def load_segments(path):

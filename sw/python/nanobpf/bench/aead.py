@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """NanoBPF AEAD engine benchmark: cycles per request, per 16-byte block and Gbit/s at 125 MHz of the
 AES-128-GCM engine RTL (sim/cocotb/aead/bench_aead.py, Verilator, cycle-accurate) for each build
 variant (AES rounds per cycle x GHASH bits per cycle), then yosys synth_xilinx LUT/FF/BRAM/DSP of
@@ -9,20 +8,18 @@ Needs the emitted blocks (`make hw-blocks`).
 """
 import argparse
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
+from nanobpf import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "sim/cocotb"))
 VARIANTS = ["r1g8", "r2g32", "r5g64", "r10g128"]
 CLOCK_HZ = 125e6
 GOAL_GBPS = 2.0
 
 
 def run_sim(variant, out_json):
-    from cocotb_runner import run_block
+    from nanobpf.blocksim import run_block
     run_block("aead", variant, "AeadBlock", "bench_aead", str(ROOT / "sim/cocotb/aead"),
               extra_env={"AEAD_BENCH_OUT": str(out_json)})
     return json.loads(Path(out_json).read_text())
@@ -53,7 +50,7 @@ def synth(variant):
 
 def run_yosys(variant, sdir):
     print(f"[bench-aead] {variant}: yosys synth_xilinx (a few minutes)", flush=True)
-    subprocess.run([sys.executable, str(ROOT / "sw/tools/nanobpf-synth-estimate"), "--chisel",
+    subprocess.run([sys.executable, "-m", "nanobpf.board.synth_estimate", "--chisel",
                     str(ROOT / "build/hw/blocks" / f"aead-{variant}"), "--top", "AeadBlock", "--depth", "--out", str(sdir)],
                    check=True, stdout=subprocess.DEVNULL)
 

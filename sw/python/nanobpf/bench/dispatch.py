@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """NanoBPF core select benchmark: a cycle-level experiment with the real RTL of the core select and
 reorder unit (nanobpf.coresel.Dispatch, Verilated, driven by sim/bench/dispatch_bench.cpp, which
 emulates the cores). Poisson arrivals at offered loads 10-95% on 4 and 8 cores, service times
@@ -21,9 +20,8 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from nanobpf import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "sw/python"))
 BUILD = ROOT / "build"
 MAKEFLAGS = "CFG_CXXFLAGS_PCH_I=-include CFG_LDLIBS_THREADS=-pthread"
 # (key, policy code, bound, label): the same RTL, policy and bound set at run time like the sched register
@@ -227,7 +225,7 @@ def main(argv=None):
         sdir = BUILD / "synth/packet_path-q4"
         print("[bench-dispatch] yosys synth_xilinx of PacketPath (4 queues, 64 x 2 KiB slots, packetizer; a few minutes)",
               flush=True)
-        subprocess.run([sys.executable, str(ROOT / "sw/tools/nanobpf-synth-estimate"), "--chisel",
+        subprocess.run([sys.executable, "-m", "nanobpf.board.synth_estimate", "--chisel",
                         str(BUILD / "hw/blocks/packet_path-q4"), "--top", "PacketPathBlock", "--depth", "--out", str(sdir)],
                        check=True)
         synth = (sdir / "utilisation.md").read_text().strip()

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Check a Xilinx XDC file against the ANSI port list of a SystemVerilog top module, bit by bit.
 
 Every port bit of the top needs exactly one PACKAGE_PIN and an IOSTANDARD; every port the XDC names

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """NanoBPF DPU benchmark: frames wire to wire through the cycle-accurate model of the SoC (nanobpf-sim
 with its Ethernet ports and the data-plane firmware), for several frame sizes and core counts: packets
 per second and Gbit/s at the core clock, wire-to-wire latency p50/p99 (cycles from a frame's first
@@ -20,13 +19,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "sw/python"))
-sys.path.insert(0, str(ROOT / "build/generated/python"))
 
-from nanobpf import wire  # noqa: E402
-from nanobpf.pcap import udp_frame  # noqa: E402
-from nanobpf.soc import CORE_CLOCK_HZ  # noqa: E402
+from nanobpf import wire
+from nanobpf.pcap import udp_frame
+from nanobpf.soc import CORE_CLOCK_HZ
 
 SIZES = [64, 256, 512, 1200, 1500]     # Ethernet frame bytes (no FCS)
 CORES = [1, 4]                          # SoC cores: 1 = core 0 does everything; 4 = 3 data cores

@@ -1,8 +1,7 @@
-#!/usr/bin/env python3
 """Build the FPGA bitstream of a NanoBPF board with Vivado (batch mode, non-project flow).
 
 Writes OUTDIR/files.f (the SoC's synthesis file list from nanobpf-rtl-files, then the board's LiteDRAM
-core as listed in its dram.properties (sw/tools/nanobpf-litedram: the generated Verilog and the init
+core as listed in its dram.properties (nanobpf-litedram: the generated Verilog and the init
 CPU's; their memory files are named by absolute path inside), then the board's boards/<board>/rtl/*.sv)
 and OUTDIR/run-vivado.sh, then runs Vivado on boards/<board>/vivado/build.tcl,
 showing each stage with its elapsed time and a heartbeat while a stage runs. Outputs in OUTDIR:
@@ -21,8 +20,8 @@ import sys
 import threading
 import time
 from pathlib import Path
+from nanobpf import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 PROG = "nanobpf-bitstream"
 
 # One entry per board; a new board is a new entry (and its boards/<name>/ folder).
@@ -81,7 +80,7 @@ def dram_files(name, props_path):
 def file_list(board, chisel):
     """The synthesis file list: nanobpf-rtl-files --synthesis (CVA6, generated package, hw/vsrc, Chisel
     output, with +incdir+/+define+), then the board RTL sorted by name."""
-    p = subprocess.run([sys.executable, str(ROOT / "sw/tools/nanobpf-rtl-files"), "--synthesis", "--chisel", str(chisel)],
+    p = subprocess.run([sys.executable, "-m", "nanobpf.rtl_files", "--synthesis", "--chisel", str(chisel)],
                        capture_output=True, text=True)
     if p.returncode != 0:
         fail(f"nanobpf-rtl-files failed:\n{p.stderr.strip()}")
@@ -190,7 +189,7 @@ def main(argv=None):
     dram, mems = dram_files(a.board, dram_props)
     soc, rtl = file_list(board, chisel)
     files_f = out / "files.f"
-    files_f.write_text(f"// {a.board}: SoC synthesis list (sw/tools/nanobpf-rtl-files --synthesis --chisel {chisel})\n"
+    files_f.write_text(f"// {a.board}: SoC synthesis list (nanobpf-rtl-files --synthesis --chisel {chisel})\n"
                        + "\n".join(soc) + f"\n// LiteDRAM DDR3 core ({dram_props}); its $readmemh files: "
                        + (" ".join(mems) or "none") + "\n" + "\n".join(dram)
                        + f"\n// board RTL ({board['rtl']})\n" + "\n".join(rtl) + "\n")
@@ -198,7 +197,7 @@ def main(argv=None):
     vivado = find_vivado(a.vivado)
     cmd = vivado_cmd(vivado or "vivado", tcl, files_f, xdc, out, board, a.jobs)
     cmd_file = out / "run-vivado.sh"
-    cmd_file.write_text("#!/bin/sh\n# written by sw/tools/nanobpf-bitstream; run where Vivado is on PATH\n"
+    cmd_file.write_text("#!/bin/sh\n# written by nanobpf-bitstream; run where Vivado is on PATH\n"
                         f"cd {shlex.quote(str(out))} && exec {shlex.join(['vivado'] + cmd[1:])}\n")
     cmd_file.chmod(0o755)
     name = re.sub(r"_top$", "", board["top"])

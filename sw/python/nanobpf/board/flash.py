@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Load a NanoBPF bitstream into a board with openFPGALoader: over JTAG into the FPGA, or into its flash.
 
 Default (volatile): the .bit goes over USB-JTAG into the FPGA's configuration memory; it runs at once

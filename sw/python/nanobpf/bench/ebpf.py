@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """NanoBPF eBPF benchmark: cycles on the CVA6 model for the same workloads as native code (riscv64 gcc
 -O2), through the JIT and through the interpreter (firmware/apps/ebpf_bench), and the JIT's RV64
 instructions per eBPF instruction by class (nanobpf-run --stats on the same images); then QUIC packet

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """NanoBPF control-plane benchmark: what each control message costs core 0 of the RTL DPU.
 
 Runs the Verilator DPU with the dpu-ctrl firmware (no built-in program) on TAP devices
@@ -18,15 +17,13 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT / "sw/python"), str(ROOT / "build/generated/python")]
 
-import nanobpf_ctrl_defs as D  # noqa: E402
-import nanobpf_ebpf_defs as abi  # noqa: E402
+import nanobpf_ctrl_defs as D
+import nanobpf_ebpf_defs as abi
 
-from nanobpf import BUILD, ctrl  # noqa: E402
-from nanobpf.ctrl import OPEN, SEAL, Client, key_id  # noqa: E402
-from nanobpf.rtldev import RtlDevice  # noqa: E402
+from nanobpf import BUILD, ctrl
+from nanobpf.ctrl import OPEN, SEAL, Client, key_id
+from nanobpf.rtldev import RtlDevice
 
 CLOCK_HZ = 50_000_000  # the Genesys2 core clock (hw/defs/soc.toml): cycles -> time on the board
 _COMMIT = re.compile(r"dpu: PROG_COMMIT (\S+): (\d+) instructions \((\d+) explored\), CRC (\d+) cycles, load (\d+), "
