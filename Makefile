@@ -126,7 +126,7 @@ wireshark: $(DEFS_STAMP) ## install the Wireshark dissector of the control proto
 	@install -D -m 644 $(GEN)/wireshark/nanobpf.lua $(WIRESHARK_PLUGINS)/nanobpf.lua
 	@echo "[wireshark] installed $(WIRESHARK_PLUGINS)/nanobpf.lua: restart Wireshark; display filters nanobpf, nanobpf_shim"
 test-driver: $(VENV_STAMP) driver host-tools ebpf-tools ## boot Debian's kernel in QEMU with nanobpf.ko and nanobpfctl against the reference device model
-	@$(PY) -m pytest -q sim/driver
+	@$(PY) -m pytest -q tests/driver
 
 # ---------------------------------------------------------------- tests and benchmarks
 TEST_CORES := 1 4

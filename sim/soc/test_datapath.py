@@ -1,6 +1,6 @@
 """The DPU wire to wire: frames from pcap files into the simulated SoC's host and network ports, through
 the PISA pipeline, the reassembly buffer, the core select, the data cores running the built-in XDP
-program (firmware dpu-wire, program sw/ebpf/tests/device/xdp_wire.c), the reorder unit, the egress and
+program (firmware dpu-wire, program tests/ebpf/device/xdp_wire.c), the reorder unit, the egress and
 the deparser, out of the ports; the same frames through the device model (nanobpf.devmodel with its
 PISA stage). The frames out of each port must be the same, in the same order per ingress port, and
 every frame is accounted for: frames in = frames out + drops by reason.

@@ -289,9 +289,11 @@ def check_paths(cmd, words):
     problems = []
     for p in _paths(words):
         m = re.match(r"^sw/tools/(nanobpf-[a-z0-9-]+)$", p)
-        if m and (_path_exists(p) or (console_scripts() or ()) and m.group(1) in console_scripts()):
-            continue  # the old path or its console script (the tools are moving into the package)
-        if not _path_exists(p):
+        if m:  # the old path or its console script (the tools are moving into the package)
+            if not (_path_exists(p) or m.group(1) in (console_scripts() or ())):
+                problems.append(f"{cmd.at()}: {p} does not exist and {m.group(1)} is not a console script "
+                                "of sw/python/pyproject.toml [project.scripts]")
+        elif not _path_exists(p):
             problems.append(f"{cmd.at()}: {p} does not exist")
     return problems
 
@@ -308,7 +310,7 @@ def check_tool(cmd, word):
         where = ("a console script of sw/python/pyproject.toml [project.scripts]" if console_scripts() is not None
                  else "in sw/tools, build/ebpf/host or build/host")
         return [f"{cmd.at()}: {name} is neither {where} nor a built tool ({', '.join(sorted(BUILT_TOOLS))})"]
-    if folder and folder != "sw/tools" and folder not in SCRIPT_DIRS:
+    if folder and folder not in SCRIPT_DIRS:
         return [f"{cmd.at()}: {name} is a Python console script: call it as {name} (in {', '.join(SCRIPT_DIRS)}), "
                 f"not from {folder}"]
     return []
@@ -379,7 +381,7 @@ def check(cmd):
     first = head[0]
     if first == "make":
         problems += check_make(cmd, head)
-    elif TOOL_RE.match(Path(first).name):
+    elif TOOL_RE.match(Path(first).name) and not first.startswith("sw/tools/"):  # those: check_paths
         problems += check_tool(cmd, first)
     return problems
 
@@ -415,6 +417,7 @@ Run `make no-such-target CORES=1` or `make run FIRMWARE=no_such_app NO_SUCH_VAR=
 make help
 nanobpf-no-such-tool --x sw/no/such/file.c
 build/host/nanobpf-run --jit
+sw/tools/nanobpf-gone
 ```
 
 ```
@@ -432,7 +435,8 @@ def test_checks_fail_on_wrong_commands():
     """The checks report what is wrong, with file:line and the command."""
     cmds = extract("bad.md", BAD_DOC)
     assert [c.text.split()[0] for c in cmds] == ["make", "make", "make", "make", "nanobpf-no-such-tool",
-                                                 "build/host/nanobpf-run", "nanobpfctl"]
+                                                 "build/host/nanobpf-run", "sw/tools/nanobpf-gone",
+                                                 "nanobpfctl"]
     problems = "\n".join(p for c in cmds for p in check(c))
     assert "bad.md:3: `make no-such-target CORES=1`: `no-such-target` is not a target" in problems
     assert "FIRMWARE=no_such_app: no such firmware program" in problems
@@ -440,5 +444,6 @@ def test_checks_fail_on_wrong_commands():
     assert "`|` pipes make into `pisa_deparser`" in problems
     assert "bad.md:8: `nanobpf-no-such-tool --x sw/no/such/file.c`: nanobpf-no-such-tool is neither" in problems
     assert "sw/no/such/file.c does not exist" in problems
+    assert "bad.md:10: `sw/tools/nanobpf-gone`: sw/tools/nanobpf-gone does not exist and nanobpf-gone is not" in problems
     assert "nanobpf-run is built into build/ebpf/host, build/ebpf/rv64" in problems
     assert "bad.md:7" not in problems and "nanobpfctl dev show" not in problems

@@ -1,4 +1,4 @@
-/* A real XDP program (sw/ebpf/tests/device/xdp_device_test.c, compiled by clang, loaded by
+/* A real XDP program (tests/ebpf/device/xdp_device_test.c, compiled by clang, loaded by
  * nanobpf-load) on the CVA6 model: load, verify, JIT, then run every test frame through the
  * interpreter and through the JIT, checking actions, packet rewrites and the maps. Also checks that the
  * device verifier refuses an unsafe program, naming the instruction. Hart 0 only; exit 0 = pass. */

@@ -1,5 +1,5 @@
 /* A fake of nanobpf.ko's generic-netlink family inside the process, linked into nanobpfctl-mock for
- * sw/python/tests/test_nanobpfctl.py: libnanobpf's requests never reach a socket; this file answers
+ * tests/unit/test_nanobpfctl.py: libnanobpf's requests never reach a socket; this file answers
  * them like the driver would (the controller's family lookup too), so that the library's messages,
  * reply parsing, extended ACKs, device-status follow-up and the CLI's output are tested on a host
  * without the module. Not part of libnanobpf.

@@ -3,7 +3,7 @@ one, in both directions, from a seeded RNG (docs/control.md: the protocol conver
 to its frames).
 
 - LinkFaults: the fault model alone. The reference device model applies it inside (set_faults), the
-  control-protocol tests on the host's end of a port (sim/ctrl FaultyPort).
+  control-protocol tests on the host's end of a port (tests/ctrl FaultyPort).
 - Relay: a man in the middle between a host's interface and a device's (e.g. the TAP of a QEMU guest
   running nanobpf.ko and the host TAP of the RTL DPU): every frame passes, control frames through
   LinkFaults, and what the device answered is recorded (before any fault), so a test can tell, from the

@@ -4,7 +4,7 @@ per second and Gbit/s at the core clock, wire-to-wire latency p50/p99 (cycles fr
 beat in to its last beat out), and core cycles per packet in the program. Writes dpu.md/.json/.png
 into --out.
 
-Default workload: `dpu-wire` (sw/ebpf/tests/device/xdp_wire.c: every frame passed onwards), frames
+Default workload: `dpu-wire` (tests/ebpf/device/xdp_wire.c: every frame passed onwards), frames
 offered back to back on the network port, so what comes out is the datapath's saturation rate with a
 light program. `--quic` adds QUIC protection (`dpu-quic_hw`: xdp_quic_hw with the AEAD engine as
 helper): one connection, packets of 80..1500 bytes each way through the 4-core DPU (JBSQ), and at

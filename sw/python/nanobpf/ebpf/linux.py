@@ -19,7 +19,7 @@ are libbpf's: ".maps" maps keep their C names, global data maps are "<object nam
 ".data", ".bss" (the prefix is cut so the name fits the kernel's 15 characters; map_by_suffix finds
 them). ".rodata" is frozen after loading: the kernel refuses updates to it.
 
-Kernel behaviour (checked on Linux 6.18 with libbpf 1.1; sw/python/tests/test_linux_xdp.py):
+Kernel behaviour (checked on Linux 6.18 with libbpf 1.1; tests/unit/test_linux_xdp.py):
 - run() without ingress_ifindex passes no context: the kernel uses rx queue 0 of the loopback device
   of the current network namespace, so ctx->ingress_ifindex reads 1 (lo) and rx_queue_index 0.
 - With ingress_ifindex the kernel requires a device of that index in the current network namespace
