@@ -2,8 +2,11 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-CORES ?= 4
-BOARD ?= genesys2
+# CORES and BOARD default to SOC_DEFAULT_CORES and BOARD_DEFAULT, and BOARD_CORES to the board's
+# default_cores: all from build/generated/boards.mk (below), written from sw/python/nanobpf/__init__.py
+# and boards/*/board.toml, where the defaults and the board facts are defined once.
+CORES ?= $(SOC_DEFAULT_CORES)
+BOARD ?= $(BOARD_DEFAULT)
 BLOCK ?=
 MAX_CYCLES ?= 20000000
 FIRMWARE ?= hello
@@ -15,6 +18,19 @@ PY := $(VENV)/bin/python
 # The nanobpf-* commands (sw/python/pyproject.toml [project.scripts]), installed by make setup.
 BIN := $(VENV)/bin
 GEN := $(BUILD)/generated
+
+# The boards' facts (boards/*/board.toml) and the defaults, as make variables: BOARDS, BOARD_DEFAULT,
+# SOC_DEFAULT_CORES and BOARDFACT_<board>_<TABLE>_<KEY> (`nanobpf-board --make`; paths relative to
+# here). Standard library Python only, so it is written before the venv exists; make remakes it when
+# a board.toml changes and starts again. `make setup` alone does without it (python3 may not be there yet).
+BOARDS_MK := $(GEN)/boards.mk
+$(BOARDS_MK): $(wildcard boards/*/board.toml) sw/python/nanobpf/board/facts.py sw/python/nanobpf/__init__.py
+	@mkdir -p $(@D)
+	@PYTHONPATH=$(ROOT)/sw/python python3 -m nanobpf.board.facts --make > $@.tmp && mv $@.tmp $@ || { rm -f $@.tmp; exit 1; }
+ifneq ($(MAKECMDGOALS),setup)
+include $(BOARDS_MK)
+endif
+
 FW := $(BUILD)/firmware
 MILL := $(BUILD)/tools/mill
 SIM_DIR := $(BUILD)/sim/soc-$(CORES)
@@ -77,7 +93,7 @@ $(FW)/bootrom.bin: firmware/bootrom/bootrom.S $(DEFS_STAMP) | $(APT_STAMP)
 $(HW_DIR)/filelist.f: $(SCALA_SRCS) $(FW)/bootrom.bin $(DEFS_STAMP) | $(MILL)
 	@echo "[hw] elaborating the SoC with $(CORES) core(s) -> $(HW_DIR)"
 	@$(MILL) --no-server -j 1 hw.runMain nanobpf.soc.Elaborate --cores $(CORES) --bootrom $(FW)/bootrom.bin --out $(HW_DIR)
-hw: $(HW_DIR)/filelist.f ## elaborate the SoC (CORES=N, default 4)
+hw: $(HW_DIR)/filelist.f ## elaborate the SoC (CORES=N)
 
 $(BLOCKS_DIR)/.stamp: $(SCALA_SRCS) $(DEFS_STAMP) | $(MILL)
 	@echo "[hw] emitting the blocks tested by cocotb -> $(BLOCKS_DIR)"
@@ -130,6 +146,9 @@ test-driver: $(VENV_STAMP) driver host-tools ebpf-tools ## boot Debian's kernel 
 
 # ---------------------------------------------------------------- tests and benchmarks
 TEST_CORES := 1 4
+# The board is built with BOARD_CORES=2, not its default, on purpose: a smaller build (elaboration and
+# tests/board's Verilator lint take less time and memory) that still has a control core and a data core;
+# tests/board reads build/hw/board-genesys2-2.
 test-prereqs: $(VENV_STAMP) firmware ebpf-tools hw-blocks driver host-tools
 	@for n in $(TEST_CORES); do $(MAKE) -s sim CORES=$$n || exit 1; done
 	@$(MAKE) -s board-hw BOARD=genesys2 BOARD_CORES=2
@@ -179,27 +198,54 @@ bench-pisa: $(VENV_STAMP) hw-blocks ## PISA pipeline only: throughput/latency pe
 	@$(BIN)/nanobpf-bench-pisa --out $(BUILD)/bench
 
 # ---------------------------------------------------------------- board (BOARD=genesys2)
-BOARD_CORES ?= 4
+# Every fact of the board comes from boards/BOARD/board.toml, through build/generated/boards.mk.
+# BOARDS is empty only in make's first pass, before boards.mk is written (make then starts again).
+ifneq ($(BOARDS),)
+ifeq ($(filter $(BOARD),$(BOARDS)),)
+$(error BOARD=$(BOARD): no boards/$(BOARD)/board.toml (boards: $(BOARDS)))
+endif
+endif
+board_fact = $(BOARDFACT_$(BOARD)_$(1))
+BOARD_CORES ?= $(call board_fact,BOARD_DEFAULT_CORES)
+BOARD_TOML := boards/$(BOARD)/board.toml
+BOARD_PART := $(call board_fact,FPGA_PART)
+BOARD_TOP := $(call board_fact,DESIGN_TOP)
+BOARD_XDC := $(call board_fact,DESIGN_XDC)
+BOARD_RTL := $(sort $(wildcard $(call board_fact,DESIGN_RTL)/*.sv))
 BOARD_HW_DIR := $(BUILD)/hw/board-$(BOARD)-$(BOARD_CORES)
 BITSTREAM_DIR := $(BUILD)/bitstream/$(BOARD)
-BIT ?= $(BITSTREAM_DIR)/nanobpf_$(BOARD).bit
+BIT ?= $(BITSTREAM_DIR)/$(BOARD_TOP:_top=).bit
 FLASH ?= jtag
 VIVADO ?=
-BOARD_RTL := $(wildcard boards/$(BOARD)/rtl/*.sv)
-# The board's DDR3 controller: LiteDRAM cores generated from boards/BOARD/ddr3.yml (board: the real K7 core
+# The board's DDR3 controller: LiteDRAM cores generated from its ddr3.yml (board: the real K7 core
 # with its init CPU; sim: the simulation PHY model for the cocotb test). The tool skips unchanged inputs.
 LITEDRAM_DIR := $(BUILD)/litedram/$(BOARD)
-LITEDRAM_INPUTS := boards/$(BOARD)/ddr3.yml sw/python/nanobpf/litedram.py
+LITEDRAM_INPUTS := $(call board_fact,DESIGN_DDR3) $(BOARD_TOML) sw/python/nanobpf/litedram.py
 $(LITEDRAM_DIR)/%/dram.properties: $(LITEDRAM_INPUTS) | $(VENV_STAMP) $(APT_STAMP)
 	@$(BIN)/nanobpf-litedram --board $(BOARD) --variant $*
 litedram: $(VENV_STAMP) ## generate the board's LiteDRAM DDR3 cores (BOARD=genesys2) into build/litedram/BOARD: the real core and the simulation one
 	@$(BIN)/nanobpf-litedram --board $(BOARD)
-$(BOARD_HW_DIR)/filelist.f: $(SCALA_SRCS) $(FW)/bootrom-board.bin $(FW)/board.hex $(DEFS_STAMP) $(LITEDRAM_DIR)/board/dram.properties | $(MILL)
-	@echo "[board] elaborating NanobpfBoard for $(BOARD) with $(BOARD_CORES) core(s), main memory in the DDR3, firmware board.hex in the fw_image ROM -> $(BOARD_HW_DIR)"
+# The board's clocks, baud rate and core count go to ElaborateBoard on its command line (it keeps none).
+$(BOARD_HW_DIR)/filelist.f: $(SCALA_SRCS) $(FW)/bootrom-board.bin $(FW)/board.hex $(DEFS_STAMP) $(LITEDRAM_DIR)/board/dram.properties $(BOARD_TOML) | $(MILL)
+	@echo "[board] elaborating $(call board_fact,DESIGN_CHISEL_TOP) for $(BOARD) with $(BOARD_CORES) core(s), main memory in the DDR3, firmware board.hex in the fw_image ROM -> $(BOARD_HW_DIR)"
 	@$(MILL) --no-server -j 1 hw.runMain nanobpf.board.ElaborateBoard --board $(BOARD) --cores $(BOARD_CORES) \
+	    --core-hz $(call board_fact,CLOCKS_CORE_HZ) --net-hz $(call board_fact,CLOCKS_NET_HZ) --uart-baud $(call board_fact,UART_BAUD) \
 	    --bootrom $(FW)/bootrom-board.bin --fw-image $(FW)/board.hex --dram $(LITEDRAM_DIR)/board/dram.properties --out $(BOARD_HW_DIR)
 $(FW)/board.hex $(FW)/bootrom-board.bin: firmware
-board-hw: $(VENV_STAMP) litedram $(BOARD_HW_DIR)/filelist.f ## elaborate the board's Chisel part (BOARD=genesys2, BOARD_CORES=N, default 4: 1 control + 3 data cores)
+board-hw: $(VENV_STAMP) litedram $(BOARD_HW_DIR)/filelist.f ## elaborate the board's Chisel part (BOARD=genesys2, BOARD_CORES=N; default: the board.toml's default_cores)
+
+board-facts: ## the board's facts as the Makefile uses them (from boards/BOARD/board.toml; `nanobpf-board BOARD` lists them all)
+	@echo "board        $(BOARD) ($(BOARD_TOML)); boards: $(BOARDS)"
+	@echo "cores        BOARD_CORES=$(BOARD_CORES) (board default $(call board_fact,BOARD_DEFAULT_CORES)); SoC CORES=$(CORES) (default $(SOC_DEFAULT_CORES))"
+	@echo "part         $(BOARD_PART)"
+	@echo "top          $(BOARD_TOP) ($(call board_fact,DESIGN_RTL)), Chisel part $(call board_fact,DESIGN_CHISEL_TOP)"
+	@echo "xdc          $(BOARD_XDC)"
+	@echo "vivado_tcl   $(call board_fact,DESIGN_VIVADO_TCL)"
+	@echo "ddr3         $(call board_fact,DESIGN_DDR3)"
+	@echo "core_hz      $(call board_fact,CLOCKS_CORE_HZ)"
+	@echo "net_hz       $(call board_fact,CLOCKS_NET_HZ)"
+	@echo "uart_baud    $(call board_fact,UART_BAUD)"
+	@echo "bit          $(BIT)"
 
 # The board's boot path in simulation: a 1-core SoC with the board's boot ROM and board-sim.hex in its
 # fw_image ROM (main memory stays the behavioural RAM), run with hello.hex loaded into main memory: the
@@ -223,7 +269,7 @@ board-boot-sim: $(FWCOPY_SIM)/nanobpf-sim firmware ## the board's boot path in s
 	@$(FWCOPY_SIM)/nanobpf-sim --firmware $(FW)/hello.hex --max-cycles $(MAX_CYCLES)
 
 board-check: $(VENV_STAMP) board-hw ## without Vivado: XDC ports = top-level ports, the board top lints in Verilator
-	@$(BIN)/nanobpf-xdc-check --xdc constraints/$(BOARD).xdc --top boards/$(BOARD)/rtl/nanobpf_$(BOARD)_top.sv
+	@$(BIN)/nanobpf-xdc-check --board $(BOARD)
 	@$(BIN)/nanobpf-board-lint --board $(BOARD) --chisel $(BOARD_HW_DIR)
 
 bitstream: $(VENV_STAMP) board-hw ## FPGA bitstream with Vivado, batch mode (BOARD=genesys2, VIVADO=path): build/bitstream/BOARD
@@ -233,27 +279,26 @@ flash: $(VENV_STAMP) ## program the board with openFPGALoader: FLASH=jtag (defau
 	@case "$(FLASH)" in jtag|spi) ;; *) echo "make flash: FLASH=jtag or FLASH=spi (got '$(FLASH)')"; exit 2;; esac
 	@$(BIN)/nanobpf-flash --board $(BOARD) --bit $(BIT) $(if $(filter spi,$(FLASH)),--spi)
 
-# The SoC alone (CORES=N), or with BOARD=... on the command line the whole board design (its top-level
-# SystemVerilog, the DDR3 controller, BOARD_CORES=N cores and the datapath) in one synthesis, with a
-# table per block and the number of cores that fit.
-ifeq ($(origin BOARD),command line)
-synth-estimate: $(VENV_STAMP) board-hw ## yosys synth_xilinx utilisation vs the XC7K325T: the SoC (CORES=N), or BOARD=genesys2: the whole board design, per block, and how many cores fit
-	@$(BIN)/nanobpf-synth-estimate --chisel $(BOARD_HW_DIR) --top nanobpf_$(BOARD)_top \
-	    $(foreach f,$(sort $(wildcard boards/$(BOARD)/rtl/*.sv)),--top-file $(f)) \
-	    --dram-properties $(BUILD)/litedram/$(BOARD)/board/dram.properties --xilinx-prims --hier --blocks-depth 4 \
-	    --out $(BUILD)/synth/board-$(BOARD)-$(BOARD_CORES) --fit-cores $(BOARD_CORES) --reuse
-else
-synth-estimate: $(VENV_STAMP)
+# Utilisation estimates against the board's FPGA: the SoC alone (CORES=N), or the whole board design (its
+# top-level SystemVerilog, the DDR3 controller, BOARD_CORES=N cores and the datapath) in one synthesis,
+# with a table per block and the number of cores that fit.
+synth-estimate: $(VENV_STAMP) ## yosys synth_xilinx utilisation of the SoC (CORES=N) against the board's FPGA (BOARD's board.toml: the XC7K325T)
+	@$(if $(filter command line,$(origin BOARD)),echo "[synth] the SoC alone, measured against $(BOARD)'s FPGA; the whole board design is make synth-estimate-board")
 	@$(MAKE) -s hw CORES=$(CORES)
-	@$(BIN)/nanobpf-synth-estimate --chisel $(HW_DIR) --out $(BUILD)/synth/soc-$(CORES)
-endif
+	@$(BIN)/nanobpf-synth-estimate --board $(BOARD) --chisel $(HW_DIR) --out $(BUILD)/synth/soc-$(CORES)
+
+synth-estimate-board: $(VENV_STAMP) board-hw ## yosys synth_xilinx utilisation of the whole board design (BOARD=genesys2, BOARD_CORES=N), per block, and how many cores fit
+	@$(BIN)/nanobpf-synth-estimate --board $(BOARD) --chisel $(BOARD_HW_DIR) --top $(BOARD_TOP) \
+	    $(foreach f,$(BOARD_RTL),--top-file $(f)) \
+	    --dram-properties $(LITEDRAM_DIR)/board/dram.properties --xilinx-prims --hier --blocks-depth 4 \
+	    --out $(BUILD)/synth/board-$(BOARD)-$(BOARD_CORES) --fit-cores $(BOARD_CORES) --reuse
 
 clean: ## remove build outputs (keeps the venv and tools)
 	rm -rf $(BUILD)/firmware $(BUILD)/ebpf $(BUILD)/driver $(BUILD)/host $(BUILD)/hw $(BUILD)/sim $(BUILD)/generated $(BUILD)/synth $(BUILD)/bench $(BUILD)/cocotb out
 
 help: ## list targets
-	@grep -E '^[a-z-]+( [a-z-]+)*:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | awk -F'\t' '{printf "  make %-16s %s\n", $$1, $$2}'
-	@echo "  variables: CORES=$(CORES) FIRMWARE=$(FIRMWARE) MAX_CYCLES=$(MAX_CYCLES) BLOCK= WAVE="
+	@grep -hE '^[a-z-]+( [a-z-]+)*:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | awk -F'\t' '{printf "  make %-20s %s\n", $$1, $$2}'
+	@echo "  variables: CORES=$(CORES) FIRMWARE=$(FIRMWARE) MAX_CYCLES=$(MAX_CYCLES) BLOCK= WAVE= BOARD=$(BOARD) BOARD_CORES=$(BOARD_CORES)"
 
 FORCE:
-.PHONY: FORCE setup defs firmware ebpf-tools fuzz driver host-tools wireshark test-driver hw hw-blocks sim run demo test test-prereqs test-block bench bench-pisa bench-dispatch bench-ctrl synth-estimate litedram board-boot-sim board-hw board-check bitstream flash clean help
+.PHONY: FORCE setup defs firmware ebpf-tools fuzz driver host-tools wireshark test-driver hw hw-blocks sim run demo test test-prereqs test-block bench bench-pisa bench-dispatch bench-ctrl synth-estimate synth-estimate-board litedram board-boot-sim board-hw board-check board-facts bitstream flash clean help

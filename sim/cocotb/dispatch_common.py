@@ -1,6 +1,6 @@
 """Cycle-by-cycle bench of nanobpf.coresel.Dispatch (core select + reorder unit) shared by the
 coresel and reorder cocotb tests. One coroutine drives every port and checks every handshake
-against the models of nanobpf.pktpath: each core-select decision (or hold) must be the model's, no
+against the models of nanobpf.models.pktpath: each core-select decision (or hold) must be the model's, no
 core ever has more than its limit outstanding, completions leave the reorder unit in arrival order
 per domain, exactly once."""
 import random
@@ -8,7 +8,7 @@ import random
 from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from nanobpf.pktpath import POLICY, CoreSelect, ReorderCheck, comp_fields, comp_word, desc_fields, desc_word
+from nanobpf.models.pktpath import POLICY, CoreSelect, ReorderCheck, comp_fields, comp_word, desc_fields, desc_word
 
 from nanobpf_ebpf_defs import NANOBPF_XDP_DROP as XDP_DROP, NANOBPF_XDP_PASS as XDP_PASS, NANOBPF_XDP_TX as XDP_TX  # noqa: E402
 

@@ -1,6 +1,6 @@
 """Shared pieces of the PISA cocotb tests (sim/cocotb/pisa*/): AXI4-Stream drivers for the
 pipeline's Chisel ports, a scapy traffic generator and the register programming used by the model
-(nanobpf.pisa) and the RTL alike."""
+(nanobpf.models.pisa) and the RTL alike."""
 import random
 
 import nanobpf_ctrl_defs as CTRL_DEFS
@@ -9,7 +9,7 @@ from cocotb.triggers import ReadOnly, RisingEdge
 from cocotb.utils import get_sim_time
 from scapy.all import ARP, IP, TCP, UDP, Dot1Q, Ether, IPv6, IPv6ExtHdrRouting, Raw
 
-from nanobpf.pisa import ACTION, CID_OP
+from nanobpf.models.pisa import ACTION, CID_OP
 from nanobpf.soc import REGIONS, pack, reg_offset
 
 PISA_BASE = REGIONS["pisa"].base
@@ -140,7 +140,7 @@ class Regs:
 async def model_for(bus, beat_bytes):
     """The model of the pipeline behind `bus`, with the CID table's geometry read from its params register
     (the builds differ: the wide test build has a small table)."""
-    from nanobpf.pisa import Pisa
+    from nanobpf.models.pisa import Pisa
     from nanobpf.soc import DATAPATH, reg_offset, unpack
     rdata, err, _, _ = await bus.access(reg_offset("pisa", "params"))
     assert not err, "read pisa.params refused"

@@ -9,6 +9,7 @@
 #include <linux/mm.h>
 #include <linux/jhash.h>
 #include <linux/string.h>
+#include <linux/stringify.h>
 #include <linux/rtnetlink.h>
 #include <net/genetlink.h>
 #include <asm/unaligned.h>
@@ -496,7 +497,7 @@ static int nbpf_cmd_prog_load(struct sk_buff *skb, struct genl_info *info)
 	a = ATTR(info, IMAGE);
 	len = nla_len(a);
 	if (len < 1 || len > NANOBPF_CTRL_MAX_IMAGE) {
-		NL_SET_ERR_MSG_ATTR(info->extack, a, "IMAGE must be 1..61440 bytes");
+		NL_SET_ERR_MSG_ATTR(info->extack, a, "IMAGE must be 1.." __stringify(NANOBPF_CTRL_MAX_IMAGE) " bytes");
 		return -EINVAL;
 	}
 	if (ATTR(info, PROG_NAME) && nbpf_str_empty(ATTR(info, PROG_NAME))) {

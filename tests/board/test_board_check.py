@@ -8,10 +8,12 @@ import subprocess
 
 import pytest
 
-from nanobpf import BUILD, ROOT, command
+from nanobpf import BUILD, command
+from nanobpf.board import facts
 
 BOARD = "genesys2"
-CHISEL = BUILD / "hw" / f"board-{BOARD}-2"
+FACTS = facts.load(BOARD)  # boards/genesys2/board.toml: the top, its folder, the XDC
+CHISEL = BUILD / "hw" / f"board-{BOARD}-2"  # BOARD_CORES=2: make test-prereqs' deliberately small build
 LINT = command("nanobpf-board-lint")
 XDC_CHECK = command("nanobpf-xdc-check")
 
@@ -26,15 +28,15 @@ def lint(*args):
 def test_board_top_lints_clean():
     r = lint()
     assert r.returncode == 0, r.stdout + r.stderr
-    assert f"nanobpf_{BOARD}_top: 0 error(s)/warning(s) in the board's files" in r.stdout, r.stdout
+    assert f"{FACTS.design.top}: 0 error(s)/warning(s) in the board's files" in r.stdout, r.stdout
 
 
 def test_lint_reports_a_warning_in_the_board_files(tmp_path):
     """The same lint on a copy of the board folder whose top truncates a constant into an unused signal
     must fail and report both warnings."""
     copy = tmp_path / BOARD
-    shutil.copytree(ROOT / "boards" / BOARD, copy)
-    top = copy / "rtl" / f"nanobpf_{BOARD}_top.sv"
+    shutil.copytree(FACTS.dir, copy)
+    top = copy / FACTS.design.rtl.relative_to(FACTS.dir) / f"{FACTS.design.top}.sv"
     text = top.read_text()
     assert text.rstrip().endswith("endmodule")
     top.write_text(text.rstrip()[: -len("endmodule")] + "  logic [3:0] lint_probe;\n  assign lint_probe = 8'hff;\nendmodule\n")
@@ -45,8 +47,6 @@ def test_lint_reports_a_warning_in_the_board_files(tmp_path):
 
 
 def test_xdc_matches_the_top():
-    r = subprocess.run([XDC_CHECK, "--xdc", str(ROOT / f"constraints/{BOARD}.xdc"),
-                        "--top", str(ROOT / f"boards/{BOARD}/rtl/nanobpf_{BOARD}_top.sv")],
-                       capture_output=True, text=True)
+    r = subprocess.run([XDC_CHECK, "--board", BOARD], capture_output=True, text=True)  # as make board-check
     assert r.returncode == 0, r.stdout + r.stderr
     assert "all constrained, 0 problems" in r.stdout, r.stdout

@@ -231,7 +231,7 @@ def test_open_entries_fill_pisas_cid_table_and_programs_see_conn(dev):
     KEY_ADD answered, and with conn 0 once KEY_DEL removed it. Seal entries and zero-length CIDs stay
     out of it. A full table refuses the insert (STATS cid_full): the entry still works. KEY_FLUSH and
     RESET empty it."""
-    from nanobpf import pisa as pisa_model
+    from nanobpf.models import pisa as pisa_model
     from nanobpf.soc import DATAPATH, pack
     r = raw_of(dev)
     r.hello()
@@ -265,7 +265,7 @@ def test_open_entries_fill_pisas_cid_table_and_programs_see_conn(dev):
                                                            keys=keys_for(x, phase=1, fill=5)))) == "ok"
     assert conn_of(x) == (1 + slot, 4)                           # an update keeps the slot
     assert status(delete(x)) == "ok" and conn_of(x) == (0, 4)
-    # capacity: CIDs with the same bucket in every way of the hashed table (nanobpf.pisa.cid_collisions)
+    # capacity: CIDs with the same bucket in every way of the hashed table (nanobpf.models.pisa.cid_collisions)
     # fill all their places; the next two are refused and work without conn
     ways = pisa_model.Pisa().cid_ways
     cids = pisa_model.cid_collisions(bytes(range(0x51, 0x59)), ways + 2)

@@ -17,9 +17,8 @@ What is checked:
 - `nanobpf-*`/`nanobpfctl*`: a console script of sw/python/pyproject.toml's [project.scripts] (the
   Python tools), or one of BUILT_TOOLS (programs built from C/C++ by a Makefile), at a path where
   that Makefile puts it when the doc gives one;
-- every path in the command that starts with one of REPO_DIRS exists. `sw/tools/nanobpf-X` is also
-  accepted when nanobpf-X is a console script: the tools are moving into the package, and their
-  mentions in the docs are updated with that move.
+- every path in the command that starts with one of REPO_DIRS exists;
+- docs/build.md's table of tools lists every console script and built tool, and nothing else.
 
 Run from the repository root: build/venv/bin/python -m pytest tests/docs
 """
@@ -37,7 +36,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DOC_FILES = ["README.md"] + sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md"))
+# README.md, docs/ and the READMEs of the folders (boards, constraints, eBPF examples)
+DOC_FILES = (["README.md"] + sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md"))
+             + sorted(str(p.relative_to(ROOT)) for d in ("boards", "constraints", "sw")
+                      for p in (ROOT / d).rglob("README.md")))
 
 # Directories of the repository: a command's argument starting with one of them must exist.
 REPO_DIRS = ("sw/", "hw/", "firmware/", "sim/", "tests/", "boards/", "constraints/", "docs/")
@@ -45,11 +47,11 @@ REPO_DIRS = ("sw/", "hw/", "firmware/", "sim/", "tests/", "boards/", "constraint
 # Programs built from C/C++ sources, not Python console scripts: name -> (the Makefile that builds
 # it, the folders it is built into, as globs).
 BUILT_TOOLS = {
-    "nanobpf-run": ("firmware/ebpf/Makefile (make ebpf-tools, make firmware)", ["build/ebpf/host", "build/ebpf/rv64"]),
-    "nanobpf-fuzz": ("firmware/ebpf/Makefile (make ebpf-tools)", ["build/ebpf/rv64"]),
-    "nanobpfctl": ("sw/lib/Makefile (make host-tools)", ["build/host"]),
-    "nanobpfctl-static": ("sw/lib/Makefile (make host-tools)", ["build/host"]),
-    "nanobpfctl-mock": ("sw/lib/Makefile (make host-tools)", ["build/host"]),
+    "nanobpf-run": ("sw/tools/Makefile (make ebpf-tools, make firmware)", ["build/ebpf/host", "build/ebpf/rv64"]),
+    "nanobpf-fuzz": ("sw/tools/Makefile (make ebpf-tools)", ["build/ebpf/rv64"]),
+    "nanobpfctl": ("sw/tools/Makefile (make host-tools)", ["build/host"]),
+    "nanobpfctl-static": ("sw/tools/Makefile (make host-tools)", ["build/host"]),
+    "nanobpfctl-mock": ("sw/tools/Makefile (make host-tools)", ["build/host"]),
     "nanobpf-sim": ("the top-level Makefile (make sim: Verilator, sim/verilator/main.cpp)", ["build/sim/soc-*"]),
 }
 # Where a Python console script may be called from by path (the venv's bin).
@@ -225,18 +227,9 @@ def sub_makefile(folder):
 
 @functools.lru_cache(maxsize=None)
 def console_scripts():
-    """[project.scripts] of sw/python/pyproject.toml, or None while the section does not exist."""
+    """[project.scripts] of sw/python/pyproject.toml: the Python tools."""
     data = tomllib.loads((ROOT / "sw/python/pyproject.toml").read_text())
-    scripts = data.get("project", {}).get("scripts")
-    return None if scripts is None else frozenset(scripts)
-
-
-def python_tool_exists(name):
-    scripts = console_scripts()
-    if scripts is not None:
-        return name in scripts
-    # before [project.scripts]: the script in sw/tools, or a program in the build
-    return any((ROOT / d / name).exists() for d in ("sw/tools", "build/ebpf/host", "build/host"))
+    return frozenset(data["project"]["scripts"])
 
 
 @functools.lru_cache(maxsize=None)
@@ -288,12 +281,7 @@ def _paths(words):
 def check_paths(cmd, words):
     problems = []
     for p in _paths(words):
-        m = re.match(r"^sw/tools/(nanobpf-[a-z0-9-]+)$", p)
-        if m:  # the old path or its console script (the tools are moving into the package)
-            if not (_path_exists(p) or m.group(1) in (console_scripts() or ())):
-                problems.append(f"{cmd.at()}: {p} does not exist and {m.group(1)} is not a console script "
-                                "of sw/python/pyproject.toml [project.scripts]")
-        elif not _path_exists(p):
+        if not _path_exists(p):
             problems.append(f"{cmd.at()}: {p} does not exist")
     return problems
 
@@ -306,10 +294,9 @@ def check_tool(cmd, word):
         if folder and not any(fnmatch.fnmatch(folder, d) for d in dirs):
             return [f"{cmd.at()}: {name} is built into {', '.join(dirs)} by {makefile}, not {folder}"]
         return []
-    if not python_tool_exists(name):
-        where = ("a console script of sw/python/pyproject.toml [project.scripts]" if console_scripts() is not None
-                 else "in sw/tools, build/ebpf/host or build/host")
-        return [f"{cmd.at()}: {name} is neither {where} nor a built tool ({', '.join(sorted(BUILT_TOOLS))})"]
+    if name not in console_scripts():
+        return [f"{cmd.at()}: {name} is neither a console script of sw/python/pyproject.toml [project.scripts] "
+                f"nor a built tool ({', '.join(sorted(BUILT_TOOLS))})"]
     if folder and folder not in SCRIPT_DIRS:
         return [f"{cmd.at()}: {name} is a Python console script: call it as {name} (in {', '.join(SCRIPT_DIRS)}), "
                 f"not from {folder}"]
@@ -381,7 +368,7 @@ def check(cmd):
     first = head[0]
     if first == "make":
         problems += check_make(cmd, head)
-    elif TOOL_RE.match(Path(first).name) and not first.startswith("sw/tools/"):  # those: check_paths
+    elif TOOL_RE.match(Path(first).name):
         problems += check_tool(cmd, first)
     return problems
 
@@ -444,6 +431,18 @@ def test_checks_fail_on_wrong_commands():
     assert "`|` pipes make into `pisa_deparser`" in problems
     assert "bad.md:8: `nanobpf-no-such-tool --x sw/no/such/file.c`: nanobpf-no-such-tool is neither" in problems
     assert "sw/no/such/file.c does not exist" in problems
-    assert "bad.md:10: `sw/tools/nanobpf-gone`: sw/tools/nanobpf-gone does not exist and nanobpf-gone is not" in problems
+    assert "bad.md:10: `sw/tools/nanobpf-gone`: sw/tools/nanobpf-gone does not exist" in problems
     assert "nanobpf-run is built into build/ebpf/host, build/ebpf/rv64" in problems
     assert "bad.md:7" not in problems and "nanobpfctl dev show" not in problems
+
+
+def test_tools_table_lists_every_tool():
+    """docs/build.md's table of tools names every command of the package and every built tool, and
+    only those (a tool added or removed without its doc fails here)."""
+    text = (ROOT / "docs/build.md").read_text()
+    section = text[text.index("## Tools"):]
+    section = section[:section.index("\n## ", 1)]
+    listed = set(re.findall(r"^\| `(nanobpf[a-z0-9-]*)`", section, re.M))
+    expected = set(console_scripts()) | (set(BUILT_TOOLS) - {"nanobpfctl-static", "nanobpfctl-mock"})
+    assert listed == expected, (f"missing from docs/build.md: {sorted(expected - listed)}; "
+                                f"listed but not a tool: {sorted(listed - expected)}")

@@ -1,10 +1,10 @@
-"""The AEAD engine's reference model (nanobpf.aead) against the published vectors and its own rules."""
+"""The AEAD engine's reference model (nanobpf.models.aead) against the published vectors and its own rules."""
 import os
 
 import pytest
 
 import nanobpf_ebpf_defs as abi
-from nanobpf import aead
+from nanobpf.models import aead
 from nanobpf.quic import protection, vectors
 
 

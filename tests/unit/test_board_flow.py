@@ -14,12 +14,16 @@ from pathlib import Path
 import pytest
 
 from nanobpf import ROOT, command
+from nanobpf.board import facts
 
 BITSTREAM = command("nanobpf-bitstream")
 FLASH = command("nanobpf-flash")
-BUILD_TCL = ROOT / "boards/genesys2/vivado/build.tcl"
+GENESYS2 = facts.load("genesys2")  # the facts the tools must use: boards/genesys2/board.toml
+BUILD_TCL = GENESYS2.design.vivado_tcl
 TCLSH = "/usr/bin/tclsh"
-PART, TOP = "xc7k325tffg900-2", "nanobpf_genesys2_top"
+PART, TOP = GENESYS2.fpga.part, GENESYS2.design.top
+FLASH_IF, FLASH_MIB = GENESYS2.flash.interface, str(GENESYS2.flash.size_mib)
+OFL = GENESYS2.flash.openfpgaloader_board
 STAGES = ["read sources", "read constraints", "synth_design", "opt_design", "place_design", "phys_opt_design",
           "route_design", "reports", "timing check", "write_bitstream", "write_cfgmem", "done"]
 IMPL = ["synth_design", "opt_design", "place_design", "phys_opt_design", "route_design"]
@@ -182,13 +186,13 @@ def test_no_vivado_exits_2_with_the_message_and_writes_the_file_list(tmp_path, c
     p = bitstream("--board", "genesys2", "--chisel", chisel, "--out", out, "--xdc", xdc, env=env)
     assert p.returncode == 2, p.stdout + p.stderr
     for text in ("Vivado was not found", "Kintex-7", "settings64.sh", "VIVADO=", "files.f", "run-vivado.sh",
-                 "make board-check", "make synth-estimate BOARD=genesys2"):
+                 "make board-check", "make synth-estimate-board BOARD=genesys2"):
         assert text in p.stderr, text
     files = list_entries(out / "files.f")
     soc = subprocess.run([sys.executable, "-m", "nanobpf.rtl_files", "--synthesis", "--chisel", str(chisel)],
                          capture_output=True, text=True, check=True).stdout.split()
-    board = sorted(str(f) for f in (ROOT / "boards/genesys2/rtl").glob("*.sv"))
-    assert str(ROOT / f"boards/genesys2/rtl/{TOP}.sv") in board
+    board = sorted(str(f) for f in GENESYS2.design.rtl.glob("*.sv"))
+    assert str(GENESYS2.design.rtl / f"{TOP}.sv") in board
     litedram = [str(DRAM.parent / "VexRiscv.v"), str(DRAM.parent / "litedram_core.v")]
     assert files == soc + litedram + board
     assert files[len(soc) - 2:len(soc)] == [str(chisel / "NanobpfBoard.sv"), str(chisel / "BoardLeds.sv")]
@@ -227,22 +231,22 @@ def test_missing_litedram_core_is_refused(tmp_path, chisel, xdc, dram):
     assert p.returncode == 2 and "not the board's" in p.stderr
 
 
-def test_board_table_names_the_generated_litedram_core():
+def test_default_dram_is_the_generated_litedram_core():
     """nanobpf-bitstream's default dram.properties is where nanobpf-litedram writes the board core's."""
     from nanobpf import litedram
     from nanobpf.board import bitstream
-    src = Path(bitstream.__file__).read_text()
-    rel = (litedram.out_dir("genesys2", "board") / "dram.properties").relative_to(ROOT)
-    assert f'"dram": "{rel}"' in src
+    assert bitstream.default_dram("genesys2") == litedram.out_dir("genesys2", "board") / "dram.properties"
+    assert bitstream.default_dram("genesys2").relative_to(ROOT) == Path("build/litedram/genesys2/board/dram.properties")
 
 
 @needs_soc_pkg
-def test_default_constraints_come_from_the_board_table(tmp_path, chisel):
+def test_default_constraints_come_from_board_toml(tmp_path, chisel):
     p = bitstream("--board", "genesys2", "--chisel", chisel, "--out", tmp_path / "o", "--dry-run")
-    if (ROOT / "constraints/genesys2.xdc").exists():
-        assert p.returncode == 0 and str(ROOT / "constraints/genesys2.xdc") in p.stdout
+    xdc = GENESYS2.design.xdc
+    if xdc.exists():
+        assert p.returncode == 0 and str(xdc) in p.stdout
     else:
-        assert p.returncode == 2 and "constraints/genesys2.xdc not found" in p.stderr
+        assert p.returncode == 2 and f"{xdc} not found" in p.stderr
 
 
 @needs_soc_pkg
@@ -253,7 +257,7 @@ def test_dry_run_prints_the_vivado_command(tmp_path, chisel, xdc):
     assert p.returncode == 0, p.stderr
     cmd = p.stdout.splitlines()[-1].split()
     assert cmd[1:] == ["-mode", "batch", "-nojournal", "-log", str(out / "vivado.log"), "-source", str(BUILD_TCL),
-                       "-tclargs", str(out / "files.f"), str(xdc), str(out), TOP, PART, "3", "SPIx4", "32"]
+                       "-tclargs", str(out / "files.f"), str(xdc), str(out), TOP, PART, "3", FLASH_IF, FLASH_MIB]
     assert (out / "files.f").exists()
 
 
@@ -303,7 +307,7 @@ def test_fake_vivado_runs_the_whole_flow(tmp_path, chisel, xdc, fake_vivado):
     assert c[names.index("write_bitstream")] == ["write_bitstream", "-force", str(bit)]
     assert ["set_property", "BITSTREAM.CONFIG.SPI_BUSWIDTH", "4", "design_1"] in c
     cfg = c[names.index("write_cfgmem")]
-    assert opt(cfg, "-format") == "bin" and opt(cfg, "-interface") == "SPIx4" and opt(cfg, "-size") == "32"
+    assert opt(cfg, "-format") == "bin" and opt(cfg, "-interface") == FLASH_IF and opt(cfg, "-size") == FLASH_MIB
     assert opt(cfg, "-loadbit").split() == ["up", "0x0", str(bit)] and opt(cfg, "-file") == str(binf)
     assert bit.exists() and binf.exists() and str(bit) in p.stdout
 
@@ -456,7 +460,7 @@ def test_flash_volatile_loads_the_bit_over_jtag(fake_ofl, bit):
     env, argv = fake_ofl
     p = flash("--board", "genesys2", "--bit", bit, env=env)
     assert p.returncode == 0, p.stderr
-    assert argv.read_text().splitlines() == ["-b", "genesys2", "-m", str(bit)]
+    assert argv.read_text().splitlines() == ["-b", OFL, "-m", str(bit)]
     assert "100.00%" in p.stdout and "lost at power-off" in p.stdout
 
 
@@ -466,22 +470,22 @@ def test_flash_spi_writes_the_bin_next_to_the_bit(fake_ofl, bit):
     binf.write_bytes(b"raw")
     p = flash("--board", "genesys2", "--bit", bit, "--spi", env=env)
     assert p.returncode == 0, p.stderr
-    assert argv.read_text().splitlines() == ["-b", "genesys2", "-f", str(binf)]
+    assert argv.read_text().splitlines() == ["-b", OFL, "-f", str(binf)]
     assert "QSPI" in p.stdout
     p = flash("--board", "genesys2", "--bit", bit, "--spi", "--verify", env=env)
-    assert argv.read_text().splitlines() == ["-b", "genesys2", "-f", "--verify", str(binf)]
+    assert argv.read_text().splitlines() == ["-b", OFL, "-f", "--verify", str(binf)]
 
 
 def test_flash_spi_without_an_up_to_date_bin_writes_the_bit(fake_ofl, bit):
     env, argv = fake_ofl
     p = flash("--board", "genesys2", "--bit", bit, "--spi", env=env)
-    assert p.returncode == 0 and argv.read_text().splitlines() == ["-b", "genesys2", "-f", str(bit)]
+    assert p.returncode == 0 and argv.read_text().splitlines() == ["-b", OFL, "-f", str(bit)]
     assert "no nanobpf_genesys2.bin" in p.stdout
     binf = bit.with_suffix(".bin")
     binf.write_bytes(b"old")
     os.utime(binf, (bit.stat().st_mtime - 100,) * 2)
     p = flash("--board", "genesys2", "--bit", bit, "--spi", env=env)
-    assert p.returncode == 0 and argv.read_text().splitlines() == ["-b", "genesys2", "-f", str(bit)]
+    assert p.returncode == 0 and argv.read_text().splitlines() == ["-b", OFL, "-f", str(bit)]
     assert "older than" in p.stdout
 
 
@@ -489,7 +493,7 @@ def test_flash_dry_run_prints_the_command(fake_ofl, bit):
     env, argv = fake_ofl
     p = flash("--board", "genesys2", "--bit", bit, "--dry-run", env=env)
     assert p.returncode == 0 and not argv.exists()
-    assert p.stdout.split()[-4:] == ["-b", "genesys2", "-m", str(bit)]
+    assert p.stdout.split()[-4:] == ["-b", OFL, "-m", str(bit)]
 
 
 def test_flash_missing_bitstream_tool_or_board(tmp_path, fake_ofl, bit):
@@ -517,7 +521,7 @@ def test_flash_takes_an_explicit_openfpgaloader(tmp_path, fake_ofl, bit):
     env, argv = fake_ofl
     tool = Path(env["PATH"]) / "openFPGALoader"
     p = flash("--board", "genesys2", "--bit", bit, "--openfpgaloader", tool, env=dict(env, PATH=str(tmp_path / "empty")))
-    assert p.returncode == 0 and argv.read_text().splitlines() == ["-b", "genesys2", "-m", str(bit)]
+    assert p.returncode == 0 and argv.read_text().splitlines() == ["-b", OFL, "-m", str(bit)]
 
 
 def test_tools_have_help():

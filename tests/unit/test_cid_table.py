@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from nanobpf import pisa as P
+from nanobpf.models import pisa as P
 from nanobpf.soc import DATAPATH, REGS, pack
 
 

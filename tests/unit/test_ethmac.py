@@ -1,7 +1,7 @@
-"""The MAC reference (nanobpf.ethmac) that the eth_mac and eth_rgmii cocotb tests share."""
+"""The MAC reference (nanobpf.models.ethmac) that the eth_mac and eth_rgmii cocotb tests share."""
 import zlib
 
-from nanobpf.ethmac import MAX_FRAME, MIN_FRAME, rx_verdict, wire_frame
+from nanobpf.models.ethmac import MAX_FRAME, MIN_FRAME, rx_verdict, wire_frame
 from nanobpf.soc import ENUMS
 
 

@@ -11,13 +11,20 @@ import yaml
 
 from nanobpf import BUILD, ROOT, command
 from nanobpf import litedram as ld
+from nanobpf.board import facts
 
 TOOL = command("nanobpf-litedram")
 BOARD = "genesys2"
+FACTS = facts.load(BOARD)  # boards/genesys2/board.toml: names ddr3.yml and the XDC
+DDR3, XDC = FACTS.design.ddr3, FACTS.design.xdc
+
+
+def test_ddr3_yml_is_the_one_board_toml_names():
+    assert ld.board_file(BOARD) == DDR3 and DDR3.is_file()
 
 
 def test_configs_merge_common_and_variant():
-    src = yaml.safe_load((ROOT / "boards/genesys2/ddr3.yml").read_text())
+    src = yaml.safe_load(DDR3.read_text())
     board, sim = ld.config(BOARD, "board"), ld.config(BOARD, "sim")
     for cfg in (board, sim):
         for k, v in src["common"].items():
@@ -29,6 +36,8 @@ def test_configs_merge_common_and_variant():
     assert (board["sdram_module"], board["sdram_module_nb"], board["sdram_phy"], board["speedgrade"],
             board["cmd_latency"], board["cpu"]) == ("MT41J256M16", 4, "K7DDRPHY", -2, 1, "vexriscv")
     assert (board["input_clk_freq"], board["iodelay_clk_freq"]) == (200e6, 200e6)
+    # ... and they are the board's (board.toml: the 200 MHz oscillator, the 200 MHz IDELAYCTRL reference)
+    assert (board["input_clk_freq"], board["iodelay_clk_freq"]) == (FACTS.clocks.sys_hz, FACTS.clocks.ref_hz)
     assert sim["cpu"] == "None" and sim["sdram_module"] == "MT41K64M16"
     assert ld.module_bytes(board) == 1 << 30 and ld.module_bytes(sim) == 256 << 20
 
@@ -45,12 +54,12 @@ def test_sim_module_is_the_smallest_ddr3_module():
 def test_missing_board_file_is_named(tmp_path):
     r = subprocess.run([TOOL, "--board", "no_such_board"], capture_output=True, text=True)
     assert r.returncode == 2, r.stderr
-    assert "boards/no_such_board/ddr3.yml not found" in r.stderr, r.stderr
+    assert "unknown board 'no_such_board': boards/no_such_board/board.toml not found" in r.stderr, r.stderr
 
 
 def test_wrong_user_port_refused(monkeypatch, tmp_path):
     bad = tmp_path / "ddr3.yml"
-    text = (ROOT / "boards/genesys2/ddr3.yml").read_text().replace("id_width: 4", "id_width: 6")
+    text = DDR3.read_text().replace("id_width: 4", "id_width: 6")
     bad.write_text(text)
     monkeypatch.setattr(ld, "board_file", lambda board: bad)
     with pytest.raises(ld.LitedramError, match="id_width 4"):
@@ -82,7 +91,7 @@ def test_generated_core_agrees_with_ddr3_yml(variant):
         # constraints/genesys2.xdc names the PLL's clocks by this instance (u_dram/PLLE2_ADV/CLKOUT*)
         import re
         assert len(re.findall(r"^\) PLLE2_ADV \($", core, re.M)) == 1
-        assert "get_pins u_dram/PLLE2_ADV/CLKOUT*" in (ROOT / "constraints/genesys2.xdc").read_text()
+        assert "get_pins u_dram/PLLE2_ADV/CLKOUT*" in XDC.read_text()
 
 
 def test_second_run_is_skipped():
@@ -109,7 +118,7 @@ def test_xdc_ddr3_pins_are_litex_boards():
         for i, pin in enumerate(pins):
             port = f"ddram_{sub.name}" + (f"[{i}]" if len(pins) > 1 else "")
             want[port] = (pin, std)
-    xdc = (ROOT / "constraints/genesys2.xdc").read_text()
+    xdc = XDC.read_text()
     got = {m[3]: (m[1], m[2]) for m in re.finditer(
         r"PACKAGE_PIN\s+(\S+)\s+IOSTANDARD\s+(\S+)\s*\}\s*\[get_ports\s*\{\s*(ddram_\S+)\s*\}\]", xdc)}
     assert len(want) == 71 and got == want  # 15 a, 3 ba, 4 dm, 32 dq, 4+4 dqs, clk pair, 7 single-pin signals

@@ -1,4 +1,4 @@
-"""The packetization buffer model (sw/python/nanobpf/packetizer.py) against scapy: every frame made
+"""The packetization buffer model (sw/python/nanobpf/models/packetizer.py) against scapy: every frame made
 from a batch equals the packet scapy builds from scratch for that segment (IP/UDP lengths, IPv4
 identification and QUIC packet number of segment i; checksums left as in the template), and each
 malformed batch is refused or cut as documented, with its counters."""
@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from nanobpf.packetizer import gso_batch, packetize
+from nanobpf.models.packetizer import gso_batch, packetize
 
 pytest.importorskip("scapy.all")
 from scapy.all import IP, UDP, Dot1Q, Ether, IPv6, Raw  # noqa: E402

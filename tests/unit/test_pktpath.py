@@ -1,10 +1,10 @@
-"""Reference models of the packet path (nanobpf.pktpath): the core select policies' decisions, the
+"""Reference models of the packet path (nanobpf.models.pktpath): the core select policies' decisions, the
 free list of the reassembly buffer, the reorder scoreboard and the ideal-queue yardstick."""
 import random
 
 import pytest
 
-from nanobpf.pktpath import CoreSelect, Reasm, ReorderCheck, comp_word, desc_fields, ideal_single_queue
+from nanobpf.models.pktpath import CoreSelect, Reasm, ReorderCheck, comp_word, desc_fields, ideal_single_queue
 
 
 def test_policies_decide():

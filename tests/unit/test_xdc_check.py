@@ -6,10 +6,12 @@ import sys
 import pytest
 
 from nanobpf import ROOT, command
+from nanobpf.board import facts
 
 TOOL = command("nanobpf-xdc-check")
-XDC = "constraints/genesys2.xdc"
-TOP = "boards/genesys2/rtl/nanobpf_genesys2_top.sv"
+GENESYS2 = facts.load("genesys2")  # boards/genesys2/board.toml names the XDC and the top
+XDC = str(GENESYS2.design.xdc.relative_to(ROOT))
+TOP = str((GENESYS2.design.rtl / f"{GENESYS2.design.top}.sv").relative_to(ROOT))
 
 FIX_TOP = """\
 // a small board top
@@ -74,6 +76,16 @@ def test_genesys2_xdc_matches_the_board_top():
     assert p.returncode == 0, p.stdout + p.stderr
     # 34 bits of clocks, reset, Ethernet, UART, switches and LEDs, and the DDR3's 71
     assert p.stdout.strip().splitlines()[-1] == "nanobpf-xdc-check: 105 port bits, all constrained, 0 problems"
+
+
+def test_board_option_takes_the_files_from_board_toml():
+    p = run("--board", "genesys2")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.strip().splitlines()[-1] == "nanobpf-xdc-check: 105 port bits, all constrained, 0 problems"
+    p = run("--board", "no_such_board")
+    assert p.returncode == 2 and "boards/no_such_board/board.toml not found" in p.stderr
+    p = run("--xdc", XDC)
+    assert p.returncode == 2 and "--xdc and --top are required without --board" in p.stderr
 
 
 def test_genesys2_xdc_has_the_board_facts():

@@ -15,6 +15,7 @@
 #   JOBS             threads for Vivado (general.maxThreads, clamped to 1..8)
 #   FLASH_INTERFACE  configuration flash interface for write_cfgmem (default SPIx4)
 #   FLASH_SIZE_MIB   configuration flash size in MiB (default 32: the Genesys2's S25FL256S)
+#   (nanobpf-bitstream passes XDC, TOP, PART and the flash's from the board's board.toml.)
 #
 # Outputs in OUT: post_synth.dcp, post_place.dcp, post_route.dcp; post_synth_utilization.rpt,
 # utilization.rpt, timing_summary.rpt, clock_interaction.rpt, drc.rpt, timing.txt (WNS/WHS);

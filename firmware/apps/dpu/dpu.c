@@ -135,7 +135,7 @@ static void idle(unsigned hart, unsigned cycles) {
 
 /* What PISA parsed, from the descriptor and the slot's pkt_meta word, as the program's context fields
  * (ebpf abi struct nanobpf_xdp_ctx): 0 where PISA found nothing. The device model derives the same
- * from its PISA model (nanobpf.pisa.xdp_parse); the wire tests compare the two. */
+ * from its PISA model (nanobpf.models.pisa.xdp_parse); the wire tests compare the two. */
 static void parse_result(struct ebpf_xdp_buff *xdp, uint64_t d, uint64_t meta) {
     unsigned ipver = (unsigned)NANOBPF_GET(meta, NANOBPF_PKT_META_IPVER);
     unsigned quic = (unsigned)NANOBPF_GET(d, NANOBPF_PKT_DESC_QUIC);

@@ -8,7 +8,7 @@ import random
 
 import cocotb
 
-from nanobpf import aead
+from nanobpf.models import aead
 from nanobpf.soc import ENUMS
 from test_aead import Bench
 

@@ -1,5 +1,5 @@
 """AES-128-GCM engine (nanobpf.aead.AeadBlock: registers, key table storage, engine) against the
-reference model nanobpf.aead, with a packet memory model on the engine's port that stalls at random.
+reference model nanobpf.models.aead, with a packet memory model on the engine's port that stalls at random.
 
 Checked: the NIST GCM test cases for AES-128 (empty plaintext and AAD, non-multiple-of-16 lengths);
 RFC 9001 Appendix A client and server Initial packets sealed and opened, and their header protection
@@ -15,7 +15,7 @@ import pytest
 from cocotb.triggers import ReadOnly, RisingEdge
 
 import nanobpf_ebpf_defs as abi
-from nanobpf import aead
+from nanobpf.models import aead
 from nanobpf.quic import vectors
 from nanobpf.soc import ENUMS, REGIONS, reg_offset, unpack
 from busport import BusPortDriver, start

@@ -1,4 +1,4 @@
-"""Core select (nanobpf.coresel.CoreSelect inside Dispatch) against nanobpf.pktpath.CoreSelect:
+"""Core select (nanobpf.coresel.CoreSelect inside Dispatch) against nanobpf.models.pktpath.CoreSelect:
 every decision and every hold for JBSQ(n), SJBSQ(n), RSS and round robin, bounds 0..9, random
 service times with stalled cores, bogus completions refused, outstanding counts never above the
 limit. Run: make test-block BLOCK=coresel."""

@@ -15,7 +15,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.eth import GmiiFrame, GmiiSink, GmiiSource
 
-from nanobpf.ethmac import MAX_FRAME, rx_verdict, wire_frame
+from nanobpf.models.ethmac import MAX_FRAME, rx_verdict, wire_frame
 from nanobpf.soc import ENUMS
 from pisa_common import StreamSink, StreamSource
 

@@ -20,7 +20,7 @@ from cocotb.utils import get_sim_steps, get_sim_time
 from cocotbext.eth import GmiiFrame, RgmiiSink, RgmiiSource
 
 from nanobpf import ROOT
-from nanobpf.ethmac import rx_verdict, wire_frame
+from nanobpf.models.ethmac import rx_verdict, wire_frame
 from nanobpf.soc import ENUMS
 
 COUNTERS = ENUMS["eth_counter"]

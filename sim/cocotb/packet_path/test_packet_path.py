@@ -13,8 +13,8 @@ from cocotb.triggers import ReadOnly, RisingEdge
 
 from scapy.all import IP, UDP, Ether, Raw
 
-from nanobpf.packetizer import gso_batch, packetize
-from nanobpf.pktpath import COUNTER, POLICY, comp_fields, comp_word, desc_fields
+from nanobpf.models.packetizer import gso_batch, packetize
+from nanobpf.models.pktpath import COUNTER, POLICY, comp_fields, comp_word, desc_fields
 from nanobpf.soc import REGIONS, pack, reg_offset, unpack
 from busport import BusPortDriver, start
 from pisa_common import StreamSource

@@ -1,4 +1,4 @@
-"""Packetization buffer (nanobpf.reasm.Packetizer) against the model (nanobpf.packetizer): host GSO
+"""Packetization buffer (nanobpf.reasm.Packetizer) against the model (nanobpf.models.packetizer): host GSO
 batches of 1..64 segments with scapy-built IPv4/IPv6 (+ 0..2 VLAN tags, IPv4 options) / UDP / QUIC
 short header templates, every output frame compared byte for byte with its side band (info, bad) and
 the counter events; malformed batches (each header rule, cut header or template, short and long
@@ -13,7 +13,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge
 from scapy.all import IP, UDP, Dot1Q, Ether, IPv6, Raw
 
-from nanobpf.packetizer import COUNTERS, MAX_FRAME, MAX_TEMPLATE, gso_batch, packetize, template_offsets
+from nanobpf.models.packetizer import COUNTERS, MAX_FRAME, MAX_TEMPLATE, gso_batch, packetize, template_offsets
 from nanobpf.soc import unpack_layout
 from pisa_common import StreamSink, StreamSource
 

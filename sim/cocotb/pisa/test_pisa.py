@@ -1,5 +1,5 @@
 """Whole PISA pipeline (nanobpf.pisa.Pisa): ingress parser + match-action, the bypass to the
-deparser, frames returned by the cores, against the model (nanobpf.pisa.Pisa). Every frame and its
+deparser, frames returned by the cores, against the model (nanobpf.models.pisa.Pisa). Every frame and its
 metadata is compared; counters must match, after a clear too; the pipeline must keep flowing after malformed frames;
 CID table inserts and deletes while traffic flows never give a wrong decision.
 Run: make test-block BLOCK=pisa."""
@@ -10,7 +10,7 @@ from dataclasses import asdict
 import cocotb
 from cocotb.triggers import RisingEdge
 
-from nanobpf.pisa import ACTION, COUNTER, MAX_CID, Pisa
+from nanobpf.models.pisa import ACTION, COUNTER, MAX_CID, Pisa
 from nanobpf.soc import REGIONS
 from busport import BusPortDriver, start
 from pisa_common import Regs, StreamSink, StreamSource, Traffic, model_for, program_default

@@ -7,7 +7,7 @@ import random
 
 import cocotb
 
-from nanobpf.pisa import ACTION, Pisa
+from nanobpf.models.pisa import ACTION, Pisa
 from nanobpf.soc import REGIONS
 from busport import BusPortDriver, start
 from pisa_common import Regs, StreamSink, StreamSource, Traffic

@@ -8,7 +8,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from nanobpf.pisa import parse
+from nanobpf.models.pisa import parse
 from pisa_common import StreamSource, Traffic
 
 W = 8

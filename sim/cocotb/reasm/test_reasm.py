@@ -1,4 +1,4 @@
-"""Reassembly buffer (nanobpf.reasm.Reasm + PacketMem, 16 slots) against nanobpf.pktpath.Reasm:
+"""Reassembly buffer (nanobpf.reasm.Reasm + PacketMem, 16 slots) against nanobpf.models.pktpath.Reasm:
 every descriptor (slot, length, ports, connection, sequence, hash) and every frame byte read back
 from packet memory; exhaustion drops and counts without touching slots in use, and the buffer
 recovers when slots come back; frames marked bad or longer than a slot are dropped without using a
@@ -10,7 +10,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from nanobpf.pktpath import Reasm, desc_fields
+from nanobpf.models.pktpath import Reasm, desc_fields
 
 W, SLOTS, SLOT_BYTES, HEADROOM = 8, 16, 2048, 256
 

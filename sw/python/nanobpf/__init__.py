@@ -11,6 +11,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 """Repository root (the package is installed in editable mode from sw/python)."""
 BUILD = ROOT / "build"
+SOC_DEFAULT_CORES = 4
+"""The SoC's core count when none is given, defined here only: the Makefile's CORES (through
+build/generated/boards.mk, written by nanobpf.board.facts) and nanobpf-wire --cores. A board's own
+default is its board.toml's [board] default_cores."""
 
 
 def command(name: str) -> str:

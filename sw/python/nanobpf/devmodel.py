@@ -55,7 +55,7 @@ import nanobpf_ctrl_defs as D
 import nanobpf_ebpf_defs as abi
 
 from . import ctrl
-from . import pisa as pisa_model
+from .models import pisa as pisa_model
 from .faults import LinkFaults
 from .ebpf.device import DeviceError, DeviceXdp
 from .ebpf.loader import LoadError, parse_image

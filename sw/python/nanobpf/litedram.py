@@ -1,6 +1,7 @@
 """LiteDRAM cores for a board's DDR3, generated from PyPI's litedram (`litedram_gen`).
 
-The board's DRAM facts live in one file, boards/<board>/ddr3.yml (sections `common`, `board`, `sim`).
+The board's DRAM facts live in one file, boards/<board>/ddr3.yml (sections `common`, `board`, `sim`;
+the board's board.toml names it: [design] ddr3, read through nanobpf.board.facts).
 For each variant this module writes LiteDRAM's own YAML config and runs `litedram_gen` into
 build/litedram/<board>/<variant>/:
 
@@ -26,6 +27,7 @@ from pathlib import Path
 import yaml
 
 from nanobpf import BUILD, ROOT
+from nanobpf.board import facts
 
 VARIANTS = ("board", "sim")
 CORE = "litedram_core"
@@ -50,7 +52,11 @@ def log(msg):
 
 
 def board_file(board):
-    return ROOT / "boards" / board / "ddr3.yml"
+    """The board's ddr3.yml, as its board.toml names it ([design] ddr3)."""
+    try:
+        return facts.load(board).design.ddr3
+    except facts.BoardFactsError as e:
+        raise LitedramError(str(e)) from None
 
 
 def out_dir(board, variant):
@@ -76,7 +82,7 @@ def load_board(board):
 
 
 def known_boards():
-    return sorted(p.parent.name for p in (ROOT / "boards").glob("*/ddr3.yml"))
+    return [b for b in facts.known() if board_file(b).is_file()]
 
 
 def config(board, variant):
@@ -284,7 +290,8 @@ def main(argv=None):
         epilog="Variants: board = the real K7 core with the VexRiscv init CPU (DDR3 init and leveling in the core); "
                "sim = litedram_gen --sim (SDRAMPHYModel, small module). A variant whose inputs did not change is "
                "skipped. Exit 0 done, 2 a missing or wrong input, 1 litedram_gen failed.")
-    ap.add_argument("--board", default="genesys2", help="board folder under boards/ (default: %(default)s)")
+    ap.add_argument("--board", default=facts.DEFAULT_BOARD,
+                    help="board folder under boards/, with its board.toml (default: %(default)s)")
     ap.add_argument("--variant", choices=VARIANTS + ("all",), default="all", help="which core (default: all)")
     ap.add_argument("--force", action="store_true", help="regenerate even when the inputs did not change")
     a = ap.parse_args(argv)

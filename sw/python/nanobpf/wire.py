@@ -299,7 +299,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="nanobpf-wire", description="Frames through the simulated DPU (nanobpf-sim with "
                                  "the data-plane firmware) and the device model; prints what came out and checks "
                                  "they agree. Without --host-in/--net-in: the built-in workload.")
-    ap.add_argument("--cores", type=int, default=4, help="cores of the simulated SoC (make sim CORES=N; default 4)")
+    from . import SOC_DEFAULT_CORES
+    ap.add_argument("--cores", type=int, default=SOC_DEFAULT_CORES,
+                    help="cores of the simulated SoC (make sim CORES=N; default %(default)s, the SoC's default)")
     ap.add_argument("--firmware", default="dpu-wire", help="data-plane firmware under build/firmware (default dpu-wire)")
     ap.add_argument("--image", help="the program image the firmware has built in, for the model "
                     "(default build/firmware/bpf/xdp_<name>.nbpf)")

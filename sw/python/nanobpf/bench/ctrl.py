@@ -23,9 +23,10 @@ import nanobpf_ebpf_defs as abi
 
 from nanobpf import BUILD, ctrl
 from nanobpf.ctrl import OPEN, SEAL, Client, key_id
+from nanobpf.board import facts
 from nanobpf.rtldev import RtlDevice
 
-CLOCK_HZ = 50_000_000  # the Genesys2 core clock (hw/defs/soc.toml): cycles -> time on the board
+CLOCK_HZ = facts.load(facts.DEFAULT_BOARD).clocks.core_hz  # the board's core clock (board.toml): cycles -> time
 _COMMIT = re.compile(r"dpu: PROG_COMMIT (\S+): (\d+) instructions \((\d+) explored\), CRC (\d+) cycles, load (\d+), "
                      r"verify (\d+) \(static (\d+), explore (\d+); (\d+) states, (\d+) bytes at peak\), "
                      r"JIT (\d+) \((\d+) bytes\), attach (\d+)")
@@ -77,13 +78,13 @@ def table(res):
          "(nanobpf.ctrl.Client) over TAPs. Cycles counted by core 0 from reading the request to writing "
          f"its response; time at the board's {CLOCK_HZ // 1_000_000} MHz. `n`: messages of that type "
          "(the client's retransmissions, answered from the replay cache, are not among them).", "",
-         "| message | n | mean cycles | max cycles | mean time at 50 MHz |", "|---|---:|---:|---:|---:|"]
+         f"| message | n | mean cycles | max cycles | mean time at {CLOCK_HZ // 1_000_000} MHz |", "|---|---:|---:|---:|---:|"]
     for name, c in res["costs"].items():
         o.append(f"| {name.upper()} | {c['n']} | {c['cycles']:,} | {c['max']:,} | {_t(c['cycles'])} |")
     if res["commits"]:
         o += ["", "PROG_COMMIT, step by step (cycles):", "",
               "| program | insns | explored | CRC | load | verify | of which static passes | verify / explored insn "
-              "| states stored | state bytes at peak | JIT | JIT bytes | attach | total at 50 MHz |",
+              f"| states stored | state bytes at peak | JIT | JIT bytes | attach | total at {CLOCK_HZ // 1_000_000} MHz |",
               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for c in res["commits"]:
             total = c["crc"] + c["load"] + c["verify"] + c["jit"] + c["attach"]

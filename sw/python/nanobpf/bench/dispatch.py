@@ -94,7 +94,7 @@ def run_rtl(exe, policy, bound, arr, svc, hashes):
 
 
 def ideal_rss(arr, svc, hashes, queues):
-    from nanobpf.pktpath import ideal_single_queue
+    from nanobpf.models.pktpath import ideal_single_queue
     out = [0] * len(arr)
     for c in range(queues):
         idx = [i for i, h in enumerate(hashes) if h % queues == c]
@@ -104,7 +104,7 @@ def ideal_rss(arr, svc, hashes, queues):
 
 
 def experiment(exe, queues, dist, load, heavy, packets, seed):
-    from nanobpf.pktpath import ideal_single_queue
+    from nanobpf.models.pktpath import ideal_single_queue
     rng = random.Random(seed)
     arr, svc, hashes = workload(rng, packets, queues, load, dist, heavy)
     res = {"queues": queues, "dist": dist, "load": load, "heavy": heavy, "packets": packets}

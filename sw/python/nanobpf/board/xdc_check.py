@@ -10,11 +10,15 @@ backslash-newline); get_ports patterns may use * and ? (and -regexp/-nocase). Th
 parser for ANSI headers: parameters (their defaults size the ports), `input logic [7:0] a, b`,
 inherited declarations, comments. Standard library only.
 
+`--board NAME` takes the XDC, the top's file and its module from boards/NAME/board.toml
+(nanobpf.board.facts), as `make board-check` does.
+
 Exit status: 0 no problems, 1 problems (one `FILE:LINE: message` line each), 2 bad usage, an
 unreadable file or a top that cannot be parsed.
 """
 import argparse
 import ast
+import os
 import re
 import sys
 from pathlib import Path
@@ -627,10 +631,25 @@ def main(argv=None):
                     "one PACKAGE_PIN and an IOSTANDARD for every port bit, no unknown ports or indices, "
                     "no package pin used twice, differential standards only on complete _p/_n pairs.",
         epilog="Exit status: 0 no problems, 1 problems found, 2 bad usage or unreadable input.")
-    ap.add_argument("--xdc", required=True, help="the XDC constraints file")
-    ap.add_argument("--top", required=True, help="the SystemVerilog file with the top module (ANSI port list)")
-    ap.add_argument("--module", help="the top module's name (default: the first module in --top)")
+    ap.add_argument("--board", help="take the XDC, the top's file and its module from boards/BOARD/board.toml "
+                                    "([design] xdc, rtl/<top>.sv, top); --xdc, --top and --module override them")
+    ap.add_argument("--xdc", help="the XDC constraints file (required without --board)")
+    ap.add_argument("--top", help="the SystemVerilog file with the top module (ANSI port list; required without --board)")
+    ap.add_argument("--module", help="the top module's name (default: the board's top with --board, else the first "
+                                     "module in --top)")
     args = ap.parse_args(argv)
+    if args.board:
+        from nanobpf.board import facts
+        try:
+            board = facts.load(args.board)
+        except facts.BoardFactsError as exc:
+            print(f"{PROG}: {exc}", file=sys.stderr)
+            return 2
+        args.xdc = args.xdc or os.path.relpath(board.design.xdc)  # named relative to here in the messages
+        args.top = args.top or os.path.relpath(board.design.rtl / f"{board.design.top}.sv")
+        args.module = args.module or board.design.top
+    elif not (args.xdc and args.top):
+        ap.error("--xdc and --top are required without --board")
 
     texts = []
     for path in (args.xdc, args.top):

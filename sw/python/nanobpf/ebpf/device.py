@@ -220,7 +220,7 @@ class DeviceXdp:
         BPF_PROG_TEST_RUN returns it: the metadata the program added with bpf_xdp_adjust_meta (its length
         left in self.meta_len), then the frame. The port bpf_redirect chose is left in
         self.redirect_ifindex. parse: what PISA parsed, the six context fields past xdp_md (l3_off,
-        l4_off, quic_off, pn_off, cid_len, conn: nanobpf.pisa.xdp_parse); None: all 0."""
+        l4_off, quic_off, pn_off, cid_len, conn: nanobpf.models.pisa.xdp_parse); None: all 0."""
         extra = "" if parse is None else " " + ",".join(str(int(v)) for v in parse)
         reply = self._command(f"run {ingress_ifindex} {bytes(frame).hex()}{extra}")
         _, action, out, redirect, meta_len = reply.split(" ")

@@ -13,6 +13,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from nanobpf.gen.common import write_if_changed
+
 
 def gf_mul(a, b):
     """Product in GF(2^8) with the AES polynomial 0x11b."""
@@ -96,9 +98,7 @@ def main(argv=None):
     ap.add_argument("out", type=Path, help="header to write (e.g. build/generated/include/nanobpf_aes_tables.h)")
     a = ap.parse_args(argv)
     text = header()
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    if not a.out.exists() or a.out.read_text() != text:
-        a.out.write_text(text)
+    write_if_changed(a.out, text)
     return 0
 
 

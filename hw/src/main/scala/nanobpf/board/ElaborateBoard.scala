@@ -5,40 +5,58 @@ import nanobpf.soc.SocParams
 import nanobpf.common.{Emit, SocMap}
 import nanobpf.dram.DramBridgeParams
 
-/** Emits a board's Chisel part: `ElaborateBoard --board genesys2 --bootrom rom.bin --fw-image fw.hex
-  * --dram dram.properties --out DIR [--cores N]`. Main memory is the board's DRAM (LiteDRAM's AXI port,
-  * described by the generator's dram.properties); the firmware image goes into the read-only region
-  * fw_image, which the boot ROM (firmware/bootrom built with NANOBPF_BOOT_COPY_IMAGE) copies into it.
+/** Emits a board's Chisel part: `ElaborateBoard --board genesys2 --cores N --core-hz HZ --net-hz HZ
+  * --uart-baud BAUD --bootrom rom.bin --fw-image fw.hex --dram dram.properties --out DIR`. Main memory is the
+  * board's DRAM (LiteDRAM's AXI port, described by the generator's dram.properties); the firmware image goes
+  * into the read-only region fw_image, which the boot ROM (firmware/bootrom built with
+  * NANOBPF_BOOT_COPY_IMAGE) copies into it.
+  *
+  * The board's facts (clocks, baud rate, core count) are not kept here: they live in boards/<board>/board.toml
+  * and the Makefile passes them (`make board-hw`, through build/generated/boards.mk); every option is required.
   */
 object ElaborateBoard extends App {
   val usage =
-    """usage: ElaborateBoard --board genesys2 --bootrom FILE --fw-image FILE --dram FILE --out DIR [--cores N]
-      |  --board NAME     genesys2 (the only board so far)
+    """usage: ElaborateBoard --board NAME --cores N --core-hz HZ --net-hz HZ --uart-baud BAUD
+      |                      --bootrom FILE --fw-image FILE --dram FILE --out DIR
+      |  every option is required; `make board-hw BOARD=NAME` passes them from boards/NAME/board.toml
+      |  --board NAME     the board (boards/NAME), named in messages
+      |  --cores N        number of CVA6 cores (make: BOARD_CORES, default [board] default_cores)
+      |  --core-hz HZ     the core clock in Hz ([clocks] core_hz): LED heartbeat, UART divider
+      |  --net-hz HZ      the datapath (Ethernet MAC) clock in Hz ([clocks] net_hz): activity LEDs
+      |  --uart-baud BAUD the console's baud rate ([uart] baud): dpu.uart_div resets to core-hz / baud
       |  --bootrom FILE   raw boot ROM binary (firmware bootrom-board.bin: copies the image into main memory)
       |  --fw-image FILE  $readmemh image of the firmware (64-bit words), baked into the fw_image ROM
       |  --dram FILE      LiteDRAM's dram.properties (nanobpf-litedram: size, AXI widths)
-      |  --out DIR        directory for NanobpfBoard.sv and filelist.f
-      |  --cores N        number of CVA6 cores (default 1)""".stripMargin
+      |  --out DIR        directory for NanobpfBoard.sv and filelist.f""".stripMargin
   def fail(msg: String): Nothing = { System.err.println(s"ElaborateBoard: $msg\n$usage"); sys.exit(2) }
   if (args.contains("--help") || args.contains("-h")) { println(usage); sys.exit(0) }
   val opts = args.toSeq.grouped(2).map {
     case Seq(k, v) if k.startsWith("--") => k.drop(2) -> v
     case other                           => fail(s"bad argument(s): ${other.mkString(" ")}")
   }.toMap
-  for (k <- opts.keys if !Set("board", "bootrom", "fw-image", "dram", "out", "cores").contains(k)) fail(s"unknown option --$k")
-  /** Board name -> core clock in Hz. */
-  val boards = Map("genesys2" -> 50_000_000)
-  val board = opts.getOrElse("board", fail("--board is required"))
-  val coreHz = boards.getOrElse(board, fail(s"unknown board $board (known: ${boards.keys.mkString(", ")})"))
-  val romPath = Paths.get(opts.getOrElse("bootrom", fail("--bootrom is required")))
+  val known = Seq("board", "cores", "core-hz", "net-hz", "uart-baud", "bootrom", "fw-image", "dram", "out")
+  for (k <- opts.keys if !known.contains(k)) fail(s"unknown option --$k")
+  val missing = known.filterNot(opts.contains)
+  if (missing.nonEmpty)
+    fail(s"missing ${missing.map("--" + _).mkString(", ")} (the board's facts come from boards/<board>/board.toml: " +
+      "run `make board-hw BOARD=<board>`)")
+  /** A positive integer option. */
+  def positive(k: String): Int = opts(k).toIntOption.filter(_ > 0).getOrElse(fail(s"--$k: not a positive integer: ${opts(k)}"))
+  val board = opts("board")
+  val cores = positive("cores")
+  val coreHz = positive("core-hz")
+  val netHz = positive("net-hz")
+  val baud = positive("uart-baud")
+  if (coreHz / baud < 4) fail(s"--core-hz $coreHz is too slow for --uart-baud $baud (the UART needs 4 cycles a bit)")
+  val romPath = Paths.get(opts("bootrom"))
   if (!Files.isReadable(romPath)) fail(s"cannot read boot ROM image $romPath (build it with `make firmware`)")
-  val image = Paths.get(opts.getOrElse("fw-image", fail("--fw-image is required")))
+  val image = Paths.get(opts("fw-image"))
   if (!Files.isReadable(image)) fail(s"cannot read firmware image $image")
   val imageWords = HexImage.words(image)
   if (imageWords * 8 > SocMap.FwImage.size)
     fail(s"firmware image $image needs ${imageWords * 8} bytes; region fw_image holds ${SocMap.FwImage.size} (hw/defs/soc.toml)")
   if (SocMap.FwImage.size > SocMap.MainMem.size) fail("region fw_image is larger than main_mem (hw/defs/soc.toml)")
-  val dramPath = Paths.get(opts.getOrElse("dram", fail("--dram is required")))
+  val dramPath = Paths.get(opts("dram"))
   if (!Files.isReadable(dramPath)) fail(s"cannot read $dramPath: run `make litedram BOARD=$board`")
   val dram = {
     val props = new java.util.Properties()
@@ -51,11 +69,11 @@ object ElaborateBoard extends App {
       addrBits = num("addr_bits").toInt, dataBits = num("data_bits").toInt, idBits = num("id_bits").toInt)
   }
   if (dram.dramBytes < SocMap.MainMem.size) fail(s"the DRAM (${dram.dramBytes} bytes) is smaller than main_mem")
-  val out = opts.getOrElse("out", fail("--out is required"))
-  val cores = opts.get("cores").map(c => c.toIntOption.getOrElse(fail(s"--cores: not a number: $c"))).getOrElse(1)
+  val out = opts("out")
   val params =
     try BoardParams(SocParams(nCores = cores, bootRom = Files.readAllBytes(romPath).toSeq, externalMainMem = true,
-      fwImageFile = image.toAbsolutePath.toString, uartDiv = coreHz / 115200), dram = dram, coreHz = coreHz)
+      fwImageFile = image.toAbsolutePath.toString, uartDiv = coreHz / baud), dram = dram, coreHz = coreHz,
+      netHz = netHz)
     catch { case e: IllegalArgumentException => fail(e.getMessage) }
   Emit(new NanobpfBoard(params), out)
 }

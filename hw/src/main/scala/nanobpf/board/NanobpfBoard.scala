@@ -17,10 +17,10 @@ case class BoardParams(
     dram: DramBridgeParams,
     /** The Ethernet MAC. */
     mac: MacParams = MacParams(),
-    /** Core clock in Hz (LED heartbeat). */
-    coreHz: Int = 50_000_000,
-    /** Datapath clock in Hz (activity LEDs). */
-    netHz: Int = 125_000_000)
+    /** Core clock in Hz (LED heartbeat): the board's, from its board.toml ([clocks] core_hz, ElaborateBoard --core-hz). */
+    coreHz: Int,
+    /** Datapath clock in Hz (activity LEDs): [clocks] net_hz, ElaborateBoard --net-hz. */
+    netHz: Int)
 
 /** The clock-domain-independent part of a board (docs/board.md): the SoC in the core clock, the
   * Ethernet MAC in the datapath clock (its receive side in the PHY's clock), the link self-test, the

@@ -196,7 +196,7 @@ class CidTable(p: PisaParams) extends Module {
 
 object CidTable {
   /** Bucket of `k` in `way`: bit b is the parity of (len ## cid) AND the way's mask b (an H3 hash; the
-    * device model's nanobpf.pisa.cid_bucket computes the same from the same generated masks). */
+    * device model's nanobpf.models.pisa.cid_bucket computes the same from the same generated masks). */
   def bucket(k: CidKey, way: Int, bits: Int): UInt = {
     val key = Cat(k.len, k.cid)
     val all = (BigInt(1) << key.getWidth) - 1
