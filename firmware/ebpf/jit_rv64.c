@@ -1,4 +1,6 @@
 /* eBPF -> RV64 JIT (RV64IMAC, optional RVC/Zba/Zbb). Semantics follow RFC 9669 and match interp.c.
+ * One file on purpose (about 1,150 lines): one emitter whose per-opcode cases share the register map,
+ * the frame layout and the branch fix-ups; rv64_insn.h holds the encodings.
  *
  * Every eBPF function (the main program and each bpf-to-bpf subprogram) becomes an ordinary RV64
  * function: prologue, body, epilogue. Registers map as in Linux's RV64 JIT, so R1-R5 are the argument

@@ -109,56 +109,76 @@ static inline uint16_t rvc_cl_w_insn(uint8_t funct3, uint32_t uimm, uint8_t rs1,
 static inline uint32_t rv_lui(uint8_t rd, int32_t imm20) { return rv_u_insn(imm20, rd, 0x37); }
 static inline uint32_t rv_auipc(uint8_t rd, int32_t imm20) { return rv_u_insn(imm20, rd, 0x17); }
 static inline uint32_t rv_jal(uint8_t rd, int32_t off) { return rv_j_insn(off, rd, 0x6f); }
-static inline uint32_t rv_jalr(uint8_t rd, uint8_t rs1, int32_t imm) { return rv_i_insn(imm, rs1, 0, rd, 0x67); }
+/* I-type with a 12-bit immediate: loads rd = mem[rs1 + imm], ALU rd = rs1 op imm (funct3, opcode) */
+#define RV_I(name, funct3, opcode)                                                          \
+    static inline uint32_t rv_##name(uint8_t rd, uint8_t rs1, int32_t imm) {                 \
+        return rv_i_insn(imm, rs1, funct3, rd, opcode);                                       \
+    }
+RV_I(jalr, 0, 0x67)
 
-static inline uint32_t rv_beq(uint8_t rs1, uint8_t rs2, int32_t off) { return rv_b_insn(off, rs2, rs1, 0, 0x63); }
-static inline uint32_t rv_bne(uint8_t rs1, uint8_t rs2, int32_t off) { return rv_b_insn(off, rs2, rs1, 1, 0x63); }
-static inline uint32_t rv_blt(uint8_t rs1, uint8_t rs2, int32_t off) { return rv_b_insn(off, rs2, rs1, 4, 0x63); }
-static inline uint32_t rv_bge(uint8_t rs1, uint8_t rs2, int32_t off) { return rv_b_insn(off, rs2, rs1, 5, 0x63); }
-static inline uint32_t rv_bltu(uint8_t rs1, uint8_t rs2, int32_t off) { return rv_b_insn(off, rs2, rs1, 6, 0x63); }
-static inline uint32_t rv_bgeu(uint8_t rs1, uint8_t rs2, int32_t off) { return rv_b_insn(off, rs2, rs1, 7, 0x63); }
+/* branches: pc += off when rs1 op rs2 (funct3, opcode) */
+#define RV_B(name, funct3, opcode)                                                          \
+    static inline uint32_t rv_##name(uint8_t rs1, uint8_t rs2, int32_t off) {                 \
+        return rv_b_insn(off, rs2, rs1, funct3, opcode);                                      \
+    }
+RV_B(beq, 0, 0x63)
+RV_B(bne, 1, 0x63)
+RV_B(blt, 4, 0x63)
+RV_B(bge, 5, 0x63)
+RV_B(bltu, 6, 0x63)
+RV_B(bgeu, 7, 0x63)
 
-static inline uint32_t rv_lb(uint8_t rd, uint8_t rs1, int32_t imm) { return rv_i_insn(imm, rs1, 0, rd, 0x03); }
-static inline uint32_t rv_lh(uint8_t rd, uint8_t rs1, int32_t imm) { return rv_i_insn(imm, rs1, 1, rd, 0x03); }
-static inline uint32_t rv_lw(uint8_t rd, uint8_t rs1, int32_t imm) { return rv_i_insn(imm, rs1, 2, rd, 0x03); }
-static inline uint32_t rv_ld(uint8_t rd, uint8_t rs1, int32_t imm) { return rv_i_insn(imm, rs1, 3, rd, 0x03); }
-static inline uint32_t rv_lbu(uint8_t rd, uint8_t rs1, int32_t imm) { return rv_i_insn(imm, rs1, 4, rd, 0x03); }
-static inline uint32_t rv_lhu(uint8_t rd, uint8_t rs1, int32_t imm) { return rv_i_insn(imm, rs1, 5, rd, 0x03); }
-static inline uint32_t rv_lwu(uint8_t rd, uint8_t rs1, int32_t imm) { return rv_i_insn(imm, rs1, 6, rd, 0x03); }
-static inline uint32_t rv_sb(uint8_t rs1, int32_t imm, uint8_t rs2) { return rv_s_insn(imm, rs2, rs1, 0, 0x23); }
-static inline uint32_t rv_sh(uint8_t rs1, int32_t imm, uint8_t rs2) { return rv_s_insn(imm, rs2, rs1, 1, 0x23); }
-static inline uint32_t rv_sw(uint8_t rs1, int32_t imm, uint8_t rs2) { return rv_s_insn(imm, rs2, rs1, 2, 0x23); }
-static inline uint32_t rv_sd(uint8_t rs1, int32_t imm, uint8_t rs2) { return rv_s_insn(imm, rs2, rs1, 3, 0x23); }
+RV_I(lb, 0, 0x03)
+RV_I(lh, 1, 0x03)
+RV_I(lw, 2, 0x03)
+RV_I(ld, 3, 0x03)
+RV_I(lbu, 4, 0x03)
+RV_I(lhu, 5, 0x03)
+RV_I(lwu, 6, 0x03)
+/* stores: mem[rs1 + imm] = rs2 (funct3, opcode) */
+#define RV_S(name, funct3, opcode)                                                          \
+    static inline uint32_t rv_##name(uint8_t rs1, int32_t imm, uint8_t rs2) {                 \
+        return rv_s_insn(imm, rs2, rs1, funct3, opcode);                                      \
+    }
+RV_S(sb, 0, 0x23)
+RV_S(sh, 1, 0x23)
+RV_S(sw, 2, 0x23)
+RV_S(sd, 3, 0x23)
 
-static inline uint32_t rv_addi(uint8_t rd, uint8_t rs1, int32_t imm) { return rv_i_insn(imm, rs1, 0, rd, 0x13); }
-static inline uint32_t rv_slti(uint8_t rd, uint8_t rs1, int32_t imm) { return rv_i_insn(imm, rs1, 2, rd, 0x13); }
-static inline uint32_t rv_sltiu(uint8_t rd, uint8_t rs1, int32_t imm) { return rv_i_insn(imm, rs1, 3, rd, 0x13); }
-static inline uint32_t rv_xori(uint8_t rd, uint8_t rs1, int32_t imm) { return rv_i_insn(imm, rs1, 4, rd, 0x13); }
-static inline uint32_t rv_ori(uint8_t rd, uint8_t rs1, int32_t imm) { return rv_i_insn(imm, rs1, 6, rd, 0x13); }
-static inline uint32_t rv_andi(uint8_t rd, uint8_t rs1, int32_t imm) { return rv_i_insn(imm, rs1, 7, rd, 0x13); }
+RV_I(addi, 0, 0x13)
+RV_I(slti, 2, 0x13)
+RV_I(sltiu, 3, 0x13)
+RV_I(xori, 4, 0x13)
+RV_I(ori, 6, 0x13)
+RV_I(andi, 7, 0x13)
 static inline uint32_t rv_slli(uint8_t rd, uint8_t rs1, unsigned sh) { return rv_i_insn((int32_t)(sh & 63), rs1, 1, rd, 0x13); }
 static inline uint32_t rv_srli(uint8_t rd, uint8_t rs1, unsigned sh) { return rv_i_insn((int32_t)(sh & 63), rs1, 5, rd, 0x13); }
 static inline uint32_t rv_srai(uint8_t rd, uint8_t rs1, unsigned sh) { return rv_i_insn((int32_t)(0x400 | (sh & 63)), rs1, 5, rd, 0x13); }
-static inline uint32_t rv_addiw(uint8_t rd, uint8_t rs1, int32_t imm) { return rv_i_insn(imm, rs1, 0, rd, 0x1b); }
+RV_I(addiw, 0, 0x1b)
 static inline uint32_t rv_slliw(uint8_t rd, uint8_t rs1, unsigned sh) { return rv_i_insn((int32_t)(sh & 31), rs1, 1, rd, 0x1b); }
 static inline uint32_t rv_srliw(uint8_t rd, uint8_t rs1, unsigned sh) { return rv_i_insn((int32_t)(sh & 31), rs1, 5, rd, 0x1b); }
 static inline uint32_t rv_sraiw(uint8_t rd, uint8_t rs1, unsigned sh) { return rv_i_insn((int32_t)(0x400 | (sh & 31)), rs1, 5, rd, 0x1b); }
 
-static inline uint32_t rv_add(uint8_t rd, uint8_t rs1, uint8_t rs2) { return rv_r_insn(0, rs2, rs1, 0, rd, 0x33); }
-static inline uint32_t rv_sub(uint8_t rd, uint8_t rs1, uint8_t rs2) { return rv_r_insn(0x20, rs2, rs1, 0, rd, 0x33); }
-static inline uint32_t rv_sll(uint8_t rd, uint8_t rs1, uint8_t rs2) { return rv_r_insn(0, rs2, rs1, 1, rd, 0x33); }
-static inline uint32_t rv_slt(uint8_t rd, uint8_t rs1, uint8_t rs2) { return rv_r_insn(0, rs2, rs1, 2, rd, 0x33); }
-static inline uint32_t rv_sltu(uint8_t rd, uint8_t rs1, uint8_t rs2) { return rv_r_insn(0, rs2, rs1, 3, rd, 0x33); }
-static inline uint32_t rv_xor(uint8_t rd, uint8_t rs1, uint8_t rs2) { return rv_r_insn(0, rs2, rs1, 4, rd, 0x33); }
-static inline uint32_t rv_srl(uint8_t rd, uint8_t rs1, uint8_t rs2) { return rv_r_insn(0, rs2, rs1, 5, rd, 0x33); }
-static inline uint32_t rv_sra(uint8_t rd, uint8_t rs1, uint8_t rs2) { return rv_r_insn(0x20, rs2, rs1, 5, rd, 0x33); }
-static inline uint32_t rv_or(uint8_t rd, uint8_t rs1, uint8_t rs2) { return rv_r_insn(0, rs2, rs1, 6, rd, 0x33); }
-static inline uint32_t rv_and(uint8_t rd, uint8_t rs1, uint8_t rs2) { return rv_r_insn(0, rs2, rs1, 7, rd, 0x33); }
-static inline uint32_t rv_addw(uint8_t rd, uint8_t rs1, uint8_t rs2) { return rv_r_insn(0, rs2, rs1, 0, rd, 0x3b); }
-static inline uint32_t rv_subw(uint8_t rd, uint8_t rs1, uint8_t rs2) { return rv_r_insn(0x20, rs2, rs1, 0, rd, 0x3b); }
-static inline uint32_t rv_sllw(uint8_t rd, uint8_t rs1, uint8_t rs2) { return rv_r_insn(0, rs2, rs1, 1, rd, 0x3b); }
-static inline uint32_t rv_srlw(uint8_t rd, uint8_t rs1, uint8_t rs2) { return rv_r_insn(0, rs2, rs1, 5, rd, 0x3b); }
-static inline uint32_t rv_sraw(uint8_t rd, uint8_t rs1, uint8_t rs2) { return rv_r_insn(0x20, rs2, rs1, 5, rd, 0x3b); }
+/* R-type register-register instructions: rd = rs1 op rs2 (funct7, funct3, opcode) */
+#define RV_R(name, funct7, funct3, opcode)                                          \
+    static inline uint32_t rv_##name(uint8_t rd, uint8_t rs1, uint8_t rs2) {          \
+        return rv_r_insn(funct7, rs2, rs1, funct3, rd, opcode);                       \
+    }
+RV_R(add, 0, 0, 0x33)
+RV_R(sub, 0x20, 0, 0x33)
+RV_R(sll, 0, 1, 0x33)
+RV_R(slt, 0, 2, 0x33)
+RV_R(sltu, 0, 3, 0x33)
+RV_R(xor, 0, 4, 0x33)
+RV_R(srl, 0, 5, 0x33)
+RV_R(sra, 0x20, 5, 0x33)
+RV_R(or, 0, 6, 0x33)
+RV_R(and, 0, 7, 0x33)
+RV_R(addw, 0, 0, 0x3b)
+RV_R(subw, 0x20, 0, 0x3b)
+RV_R(sllw, 0, 1, 0x3b)
+RV_R(srlw, 0, 5, 0x3b)
+RV_R(sraw, 0x20, 5, 0x3b)
 
 /* pred/succ: bit set of I=8 O=4 R=2 W=1 */
 static inline uint32_t rv_fence(uint8_t pred, uint8_t succ) {
@@ -177,17 +197,17 @@ static inline uint32_t rv_j(int32_t off) { return rv_jal(RV_REG_ZERO, off); }
 static inline uint32_t rv_ret(void) { return rv_jalr(RV_REG_ZERO, RV_REG_RA, 0); }
 
 /* ---- M ---- */
-static inline uint32_t rv_mul(uint8_t rd, uint8_t rs1, uint8_t rs2) { return rv_r_insn(1, rs2, rs1, 0, rd, 0x33); }
-static inline uint32_t rv_mulhu(uint8_t rd, uint8_t rs1, uint8_t rs2) { return rv_r_insn(1, rs2, rs1, 3, rd, 0x33); }
-static inline uint32_t rv_div(uint8_t rd, uint8_t rs1, uint8_t rs2) { return rv_r_insn(1, rs2, rs1, 4, rd, 0x33); }
-static inline uint32_t rv_divu(uint8_t rd, uint8_t rs1, uint8_t rs2) { return rv_r_insn(1, rs2, rs1, 5, rd, 0x33); }
-static inline uint32_t rv_rem(uint8_t rd, uint8_t rs1, uint8_t rs2) { return rv_r_insn(1, rs2, rs1, 6, rd, 0x33); }
-static inline uint32_t rv_remu(uint8_t rd, uint8_t rs1, uint8_t rs2) { return rv_r_insn(1, rs2, rs1, 7, rd, 0x33); }
-static inline uint32_t rv_mulw(uint8_t rd, uint8_t rs1, uint8_t rs2) { return rv_r_insn(1, rs2, rs1, 0, rd, 0x3b); }
-static inline uint32_t rv_divw(uint8_t rd, uint8_t rs1, uint8_t rs2) { return rv_r_insn(1, rs2, rs1, 4, rd, 0x3b); }
-static inline uint32_t rv_divuw(uint8_t rd, uint8_t rs1, uint8_t rs2) { return rv_r_insn(1, rs2, rs1, 5, rd, 0x3b); }
-static inline uint32_t rv_remw(uint8_t rd, uint8_t rs1, uint8_t rs2) { return rv_r_insn(1, rs2, rs1, 6, rd, 0x3b); }
-static inline uint32_t rv_remuw(uint8_t rd, uint8_t rs1, uint8_t rs2) { return rv_r_insn(1, rs2, rs1, 7, rd, 0x3b); }
+RV_R(mul, 1, 0, 0x33)
+RV_R(mulhu, 1, 3, 0x33)
+RV_R(div, 1, 4, 0x33)
+RV_R(divu, 1, 5, 0x33)
+RV_R(rem, 1, 6, 0x33)
+RV_R(remu, 1, 7, 0x33)
+RV_R(mulw, 1, 0, 0x3b)
+RV_R(divw, 1, 4, 0x3b)
+RV_R(divuw, 1, 5, 0x3b)
+RV_R(remw, 1, 6, 0x3b)
+RV_R(remuw, 1, 7, 0x3b)
 
 /* ---- A: rd = old value, memory = old op rs2; aq/rl order the access ---- */
 #define RV_AMO(name, funct5, funct3)                                                               \
@@ -212,12 +232,17 @@ static inline uint32_t rv_sc_w(uint8_t rd, uint8_t rs2, uint8_t rs1, uint8_t aq,
 static inline uint32_t rv_sc_d(uint8_t rd, uint8_t rs2, uint8_t rs1, uint8_t aq, uint8_t rl) { return rv_amo_insn(0x03, aq, rl, rs2, rs1, 3, rd, 0x2f); }
 
 /* ---- Zba / Zbb ---- */
-static inline uint32_t rv_add_uw(uint8_t rd, uint8_t rs1, uint8_t rs2) { return rv_r_insn(0x04, rs2, rs1, 0, rd, 0x3b); }
+RV_R(add_uw, 0x04, 0, 0x3b)
 static inline uint32_t rv_zext_w(uint8_t rd, uint8_t rs) { return rv_add_uw(rd, rs, RV_REG_ZERO); }
 static inline uint32_t rv_sext_b(uint8_t rd, uint8_t rs) { return rv_i_insn(0x604, rs, 1, rd, 0x13); }
 static inline uint32_t rv_sext_h(uint8_t rd, uint8_t rs) { return rv_i_insn(0x605, rs, 1, rd, 0x13); }
 static inline uint32_t rv_zext_h(uint8_t rd, uint8_t rs) { return rv_r_insn(0x04, 0, rs, 4, rd, 0x3b); }
 static inline uint32_t rv_rev8(uint8_t rd, uint8_t rs) { return rv_i_insn(0x6b8, rs, 5, rd, 0x13); }
+
+#undef RV_I
+#undef RV_B
+#undef RV_S
+#undef RV_R
 
 /* ---- RVC (RV64C), rv_c_*: conditions are in the comments; the caller checks them. ---- */
 /* rd != 0, imm in [-32, 31], imm != 0 */

@@ -1,4 +1,7 @@
 /* NanoBPF eBPF verifier: proves an XDP program safe before anything runs it (Linux semantics, own code).
+ * One file on purpose (about 4,200 lines): the phases share the abstract state (registers, stack,
+ * references, spin locks) and its static helpers; splitting it would make them a second public
+ * header. The sections below follow the phases.
  *
  * Phases
  *   1. Structure: known opcodes, zero reserved fields (RFC 9669), ld_imm64 pairs and map references,

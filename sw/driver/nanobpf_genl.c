@@ -4,6 +4,10 @@
  * authoritative host state: key table by (direction, CID or address id), program image, PISA table words. Every change goes to
  * the host state first, then to the device; the command returns once the device acknowledged. A
  * refusal or a timeout rolls the host change back.
+ *
+ * One file on purpose (about 1,100 lines): the family's handlers share its policy, the host state's
+ * lock and the rollback; nanobpf_ctrl.c (the control link), nanobpf_netdev.c and nanobpf_main.c
+ * hold the rest.
  */
 #include <linux/slab.h>
 #include <linux/mm.h>

@@ -1,5 +1,8 @@
 """nanobpf.ko in QEMU against the reference device model (docs/control.md, section "nanobpf.ko").
 
+One file on purpose (about 1,200 lines): every test shares one booted guest and its fixtures (the
+initramfs, the TAP, the model); pytest fixtures do not cross files without a conftest.
+
 Debian's kernel (/boot/vmlinuz-<ver>, the version of the installed linux-headers-*-amd64) boots in
 QEMU (TCG) from a busybox initramfs built here: the virtio-net modules of that kernel, nanobpf.ko
 (build/driver), nanobpfctl-static (build/host) and nbtest (tests/driver/guest/nbtest.c, built static

@@ -6,6 +6,9 @@ BPF_PROG_TEST_RUN ("linux", nanobpf.ebpf.linux). Every backend must give the sam
 output bytes for every frame and the same map contents afterwards (per-CPU values summed; ifindexes,
 which differ, compared as the ports they stand for: DEVMAP values and maps keyed by ifindex).
 
+One file on purpose (about 1,000 lines): the cases are a table (program, frames, maps, what it must
+do) that the three backends share; linux_compat.py holds the machinery.
+
 The oracle is Linux, and each case also checks what its program must do, computed here from the
 frames (actions, rewritten headers and checksums, counters), so a fault shared by every backend fails
 too. test_backend[CASE-BACKEND] runs those checks on one backend, test_backends_agree[CASE] compares

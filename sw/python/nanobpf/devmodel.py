@@ -1,5 +1,8 @@
 """Reference device model: the DPU's control side and packet behaviour, in Python (docs/control.md).
 
+One file on purpose (about 900 lines): the model is one state (sessions, key table, program, maps, tables,
+counters) that the control messages and the data path both change, read best side by side.
+
 It answers the control protocol exactly as the device must (sessions, epochs, the at-most-once
 sequence window with its replay cache, every status code), keeps the device state (key table,
 attached program, PISA table words, counters) and forwards data frames between its host port and its

@@ -1,4 +1,6 @@
 /* nanobpfctl: command line for nanobpf.ko (libnanobpf), in the style of bpftool.
+ * One file on purpose (about 1,500 lines): one command with a section per OBJECT, sharing the argument
+ * parser and the JSON writer; the work is in libnanobpf.
  *
  *   nanobpfctl [--json] OBJECT VERB [ARGS]     OBJECT: dev key prog map events table stats
  *

@@ -1,4 +1,6 @@
 /* nbtest: guest-side helper of the nanobpf.ko QEMU tests (tests/driver/test_driver.py).
+ * One file on purpose (about 1,100 lines): one static binary with a verb per kind of request, built
+ * with one cc line into the initramfs.
  *
  * Speaks the generic-netlink family "nanobpf" with raw netlink sockets (no libnl), so it can send
  * what a correct client never would. Built static and put in the test initramfs.

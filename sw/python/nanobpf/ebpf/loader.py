@@ -1,5 +1,8 @@
 """Host-side eBPF loader: a clang BPF object (ELF) -> a NanoBPF device load image.
 
+One file on purpose (about 1,100 lines): ELF sections, BTF, maps, relocations and the image layout
+are one pass over one object; the sections of the file follow that pass.
+
     img = load("prog.o")                  # the object's only XDP program
     img = load("prog.o", program="name")  # one of several
     blob = img.to_bytes()                 # what the device's ebpf_image_load reads

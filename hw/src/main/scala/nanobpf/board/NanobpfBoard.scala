@@ -2,7 +2,8 @@ package nanobpf.board
 
 import chisel3._
 import chisel3.util._
-import nanobpf.mac.{AsyncFifo, AxisBeat, EthMac, GmiiRx, GmiiTx, MacParams}
+import nanobpf.common.AsyncFifo
+import nanobpf.mac.{AxisBeat, EthMac, GmiiRx, GmiiTx, MacParams}
 import nanobpf.soc.{NanobpfSoc, SocParams}
 import nanobpf.common.{Axi4, Axi4Params, SocMap}
 import nanobpf.dram.{DramBridge, DramBridgeParams}

@@ -2,10 +2,10 @@ package nanobpf.datapath
 
 import chisel3._
 import chisel3.util._
+import nanobpf.common.StreamMemPort
 import nanobpf.pktpath.PacketPath
 import nanobpf.pisa.{Pisa, PortBeat, UserBeat}
 import nanobpf.reasm.{FrameInfo, PktParams, ReasmBeat}
-import nanobpf.soc.StreamMemPort
 import nanobpf.common.BusPort
 import nanobpf.common.SocMap.PisaRegs.{RolesHostLport, RolesNetworkLport}
 

@@ -3,7 +3,6 @@ package nanobpf.dram
 import chisel3._
 import chisel3.util._
 import nanobpf.common._
-import nanobpf.mac.AsyncFifo
 
 /** Build parameters of [[DramBridge]]. */
 case class DramBridgeParams(

@@ -2,6 +2,7 @@ package nanobpf.mac
 
 import chisel3._
 import chisel3.util._
+import nanobpf.common.AsyncFifo
 import nanobpf.common.SocMap.{DpuRegs, EthCounter}
 
 /** 1 Gbit/s Ethernet MAC between a GMII PHY interface and AXI4-Stream (docs/board.md).

@@ -1,4 +1,4 @@
-package nanobpf.mac
+package nanobpf.common
 
 import chisel3._
 import chisel3.util._
