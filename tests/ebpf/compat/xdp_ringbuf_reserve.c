@@ -8,6 +8,8 @@
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 
+#include "xdp_counters.h"
+
 struct event {
     __u32 len;
     __u32 zero;
@@ -26,13 +28,6 @@ struct {
     __type(value, __u64);
 } counts SEC(".maps");
 
-static __always_inline void count(__u32 k)
-{
-    __u64 *v = bpf_map_lookup_elem(&counts, &k);
-    if (v)
-        *v += 1;
-}
-
 SEC("xdp")
 int xdp_ringbuf_reserve(struct xdp_md *ctx)
 {
@@ -42,12 +37,12 @@ int xdp_ringbuf_reserve(struct xdp_md *ctx)
 
     void *bad = bpf_ringbuf_reserve(&rb, 8, 1);
     if (bad) {
-        count(2);
+        counter_inc(&counts, 2);
         bpf_ringbuf_discard(bad, 0);
     }
     struct event *ev = bpf_ringbuf_reserve(&rb, sizeof(*ev), 0);
     if (!ev) {
-        count(0);
+        counter_inc(&counts, 0);
         return XDP_PASS;
     }
     ev->len = len;
@@ -56,7 +51,7 @@ int xdp_ringbuf_reserve(struct xdp_md *ctx)
         __builtin_memcpy(ev->head, data, 8);
     if (len & 1) {
         bpf_ringbuf_discard(ev, 0);
-        count(1);
+        counter_inc(&counts, 1);
         return XDP_DROP;
     }
     bpf_ringbuf_submit(ev, 0);

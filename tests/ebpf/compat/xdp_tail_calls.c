@@ -11,6 +11,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
+#include "xdp_counters.h"
+
 struct {
     __uint(type, BPF_MAP_TYPE_PROG_ARRAY);
     __uint(max_entries, 4);
@@ -25,13 +27,6 @@ struct {
     __type(key, __u32);
     __type(value, __u64);
 } reached SEC(".maps");
-
-static __always_inline void count(__u32 k)
-{
-    __u64 *v = bpf_map_lookup_elem(&reached, &k);
-    if (v)
-        *v += 1;
-}
 
 SEC("xdp")
 int xdp_dispatch(struct xdp_md *ctx)
@@ -54,7 +49,7 @@ int xdp_dispatch(struct xdp_md *ctx)
         bpf_tail_call(ctx, &jmp_table, 2);
     } else
         bpf_tail_call(ctx, &jmp_table, 3); /* never set: goes on */
-    count(5);
+    counter_inc(&reached, 5);
     return XDP_PASS;
 }
 
@@ -65,7 +60,7 @@ int xdp_ipv4(struct xdp_md *ctx)
     void *data_end = (void *)(long)ctx->data_end;
     struct iphdr *iph = data + sizeof(struct ethhdr);
 
-    count(0);
+    counter_inc(&reached, 0);
     if ((void *)(iph + 1) > data_end)
         return XDP_DROP;
     return iph->ttl <= 1 ? XDP_DROP : XDP_PASS;
@@ -78,7 +73,7 @@ int xdp_ipv6(struct xdp_md *ctx)
     void *data_end = (void *)(long)ctx->data_end;
     struct ipv6hdr *ip6h = data + sizeof(struct ethhdr);
 
-    count(1);
+    counter_inc(&reached, 1);
     if ((void *)(ip6h + 1) > data_end)
         return XDP_DROP;
     return ip6h->hop_limit <= 1 ? XDP_DROP : XDP_TX;
@@ -87,8 +82,8 @@ int xdp_ipv6(struct xdp_md *ctx)
 SEC("xdp")
 int xdp_chain(struct xdp_md *ctx)
 {
-    count(2);
-    count(4);
+    counter_inc(&reached, 2);
+    counter_inc(&reached, 4);
     bpf_tail_call(ctx, &jmp_table, 2); /* itself, until the limit */
     return XDP_ABORTED + 1;              /* XDP_DROP: the call failed */
 }

@@ -16,6 +16,9 @@ int prog(struct xdp_md *ctx) {
     if (x > 40) return XDP_DROP;
     t->b[0]++;
     if (x < 0) return XDP_PASS;
-    return t->b[x + 23];
+#ifndef READ_OFFSET /* reject_jmp32_signed_beyond.c includes this file with the next byte */
+#define READ_OFFSET 23 /* x + 23: byte 63 of the value at most */
+#endif
+    return t->b[x + READ_OFFSET];
 }
 char _license[] SEC("license") = "GPL";

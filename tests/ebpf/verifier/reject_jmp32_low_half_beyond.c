@@ -1,20 +1,5 @@
 /* clang: -mcpu=v3 */
 /* Must be rejected: accept_jmp32_low_half.c reading t->b[off + 9], off up to 55: byte 64 of a 64-byte
  * map value. */
-#include "nanobpf_xdp.h"
-struct val { unsigned char b[64]; };
-struct { __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, 1); __type(key, __u32); __type(value, struct val); } tbl SEC(".maps");
-SEC("xdp")
-int prog(struct xdp_md *ctx) {
-    unsigned char *data = (unsigned char *)(long)ctx->data;
-    unsigned char *end = (unsigned char *)(long)ctx->data_end;
-    if (data + 8 > end) return XDP_DROP;
-    __u32 k = 0;
-    struct val *t = bpf_map_lookup_elem(&tbl, &k);
-    if (!t) return XDP_DROP;
-    __u64 v = *(volatile __u64 *)data;
-    __u32 off = (__u32)v;
-    if (off > 55) return XDP_PASS;
-    return t->b[off + 9] + (v >> 40);
-}
-char _license[] SEC("license") = "GPL";
+#define READ_OFFSET 9
+#include "accept_jmp32_low_half.c"

@@ -1,15 +1,5 @@
 /* Must be rejected: a path leaves the program holding the bpf_spin_lock. */
-#include "nanobpf_xdp.h"
-struct stats {
-    struct bpf_spin_lock lock;
-    __u32 packets;
-};
-struct {
-    __uint(type, BPF_MAP_TYPE_ARRAY);
-    __uint(max_entries, 1);
-    __type(key, __u32);
-    __type(value, struct stats);
-} counters SEC(".maps");
+#include "spin_lock_map.h"
 SEC("xdp")
 int prog(struct xdp_md *ctx) {
     __u32 key = 0;
