@@ -163,6 +163,9 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int, default=2, help="QUIC runs at once (default 2: one per host core here)")
     ap.add_argument("--no-wire", action="store_true", help="skip the dpu-wire runs")
     ap.add_argument("--quic", action="store_true", help="also QUIC protection with dpu-quic_hw (7 runs, about 20 minutes)")
+    ap.add_argument("--quic-sizes", default=",".join(map(str, QUIC_SIZES)),
+                    help="QUIC frame sizes on the 4-core DPU, comma separated (the 1-core and SJBSQ runs come with 1200)")
+    ap.add_argument("--no-quic-extra", action="store_true", help="without the 1-core and SJBSQ runs at 1200 bytes")
     a = ap.parse_args(argv)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -175,8 +178,10 @@ def main(argv=None):
                 r["size"] = size
                 rows.append(r)
         if a.quic:
-            runs = [(4, "dpu-quic_hw", "jbsq", z) for z in QUIC_SIZES]
-            runs += [(1, "dpu-quic_hw", "-", 1200), (4, "dpu-quic_hw_sjbsq", "sjbsq", 1200)]
+            sizes = [int(z) for z in a.quic_sizes.split(",")]
+            runs = [(4, "dpu-quic_hw", "jbsq", z) for z in sizes]
+            if 1200 in sizes and not a.no_quic_extra:
+                runs += [(1, "dpu-quic_hw", "-", 1200), (4, "dpu-quic_hw_sjbsq", "sjbsq", 1200)]
             print(f"[bench-dpu] QUIC: {len(runs)} runs, {a.jobs} at a time (a few minutes each: core 0 JIT-compiles "
                   f"xdp_quic_hw first)", flush=True)
             from concurrent.futures import ProcessPoolExecutor
