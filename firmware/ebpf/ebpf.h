@@ -126,6 +126,8 @@ struct ebpf_xdp_buff {
     uint32_t redirect_ifindex; /* set by bpf_redirect */
     /* what PISA parsed (struct nanobpf_xdp_ctx offsets 24..44, read-only): 0 = not found */
     uint32_t l3_off, l4_off, quic_off, pn_off, cid_len, conn;
+    /* set by bpf_xdp_csum_offload: the egress recomputes the IPv4/UDP checksums (pkt_comp.fix_csum) */
+    uint32_t csum_offload;
 };
 /* The ranges the verifier gives the parse-result fields, which ebpf_xdp_exec enforces: offsets below
  * 4 KiB (the largest frame offset, pkt_comp.offset), cid_len <= NANOBPF_KEYTABLE_CID_MAX, conn = 1 + a 16-bit slot. */

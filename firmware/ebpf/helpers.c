@@ -322,6 +322,14 @@ static U64 h_nanobpf_cycles(U64 a1, U64 a2, U64 a3, U64 a4, U64 a5) {
     return ebpf_cycles();
 }
 
+/* The checksums are the egress's (pkt_comp.fix_csum; on a host, nanobpf-run reports the flag and the
+ * Python side applies the deparser model's fix): the program need not sum what it changed. */
+static U64 h_xdp_csum_offload(U64 ctx, U64 a2, U64 a3, U64 a4, U64 a5) {
+    (void)a2; (void)a3; (void)a4; (void)a5;
+    ((struct ebpf_xdp_buff *)PTR(ctx))->csum_offload = 1;
+    return 0;
+}
+
 /* ---- QUIC packet protection (RFC 9001 section 5) with the crypto backend of aead.h ----
  * The verifier proved the key table value (keytable_value: a whole struct nanobpf_quic_keys) and the
  * request or block (mem: size bytes). The request's packet ranges are checked here against
@@ -370,6 +378,20 @@ static U64 h_quic_hp_mask(U64 keys, U64 block, U64 size, U64 a4, U64 a5) {
     if (ebpf_hp_engine(k, PTR(block)) == 0) return 0;
     ebpf_aes128_encrypt_block(k->hp, PTR(block), PTR(block));
     return 0;
+}
+
+/* The same mask, of the sample where it lies in the packet (off from data), as a number: bytes 0..4
+ * big-endian in bits 39..0. */
+static U64 h_quic_hp_mask_at(U64 ctx, U64 keys, U64 off, U64 a4, U64 a5) {
+    (void)a4; (void)a5;
+    const struct ebpf_xdp_buff *x = PTR(ctx);
+    if (off > x->data_end - x->data || x->data_end - x->data - off < NANOBPF_AEAD_HP_BLOCK_LEN)
+        return (U64)(int64_t)-NANOBPF_EINVAL;
+    const struct nanobpf_quic_keys *k = PTR(keys);
+    const uint8_t *sample = PTR(x->data + off);
+    uint8_t m[NANOBPF_AEAD_HP_BLOCK_LEN];
+    if (ebpf_hp_engine_at(k, sample, m) != 0) ebpf_aes128_encrypt_block(k->hp, sample, m);
+    return (U64)m[0] << 32 | (U64)m[1] << 24 | (U64)m[2] << 16 | (U64)m[3] << 8 | m[4];
 }
 
 #define HELPER_ENTRY(id_, name_, ret_, a1, a2, a3, a4, a5, pkt_) \

@@ -178,6 +178,7 @@ int ebpf_xdp_exec(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, int u
     ebpf_current_prog = prog;
     ebpf_tail_calls = 0;
     xdp->redirect_ifindex = 0;
+    xdp->csum_offload = 0;
     if (use_jit && prog->jit_code) *action = ebpf_jit_run(prog, ctx, 0);
     else if ((rc = ebpf_interp(prog, ctx, 0, action, err)) != 0) *action = NANOBPF_XDP_ABORTED;
     ebpf_current_xdp = NULL;

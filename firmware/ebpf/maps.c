@@ -44,7 +44,13 @@ static uint8_t *hash_value(const struct ebpf_map *m, uint32_t i) {
     return m->values ? m->values + (size_t)__atomic_load_n(value_index(m, i), __ATOMIC_ACQUIRE) * m->value_stride
                      : slot(m, i) + 8 + key_stride(m);
 }
-static uint32_t this_cpu(const struct ebpf_map *m) { return m->n_cpus > 1 ? ebpf_cpu_id() % m->n_cpus : 0; }
+/* The calling core's copy of a per-CPU value. The copies are as many as the cores, so the remainder is
+ * only for a core beyond them; CVA6's divider takes tens of cycles, and per-CPU lookups (counters, the
+ * QUIC program's scratch) come several times a packet. */
+static uint32_t this_cpu(const struct ebpf_map *m) {
+    uint32_t cpu = ebpf_cpu_id();
+    return m->n_cpus <= 1 ? 0 : cpu < m->n_cpus ? cpu : cpu % m->n_cpus;
+}
 
 /* Device key table: KEYTABLE_SLOTS hash slots (state, connection ID, storage index) in shared memory
  * and as many value places in the platform's key table storage, where the AEAD engine reads them by
@@ -364,6 +370,22 @@ static void copy_value(const struct ebpf_map *m, uint8_t *dst, const void *src, 
     if (fresh) memset(dst + o, 0, NANOBPF_SPIN_LOCK_SIZE);
 }
 
+/* Whether the key stored at k (8-byte aligned in the slot) is key. The slots are in uncached shared
+ * memory, where every load is a bus transaction: 8 bytes at a time where the caller's key is aligned
+ * too (a 24-byte QUIC key table key: 3 loads, not 22). */
+static int key_equal(const uint8_t *k, const void *key, uint32_t n) {
+    if ((uintptr_t)key & 7) return memcmp(k, key, n) == 0;
+    const uint64_t *a = (const uint64_t *)(const void *)k, *b = key;
+    uint32_t w = n / 8;
+    for (uint32_t i = 0; i < w; i++)
+        if (a[i] != b[i]) return 0;
+    if (!(n & 7)) return 1;
+    /* the slot's key is padded to 8 bytes; the caller's is not: its tail read byte by byte */
+    uint64_t tail = 0, mask = (1ull << (8 * (n & 7))) - 1; /* little-endian: the tail's bytes are the low ones */
+    memcpy(&tail, (const uint8_t *)key + 8 * w, n & 7);
+    return (a[w] & mask) == tail;
+}
+
 /* Index of the slot holding key, or of the slot where it would go (-1: table full). */
 static int64_t hash_find(const struct ebpf_map *m, const void *key, int *found) {
     uint32_t mask = m->n_slots - 1, i = hash_bytes(key, m->key_size) & mask;
@@ -371,7 +393,7 @@ static int64_t hash_find(const struct ebpf_map *m, const void *key, int *found) 
     *found = 0;
     for (uint32_t probe = 0; probe < m->n_slots; probe++, i = (i + 1) & mask) {
         uint8_t *s = slot(m, i);
-        if (s[0] == SLOT_USED && memcmp(s + 8, key, m->key_size) == 0) {
+        if (s[0] == SLOT_USED && key_equal(s + 8, key, m->key_size)) {
             *found = 1;
             return i;
         }

@@ -1,7 +1,9 @@
-"""The QUIC packet protection device helpers (quic_aead_seal, quic_aead_open, quic_hp_mask;
+"""The QUIC packet protection device helpers (quic_aead_seal, quic_aead_open, quic_hp_mask,
+quic_hp_mask_at, and xdp_csum_offload;
 firmware/ebpf/helpers.c) at run time, on the device interpreter and the JIT (qemu-riscv64): results
 against the Python `cryptography` library (RFC 9001 5.3 nonce, AAD = header, tag after the payload;
-5.4.3 mask), and every run-time check with its documented code - bad request size, flags, header and
+5.4.3 mask, of a block or of the sample in the frame), the checksum request (reported by nanobpf-run,
+applied by DeviceXdp as the device's egress does), and every run-time check with its documented code - bad request size, flags, header and
 payload lengths, packet numbers of 2^62 and more, ranges outside the frame (overflowing sums
 included), next-phase keys missing, forged tags - leaving the frame untouched on errors.
 
@@ -29,7 +31,7 @@ struct {
     __type(value, struct nanobpf_quic_keys);
 } nanobpf_quic_keys SEC(".maps");
 struct cmd {
-    __u32 op;   /* 1 seal, 2 open, 3 header-protection mask */
+    __u32 op;   /* 1 seal, 2 open, 3 header-protection mask, 4 mask of the sample at req.hdr_off, 5 checksum offload */
     __u32 size; /* request or block size - 1 (the verifier needs a bounded size of at least 1) */
     struct nanobpf_aead_req req;
     __u8 block[16];
@@ -59,7 +61,11 @@ int prog(struct xdp_md *ctx) {
     const struct nanobpf_quic_keys *keys = bpf_map_lookup_elem(&nanobpf_quic_keys, &cid);
     if (!c || !r || !keys)
         return XDP_ABORTED;
-    if (c->op == 3) {
+    if (c->op == 4) {
+        r->rc = bpf_quic_hp_mask_at(ctx, keys, c->req.hdr_off);
+    } else if (c->op == 5) {
+        r->rc = bpf_xdp_csum_offload(ctx);
+    } else if (c->op == 3) {
         __builtin_memcpy(r->block, c->block, sizeof r->block);
         r->rc = bpf_quic_hp_mask(keys, r->block, (c->size & 15) + 1);
     } else if (c->op == 1) {
@@ -71,7 +77,7 @@ int prog(struct xdp_md *ctx) {
 }
 char _license[] SEC("license") = "GPL";
 """
-SEAL, OPEN, HP = 1, 2, 3
+SEAL, OPEN, HP, HP_AT, CSUM = 1, 2, 3, 4, 5
 REQ = abi.STRUCTS["aead_req"]
 EINVAL, EBADMSG, ENOKEY = abi.NANOBPF_EINVAL, abi.NANOBPF_EBADMSG, abi.NANOBPF_ENOKEY
 NEXT = abi.NANOBPF_AEAD_NEXT_PHASE
@@ -169,6 +175,42 @@ def test_header_protection_mask(dev):
     assert rc == 0 and out == b"\x00" * 20  # the packet is not touched
     assert block == Cipher(algorithms.AES(HP_KEY), modes.ECB()).encryptor().update(sample)
     assert block[:5] == bytes.fromhex("437b9aec36")  # the RFC's mask
+
+
+@pytest.mark.parametrize("off", [0, 1, 7, 29])
+def test_header_protection_mask_of_the_sample_in_the_frame(dev, off):
+    """quic_hp_mask_at: the mask of the 16 bytes at the offset, bytes 0..4 as a number; the frame is
+    untouched; a sample reaching past the frame's end is -EINVAL."""
+    sample = A2_PROTECTED[len(A2_HEADER):len(A2_HEADER) + 16]
+    frame = bytes(range(off)) + sample + b"\xaa" * 3
+    rc, out, _ = run(dev, HP_AT, frame, hdr_off=off)
+    assert out == frame and rc == int.from_bytes(bytes.fromhex("437b9aec36"), "big")
+    for bad in (off + 4, len(frame) - 15, len(frame), 1 << 31):
+        rc, out, _ = run(dev, HP_AT, frame, hdr_off=bad)
+        assert rc == -EINVAL and out == frame, bad
+
+
+def test_checksum_offload(dev):
+    """xdp_csum_offload: nanobpf-run reports the request (CSUM 1) for this packet only, and DeviceXdp
+    gives the frame as the egress sends it: IPv4 header and UDP checksums recomputed (stale ones in)."""
+    from nanobpf.models import pisa
+    from nanobpf.pcap import udp_frame
+    good = udp_frame(b"some payload", "10.0.0.1", "10.0.0.2", 4433, 443)
+    stale = bytearray(good)
+    stale[24:26] = b"\x12\x34"              # the IPv4 header checksum (14 + 10)
+    stale[40:42] = b"\x56\x78"              # the UDP checksum (14 + 20 + 6)
+    rc, out, _ = run(dev, CSUM, bytes(stale))
+    assert rc == 0 and dev.csum_offload and out == good
+    _, raw = dev.run(bytes(stale), egress_csum=False)
+    assert dev.csum_offload and raw == bytes(stale)     # the program itself changed nothing
+    rc, out, _ = run(dev, HP_AT, bytes(stale) + bytes(16), hdr_off=0)
+    assert not dev.csum_offload and out == bytes(stale) + bytes(16)   # not asked: left as it is
+    v6 = udp_frame(b"x" * 33, "2001:db8::1", "2001:db8::2", 1, 2)
+    shimmed = bytearray(v6[:12] + bytes([0x88, 0xB6, 2, 0]) + v6[12:])   # behind the host link's shim
+    shimmed[14 + 4 + 40 + 6:14 + 4 + 40 + 8] = b"\0\1"
+    rc, out, _ = run(dev, CSUM, bytes(shimmed))
+    assert out == v6[:12] + bytes([0x88, 0xB6, 2, 0]) + v6[12:]
+    assert pisa.parse(out, len(out), step_shim=True).l4off == 14 + 4 + 40
 
 
 @pytest.mark.parametrize("size", [1, 8, 15])

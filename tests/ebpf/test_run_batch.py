@@ -77,7 +77,7 @@ def test_commands_and_results(image, jit):
         "lookup verdict 00000000",
     ]) + "\n", *(["--jit"] if jit else []))
     assert rc == 0, err
-    assert out == ["none", "ok", "result 2 ff11 0 0", "result 2 55 0 0", "value 0200000000000000", "value 02000000"]
+    assert out == ["none", "ok", "result 2 ff11 0 0 0", "result 2 55 0 0 0", "value 0200000000000000", "value 02000000"]
 
 
 def test_errors_leave_the_session_usable(image):
@@ -95,7 +95,7 @@ def test_errors_leave_the_session_usable(image):
     assert out[7:9] == [parse_usage, parse_usage]
     # a parse result outside the verifier's ranges: refused, the program does not run
     assert out[9].startswith("error fault: insn -1: context: parse result out of range"), out[9]
-    assert out[10:] == ["ok", "result 1 ff 0 0", "result 1 ff 0 0"]
+    assert out[10:] == ["ok", "result 1 ff 0 0 0", "result 1 ff 0 0 0"]
 
 
 @pytest.mark.parametrize("args", [["--batch", "-"], ["--image", "x.nbpf", "--batch", "-", "00"],

@@ -46,3 +46,17 @@ def test_sched_setting_follows_the_register_definition():
 def test_bad_sched_settings_are_refused(policy, bound):
     with pytest.raises(ValueError):
         bootcfg.sched(policy, bound)
+
+
+def test_table_setting_is_a_table_set_body():
+    """@table carries the control protocol's table_msg, the word packed from the soc.toml register's
+    fields (the firmware checks it as TABLE_SET's)."""
+    import nanobpf_ctrl_defs as D
+    name, key, v = bootcfg.table("profile", 2, valid=1, lport=1, udp_port=443, short_cid_len=8)
+    assert name == "@table" and key == b"" and len(v) == D.TABLE_MSG_SIZE
+    table, reserved, index, word = struct.unpack(">BBHI", v)
+    assert (table, reserved, index) == (D.NANOBPF_CTRL_TABLE_PROFILE, 0, 2)
+    assert word == soc.pack("pisa", "profile_entry", valid=1, lport=1, udp_port=443, short_cid_len=8)
+    assert soc.unpack("pisa", "profile_entry", word)["short_cid_len"] == 8
+    with pytest.raises(ValueError, match="unknown PISA table"):
+        bootcfg.table("cid", 0)

@@ -1,10 +1,13 @@
 /* The boot configuration (sw/python/nanobpf/bootcfg.py): map entries linked into the firmware image,
  * written into the built-in program's maps by the control core at boot, and device settings (names
- * starting with '@': "@sched", the core select's pkt.sched register). Until the control plane runs on
- * the device, this is how a firmware build carries its keys and settings. Every entry must apply:
- * a name no map has, a size that does not fit, a full map, an unknown or bad setting stop the boot. */
+ * starting with '@': "@sched", the core select's pkt.sched register; "@table", a PISA table word as
+ * TABLE_SET writes it). Until the control plane runs on the device, this is how a firmware build
+ * carries its keys and settings; key table entries also enter PISA's CID table, as with KEY_ADD. Every
+ * entry must apply: a name no map has, a size that does not fit, a full map, an unknown or bad
+ * setting stop the boot. */
 #include <stdio.h>
 #include <string.h>
+#include "ctrl.h"
 #include "dpu.h"
 #include "nanobpf.h"
 
@@ -22,6 +25,13 @@ static int apply_setting(const char *name, const uint8_t *key, uint32_t klen, co
             bound == 0)
             return printf("FAIL boot config: @sched takes no key and a 4-byte pkt.sched value with a bound of 1 or more\n"), -1;
         NB_REG64(NANOBPF_PKT_BASE + NANOBPF_PKT_SCHED_OFFSET) = v;
+        return 0;
+    }
+    if (!strcmp(name, "@table")) { /* value: a table_msg, checked as TABLE_SET's */
+        struct ctrl_reply r;
+        if (klen != 0 || ctrl_table_msg(value, vlen, &r, 1))
+            return printf("FAIL boot config: @table takes no key and a %u-byte table_msg: %.*s\n", NANOBPF_TABLE_MSG_SIZE,
+                          klen ? 0 : (int)r.len, (const char *)r.body), -1;
         return 0;
     }
     return printf("FAIL boot config: unknown setting %s\n", name), -1;
@@ -58,6 +68,7 @@ int dpu_boot_config_apply(const struct ebpf_prog *prog, unsigned *applied) {
             return printf("FAIL boot config: map %s takes %u-byte keys and %u-byte values, not %u and %u\n", name,
                           (unsigned)m->key_size, (unsigned)m->value_size, (unsigned)klen, (unsigned)vlen), -1;
         if (ebpf_map_update(m, p, p + klen, 0)) return printf("FAIL boot config: map %s: update refused\n", name), -1;
+        if (!strcmp(name, NANOBPF_KEYTABLE_MAP_NAME)) ctrl_keys_booted(p);
         p += klen + vlen;
         ++*applied;
     }

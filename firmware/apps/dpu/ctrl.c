@@ -147,7 +147,7 @@ static int do_stats(const uint8_t *b, unsigned len, struct ctrl_reply *r) {
     return 0;
 }
 
-static int do_table(const uint8_t *b, unsigned len, struct ctrl_reply *r, int set) {
+int ctrl_table_msg(const uint8_t *b, unsigned len, struct ctrl_reply *r, int set) {
     if (len != NANOBPF_TABLE_MSG_SIZE)
         return ctrl_refuse(r, NANOBPF_CTRL_ST_BAD_LENGTH, "table_msg: %u bytes, expected %u", len, NANOBPF_TABLE_MSG_SIZE);
     unsigned table = b[0], index = ctrl_be16(b + 2);
@@ -205,8 +205,8 @@ static int apply(uint8_t type, const uint8_t *b, unsigned len, struct ctrl_reply
     case NANOBPF_CTRL_MSG_MAP_DELETE:
     case NANOBPF_CTRL_MSG_MAP_NEXT: return ctrl_map(type, b, len, r);
     case NANOBPF_CTRL_MSG_EVENTS: return ctrl_events(b, len, r);
-    case NANOBPF_CTRL_MSG_TABLE_SET: return do_table(b, len, r, 1);
-    case NANOBPF_CTRL_MSG_TABLE_DEL: return do_table(b, len, r, 0);
+    case NANOBPF_CTRL_MSG_TABLE_SET: return ctrl_table_msg(b, len, r, 1);
+    case NANOBPF_CTRL_MSG_TABLE_DEL: return ctrl_table_msg(b, len, r, 0);
     }
     return ctrl_refuse(r, NANOBPF_CTRL_ST_BAD_TYPE, "unknown message type 0x%x", type);
 }

@@ -22,6 +22,12 @@ void ctrl_put16(uint8_t *p, uint32_t v);
 void ctrl_put32(uint8_t *p, uint32_t v);
 void ctrl_put64(uint8_t *p, uint64_t v);
 
+/* ctrl.c: a TABLE_SET (set) or TABLE_DEL body (struct table_msg), checked, into PISA; 0, or -1 with r
+ * filled when refused (also the boot configuration's "@table" setting). */
+int ctrl_table_msg(const uint8_t *b, unsigned len, struct ctrl_reply *r, int set);
+/* ctrl_keys.c: a key table entry the boot configuration wrote (the map update done): into PISA's CID
+ * table as KEY_ADD puts it, so its packets get conn. */
+void ctrl_keys_booted(const void *key);
 /* dpu.c: a TABLE_SET/TABLE_DEL word (fields checked) into PISA; -1 with r filled when refused. */
 int dpu_table_write(unsigned table, unsigned index, uint32_t value, struct ctrl_reply *r);
 

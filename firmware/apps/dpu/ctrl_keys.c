@@ -102,6 +102,13 @@ void ctrl_keys_sync_config(const struct ebpf_prog *prog) {
                      __ATOMIC_RELEASE);
 }
 
+void ctrl_keys_booted(const void *key) {
+    struct nanobpf_quic_cid k;
+    memcpy(&k, key, sizeof k);
+    int64_t slot = ebpf_map_slot_of(table, &k);
+    if (slot >= 0) cid_table(NANOBPF_PISA_CID_OP_INSERT, &k, (unsigned)slot);
+}
+
 int ctrl_key_set(const uint8_t *b, unsigned len, struct ctrl_reply *r, int update) {
     if (len != NANOBPF_KEY_MSG_SIZE)
         return ctrl_refuse(r, NANOBPF_CTRL_ST_BAD_LENGTH, "key_msg: %u bytes, expected %u", len, NANOBPF_KEY_MSG_SIZE);

@@ -236,8 +236,10 @@ static uint64_t one_packet(unsigned hart, uint64_t d, const struct ebpf_prog *pr
     }
     unsigned port = out == NANOBPF_IFINDEX_HOST ? HOST_LPORT : NET_LPORT;
     if (out) s->tx[out == NANOBPF_IFINDEX_HOST ? 0 : 1]++;
+    /* the program left the checksums to the egress's deparser (bpf_xdp_csum_offload): it sums the
+     * frame as it leaves, behind the DECRYPTED shim too */
     return NANOBPF_PUT(NANOBPF_PKT_COMP_SLOT, slot) | NANOBPF_PUT(NANOBPF_PKT_COMP_ACTION, action) |
-           NANOBPF_PUT(NANOBPF_PKT_COMP_LEN, xdp.data_end - xdp.data) |
+           NANOBPF_PUT(NANOBPF_PKT_COMP_FIX_CSUM, xdp.csum_offload) | NANOBPF_PUT(NANOBPF_PKT_COMP_LEN, xdp.data_end - xdp.data) |
            NANOBPF_PUT(NANOBPF_PKT_COMP_OFFSET, xdp.data - base) | NANOBPF_PUT(NANOBPF_PKT_COMP_PORT, port);
 }
 
@@ -423,8 +425,8 @@ int hart_main(unsigned hart) {
         return 1;
     }
     ctrl_power_on();
+    dpu_tables_default(); /* first: the boot configuration may add table words (@table) */
     if (boot_program()) return 1;
-    dpu_tables_default();
     __asm__ volatile("fence" ::: "memory");
     nb_mailbox_write(0, 1);
     for (unsigned h = 1; h < cores; h++) nb_wake(h);

@@ -2,6 +2,7 @@
  * memory (which is executable, so JIT code lives there too), the core's cycle counter and console. */
 #include <stdlib.h>
 #include <stdio.h>
+#include <string.h>
 #include "aead.h"
 #include "ebpf.h"
 #include "nanobpf_aead.h"
@@ -102,15 +103,41 @@ int ebpf_aead_engine(int seal, const void *keys, int next, uint64_t pn, const ui
     return st == NANOBPF_AEAD_STATUS_OK ? 0 : st == NANOBPF_AEAD_STATUS_TAG_MISMATCH && !seal ? 1 : -1;
 }
 
+static volatile uint8_t *hp_scratch_here(void) {
+    volatile uint8_t *scratch = hp_scratch[ebpf_cpu_id()];
+    return scratch ? scratch
+                   : (volatile uint8_t *)(uintptr_t)(NANOBPF_PACKET_MEM_BASE + NANOBPF_PACKET_MEM_SIZE - 32u * (ebpf_cpu_id() + 1));
+}
+
+/* The scratch is 8-byte aligned (the end of a slot, or the top of packet memory), and every access to
+ * it is a bus transaction: copied 8 bytes at a time where the block is aligned too. */
+static void copy16(volatile uint8_t *dst, const volatile uint8_t *src) {
+    if (!(((uintptr_t)dst | (uintptr_t)src) & 7)) {
+        ((volatile uint64_t *)dst)[0] = ((const volatile uint64_t *)src)[0];
+        ((volatile uint64_t *)dst)[1] = ((const volatile uint64_t *)src)[1];
+        return;
+    }
+    for (int i = 0; i < 16; i++) dst[i] = src[i];
+}
+
 int ebpf_hp_engine(const void *keys, uint8_t block[16]) {
     int slot = keys_slot(keys);
     if (slot < 0) return -1;
-    volatile uint8_t *scratch = hp_scratch[ebpf_cpu_id()];
-    if (!scratch)
-        scratch = (volatile uint8_t *)(uintptr_t)(NANOBPF_PACKET_MEM_BASE + NANOBPF_PACKET_MEM_SIZE - 32u * (ebpf_cpu_id() + 1));
-    for (int i = 0; i < 16; i++) scratch[i] = block[i];
+    volatile uint8_t *scratch = hp_scratch_here();
+    copy16(scratch, block);
     struct nb_aead_req r = {NB_AEAD_HP_MASK, (unsigned)slot, 0, (const void *)scratch, 0, (void *)(scratch + 16), 0, 0};
     if (nb_aead_run(&r, NULL) != NANOBPF_AEAD_STATUS_OK) return -1;
-    for (int i = 0; i < 16; i++) block[i] = scratch[16 + i];
+    copy16(block, scratch + 16);
+    return 0;
+}
+
+int ebpf_hp_engine_at(const void *keys, const uint8_t *sample, uint8_t mask[8]) {
+    int slot = keys_slot(keys);
+    if (slot < 0 || !nb_in_packet_mem(sample, 16)) return -1;
+    volatile uint8_t *scratch = hp_scratch_here();
+    struct nb_aead_req r = {NB_AEAD_HP_MASK, (unsigned)slot, 0, sample, 0, (void *)(scratch + 16), 0, 0};
+    if (nb_aead_run(&r, NULL) != NANOBPF_AEAD_STATUS_OK) return -1;
+    uint64_t m = *(volatile uint64_t *)(scratch + 16); /* one load: the mask's bytes 0..7 */
+    memcpy(mask, &m, 8);
     return 0;
 }

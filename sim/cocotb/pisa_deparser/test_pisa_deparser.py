@@ -1,5 +1,6 @@
 """PISA deparser (nanobpf.pisa.Deparser with its register block) against the model's egress():
-IPv4 header and UDP checksums recomputed after payload changes (IPv4 and IPv6), outer VLAN tag
+IPv4 header and UDP checksums recomputed after payload changes (IPv4 and IPv6, also behind the host
+link's shim), outer VLAN tag
 rewritten, inserted or removed, egress port, drops and counters, under random back-pressure.
 Run: make test-block BLOCK=pisa_deparser."""
 import os
@@ -31,6 +32,12 @@ def damage_payload(rng, frame):
         if len(f) > 100:
             f[rng.randrange(100, len(f))] ^= 0xFF
     return bytes(f)
+
+
+def add_shim(rng, frame):
+    """The host link's shim after the MAC addresses (a frame the device opened for the host carries
+    it): the deparser finds the headers behind it for the checksums."""
+    return frame[:12] + bytes([0x88, 0xB6, rng.choice([1, 2]), rng.randrange(21)]) + frame[12:]
 
 
 async def run(dut, frames, lport_cfgs, ready_prob, rng):
@@ -69,6 +76,8 @@ async def checksums_and_vlans(dut):
             f = damage_payload(rng, f)
         if rng.random() < 0.15:
             f = t.malformed(f)
+        if rng.random() < 0.25:
+            f = add_shim(rng, f)
         action = rng.choice([ACTION["to_host"]] * 4 + [ACTION["to_network"]] * 4 + [ACTION["drop"], ACTION["to_cores"]])
         frames.append((f, action, rng.random() < 0.8))
     cfgs = {1: dict(egress_port=2, egress_tagged=1, egress_vid=0x123), 3: dict(egress_port=1, egress_tagged=0)}

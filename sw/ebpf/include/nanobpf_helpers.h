@@ -11,6 +11,11 @@
 /* The core's cycle counter. */
 static __u64 (*bpf_nanobpf_cycles)(void) = (void *)NANOBPF_HELPER_NANOBPF_CYCLES;
 
+/* The device's egress recomputes this frame's IPv4 header checksum and UDP checksum (IPv4 and IPv6,
+ * also behind the host link's shim) over the bytes that leave, so the program need not sum what it
+ * changed; for this packet only. Returns 0. */
+static long (*bpf_xdp_csum_offload)(struct xdp_md *ctx) = (void *)NANOBPF_HELPER_XDP_CSUM_OFFLOAD;
+
 /* AES-128-GCM seal in place (RFC 9001 5.3) with the keys of a key table value (keys: the non-NULL
  * result of bpf_map_lookup_elem(&nanobpf_quic_keys, ...), unmodified): encrypts req->payload_len bytes
  * following the header at req->hdr_off (req->hdr_len bytes, the associated data) and writes the 16-byte
@@ -31,5 +36,12 @@ static long (*bpf_quic_aead_open)(struct xdp_md *ctx, const struct nanobpf_quic_
  * (size must be NANOBPF_AEAD_HP_BLOCK_LEN). Returns 0 or -NANOBPF_EINVAL. */
 static long (*bpf_quic_hp_mask)(const struct nanobpf_quic_keys *keys, void *block, __u32 size) =
     (void *)NANOBPF_HELPER_QUIC_HP_MASK;
+
+/* Header protection of the 16-byte sample at packet offset off (from ctx->data), which the engine
+ * reads where it lies: returns the mask's first 5 bytes, byte 0 in bits 39..32 down to byte 4 in bits
+ * 7..0 (RFC 9001 5.4.1: byte 0 masks the first byte, bytes 1..4 the packet number), or -NANOBPF_EINVAL
+ * when the sample is not inside the frame. */
+static long (*bpf_quic_hp_mask_at)(struct xdp_md *ctx, const struct nanobpf_quic_keys *keys, __u32 off) =
+    (void *)NANOBPF_HELPER_QUIC_HP_MASK_AT;
 
 #endif

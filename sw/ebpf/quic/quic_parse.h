@@ -360,6 +360,31 @@ __noinline int quic_try_open_cid(struct xdp_md *ctx, struct quic_pkt *pk, __u32 
     return 1;
 }
 
+#ifdef QUIC_PISA_HINT
+/* The fast path of a short header from the network (NanoBPF only: the context fields past xdp_md):
+ * PISA's CID table matched the destination CID at its profile's length (conn set, and PISA's QUIC
+ * header is the one classification found). Sets pk->cid (direction OPEN) and pk->pn_off for that
+ * length and returns it; -1 without such a result, or for a length quic_config does not list (lens).
+ * No lookup: the caller's one lookup decides, and a miss there takes the trials (quic_find_open).
+ * A global function, so the caller sees one unknown result. */
+__noinline int quic_pisa_cid(struct xdp_md *ctx, struct quic_pkt *pk, __u32 lens) {
+    if (!pk || pk->long_hdr)
+        return -1;
+    const struct nanobpf_xdp_ctx *pc = (const struct nanobpf_xdp_ctx *)(void *)ctx;
+    __u32 conn = pc->conn, l = pc->cid_len, pq = pc->quic_off;
+    const __u8 *data = (const __u8 *)(long)ctx->data, *end = (const __u8 *)(long)ctx->data_end;
+    __u32 q = pk->q & QUIC_OFF_MASK, udp_end = pk->udp_end & QUIC_OFF_MASK;
+    if (!conn || l == 0 || l > NANOBPF_KEYTABLE_CID_MAX || pq != q || !((lens >> l) & 1) || q + 1 + l > udp_end)
+        return -1;
+    __builtin_memset(&pk->cid, 0, sizeof pk->cid);
+    if (quic_copy_cid(data, end, q + 1, l, &pk->cid))
+        return -1;
+    pk->cid.dir = NANOBPF_QUIC_DIR_OPEN;
+    pk->pn_off = q + 1 + l;
+    return l;
+}
+#endif
+
 /* The OPEN entry of a packet from the network: its destination CID tried at each length
  * of lens (quic_config.open_cid_lens), longest first, then (bit 0) the peer's address for a
  * zero-length CID; a long header's own destination CID. Sets pk->cid (and a short header's pk->pn_off);

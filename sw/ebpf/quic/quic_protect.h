@@ -53,10 +53,10 @@ struct {
 
 /* ---- The crypto backend (defined by the including program) ---- */
 
-/* Header-protection mask of the 16-byte sample at p (end: the frame's end): mask byte 0 in *m0, bytes
- * 1..4 in *m14 (big-endian). 0, or -1 when the sample is not inside the frame. */
-static __always_inline int quic_hp_mask(struct quic_crypto *c, const struct nanobpf_quic_keys *keys, const __u8 *p,
-                                        const __u8 *end, __u32 *m0, __u32 *m14);
+/* Header-protection mask of the 16-byte sample at frame offset off: mask byte 0 in *m0, bytes 1..4 in
+ * *m14 (big-endian). 0, or -1 when the sample is not inside the frame. */
+static __always_inline int quic_hp_mask(struct xdp_md *ctx, struct quic_crypto *c, const struct nanobpf_quic_keys *keys,
+                                        __u32 off, __u32 *m0, __u32 *m14);
 
 /* Open the payload of a packet whose header (hdr_len bytes at frame offset q, already unmasked) is
  * followed by ct_len bytes of ciphertext at ct_off and the tag, ending at pkt_end: decrypt in place
@@ -136,6 +136,21 @@ static __always_inline int quic_fix_lengths(struct xdp_md *ctx, const struct qui
     __u32 ulen = ((__u32)udp[4] << 8 | udp[5]) + delta;
     udp[4] = ulen >> 8;
     udp[5] = ulen;
+#ifdef QUIC_CSUM_BY_EGRESS
+    /* the lengths only: the device's egress recomputes the IPv4 header checksum and the UDP checksum
+     * over the bytes that leave (bpf_xdp_csum_offload), so the payload is never read for them here */
+    (void)payload_sum;
+    if (pk->ipv6) {
+        __u32 plen = ((__u32)ip[4] << 8 | ip[5]) + delta;
+        ip[4] = plen >> 8;
+        ip[5] = plen;
+    } else {
+        __u32 total = ((__u32)ip[2] << 8 | ip[3]) + delta;
+        ip[2] = total >> 8;
+        ip[3] = total;
+    }
+    return bpf_xdp_csum_offload(ctx) ? -1 : 0;
+#else
     /* pseudo-header length and protocol, then the UDP header: ports and length, checksum zero */
     __u64 s = payload_sum + ulen + IPPROTO_UDP_ + ((__u32)udp[0] << 8 | udp[1]) + ((__u32)udp[2] << 8 | udp[3]) + ulen;
     if (pk->ipv6) {
@@ -163,6 +178,7 @@ static __always_inline int quic_fix_lengths(struct xdp_md *ctx, const struct qui
     udp[6] = c >> 8;
     udp[7] = c;
     return 0;
+#endif
 }
 
 /* Bytes in the frame. The barrier keeps clang from folding the difference into a later expression
@@ -272,11 +288,20 @@ __noinline int quic_open(struct xdp_md *ctx, struct quic_pkt *pk, struct quic_cr
     if (!pk || !c)
         return XDP_ABORTED;
     __u8 *data = (__u8 *)(long)ctx->data, *end = (__u8 *)(long)ctx->data_end;
-    if (quic_find_open(ctx, pk, lens) < 0) {
-        quic_count(&quic_stats, NANOBPF_QUIC_STAT_UNKNOWN_CID);
-        return QUIC_NOT_MINE;
+    const struct nanobpf_quic_keys *keys = NULL;
+#ifdef QUIC_PISA_HINT
+    /* PISA's parse result first: one lookup at the length its CID table matched */
+    if (quic_pisa_cid(ctx, pk, lens) >= 0)
+        keys = bpf_map_lookup_elem(&nanobpf_quic_keys, &pk->cid);
+#endif
+    if (!keys) { /* each length of lens (the slow path) */
+        if (quic_find_open(ctx, pk, lens) < 0) {
+            quic_count(&quic_stats, NANOBPF_QUIC_STAT_UNKNOWN_CID);
+            return QUIC_NOT_MINE;
+        }
+        keys = bpf_map_lookup_elem(&nanobpf_quic_keys, &pk->cid);
     }
-    const struct nanobpf_quic_keys *keys = quic_keys(pk);
+    quic_count(&quic_stats, keys ? NANOBPF_QUIC_STAT_ONE_RTT : NANOBPF_QUIC_STAT_UNKNOWN_CID);
     if (!keys)
         return QUIC_NOT_MINE;
     struct nanobpf_quic_pn_state *st = quic_pn_state(&pk->cid);
@@ -288,7 +313,7 @@ __noinline int quic_open(struct xdp_md *ctx, struct quic_pkt *pk, struct quic_cr
     if (pn_off + 4 + 16 > pkt_end) /* the sample must exist (RFC 9001 section 5.4.2) */
         return quic_drop(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
     __u32 m0, m14;
-    if (quic_hp_mask(c, keys, data + pn_off + 4, end, &m0, &m14))
+    if (quic_hp_mask(ctx, c, keys, pn_off + 4, &m0, &m14))
         return quic_drop(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
     __u8 *first = data + q, *pnp = data + pn_off;
     if (first + 1 > end || pnp + 4 > end)
@@ -324,9 +349,8 @@ __noinline int quic_open(struct xdp_md *ctx, struct quic_pkt *pk, struct quic_cr
      * where their phase began (quic_open_slot). */
     if (quic_fix_lengths(ctx, pk, -QUIC_TAG_LEN, sum))
         return quic_drop(NANOBPF_QUIC_DROP_TRUNCATED);
-    st = quic_pn_state(&pk->cid);
-    if (!st)
-        return quic_drop(NANOBPF_QUIC_DROP_NO_PN_STATE);
+    /* st is the state looked up above: the control plane removes an entry's state only after every
+     * data core has finished the packet it had (ebpf_quiesce), so it is still this entry's */
     if (pn + 1 > st->rx_next)
         st->rx_next = pn + 1;
     if (!next && !pk->long_hdr) {
@@ -398,7 +422,7 @@ __noinline int quic_seal(struct xdp_md *ctx, struct quic_pkt *pk, struct quic_cr
     data = (__u8 *)(long)ctx->data;
     end = (__u8 *)(long)ctx->data_end;
     __u32 m0, m14;
-    if (quic_hp_mask(c, keys, data + BOUND(pn_off + 4), end, &m0, &m14))
+    if (quic_hp_mask(ctx, c, keys, BOUND(pn_off + 4), &m0, &m14))
         return quic_drop(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
     first = data + q;
     pnp = data + pn_off;

@@ -8,8 +8,9 @@
 #include "quic_protect.h"
 
 /* AES-ECB of the 16-byte sample under the header-protection key (a working block of the scratch value). */
-static __always_inline int quic_hp_mask(struct quic_crypto *c, const struct nanobpf_quic_keys *keys, const __u8 *p,
-                                        const __u8 *end, __u32 *m0, __u32 *m14) {
+static __always_inline int quic_hp_mask(struct xdp_md *ctx, struct quic_crypto *c, const struct nanobpf_quic_keys *keys,
+                                        __u32 off, __u32 *m0, __u32 *m14) {
+    const __u8 *p = (const __u8 *)(long)ctx->data + (off & QUIC_OFF_MASK), *end = (const __u8 *)(long)ctx->data_end;
     if (p + 16 > end)
         return -1;
     struct quic_block *s = &c->blk[0];

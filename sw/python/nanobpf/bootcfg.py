@@ -4,7 +4,9 @@ MAP_UPDATE messages). Written at build time, linked into the firmware (firmware/
 
 Format (little-endian): b"NBCF", u32 entry count, then per entry: u8 map-name length, the name,
 u16 key length, u16 value length, the key, the value. A name starting with "@" is a device setting,
-not a map: "@sched" (no key, the u32 value of the core select's pkt.sched register: `sched()`).
+not a map: "@sched" (no key, the u32 value of the core select's pkt.sched register: `sched()`);
+"@table" (no key, a control protocol table_msg: a PISA table word as TABLE_SET writes it, `table()`).
+Key table entries (map nanobpf_quic_keys) also enter PISA's CID table, as KEY_ADD puts them.
 
     blob = pack([("quic_ports", struct.pack("<H", 443), struct.pack("<I", 1))])
     assert parse(blob) == [("quic_ports", ..., ...)]
@@ -28,6 +30,20 @@ def sched(policy, bound=None):
     if not 0 < bound < 1 << bwidth:
         raise ValueError(f"core select bound {bound}: 1..{(1 << bwidth) - 1}")
     return ("@sched", b"", struct.pack("<I", policies[policy] << pshift | bound << bshift))
+
+
+def table(table, index, **fields):
+    """The "@table" setting: PISA table `table` (a name of ctrl.toml's table enumeration: port,
+    profile, lport_cfg) word `index` with the given fields of its soc.toml register, as the host's
+    TABLE_SET would write it (the firmware checks it the same way)."""
+    import nanobpf_ctrl_defs as D
+    import nanobpf_soc as soc
+    regs = {"port": "port_entry", "profile": "profile_entry", "lport_cfg": "lport_cfg"}
+    if table not in regs:
+        raise ValueError(f"unknown PISA table {table!r} (one of {', '.join(regs)})")
+    number = getattr(D, f"NANOBPF_CTRL_TABLE_{table.upper()}")
+    word = soc.pack("pisa", regs[table], **fields)
+    return ("@table", b"", D.pack("table_msg", table=number, index=index, value=word))
 
 
 def pack(entries):

@@ -299,13 +299,19 @@ class DeviceModel:
         else:
             self._out(HOST_PORT, frame)
 
-    def _out(self, port, frame, shim=0):
+    def _out(self, port, frame, shim=0, fix_csum=False):
+        """A frame leaves towards port (with the DECRYPTED shim when shim); fix_csum: the deparser
+        recomputes its checksums (the program called bpf_xdp_csum_offload)."""
         if self.pisa is not None:   # the deparser: frames shorter than a header or too long are dropped there
-            out = self.pisa.egress(frame, pisa_model.ACTION["to_host" if port == HOST_PORT else "to_network"], False)
+            out = self.pisa.egress(frame, pisa_model.ACTION["to_host" if port == HOST_PORT else "to_network"], fix_csum)
             if out is None:
                 self.counters["egress_drop"] += 1
                 return
             frame = out[0]
+        elif fix_csum:
+            frame = bytearray(frame)
+            pisa_model.fix_checksums(frame, pisa_model.parse(frame, len(frame), step_shim=True))
+            frame = bytes(frame)
         if port == HOST_PORT:
             self.counters["host_tx"] += 1
             if shim:
@@ -338,10 +344,12 @@ class DeviceModel:
         watch = abi.NANOBPF_QUIC_STAT_SEALED if seal else abi.NANOBPF_QUIC_STAT_OPENED if ingress == NET_PORT else None
         before = self._quic_stat(xdp, watch) if watch is not None else None
         try:
-            action, out = xdp.run(frame, ingress_ifindex=ingress, parse=self._parse)
+            # the checksums the program left to the egress are the deparser's (_out)
+            action, out = xdp.run(frame, ingress_ifindex=ingress, parse=self._parse, egress_csum=False)
             out = out[xdp.meta_len:]  # metadata stays on the device, as the firmware leaves it in the slot
+            fix_csum = xdp.csum_offload
         except DeviceError:
-            action, out = abi.NANOBPF_XDP_ABORTED, b""
+            action, out, fix_csum = abi.NANOBPF_XDP_ABORTED, b"", False
         if action == abi.NANOBPF_XDP_PASS:
             self.counters["xdp_pass"] += 1
             port = NET_PORT if ingress == HOST_PORT else HOST_PORT
@@ -361,7 +369,7 @@ class DeviceModel:
             self.counters["bad_shim"] += 1             # only the device itself adds a shim
             return
         opened = ingress == NET_PORT and port == HOST_PORT and self._counted(xdp, watch, before)
-        self._out(port, out, D.NANOBPF_SHIM_F_DECRYPTED if opened else 0)
+        self._out(port, out, D.NANOBPF_SHIM_F_DECRYPTED if opened else 0, fix_csum)
 
     # ------------------------------------------------------------ control
     def _respond(self, req, type_, status, body=b"", replay=False):

@@ -122,10 +122,14 @@ def _rx_times(path):
 
 def _apply_boot(client, boot):
     """The firmware's boot configuration as the host would install it: key table entries with KEY_ADD,
-    other maps with MAP_UPDATE."""
+    PISA table words (@table) with TABLE_SET, other maps with MAP_UPDATE."""
     import struct as _struct
     import nanobpf_ebpf_defs as abi
     for name, key, value in boot:
+        if name == "@table":
+            table, _, index, word = _struct.unpack(">BBHI", value)
+            client.table_set(table, index, word)
+            continue
         if name.startswith("@"):    # a device setting (core select): the model has no cores to choose
             continue
         if name == abi.KEYTABLE_MAP_NAME:

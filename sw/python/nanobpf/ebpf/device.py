@@ -215,14 +215,24 @@ class DeviceXdp:
         return int(fields[1]), int(fields[2]), records
 
     # ------------------------------------------------------------ running
-    def run(self, frame, ingress_ifindex=0, parse=None):
+    def run(self, frame, ingress_ifindex=0, parse=None, egress_csum=True):
         """Run the program once over frame: (action, output). The output starts at data_meta, as Linux's
         BPF_PROG_TEST_RUN returns it: the metadata the program added with bpf_xdp_adjust_meta (its length
         left in self.meta_len), then the frame. The port bpf_redirect chose is left in
         self.redirect_ifindex. parse: what PISA parsed, the six context fields past xdp_md (l3_off,
-        l4_off, quic_off, pn_off, cid_len, conn: nanobpf.models.pisa.xdp_parse); None: all 0."""
+        l4_off, quic_off, pn_off, cid_len, conn: nanobpf.models.pisa.xdp_parse); None: all 0.
+        self.csum_offload says whether the program called bpf_xdp_csum_offload (the device's egress
+        recomputes the checksums); with egress_csum the output has them recomputed as the deparser
+        does (nanobpf.models.pisa.fix_checksums), so it is the frame the device sends. The device
+        model passes False and gives the flag to its own deparser model."""
         extra = "" if parse is None else " " + ",".join(str(int(v)) for v in parse)
         reply = self._command(f"run {ingress_ifindex} {bytes(frame).hex()}{extra}")
-        _, action, out, redirect, meta_len = reply.split(" ")
-        self.redirect_ifindex, self.meta_len = int(redirect), int(meta_len)
-        return int(action), bytes.fromhex(out)
+        _, action, out, redirect, meta_len, csum = reply.split(" ")
+        self.redirect_ifindex, self.meta_len, self.csum_offload = int(redirect), int(meta_len), csum == "1"
+        out = bytes.fromhex(out)
+        if self.csum_offload and egress_csum:
+            from nanobpf.models import pisa
+            frame_out = bytearray(out[self.meta_len:])
+            pisa.fix_checksums(frame_out, pisa.parse(frame_out, len(frame_out), step_shim=True))
+            out = out[:self.meta_len] + bytes(frame_out)
+        return int(action), out

@@ -63,16 +63,27 @@ class Parsed:
     shim: bool = False  # EtherType of the data-frame shim
 
 
-def parse(frame, max_frame):
+def parse(frame, max_frame, step_shim=False):
     """Parse Ethernet / 802.1Q x2 / IPv4 / IPv6 / UDP. Error predicates are evaluated independently
-    and the lowest pisa_drop value wins, as in the hardware."""
+    and the lowest pisa_drop value wins, as in the hardware. step_shim (the deparser's parser): a
+    host-link shim right after the MAC addresses is stepped over like a tag to find the headers behind
+    it (then at most one VLAN tag follows it), and the frame counts no VLAN tag (vlans stays 0: the
+    tag rewrite leaves such frames as they are, as before)."""
     b = bytes(frame) + bytes(max(0, 128 - len(frame)))  # the hardware sees zeros past the end
     n = len(frame)
     p = Parsed(length=n)
     et = be16(b, 12)
     off = 14
     trunc = n < 14
-    for _ in range(2):
+    if step_shim and et == SHIM_ETHERTYPE:
+        trunc |= n < 18
+        et = be16(b, 16)
+        off = 18
+        if et in VLAN_TPIDS:
+            trunc |= n < 22
+            et = be16(b, 20)
+            off = 22
+    for _ in range(2 if off == 14 else 0):
         if et not in VLAN_TPIDS:
             break
         trunc |= n < off + 4
@@ -391,7 +402,7 @@ class Pisa:
     def egress(self, frame, action, fix_csum):
         """One frame to the deparser: returns (bytes, egress port), or None when it is dropped."""
         frame = bytearray(frame)
-        p = parse(frame, self.max_frame)
+        p = parse(frame, self.max_frame, step_shim=True)
         roles = self.field("roles")
         if action not in (ACTION["to_host"], ACTION["to_network"]) or p.drop == DROP["too_long"] or len(frame) < 14:
             self.count("tx_dropped")

@@ -13,7 +13,7 @@ payloads from 3 bytes to a full 1500-byte IP packet.
 
     w = workload(seed=1)
     w.host, w.net            # input frames per port
-    w.boot                   # map entries (nanobpf.bootcfg): keys, quic_config, quic_ports
+    w.boot                   # boot configuration (nanobpf.bootcfg): keys, quic_config, quic_ports, PISA's QUIC profile
     w.expect_host, w.expect_net   # what must come out of each port, in order per port
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import nanobpf_ctrl_defs as D
 import nanobpf_ebpf_defs as abi
 
-from .. import ctrl
+from .. import bootcfg, ctrl
 from ..pcap import udp_frame
 from .keys import PacketKeys
 from .protection import encode_pn, protect
@@ -105,12 +105,17 @@ def workload(seed=1, connections=6, packets=4, frame_size=None):
               ("quic_ports", struct.pack("<H", QUIC_PORT), struct.pack("<I", 1))]
     w.boot += [(abi.KEYTABLE_MAP_NAME,
                 kid.pack(), value) for kid, value in w.keys]
+    # what the host writes with TABLE_SET: the QUIC profile of the server's port, short headers with the
+    # first connection's CID length (a real server gives all its CIDs one length; here the other
+    # lengths miss PISA's CID table and the program finds them itself)
+    import nanobpf_soc as soc
+    w.boot.append(bootcfg.table("profile", 0, valid=1, lport=soc.DATAPATH["net_lport"], udp_port=QUIC_PORT,
+                                short_cid_len=SHAPES[0][0]))
     return w
 
 
 def main(argv=None):
     import argparse
-    from .. import bootcfg
     ap = argparse.ArgumentParser(prog="python -m nanobpf.quic.workload",
                                  description="Write the boot configuration (keys, quic_config, quic_ports) of the QUIC "
                                              "workload, for the data-plane firmware dpu-quic_hw (dpu-quic_hw_sjbsq: "

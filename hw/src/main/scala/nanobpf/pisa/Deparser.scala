@@ -22,7 +22,9 @@ class RewriteCmd extends Bundle {
 /** Egress half of the PISA pipeline: deparser with checksum update and VLAN rewrite.
   *
   * Three store-and-forward steps, each one beat per cycle:
-  *  1. capture + [[Parser]] find the headers of the frame as it is now (the cores may have changed it);
+  *  1. capture + [[Parser]] find the headers of the frame as it is now (the cores may have changed it;
+  *     a host-link shim after the MAC addresses is stepped over, so an opened frame's checksums are
+  *     fixed behind it);
   *  2. the checksum step sums the UDP datagram (pseudo-header, header with checksum zero, payload up to
   *     the UDP length) while copying the frame to a second FIFO;
   *  3. the rewrite step patches the IPv4 header checksum and the UDP checksum (when the frame asks
@@ -45,7 +47,7 @@ class Deparser(p: PisaParams) extends Module {
 
   // ---- step 1: parse
   val capture = Module(new Capture(p, new EgressCmd))
-  val parser = Module(new Parser(p, new EgressCmd))
+  val parser = Module(new Parser(p, new EgressCmd, stepShim = true))
   val data1 = Module(new Queue(new Beat(p), p.fifoBeats, useSyncReadMem = true))
   val meta1 = Module(new Queue(new Parsed(p, new EgressCmd), p.metaDepth, useSyncReadMem = true))
   capture.io.in <> io.in

@@ -11,7 +11,7 @@ import nanobpf.common._
   * at byte 0 (a 3-way mux for VLANs, an 11-way mux for the IPv4 header length), which keeps the logic
   * shallow. Error predicates are computed independently; `drop` is the lowest pisa_drop that applies.
   */
-class Parser[T <: Data](p: PisaParams, userGen: T) extends Module {
+class Parser[T <: Data](p: PisaParams, userGen: T, stepShim: Boolean = false) extends Module {
   val io = IO(new Bundle {
     val in = Flipped(Valid(new HeaderRec(p, userGen)))
     val out = Valid(new Parsed(p, userGen))
@@ -29,17 +29,24 @@ class Parser[T <: Data](p: PisaParams, userGen: T) extends Module {
   val isTag = (e: UInt) => e === 0x8100.U || e === 0x88a8.U
   val tag1 = isTag(be16(w, 12))
   val tag2 = tag1 && isTag(be16(w, 16))
+  // The deparser's parser steps over the host link's shim (4 bytes after the MAC addresses, as a tag)
+  // to find the headers of a frame the device opened: its checksums are recomputed behind the shim.
+  // At most one tag may follow it (the same three header positions), and the frame counts no tag.
+  val shim = stepShim.B && be16(w, 12) === nanobpf.common.CtrlDefs.ShimEthertype.U
+  val shimTag = shim && isTag(be16(w, 16))
+  val at18 = (tag1 && !tag2) || (shim && !shimTag)
+  val at22 = tag2 || shimTag
   val s1 = Wire(new S1)
   val len0 = io.in.bits.length
   s1.length := len0
   s1.user := io.in.bits.user
   s1.vlans := tag1.asUInt +& tag2.asUInt
   s1.outerTci := be16(w, 14)
-  s1.et := Mux(tag2, be16(w, 20), Mux(tag1, be16(w, 16), be16(w, 12)))
-  s1.l3off := Mux(tag2, 22.U, Mux(tag1, 18.U, 14.U))
+  s1.et := Mux(at22, be16(w, 20), Mux(at18, be16(w, 16), be16(w, 12)))
+  s1.l3off := Mux(at22, 22.U, Mux(at18, 18.U, 14.U))
   s1.tooLong := len0 > p.maxFrame.U
-  s1.trunc := len0 < 14.U || (tag1 && len0 < 18.U) || (tag2 && len0 < 22.U)
-  for (k <- 0 until l3Bytes) s1.l3(k) := Mux(tag2, w(22 + k), Mux(tag1, w(18 + k), w(14 + k)))
+  s1.trunc := len0 < 14.U || (at18 && len0 < 18.U) || (at22 && len0 < 22.U)
+  for (k <- 0 until l3Bytes) s1.l3(k) := Mux(at22, w(22 + k), Mux(at18, w(18 + k), w(14 + k)))
   val r1 = RegNext(s1)
   val v1 = RegNext(io.in.valid, false.B)
 
