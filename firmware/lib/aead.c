@@ -13,12 +13,8 @@ void nb_aead_set_keys(unsigned slot, const void *value) {
     }
 }
 
-/* per hart, each written only by its own hart (one cache line each): cycles spent waiting, and the
- * engine's cycles per 16-byte block as its completions report them (1/256 cycle units; 0: none seen) */
-static struct {
-    uint64_t cycles;
-    uint32_t per_block;
-} __attribute__((aligned(64))) wait[NANOBPF_AEAD_CORE_CTL_COUNT];
+/* per hart, each written only by its own hart (one cache line each) */
+static struct { uint64_t cycles; } __attribute__((aligned(64))) wait[NANOBPF_AEAD_CORE_CTL_COUNT];
 
 uint64_t nb_aead_wait_cycles(void) { return wait[nb_hart_id()].cycles; }
 
@@ -49,25 +45,11 @@ static int run(const struct nb_aead_req *r, uint32_t *cycles, unsigned hart) {
     /* the packet's bytes must be in packet memory before the engine reads them */
     __asm__ volatile("fence w, w" ::: "memory");
     AEAD(NANOBPF_AEAD_CORE_PN_OFFSET(hart)) = r->pn;
-    /* Quiet while the engine works: every poll is a transaction on the interconnect, which all cores
-     * share one at a time, so a core spinning on its completion slows the others' packet accesses.
-     * It first waits (on its own cycle counter) three quarters of what the request's blocks took the
-     * engine last time, then polls every few cycles. */
-    uint32_t blocks = (r->data_len + 15) / 16 + (r->aad_len + 15) / 16 + 1;
-    uint64_t quiet = nb_cycles() + (((uint64_t)blocks * wait[hart].per_block) >> 8) * 3 / 4;
-    while (nb_cycles() < quiet) {
-    }
     for (;;) {
         uint64_t c = AEAD(NANOBPF_AEAD_CORE_COMP_OFFSET(hart));
-        if (!NANOBPF_GET(c, NANOBPF_AEAD_COMP_VALID)) {
-            for (uint64_t t = nb_cycles() + 8; nb_cycles() < t;) {
-            }
-            continue;
-        }
+        if (!NANOBPF_GET(c, NANOBPF_AEAD_COMP_VALID)) continue;
         if (NANOBPF_GET(c, NANOBPF_AEAD_COMP_ID) != id) return -1; /* someone else's request on our queue */
-        uint32_t spent = (uint32_t)NANOBPF_GET(c, NANOBPF_AEAD_COMP_CYCLES);
-        if (cycles) *cycles = spent;
-        if (r->op != NB_AEAD_HP_MASK && blocks >= 8) wait[hart].per_block = (uint32_t)(((uint64_t)spent << 8) / blocks); /* payloads teach it */
+        if (cycles) *cycles = (uint32_t)NANOBPF_GET(c, NANOBPF_AEAD_COMP_CYCLES);
         __asm__ volatile("fence r, r" ::: "memory");
         return (int)NANOBPF_GET(c, NANOBPF_AEAD_COMP_STATUS);
     }

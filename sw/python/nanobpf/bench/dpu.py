@@ -75,17 +75,18 @@ QUIC_SIZES = [80, 256, 512, 1200, 1500]   # protected frame bytes; an 8-byte CID
 QUIC_FRAMES = 16                           # packets each way per run
 
 
-def measure_quic(cores, firmware, policy, size, tmp):
+def measure_quic(cores, firmware, policy, size, tmp, gbps=0.0):
     """dpu-quic_hw on one connection (IPv4, 8-byte server CID, zero-length client CID) with QUIC_FRAMES
     packets each way, every protected frame `size` bytes: open (network -> host) and seal (host ->
     network). Output frames are matched to their input by position (the reorder keeps arrival order
-    per ingress port; the run checks that nothing was dropped and every byte is the reference's)."""
+    per ingress port; the run checks that nothing was dropped and every byte is the reference's).
+    gbps: each input port paced at that rate (0: back to back, the DPU saturated)."""
     from nanobpf.quic.workload import workload
     import nanobpf_soc as soc
     w = workload(seed=1, connections=1, packets=QUIC_FRAMES, frame_size=size)
-    d = Path(tmp) / f"{firmware}-{cores}-{size}"
+    d = Path(tmp) / f"{firmware}-{cores}-{size}-{gbps}"
     times = d / "bench-rx-times.txt"          # runs go on in parallel: each its own files
-    dev = wire.run_sim(cores, firmware, w.host, w.net, workdir=d, max_cycles=200_000_000, timeout=3600,
+    dev = wire.run_sim(cores, firmware, w.host, w.net, workdir=d, max_cycles=200_000_000, timeout=3600, gbps=gbps,
                        extra_args=["--rx-times", str(times)])
     # every frame out must be the reference's, in order; a frame the device dropped (counted) is reported
     def in_order(got, want):
@@ -115,7 +116,8 @@ def measure_quic(cores, firmware, policy, size, tmp):
                                               "net_packets", "net_cycles", "net_engine")}
     n_out = len(dev.out["host"]) + len(dev.out["net"])
     pps = n_out / (span / CORE_CLOCK_HZ)
-    return dict(firmware=firmware, cores=cores, policy=policy, size=size, frames_in=len(w.host) + len(w.net),
+    return dict(firmware=firmware, cores=cores, policy=policy, size=size, load=f"{gbps:g} Gbit/s per port" if gbps else "saturated",
+                frames_in=len(w.host) + len(w.net),
                 frames_out=n_out, dropped=dropped, pps=pps, gbps=pps * size * 8 / 1e9, lat_p50=statistics.median(lat),
                 lat_p99=sorted(lat)[int(0.99 * (len(lat) - 1))],
                 seal_cycles=tot["host_cycles"] / max(1, tot["host_packets"]),
@@ -136,7 +138,7 @@ def plot(rows, path):
         ax[0].plot([r["size"] for r in rs], [r["gbps"] for r in rs], marker="o", label=f"dpu-wire, {cores} core(s)")
         ax[1].plot([r["size"] for r in rs], [r["lat_p99"] for r in rs], marker="o", label=f"dpu-wire, {cores} core(s)")
     if quic:
-        sweep = [r for r in quic if r["cores"] == 4 and r["policy"] == "jbsq"]
+        sweep = [r for r in quic if r["cores"] == 4 and r["policy"] == "jbsq" and r.get("load", "saturated") == "saturated"]
         ax[0].plot([r["size"] for r in sweep], [r["gbps"] for r in sweep], marker="s", label="dpu-quic_hw, 4 cores, JBSQ")
         ax[1].plot([r["size"] for r in sweep], [r["lat_p99"] for r in sweep], marker="s", label="dpu-quic_hw, 4 cores, JBSQ")
         xs = range(len(sweep))
@@ -166,6 +168,8 @@ def main(argv=None):
     ap.add_argument("--quic-sizes", default=",".join(map(str, QUIC_SIZES)),
                     help="QUIC frame sizes on the 4-core DPU, comma separated (the 1-core and SJBSQ runs come with 1200)")
     ap.add_argument("--no-quic-extra", action="store_true", help="without the 1-core and SJBSQ runs at 1200 bytes")
+    ap.add_argument("--half-load", action="store_true",
+                    help="also each 4-core JBSQ QUIC size at half the rate it reached saturated (latency under load)")
     a = ap.parse_args(argv)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -190,6 +194,14 @@ def main(argv=None):
                 for (cores, fw, policy, size), fut in zip(runs, futs):
                     rows.append(fut.result())
                     print(f"[bench-dpu] QUIC done: {fw}, {cores} core(s), {size} bytes", flush=True)
+                if a.half_load:
+                    # each port offered half of what the two ports together got through, per port
+                    half = [(r["cores"], r["firmware"], r["policy"], r["size"], tmp, 0.5 * r["pps"] / 2 * r["size"] * 8 / 1e9)
+                            for r in rows if r["firmware"] == "dpu-quic_hw" and r["cores"] == 4 and r["load"] == "saturated"]
+                    futs = [pool.submit(measure_quic, *h) for h in half]
+                    for h, fut in zip(half, futs):
+                        rows.append(fut.result())
+                        print(f"[bench-dpu] QUIC done at half load: {h[3]} bytes", flush=True)
     (out / "dpu.json").write_text(json.dumps(rows, indent=1))
     md = ["| firmware | cores | frame B | frames in/out | dropped (no slot) | packets/s | Gbit/s | latency p50 | p99 (cycles) "
           "| core cycles/packet: program | firmware around it |",
@@ -201,11 +213,11 @@ def main(argv=None):
                       f"{r['busy_cycles'] - r['prog_cycles']:.0f} |")
     quic = [r for r in rows if r["firmware"] != "dpu-wire"]
     if quic:
-        md += ["", "| firmware | cores | select | frame B | frames in/out | packets/s | Gbit/s | latency p50 | p99 (cycles) "
+        md += ["", "| firmware | cores | select | load | frame B | frames in/out | packets/s | Gbit/s | latency p50 | p99 (cycles) "
                "| seal: program cycles/packet | of which engine | open: program | of which engine | firmware around | dropped |",
-               "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+               "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for r in quic:
-            md.append(f"| {r['firmware']} | {r['cores']} | {r['policy']} | {r['size']} | {r['frames_in']}/{r['frames_out']} | "
+            md.append(f"| {r['firmware']} | {r['cores']} | {r['policy']} | {r['load']} | {r['size']} | {r['frames_in']}/{r['frames_out']} | "
                       f"{r['pps']:,.0f} | {r['gbps']:.2f} | {r['lat_p50']:.0f} | {r['lat_p99']:.0f} | {r['seal_cycles']:.0f} | "
                       f"{r['seal_engine']:.0f} | {r['open_cycles']:.0f} | {r['open_engine']:.0f} | {r['firmware_cycles']:.0f} | "
                       f"{r['dropped']} |")
