@@ -9,18 +9,22 @@
 #include "nanobpf_ctrl.h"
 #include "nanobpf_soc.h"
 
-/* Frame bytes 12..15 (where a shim is: EtherType, flags, cid_len) as a big-endian word: one uncached
- * load when they are 4-byte aligned (the frame starts at the slot's headroom unless the program moved
- * it), else four. Bytes past a short frame's end are the slot's, never outside packet memory. */
+/* Frame bytes 12..15 (where a shim is: EtherType, flags, cid_len) as a little-endian word (byte 12
+ * lowest): one uncached load when they are 4-byte aligned (the frame starts at the slot's headroom
+ * unless the program moved it), else four. Bytes past a short frame's end are the slot's, never
+ * outside packet memory. */
 static uint32_t word12(uint64_t data) {
     uintptr_t a = (uintptr_t)data + 12;
-    if (!(a & 3)) return __builtin_bswap32(*(const volatile uint32_t *)a);
+    if (!(a & 3)) return *(const volatile uint32_t *)a;
     const volatile uint8_t *p = (const volatile uint8_t *)a;
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
+#define SHIM_ET_LE ((NANOBPF_SHIM_ETHERTYPE >> 8) | (NANOBPF_SHIM_ETHERTYPE & 0xff) << 8) /* as word12's low half */
+#define SHIM_FLAGS(w) ((w) >> 16 & 0xff)
+#define SHIM_CID_LEN(w) ((w) >> 24)
 
 static int has_shim(uint64_t data, uint64_t end) {
-    return end - data >= 14 && word12(data) >> 16 == NANOBPF_SHIM_ETHERTYPE;
+    return end - data >= 14 && (word12(data) & 0xffff) == SHIM_ET_LE;
 }
 
 /* The DECRYPTED shim after the MAC addresses of the frame at data, which then starts at data - 4: the
@@ -73,9 +77,9 @@ static uint64_t quic_stat(const struct ebpf_prog *prog, uint32_t index) {
 int dpu_guard_before(const struct ebpf_prog *prog, const struct ebpf_xdp_buff *xdp, struct dpu_guard *g) {
     g->seal = 0;
     g->watch = -1;
-    uint32_t w = xdp->data_end - xdp->data >= 14 ? word12(xdp->data) : 0;
-    if (xdp->ingress_ifindex == NANOBPF_IFINDEX_HOST && w >> 16 == NANOBPF_SHIM_ETHERTYPE) {
-        if (xdp->data_end - xdp->data < 16 || (w >> 8 & 0xff) != NANOBPF_SHIM_F_ENCRYPT || (w & 0xff) > NANOBPF_CTRL_MAX_CID)
+    uint32_t w = xdp->ingress_ifindex == NANOBPF_IFINDEX_HOST && xdp->data_end - xdp->data >= 14 ? word12(xdp->data) : 0;
+    if ((w & 0xffff) == SHIM_ET_LE) { /* from the host (network frames with a shim: PISA drops them) */
+        if (xdp->data_end - xdp->data < 16 || SHIM_FLAGS(w) != NANOBPF_SHIM_F_ENCRYPT || SHIM_CID_LEN(w) > NANOBPF_CTRL_MAX_CID)
             return DPU_DROP_BAD_SHIM;
         if (!prog) return DPU_DROP_ENCRYPT_NO_PROG;
         g->seal = 1;
