@@ -193,6 +193,8 @@ def test_header_protection_mask_of_the_sample_in_the_frame(dev, off):
 def test_checksum_offload(dev):
     """xdp_csum_offload: nanobpf-run reports the request (CSUM 1) for this packet only, and DeviceXdp
     gives the frame as the egress sends it: IPv4 header and UDP checksums recomputed (stale ones in)."""
+    import nanobpf_ctrl_defs as abi_ctrl
+    from nanobpf import ctrl
     from nanobpf.models import pisa
     from nanobpf.pcap import udp_frame
     good = udp_frame(b"some payload", "10.0.0.1", "10.0.0.2", 4433, 443)
@@ -206,10 +208,10 @@ def test_checksum_offload(dev):
     rc, out, _ = run(dev, HP_AT, bytes(stale) + bytes(16), hdr_off=0)
     assert not dev.csum_offload and out == bytes(stale) + bytes(16)   # not asked: left as it is
     v6 = udp_frame(b"x" * 33, "2001:db8::1", "2001:db8::2", 1, 2)
-    shimmed = bytearray(v6[:12] + bytes([0x88, 0xB6, 2, 0]) + v6[12:])   # behind the host link's shim
+    shimmed = bytearray(ctrl.add_shim(v6, abi_ctrl.NANOBPF_SHIM_F_DECRYPTED))   # behind the host link's shim
     shimmed[14 + 4 + 40 + 6:14 + 4 + 40 + 8] = b"\0\1"
     rc, out, _ = run(dev, CSUM, bytes(shimmed))
-    assert out == v6[:12] + bytes([0x88, 0xB6, 2, 0]) + v6[12:]
+    assert out == ctrl.add_shim(v6, abi_ctrl.NANOBPF_SHIM_F_DECRYPTED)
     assert pisa.parse(out, len(out), step_shim=True).l4off == 14 + 4 + 40
 
 

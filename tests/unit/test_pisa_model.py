@@ -1,10 +1,11 @@
-"""The PISA model's deparser checksums (nanobpf.models.pisa.fix_checksums), which the device's egress
+"""The PISA model's deparser checksums (nanobpf.models.pisa.fix_frame_checksums), which the device's egress
 applies to frames whose program called bpf_xdp_csum_offload: correct sums for IPv4 and IPv6, with and
 without VLAN tags, behind the host link's shim, and nothing changed where the headers do not parse."""
 import random
 
 import pytest
 
+from nanobpf import ctrl
 from nanobpf.models import pisa
 from nanobpf.pcap import udp_frame
 
@@ -23,7 +24,7 @@ def valid_udp(frame, p):
 
 
 def shimmed(frame, flags=2, cid_len=0):
-    return frame[:12] + bytes([0x88, 0xB6, flags, cid_len]) + frame[12:]
+    return ctrl.add_shim(frame, flags, cid_len)
 
 
 def tagged(frame, vid=5):
@@ -46,7 +47,7 @@ def test_fix_checksums_everywhere(v6, shape):
         stale[p.l4off + 6:p.l4off + 8] = rng.randbytes(2)          # stale UDP checksum
         if not v6:
             stale[p.l3off + 10:p.l3off + 12] = rng.randbytes(2)    # and IPv4 header checksum
-        pisa.fix_checksums(stale, p)
+        pisa.fix_frame_checksums(stale)
         assert valid_udp(stale, p), (shape, n)
         assert stale[p.l4off + 6:p.l4off + 8] != b"\0\0"            # a computed 0 is sent as 0xffff
 

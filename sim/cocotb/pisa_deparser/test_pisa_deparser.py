@@ -8,6 +8,7 @@ import random
 
 import cocotb
 
+from nanobpf import ctrl
 from nanobpf.models.pisa import ACTION, Pisa
 from nanobpf.soc import REGIONS
 from busport import BusPortDriver, start
@@ -37,7 +38,7 @@ def damage_payload(rng, frame):
 def add_shim(rng, frame):
     """The host link's shim after the MAC addresses (a frame the device opened for the host carries
     it): the deparser finds the headers behind it for the checksums."""
-    return frame[:12] + bytes([0x88, 0xB6, rng.choice([1, 2]), rng.randrange(21)]) + frame[12:]
+    return ctrl.add_shim(frame, rng.choice([1, 2]), rng.randrange(21))
 
 
 async def run(dut, frames, lport_cfgs, ready_prob, rng):

@@ -310,7 +310,7 @@ class DeviceModel:
             frame = out[0]
         elif fix_csum:
             frame = bytearray(frame)
-            pisa_model.fix_checksums(frame, pisa_model.parse(frame, len(frame), step_shim=True))
+            pisa_model.fix_frame_checksums(frame)
             frame = bytes(frame)
         if port == HOST_PORT:
             self.counters["host_tx"] += 1

@@ -223,7 +223,7 @@ class DeviceXdp:
         l4_off, quic_off, pn_off, cid_len, conn: nanobpf.models.pisa.xdp_parse); None: all 0.
         self.csum_offload says whether the program called bpf_xdp_csum_offload (the device's egress
         recomputes the checksums); with egress_csum the output has them recomputed as the deparser
-        does (nanobpf.models.pisa.fix_checksums), so it is the frame the device sends. The device
+        does (nanobpf.models.pisa.fix_frame_checksums), so it is the frame the device sends. The device
         model passes False and gives the flag to its own deparser model."""
         extra = "" if parse is None else " " + ",".join(str(int(v)) for v in parse)
         reply = self._command(f"run {ingress_ifindex} {bytes(frame).hex()}{extra}")
@@ -233,6 +233,6 @@ class DeviceXdp:
         if self.csum_offload and egress_csum:
             from nanobpf.models import pisa
             frame_out = bytearray(out[self.meta_len:])
-            pisa.fix_checksums(frame_out, pisa.parse(frame_out, len(frame_out), step_shim=True))
+            pisa.fix_frame_checksums(frame_out)
             out = out[:self.meta_len] + bytes(frame_out)
         return int(action), out

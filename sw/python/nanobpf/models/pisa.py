@@ -424,6 +424,12 @@ class Pisa:
         return bytes(frame), cfg["egress_port"]
 
 
+def fix_frame_checksums(frame):
+    """What the deparser does to a frame whose completion has fix_csum, in place: its headers found as
+    the deparser's parser finds them (behind the host link's shim too), then fix_checksums."""
+    fix_checksums(frame, parse(frame, len(frame), step_shim=True))
+
+
 def fix_checksums(frame, p):
     """Recompute the IPv4 header checksum and the UDP checksum in place, where the headers parse."""
     o = p.l3off
