@@ -157,7 +157,7 @@ test-prereqs: $(VENV_STAMP) firmware ebpf-tools hw-blocks driver host-tools
 test: ## run the whole test suite (unit, cocotb blocks, firmware on the SoC, control protocol, device model, nanobpfctl, nanobpf.ko in QEMU)
 	@$(MAKE) -s test-prereqs
 	@echo "[test] pytest (parallel)"
-	@cd $(ROOT) && $(PY) -m pytest -n 2 -q
+	@cd $(ROOT) && $(PY) -m pytest -n 2 -q --durations=40
 
 test-long: ## the tests too long for make test (marked `long`: make demo's QUIC run through the 4-core DPU, against the reference and the model; the driver's full QEMU tests against the RTL DPU)
 	@$(MAKE) -s test-prereqs

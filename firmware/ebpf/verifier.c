@@ -2146,8 +2146,11 @@ static void save_raw(uint8_t *p, const struct vstate *st) {
         p += RAW_FRAME + ns * sizeof(struct vslot);
     }
 }
-/* Into the working state st, keeping its invariant as decode() does. */
-static void restore_raw(const uint8_t *p, struct vstate *st) {
+/* Into the working state st, keeping its invariant as decode() does, and as decode() would leave it:
+ * dead registers never written, scalar ids seen once dropped (with their offsets). A raw copy kept
+ * them, and a lone id that a fill or spill later copies would link two values the encoded state does
+ * not: the exploration, and the states stored from it, must not depend on how a branch waited. */
+static void restore_raw(const struct env *e, const uint8_t *p, struct vstate *st) {
     st->insn = ((const uint32_t *)(const void *)p)[0];
     st->nframes = ((const uint32_t *)(const void *)p)[1];
     p += RAW_HEAD;
@@ -2158,6 +2161,21 @@ static void restore_raw(const uint8_t *p, struct vstate *st) {
         copy_words(f->s, p + RAW_FRAME, f->nslots * sizeof(struct vslot));
         p += RAW_FRAME + f->nslots * sizeof(struct vslot);
         if (old_ns > f->nslots) clear_slots(&f->s[f->nslots], old_ns - f->nslots);
+    }
+    struct idcount ids;
+    count_ids(e, st, &ids);
+    for (uint32_t j = 0; j < st->nframes; j++) {
+        struct vframe *f = &st->f[j];
+        uint16_t live = frame_live(e, st, j);
+        for (uint32_t r = 0; r < EBPF_REG_FP; r++) {
+            struct vreg *v = &f->r[r];
+            if (!(live >> r & 1)) set_not_init(v);
+            else if (v->type == T_SCALAR && v->id && idcount_single(&ids, v->id)) v->id = 0, v->off = 0;
+        }
+        for (uint32_t k = 0; k < f->nslots; k++) {
+            struct vreg *v = &f->s[k].reg;
+            if (f->s[k].spill && v->type == T_SCALAR && v->id && idcount_single(&ids, v->id)) v->id = 0, v->off = 0;
+        }
     }
 }
 
@@ -3808,7 +3826,9 @@ static void log_state(const struct env *e, uint32_t i) {
         else
             len += snprintf(line + len, sizeof line - (size_t)len, " fp-%u=m%02x", 8 * (k + 1), sl->init);
     }
-    vlog("%s\n", line);
+    if (len > (int)sizeof line - 2) len = (int)sizeof line - 2;
+    line[len++] = '\n';
+    ebpf_console_write(line, (size_t)len); /* whole: vlog's buffer is shorter than a state */
 }
 
 /* Which side of a two-way branch at insn i to explore first (the other waits as a pending branch): the
@@ -4020,7 +4040,7 @@ static int do_check(struct env *e, uint32_t root) {
             e->pending = p->next;
             e->npending--;
             *(p->raw ? &e->raw_bytes : &e->pending_bytes) -= sizeof *p + p->size;
-            if (p->raw) restore_raw(p->data, st);
+            if (p->raw) restore_raw(e, p->data, st);
             else decode(p->data, st);
             e->parent = p->parent;
             side = p->side;

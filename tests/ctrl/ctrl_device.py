@@ -106,12 +106,13 @@ class Raw:
             if f is not None:
                 return f
 
-    def ask(self, type_, body=b"", **kw):
-        """Send a request and return its response (responses to other requests are skipped)."""
+    def ask(self, type_, body=b"", timeout=None, **kw):
+        """Send a request and return its response (responses to other requests are skipped); timeout:
+        seconds to wait for each control frame (answer's)."""
         seq = self.send(type_, body, **kw)
         while True:
-            f = self.answer()
-            assert f is not None, "no answer"
+            f = self.answer(timeout)
+            assert f is not None, f"no answer to message type {type_} (seq {seq})"
             if (f.hdr["seq"], f.hdr["type"]) == (seq, type_):
                 return f
 
@@ -191,7 +192,9 @@ def load_raw(r, image, name="xdp_ctrl_test", crc=None, chunk=D.NANOBPF_CTRL_CHUN
     assert status(r.ask(M.NANOBPF_CTRL_MSG_PROG_BEGIN, meta)) == "ok"
     for off in range(0, len(image), chunk):
         assert status(r.ask(M.NANOBPF_CTRL_MSG_PROG_CHUNK, D.pack("prog_chunk", offset=off) + image[off:off + chunk])) == "ok"
-    return r.ask(M.NANOBPF_CTRL_MSG_PROG_COMMIT, meta)
+    # the commit verifies and compiles the program on the simulated control core: some millions of
+    # cycles, minutes of wall time on a loaded 2-core machine (the simulation runs at ~20-35K cycles/s)
+    return r.ask(M.NANOBPF_CTRL_MSG_PROG_COMMIT, meta, timeout=600)
 
 
 _images = {}

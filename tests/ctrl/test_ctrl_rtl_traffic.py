@@ -103,8 +103,11 @@ def test_program_swap_under_traffic_loses_no_packet():
 
         def load():
             from ctrl_device import load_raw
-            result["f"] = load_raw(r, stand_in_image())
-            result["at"] = len(sent)             # frames from here on were sent after the answer
+            try:
+                result["f"] = load_raw(r, stand_in_image())
+                result["at"] = len(sent)         # frames from here on were sent after the answer
+            except BaseException as e:           # reported by the test, not lost with the thread
+                result["error"] = e
         t = threading.Thread(target=load)
         t.start()
         for i, fr in enumerate(frames[:50]):
@@ -118,6 +121,7 @@ def test_program_swap_under_traffic_loses_no_packet():
             time.sleep(0.2)
         echoed = collect(dev.net, time.monotonic() + 60, n=len(frames))
         passed = collect(dev.host, time.monotonic() + 10, n=len(frames) - len(echoed))
+    assert "error" not in result, f"loading the program failed: {result['error']!r}"
     assert status(result["f"]) == "ok", result["f"].body
     assert set(echoed) <= {swapped(f) for f in frames} and set(passed) <= set(frames)
     idx = sorted([frames.index(swapped(f)) for f in echoed] + [frames.index(f) for f in passed])

@@ -1092,7 +1092,7 @@ static int verify_one(const char *name, const struct ebpf_insn *insns, uint32_t 
         p2.n_insns = n;
         p2.maps = mapv;
         p2.n_maps = nm;
-        struct ebpf_verify_opts o = {.log_level = 1};
+        struct ebpf_verify_opts o = {.log_level = atoi(getenv("VERIFIER_LOG")) >= 2 ? 2 : 1}; /* VERIFIER_LOG=2: stack too */
         ebpf_verify(&p2, &o, &err);
         free(p2.insn_flags);
     }
@@ -1130,7 +1130,7 @@ static int verify_image(const char *path) {
     if (getenv("VERIFIER_LOG")) {
         ebpf_prog_free(&prog);
         ebpf_image_load(buf, len, &prog, &err);
-        struct ebpf_verify_opts o = {.log_level = 1};
+        struct ebpf_verify_opts o = {.log_level = atoi(getenv("VERIFIER_LOG")) >= 2 ? 2 : 1}; /* VERIFIER_LOG=2: stack too */
         ebpf_verify(&prog, &o, &err);
     }
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
