@@ -1,15 +1,9 @@
 #!/bin/sh
 # Build the JIT self-test for RV64 Linux user mode and run it under qemu-riscv64: plain RV64IMAC, with
 # compressed instructions, and with Zba+Zbb (qemu's CPU then has the extensions). From the repo root:
-#   tests/ebpf/runtime/run_jit_selftest.sh [--sample N] [build dir [VARIANT ...]]
-# build dir: default build/ebpf/jit-selftest; VARIANT: plain, rvc, zba-zbb, rvc-zba-zbb (default: all);
-# --sample N: one in N of the sweeps' programs (make test's flag variants; the device JITs plain code).
+#   tests/ebpf/runtime/run_jit_selftest.sh [build dir [VARIANT ...]]
+# build dir: default build/ebpf/jit-selftest; VARIANT: plain, rvc, zba-zbb, rvc-zba-zbb (default: all).
 set -eu
-sample=1
-if [ "${1:-}" = "--sample" ]; then
-    sample=$2
-    shift 2
-fi
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 out=${1:-$root/build/ebpf/jit-selftest}
 [ $# -gt 0 ] && shift
@@ -33,7 +27,7 @@ status=0
 run() {
     name=$1
     shift
-    if "$@" --sample "$sample" > "$out/$name.log" 2>&1; then
+    if "$@" > "$out/$name.log" 2>&1; then
         echo "jit-selftest $name: $(tail -n 1 "$out/$name.log")"
     else
         echo "jit-selftest $name: FAILED (log: $out/$name.log)"
