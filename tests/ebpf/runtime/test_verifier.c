@@ -6,6 +6,8 @@
  *
  *   test_verifier [-v] [-k NAME]      run the table (-v: verifier log of failing tests, -k: one test)
  *   test_verifier --image FILE...     verify device images (nanobpf-load output), print statistics
+ *   (VERIFIER_LOG=1 prints the verifier's log of each image, VERIFIER_LOG=2 with the stack slots;
+ *   --no-raw-pending encodes every pending branch, --no-relevance compares every scalar)
  *
  * Built and run by tests/ebpf/runtime/run_verifier_tests.sh. */
 #include <stdio.h>
@@ -1016,6 +1018,13 @@ static int run_prog(struct ebpf_prog *prog, const struct tcase *t, uint64_t *ret
     return 0;
 }
 
+/* The verifier log's level: 1 (each explored instruction with its registers), or VERIFIER_LOG=2 (the stack
+ * slots too). */
+static int log_level(void) {
+    const char *v = getenv("VERIFIER_LOG");
+    return v && atoi(v) >= 2 ? 2 : 1;
+}
+
 static int verify_one(const char *name, const struct ebpf_insn *insns, uint32_t n, const struct tmap *maps,
                       const struct tcase *t, int verbose) {
     struct ebpf_prog prog;
@@ -1092,7 +1101,7 @@ static int verify_one(const char *name, const struct ebpf_insn *insns, uint32_t 
         p2.n_insns = n;
         p2.maps = mapv;
         p2.n_maps = nm;
-        struct ebpf_verify_opts o = {.log_level = atoi(getenv("VERIFIER_LOG")) >= 2 ? 2 : 1}; /* VERIFIER_LOG=2: stack too */
+        struct ebpf_verify_opts o = {.log_level = log_level()};
         ebpf_verify(&p2, &o, &err);
         free(p2.insn_flags);
     }
@@ -1130,7 +1139,7 @@ static int verify_image(const char *path) {
     if (getenv("VERIFIER_LOG")) {
         ebpf_prog_free(&prog);
         ebpf_image_load(buf, len, &prog, &err);
-        struct ebpf_verify_opts o = {.log_level = atoi(getenv("VERIFIER_LOG")) >= 2 ? 2 : 1}; /* VERIFIER_LOG=2: stack too */
+        struct ebpf_verify_opts o = {.log_level = log_level()};
         ebpf_verify(&prog, &o, &err);
     }
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
