@@ -188,7 +188,8 @@ def test_quic_protection_wire_to_wire(tmp_path):
     assert core["encrypt_unsealed"] == 0 and core["bad_shim"] == 0
 
 
-@pytest.mark.parametrize("firmware", ["dpu-quic_hw", "dpu-quic_hw_sjbsq"])
+# SJBSQ's run in make test-long (the policy's own checks are sim/cocotb/coresel's, in make test)
+@pytest.mark.parametrize("firmware", ["dpu-quic_hw", pytest.param("dpu-quic_hw_sjbsq", marks=pytest.mark.long)])
 def test_quic_one_connection_on_every_core(tmp_path, firmware):
     """One connection's packets in both directions spread over the three data cores (JBSQ spreads them;
     SJBSQ starts at the connection's core and spills over when its queue is full), with some host

@@ -11,6 +11,7 @@ import os
 import random
 
 import cocotb
+import pytest
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.eth import GmiiFrame, GmiiSink, GmiiSource
@@ -291,5 +292,13 @@ async def tx_line_rate(dut):
 
 
 def test_eth_mac():
+    """make test: a spread of frame lengths (every one below 80, every 37th above, the limits)."""
+    from nanobpf.blocksim import run_block
+    run_block("eth_mac", "w8", "EthMac", "test_eth_mac", os.path.dirname(__file__), extra_env={"ETH_MAC_QUICK": "1"})
+
+
+@pytest.mark.long
+def test_eth_mac_every_length():
+    """make test-long: every frame length from 0 to past the maximum, both ways (about 5 minutes)."""
     from nanobpf.blocksim import run_block
     run_block("eth_mac", "w8", "EthMac", "test_eth_mac", os.path.dirname(__file__))
