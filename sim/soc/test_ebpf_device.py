@@ -3,8 +3,12 @@ run over frames by the interpreter and the JIT (firmware/apps/ebpf_xdp); and the
 agreeing between native code, interpreter and JIT (firmware/apps/ebpf_bench); QUIC packet protection
 sealed and opened the same way by all three (firmware/apps/quic_bench, quick build).
 
-Needs `make test-prereqs` (the 1-core model and the firmware)."""
+Needs `make test-prereqs` (the 1-core model and the firmware). The benchmark workloads and QUIC runs
+take minutes of simulation: make test-long runs them (the JIT's code is checked against the interpreter
+under qemu-riscv64 in tests/ebpf, and the QUIC program on the cores in sim/soc/test_datapath.py)."""
 import re
+
+import pytest
 
 from nanobpf import sim
 
@@ -23,6 +27,7 @@ def test_xdp_program_on_cva6():
     assert sum(line.startswith("ok   interp") for line in out) == 8
 
 
+@pytest.mark.long
 def test_bench_workloads_agree_on_cva6():
     r = sim.run(1, "ebpf_bench", max_cycles=40_000_000)
     assert r.returncode == 0 and r.bus_errors == 0, r.output
@@ -32,6 +37,7 @@ def test_bench_workloads_agree_on_cva6():
     assert modes == {(w, m) for w in ("parse", "hash") for m in ("native", "interp", "jit", "jit_rvc")}
 
 
+@pytest.mark.long
 def test_quic_protection_on_cva6():
     """bench_quic (AES-128-GCM and header protection, sw/ebpf/bench/bench_quic.c) verified and
     JIT-compiled on the core, then sealed and opened natively, by the JIT and by the interpreter: the

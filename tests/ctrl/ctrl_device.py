@@ -65,9 +65,11 @@ class Dev:
             return self.rtl.stop()
 
 
-def device_params():
+def device_params(rtl_long=False):
+    """The model and the RTL DPU; rtl_long: the RTL run in make test-long only (minutes of simulation)."""
     ok, why = rtl_available()
-    return ["model", pytest.param("rtl", marks=pytest.mark.skipif(not ok, reason=why))]
+    marks = [pytest.mark.skipif(not ok, reason=why)] + ([pytest.mark.long] if rtl_long else [])
+    return ["model", pytest.param("rtl", marks=marks)]
 
 
 @pytest.fixture(params=device_params())

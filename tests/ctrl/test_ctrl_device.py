@@ -15,7 +15,7 @@ import nanobpf_ebpf_defs as abi
 from nanobpf.devmodel import PN_MAP
 
 from ctrl_device import (FaultyPort, M, Raw, dev, events_image, keys_for, load_raw, map_req,  # noqa: F401 (fixture)
-                         stand_in_image, status)
+                         device_params, stand_in_image, status)
 from nanobpf import ctrl
 from nanobpf.ctrl import OPEN, SEAL, Client, CtrlError, KeyId, addr_id, key_id
 from nanobpf.pcap import udp_frame
@@ -390,6 +390,7 @@ def test_control_frames_from_the_network_port_are_ignored_and_counted(dev):
 
 
 # ---------------------------------------------------------------- convergence
+@pytest.mark.parametrize("dev", device_params(rtl_long=True), indirect=True)  # the RTL run: make test-long
 def test_converges_under_loss_duplication_reordering_and_resets(dev):
     """The driver's algorithm (Client) over a link that loses, duplicates and reorders control frames
     both ways, with device resets in between: the device ends with exactly the host's key table and
