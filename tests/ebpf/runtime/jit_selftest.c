@@ -265,8 +265,8 @@ static const char *dump;
 static struct ebpf_jit_stats total;
 
 /* Zero mem for a program that is given it (use_mem as run_sub's; the others have no pointer to it): a
- * word at a time, through a volatile
- * pointer so that the compiler does not make it picolibc's memset again, which stores a byte at a time;
+ * word at a time, through a volatile pointer so that the compiler does not make it picolibc's memset
+ * again, which stores a byte at a time;
  * under qemu-riscv64 that loop cost most of the run (96 KiB twice per program), and 7 times more
  * when the layout put it across a page boundary (qemu chains no jumps between pages). */
 static void clear_mem(int use_mem) {
