@@ -103,8 +103,10 @@ struct quic_pkt {
     __u32 ipv6;
     __u32 long_hdr;
     __u32 lens; /* quic_find_open's working copy of quic_config.open_cid_lens */
-    struct nanobpf_quic_cid cid; /* the key table key: set by classification (long headers, or the shim's
-                                  * length), or by quic_find_open; dir by the path */
+    /* the key table key: set by classification (long headers, or the shim's length), or by
+     * quic_find_open; dir by the path. 8-byte aligned: the device's hash lookups then read it by words
+     * (an unaligned key is copied byte by byte first) */
+    struct nanobpf_quic_cid cid __attribute__((aligned(8)));
 };
 
 #define QUIC_CID_UNKNOWN 0xff /* quic_classify's short_cid_len when the frame does not say it (open) */
