@@ -286,6 +286,10 @@ int ebpf_verify(struct ebpf_prog *prog, const struct ebpf_verify_opts *opts, str
  * 0 or -1 with err. Apply: to a program just loaded from `image`, as ebpf_verify() would leave it;
  * refuses (-1, prog unchanged) a record made for another image or changing more than the verifier does. */
 size_t ebpf_record_size(const struct ebpf_prog *prog);
+/* The CRC-32 of the image a record was made for (what ebpf_record_apply checked the image against). */
+uint32_t ebpf_record_crc(const void *record);
+/* CRC-32 (IEEE 802.3, as zlib's crc32): records bind their image with it, PROG_LOAD images carry it. */
+uint32_t ebpf_crc32(const void *data, size_t n);
 int ebpf_record_write(const struct ebpf_prog *prog, const void *image, size_t image_size, void *out, size_t out_size,
                       struct ebpf_error *err);
 int ebpf_record_apply(struct ebpf_prog *prog, const void *image, size_t image_size, const void *record, size_t size,

@@ -16,18 +16,27 @@
 #define RECORD_VERSION 1
 #define RECORD_HEAD 24
 
-/* CRC-32 (IEEE 802.3, reflected, as zlib's crc32), a byte at a time from a table made on first use:
- * bit by bit it cost 3.5M cycles on CVA6 for xdp_quic_hw's 24 KB image. */
-static uint32_t crc32(const uint8_t *p, size_t n) {
-    static uint32_t table[256];
-    if (!table[1])
+/* CRC-32 (IEEE 802.3, reflected, as zlib's crc32), four bytes a step from four tables made on first
+ * use ("slicing by 4"): bit by bit it cost 3.5M cycles on CVA6 for xdp_quic_hw's image, a byte a step
+ * 10 cycles a byte (400K for its 40 KB). The control plane checks PROG_LOAD images with it too. */
+uint32_t ebpf_crc32(const void *data, size_t n) {
+    static uint32_t t[4][256];
+    if (!t[0][1]) {
         for (uint32_t i = 0; i < 256; i++) {
             uint32_t c = i;
             for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1)));
-            table[i] = c;
+            t[0][i] = c;
         }
+        for (uint32_t i = 0; i < 256; i++)
+            for (int k = 1; k < 4; k++) t[k][i] = (t[k - 1][i] >> 8) ^ t[0][t[k - 1][i] & 0xff];
+    }
+    const uint8_t *p = data;
     uint32_t c = 0xffffffffu;
-    while (n--) c = (c >> 8) ^ table[(c ^ *p++) & 0xff];
+    for (; n >= 4; n -= 4, p += 4) {
+        c ^= (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+        c = t[3][c & 0xff] ^ t[2][(c >> 8) & 0xff] ^ t[1][(c >> 16) & 0xff] ^ t[0][c >> 24];
+    }
+    while (n--) c = (c >> 8) ^ t[0][(c ^ *p++) & 0xff];
     return ~c;
 }
 
@@ -37,6 +46,8 @@ static void put32(uint8_t *p, uint32_t v) {
 static uint32_t get32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
+
+uint32_t ebpf_record_crc(const void *record) { return get32((const uint8_t *)record + 8); }
 
 size_t ebpf_record_size(const struct ebpf_prog *prog) {
     return RECORD_HEAD + 8u * prog->n_subprogs + 9u * prog->n_insns;
@@ -50,7 +61,7 @@ int ebpf_record_write(const struct ebpf_prog *prog, const void *image, size_t im
     uint8_t *p = out;
     memcpy(p, RECORD_MAGIC, 4);
     put32(p + 4, RECORD_VERSION);
-    put32(p + 8, crc32(image, image_size));
+    put32(p + 8, ebpf_crc32(image, image_size));
     put32(p + 12, (uint32_t)image_size);
     put32(p + 16, prog->n_insns);
     put32(p + 20, prog->n_subprogs);
@@ -83,7 +94,7 @@ int ebpf_record_apply(struct ebpf_prog *prog, const void *image, size_t image_si
     if (prog->verified || prog->resolved || !prog->insns) return ebpf_fail(err, -1, "record: the program is not freshly loaded");
     if (size < RECORD_HEAD || memcmp(r, RECORD_MAGIC, 4)) return ebpf_fail(err, -1, "record: no NBVR header");
     if (get32(r + 4) != RECORD_VERSION) return ebpf_fail(err, -1, "record: version %u, not %u", get32(r + 4), RECORD_VERSION);
-    if (get32(r + 12) != image_size || get32(r + 8) != crc32(image, image_size))
+    if (get32(r + 12) != image_size || get32(r + 8) != ebpf_crc32(image, image_size))
         return ebpf_fail(err, -1, "record: made for another image (size or CRC-32 differs)");
     uint32_t n = get32(r + 16), nf = get32(r + 20);
     if (n != prog->n_insns) return ebpf_fail(err, -1, "record: %u instructions, the program has %u", n, prog->n_insns);

@@ -64,7 +64,6 @@ int ctrl_no_map(const struct ebpf_prog *prog, const char *name, struct ctrl_repl
 
 /* ctrl_events.c: EVENTS, an event map of the attached program drained for the host. */
 int ctrl_events(const uint8_t *b, unsigned len, struct ctrl_reply *r);
-uint32_t ctrl_crc32(const uint8_t *p, uint32_t n);
 
 /* What each message type cost on this core, for the summary. */
 void ctrl_cost_note(uint8_t type, uint64_t total, uint64_t applied);

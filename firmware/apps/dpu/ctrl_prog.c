@@ -23,20 +23,6 @@ static struct {
     uint32_t image_len, crc32;
 } info; /* of the attached program */
 
-static uint32_t crc_table[256];
-
-uint32_t ctrl_crc32(const uint8_t *p, uint32_t n) {
-    if (!crc_table[1])
-        for (uint32_t i = 0; i < 256; i++) {
-            uint32_t c = i;
-            for (int k = 0; k < 8; k++) c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-            crc_table[i] = c;
-        }
-    uint32_t c = 0xffffffffu;
-    for (uint32_t i = 0; i < n; i++) c = crc_table[(c ^ p[i]) & 0xff] ^ (c >> 8);
-    return ~c;
-}
-
 struct ebpf_map *ctrl_prog_map(const struct ebpf_prog *prog, const char *name) {
     for (uint32_t i = 0; i < prog->n_maps; i++)
         if (!strncmp(prog->maps[i]->name, name, NANOBPF_CTRL_NAME_LEN)) return prog->maps[i];
@@ -116,7 +102,7 @@ int ctrl_prog_commit(const uint8_t *b, unsigned len, struct ctrl_reply *r) {
         return ctrl_refuse(r, NANOBPF_CTRL_ST_SEQUENCE, "PROG_COMMIT does not match PROG_BEGIN");
     if (load.have != load.total) return ctrl_refuse(r, NANOBPF_CTRL_ST_SEQUENCE, "have %u of %u bytes", load.have, load.total);
     uint64_t t0 = nb_cycles();
-    if (ctrl_crc32(load.data, load.total) != load.crc32) {
+    if (ebpf_crc32(load.data, load.total) != load.crc32) {
         load_drop();
         return ctrl_refuse(r, NANOBPF_CTRL_ST_SEQUENCE, "image CRC-32 mismatch");
     }

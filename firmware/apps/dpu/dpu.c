@@ -43,9 +43,10 @@ static struct {
 /* Per-core tallies, each written only by its core (write-through caches: they reach memory), read by
  * core 0 at the end. One cache line each. */
 struct core_stats {
-    uint64_t packets, cycles, busy, engine, actions[5], aborted_by_runtime, ctrl, drops[DPU_DROPS], sealed, opened;
+    uint64_t busy, actions[5], aborted_by_runtime, ctrl, drops[DPU_DROPS], sealed, opened;
     uint64_t rx[2], tx[2], encrypt_req, bad_port; /* data frames by ingress and egress port (0 host, 1 network) */
-    /* the same by ingress port (0 host, 1 network): with xdp_quic_hw, seal and open */
+    /* program runs, their cycles and the engine's share, by ingress port (0 host, 1 network): with
+     * xdp_quic_hw, seal and open (the totals are their sums: fewer stores a packet) */
     uint64_t port_packets[2], port_cycles[2], port_engine[2];
 } __attribute__((aligned(64)));
 static struct core_stats stats[NANOBPF_MAX_CORES];
@@ -208,14 +209,9 @@ static uint64_t one_packet(unsigned hart, uint64_t d, const struct ebpf_prog *pr
     uint64_t cycles = nb_cycles() - c0, engine = nb_aead_wait_cycles() - e0;
     /* tallies are stored only when they change: main memory is write-through, so every store goes to
      * the bus, and the fence before the completion waits for all of them */
-    s->cycles += cycles;
-    s->packets++;
     s->port_packets[from]++;
     s->port_cycles[from] += cycles;
-    if (engine) {
-        s->engine += engine;
-        s->port_engine[from] += engine;
-    }
+    if (engine) s->port_engine[from] += engine;
     if (action > NANOBPF_XDP_REDIRECT) action = NANOBPF_XDP_ABORTED, s->aborted_by_runtime++;
     s->actions[action]++;
     uint32_t out = action == NANOBPF_XDP_PASS ? (lport == HOST_LPORT ? NANOBPF_IFINDEX_NET : NANOBPF_IFINDEX_HOST)
@@ -290,14 +286,15 @@ static int summary(unsigned cores) {
     for (unsigned c = 0; c < cores; c++) {
         volatile struct core_stats *s = &stats[c];
         printf("DPU core%u packets=%llu cycles=%llu busy=%llu aborted=%llu drop=%llu pass=%llu tx=%llu redirect=%llu ctrl=%llu", c,
-               (unsigned long long)s->packets, (unsigned long long)s->cycles, (unsigned long long)s->busy,
+               (unsigned long long)(s->port_packets[0] + s->port_packets[1]),
+               (unsigned long long)(s->port_cycles[0] + s->port_cycles[1]), (unsigned long long)s->busy,
                (unsigned long long)s->actions[0],
                (unsigned long long)s->actions[1], (unsigned long long)s->actions[2], (unsigned long long)s->actions[3],
                (unsigned long long)s->actions[4], (unsigned long long)s->ctrl);
         static const char *const drop_names[] = DPU_DROP_NAMES;
         for (unsigned r = 0; r < DPU_DROPS; r++) printf(" %s=%llu", drop_names[r], (unsigned long long)s->drops[r]);
         printf(" sealed=%llu opened=%llu engine=%llu", (unsigned long long)s->sealed, (unsigned long long)s->opened,
-               (unsigned long long)s->engine);
+               (unsigned long long)(s->port_engine[0] + s->port_engine[1]));
         static const char *const from[2] = {"host", "net"};
         for (unsigned p = 0; p < 2; p++)
             printf(" %s_packets=%llu %s_cycles=%llu %s_engine=%llu", from[p], (unsigned long long)s->port_packets[p], from[p],
@@ -404,7 +401,9 @@ static int boot_program(void) {
     }
     uint64_t t2 = nb_cycles();
     if (dpu_boot_config_apply(prog, &entries)) return -1;
-    ctrl_prog_boot(prog, prog->name, (uint32_t)image_size, ctrl_crc32(dpu_prog_image, (uint32_t)image_size));
+    /* the image's CRC-32 as PROG_INFO reports it: the record's, once applied (it was checked against the image) */
+    uint32_t crc = record_size ? ebpf_record_crc(dpu_prog_record) : ebpf_crc32(dpu_prog_image, image_size);
+    ctrl_prog_boot(prog, prog->name, (uint32_t)image_size, crc);
     printf("dpu: %u core(s), program %s: %u instructions, %s in %llu cycles, JIT %u bytes in %llu cycles, "
            "%u boot config entries, installed in %llu cycles\n",
            nb_num_cores(), prog->name, prog->n_insns, record_size ? "loaded, verification record applied" : "loaded, verified",

@@ -47,30 +47,35 @@ static void add_decrypted_shim(uint64_t data) {
     for (int i = 0; i < 4; i++) p[12 + i] = shim[i];
 }
 
-/* The program's quic_stats map (NULL: none), looked up once per program and core: its maps do not
- * change. One cache line per core, written only by that core (L1 caches are not coherent). */
+/* The program's quic_stats map (NULL: none) and, when it is an array, this core's two values the guard
+ * reads, found once per program and core: a program's maps do not change, and an array's values do not
+ * move (the map lookup cost two calls a packet). One cache line per core, written only by that core (L1
+ * caches are not coherent). */
 static struct {
     const struct ebpf_prog *prog;
     struct ebpf_map *map;
+    const volatile uint64_t *sealed, *opened;
 } __attribute__((aligned(64))) stats_cache[NANOBPF_MAX_CORES];
 
 void dpu_guard_reset(void) { stats_cache[ebpf_cpu_id()].prog = NULL; }
 
-static struct ebpf_map *stats_map(const struct ebpf_prog *prog) {
-    __typeof__(stats_cache[0]) *c = &stats_cache[ebpf_cpu_id()];
-    if (c->prog != prog) {
-        c->map = NULL;
-        for (uint32_t i = 0; i < prog->n_maps; i++)
-            if (!strcmp(prog->maps[i]->name, "quic_stats") && prog->maps[i]->value_size >= 8) c->map = prog->maps[i];
-        c->prog = prog;
-    }
-    return c->map;
-}
-
 /* This core's quic_stats[index] of the program (0 when it has no such map). */
 static uint64_t quic_stat(const struct ebpf_prog *prog, uint32_t index) {
-    struct ebpf_map *m = prog ? stats_map(prog) : NULL;
-    const uint64_t *v = m ? ebpf_map_lookup(m, &index) : NULL;
+    if (!prog) return 0;
+    __typeof__(stats_cache[0]) *c = &stats_cache[ebpf_cpu_id()];
+    if (c->prog != prog) {
+        struct ebpf_map *m = NULL;
+        for (uint32_t i = 0; i < prog->n_maps; i++)
+            if (!strcmp(prog->maps[i]->name, "quic_stats") && prog->maps[i]->value_size >= 8) m = prog->maps[i];
+        int array = m && (m->type == NANOBPF_MAP_TYPE_ARRAY || m->type == NANOBPF_MAP_TYPE_PERCPU_ARRAY);
+        uint32_t sealed = NANOBPF_QUIC_STAT_SEALED, opened = NANOBPF_QUIC_STAT_OPENED;
+        c->map = m;
+        c->sealed = array ? ebpf_map_lookup(m, &sealed) : NULL;
+        c->opened = array ? ebpf_map_lookup(m, &opened) : NULL;
+        c->prog = prog;
+    }
+    const volatile uint64_t *v = index == NANOBPF_QUIC_STAT_SEALED ? c->sealed : index == NANOBPF_QUIC_STAT_OPENED ? c->opened : NULL;
+    if (!v && c->map) v = ebpf_map_lookup(c->map, &index); /* another map kind: its value may move */
     return v ? *v : 0;
 }
 
