@@ -409,8 +409,8 @@ static int key_equal(const uint8_t *k, const void *key, uint32_t n) {
     return 1;
 }
 
-/* Index of the slot holding key, or of the slot where it would go (-1: table full). */
 #define KEY_COPY 64 /* an unaligned key up to this size is copied once to be read by words */
+/* Index of the slot holding key, or of the slot where it would go (-1: table full). */
 static int64_t hash_find(const struct ebpf_map *m, const void *key, int *found) {
     uint64_t copy[KEY_COPY / 8];
     if (((uintptr_t)key & 7) && m->key_size <= KEY_COPY) {

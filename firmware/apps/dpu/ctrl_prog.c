@@ -179,12 +179,12 @@ int ctrl_prog_info(const uint8_t *b, unsigned len, struct ctrl_reply *r) {
 
 /* A per-CPU map's value as the control plane shows it: the sum over the cores, 64-bit word by word
  * (bpftool's totals; the model has one CPU, whose value this is). Each core writes only its own copy
- * in its write-through cache; the fence makes this core read memory, not its own stale lines. */
+ * through its write-through cache; the other cores' words are read as memory holds them (dpu_read_fresh:
+ * this core's cache may hold stale lines of them). */
 static int percpu_sum(struct ebpf_map *m, const void *key, uint8_t *out) {
-    __asm__ volatile("fence" ::: "memory");
     memset(out, 0, m->value_size);
     for (uint32_t cpu = 0; cpu < m->n_cpus; cpu++) {
-        const volatile uint8_t *v = ebpf_map_value(m, key, cpu);
+        uint8_t *v = ebpf_map_value(m, key, cpu);
         if (!v) return -1;
         if (m->value_size % 8) {
             if (cpu == 0)
@@ -192,7 +192,7 @@ static int percpu_sum(struct ebpf_map *m, const void *key, uint8_t *out) {
             continue;
         }
         for (uint32_t w = 0; w < m->value_size / 8; w++) {
-            uint64_t a, x = *(const volatile uint64_t *)(v + 8 * w);
+            uint64_t a, x = dpu_read_fresh((uint64_t *)(void *)(v + 8 * w));
             memcpy(&a, out + 8 * w, 8);
             a += x;
             memcpy(out + 8 * w, &a, 8);

@@ -250,6 +250,12 @@ static int drained(void) {
 static uint64_t pisa_count(unsigned i) { return PISA(NANOBPF_PISA_COUNTER_OFFSET(i)); }
 static uint64_t pkt_count(unsigned i) { return PKT(NANOBPF_PKT_COUNTER_OFFSET(i)); }
 
+/* Core c's tallies as memory holds them (the data cores write them through their own caches). */
+static void stats_snapshot(unsigned c, struct core_stats *out) {
+    uint64_t *src = (uint64_t *)(void *)&stats[c], *dst = (uint64_t *)(void *)out;
+    for (size_t i = 0; i < sizeof *out / 8; i++) dst[i] = dpu_read_fresh(&src[i]);
+}
+
 /* The summary the tests parse: one `DPU key=value ...` line per subject. */
 static int summary(unsigned cores) {
     printf("DPU pisa rx=%llu to_cores=%llu to_host=%llu to_network=%llu dropped=%llu tx=%llu tx_dropped=%llu\n",
@@ -282,9 +288,10 @@ static int summary(unsigned cores) {
            (unsigned long long)pkt_count(NANOBPF_PKT_COUNTER_TX_PORT0 + NANOBPF_DATAPATH_HOST_PORT),
            (unsigned long long)pkt_count(NANOBPF_PKT_COUNTER_RX_PORT0 + NANOBPF_DATAPATH_NET_PORT),
            (unsigned long long)pkt_count(NANOBPF_PKT_COUNTER_TX_PORT0 + NANOBPF_DATAPATH_NET_PORT));
-    __asm__ volatile("fence" ::: "memory"); /* the data cores' tallies: not from a stale line */
     for (unsigned c = 0; c < cores; c++) {
-        volatile struct core_stats *s = &stats[c];
+        struct core_stats snap;
+        stats_snapshot(c, &snap);
+        const struct core_stats *s = &snap;
         printf("DPU core%u packets=%llu cycles=%llu busy=%llu aborted=%llu drop=%llu pass=%llu tx=%llu redirect=%llu ctrl=%llu", c,
                (unsigned long long)(s->port_packets[0] + s->port_packets[1]),
                (unsigned long long)(s->port_cycles[0] + s->port_cycles[1]), (unsigned long long)s->busy,
@@ -346,9 +353,10 @@ static uint64_t stats_base[NANOBPF_STAT_COUNT];
 
 static void stats_raw(uint64_t *v) {
     for (unsigned i = 0; i < sizeof stat_ids / sizeof *stat_ids; i++) v[stat_ids[i]] = 0;
-    __asm__ volatile("fence" ::: "memory"); /* the other cores' tallies from memory, not stale lines */
     for (unsigned c = 0; c < nb_num_cores(); c++) {
-        const volatile struct core_stats *s = &stats[c];
+        struct core_stats snap;
+        stats_snapshot(c, &snap);
+        const struct core_stats *s = &snap;
         v[NANOBPF_CTRL_STAT_HOST_RX] += s->rx[0];
         v[NANOBPF_CTRL_STAT_NET_RX] += s->rx[1];
         v[NANOBPF_CTRL_STAT_HOST_TX] += s->tx[0];

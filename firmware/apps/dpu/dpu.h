@@ -44,6 +44,11 @@ void dpu_tables_default(void);
 /* A command (NANOBPF_PISA_CID_OP_*) of PISA's CID table on (cid, len) -> slot: its
  * NANOBPF_PISA_CID_STATUS_*. */
 unsigned dpu_cid_command(unsigned op, const uint8_t *cid, unsigned len, unsigned slot);
+/* Another core's 64-bit word as memory holds it. The L1 caches are not coherent, and with CVA6's
+ * write-through D-cache (WT_DCACHE) a fence does not invalidate them: a plain load may return a line
+ * this core cached earlier. An AMO's result comes from memory (as `attached` is read). */
+static inline uint64_t dpu_read_fresh(uint64_t *p) { return __atomic_fetch_or(p, 0, __ATOMIC_ACQUIRE); }
+
 /* The data path's STATS counters (NANOBPF_CTRL_STAT_* indices) into v, since power-on or the last
  * dpu_stats_zero; the others are left as they are. */
 void dpu_stats_read(uint64_t *v);
