@@ -461,6 +461,7 @@ def test_data_frames_fail_closed_around_the_loaded_program(dev):
     assert (s["host_rx"], s["net_tx"], s["encrypt_req"], s["encrypt_no_prog"], s["encrypt_unsealed"]) == (3, 1, 2, 1, 1)
 
 
+@pytest.mark.parametrize("dev", device_params(rtl_long=True), indirect=True)  # the RTL run (100 s): make test-long
 def test_packet_number_state_outlives_program_swaps(dev):
     """The packet-number map (quic_pn) is the device's, like the key table: a program that replaces
     another, or is loaded after an unload, finds the state the last one left (so a number sealed
