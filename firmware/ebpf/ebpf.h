@@ -342,11 +342,12 @@ extern const struct ebpf_bounds *ebpf_interp_bounds;
 #define EBPF_JIT_ZBB 0x4
 int ebpf_jit_compile(struct ebpf_prog *prog, unsigned flags, struct ebpf_error *err);
 /* Statistics of the last compile: RV64 instructions emitted per eBPF instruction class (index
- * EBPF_CLASS(code)), and eBPF instructions per class. */
+ * EBPF_CLASS(code)), and eBPF instructions per class; map lookups compiled inline (array maps). */
 struct ebpf_jit_stats {
     uint32_t rv_insns[8];
     uint32_t bpf_insns[8];
     uint32_t rv_bytes;
+    uint32_t inline_lookups;
 };
 int ebpf_jit_stats(const struct ebpf_prog *prog, unsigned flags, struct ebpf_jit_stats *stats,
                    struct ebpf_error *err);
@@ -370,6 +371,9 @@ uint64_t ebpf_ktime_ns(void);
 uint64_t ebpf_cycles(void);             /* core cycle counter (host: a monotonic counter) */
 uint32_t ebpf_cpu_id(void);
 uint32_t ebpf_num_cpus(void);
+/* 1 when JIT code may take ebpf_cpu_id() from the mhartid CSR (the device: cores run in machine mode),
+ * so that it indexes per-CPU array values itself; 0 elsewhere (the helper call does it). */
+int ebpf_jit_cpu_is_hartid(void);
 void ebpf_console_write(const char *s, size_t n); /* trace_printk output */
 /* The key table storage: NANOBPF_KEYTABLE_SLOTS values of NANOBPF_QUIC_KEYS_SIZE bytes, slot i's
  * at i * NANOBPF_QUIC_KEYS_SIZE (device: the AEAD engine's key table storage, which reads them). */

@@ -64,7 +64,11 @@ struct jit {
     int final;               /* writing the code: every branch must reach */
     int changed;             /* a branch form grew during this pass */
     int cls;                 /* eBPF class charged for emitted instructions, -1: prologue/epilogue */
+    const struct ebpf_map *r1_map; /* the map an ld_imm64 left in R1 on the only way here, or NULL */
+    int r2_fp;               /* R2 = R10 + r2_off on the only way here */
+    int64_t r2_off;
     struct ebpf_jit_stats stats;
+    struct imm_cache *imms;  /* emit_imm's sequences (NULL: worked out each time) */
 };
 
 #define RVC(j) ((j)->flags & EBPF_JIT_RVC)
@@ -222,9 +226,31 @@ static void imm_best(struct imm_seq *best, int64_t v) {
         if (q.n < best->n) *best = q;
     }
 }
+/* The sequences of the constants that need more than two steps (addresses above 2 GiB: helpers and
+ * maps on the device), kept per compile: each pass emits the same ones again, and working one out
+ * (three tries, clz/ctz in software on RV64IMAC) was a sixth of the JIT's time. */
+#define IMM_CACHE 64
+struct imm_cache {
+    int64_t v[IMM_CACHE];
+    struct imm_seq q[IMM_CACHE];
+    uint8_t used[IMM_CACHE];
+};
 static void emit_imm(struct jit *j, uint8_t rd, int64_t v) {
     struct imm_seq q;
-    imm_best(&q, v);
+    if (v >= -2048 && v < 2048) {
+        q.n = 0;
+        seq_add(&q, IMM_LI, (int32_t)v);
+    } else if (j->imms) {
+        uint32_t h = (uint32_t)(((uint64_t)v * 0x9e3779b97f4a7c15ull) >> 58) % IMM_CACHE;
+        if (!j->imms->used[h] || j->imms->v[h] != v) {
+            imm_best(&j->imms->q[h], v);
+            j->imms->v[h] = v;
+            j->imms->used[h] = 1;
+        }
+        q = j->imms->q[h];
+    } else {
+        imm_best(&q, v);
+    }
     for (int k = 0; k < q.n; k++) {
         int32_t a = q.arg[k];
         switch (q.op[k]) {
@@ -625,6 +651,95 @@ static const struct jit_func *func_at(const struct jit *j, uint32_t start) {
     return NULL;
 }
 
+/* The helper's C function with R1-R5 in a0-a4; its result becomes R0. */
+static void emit_helper_call(struct jit *j, const struct ebpf_helper *h) {
+    emit_imm(j, T1, (int64_t)(uintptr_t)h->fn);
+    if (RVC(j)) emit16(j, rv_c_jalr(T1));
+    else emit32(j, rv_jalr(RA, T1, 0));
+    emit_mv(j, regmap[0], RV_REG_A0);
+}
+
+/* ---- Array lookups inline (as Linux's map_gen_lookup) ----
+ * bpf_map_lookup_elem on an ARRAY or PERCPU_ARRAY whose map is known here is an index check and an
+ * add: the helper call, its argument checks and the map's fields read from memory cost about 110
+ * cycles on the device, several times a packet for a program's counters and scratch. Known means: on
+ * the only way to the call (no jump target since), an ld_imm64 of the map put it in R1 and R2 is the
+ * frame pointer plus a multiple of 4 (the key on the stack, where a 4-byte load cannot trap: the frame
+ * is 16-byte aligned). Other calls take the helper. */
+#define CSR_MHARTID 0xf14u
+static const struct ebpf_map *map_of_imm64(const struct jit *j, const struct ebpf_insn *in) {
+    if (in->src != EBPF_PSEUDO_IMM64) return NULL;
+    uintptr_t v = (uintptr_t)((uint64_t)(uint32_t)in[1].imm << 32 | (uint32_t)in->imm);
+    for (uint32_t k = 0; k < j->prog->n_maps; k++)
+        if ((uintptr_t)j->prog->maps[k] == v) return j->prog->maps[k];
+    return NULL;
+}
+static int inline_lookup_ok(const struct jit *j) {
+    const struct ebpf_map *m = j->r1_map;
+    if (!m || !m->storage || !j->r2_fp || j->r2_off % 4) return 0;
+    if (m->type == NANOBPF_MAP_TYPE_ARRAY) return m->n_cpus == 1;
+    return m->type == NANOBPF_MAP_TYPE_PERCPU_ARRAY && (m->n_cpus <= 1 || ebpf_jit_cpu_is_hartid());
+}
+/* rd *= k (tmp != rd is free to hold k) */
+static void emit_scale(struct jit *j, uint8_t rd, uint64_t k, uint8_t tmp) {
+    if (k && !(k & (k - 1))) return emit_slli(j, rd, rd, (unsigned)__builtin_ctzll(k));
+    emit_imm(j, tmp, (int64_t)k);
+    emit32(j, rv_mul(rd, rd, tmp));
+}
+/* Branch-free, so that its size needs no second look:
+ *   t0 = *(u32 *)R2;  t2 = -(t0 < max_entries);  R0 = (storage + t0 * stride [+ cpu copy]) & t2 */
+static void emit_array_lookup(struct jit *j, const struct ebpf_map *m) {
+    uint8_t r0 = regmap[0];
+    emit32(j, rv_lwu(T0, regmap[2], 0));
+    emit_imm(j, T1, (int64_t)m->max_entries);
+    emit32(j, rv_sltu(T2, T0, T1));
+    emit_scale(j, T0, m->value_stride, T1);
+    emit_imm(j, r0, (int64_t)(uintptr_t)m->storage);
+    emit_add(j, r0, r0, T0);
+    if (m->n_cpus > 1) { /* values are cpu-major: copy `cpu` starts n_slots * stride further (maps.c value_of) */
+        emit32(j, CSR_MHARTID << 20 | 2u << 12 | (uint32_t)T1 << 7 | 0x73u); /* csrr t1, mhartid */
+        emit_scale(j, T1, (uint64_t)m->n_slots * m->value_stride, T3);
+        emit_add(j, r0, r0, T1);
+    }
+    emit_sub(j, T2, ZERO, T2);
+    emit_and(j, r0, r0, T2);
+    j->stats.inline_lookups++;
+}
+
+/* What R1 and R2 hold after instruction `in` (the map an ld_imm64 loads into R1, R2 = R10 + r2_off),
+ * as far as the inline lookups need to know: forgotten when written otherwise, by a call, or at a
+ * jump target (another way in; jit_pass). */
+static void track_regs(struct jit *j, const struct ebpf_insn *in) {
+    int cls = EBPF_CLASS(in->code), writes = -1;
+    if (in->code == (EBPF_CLS_LD | EBPF_MODE_IMM | EBPF_SIZE_DW)) {
+        if (in->dst == 1) {
+            j->r1_map = map_of_imm64(j, in);
+            return;
+        }
+        writes = in->dst;
+    } else if (cls == EBPF_CLS_ALU64 && in->dst == 2 && !in->off) {
+        if (in->code == (EBPF_CLS_ALU64 | EBPF_ALU_MOV | EBPF_SRC_X) && in->src == EBPF_REG_FP) {
+            j->r2_fp = 1, j->r2_off = 0;
+            return;
+        }
+        if (in->code == (EBPF_CLS_ALU64 | EBPF_ALU_ADD | EBPF_SRC_K) && j->r2_fp) {
+            j->r2_off += in->imm;
+            return;
+        }
+        writes = 2;
+    } else if (cls == EBPF_CLS_ALU || cls == EBPF_CLS_ALU64 || cls == EBPF_CLS_LDX) {
+        writes = in->dst;
+    } else if (cls == EBPF_CLS_JMP || cls == EBPF_CLS_JMP32) {
+        if (EBPF_OP(in->code) == EBPF_JMP_CALL) j->r1_map = NULL, j->r2_fp = 0;
+        return;
+    } else if (cls == EBPF_CLS_STX && EBPF_MODE(in->code) == EBPF_MODE_ATOMIC) {
+        if (in->src == 1 || in->src == 2) j->r1_map = NULL, j->r2_fp = 0; /* a fetch writes src */
+        return;
+    }
+    if (writes == 1) j->r1_map = NULL;
+    if (writes == 2) j->r2_fp = 0;
+}
+
 /* Helper calls: R1-R5 already sit in a0-a4, R6-R10 in callee-saved registers; the helper's result
  * becomes R0. bpf-to-bpf calls: the callee is one of our functions and leaves R0 in a5 itself. */
 static int emit_call(struct jit *j, const struct ebpf_insn *in, int i) {
@@ -638,12 +753,13 @@ static int emit_call(struct jit *j, const struct ebpf_insn *in, int i) {
     if (in->src != 0) return ebpf_fail(j->err, i, "unsupported call (src %d)", in->src);
     const struct ebpf_helper *h = ebpf_helper_find((uint32_t)in->imm);
     if (!h) return ebpf_fail(j->err, i, "call to unknown helper %d", in->imm);
+    if (in->imm == NANOBPF_HELPER_MAP_LOOKUP_ELEM && inline_lookup_ok(j)) {
+        emit_array_lookup(j, j->r1_map);
+        return 0;
+    }
     int tail = in->imm == NANOBPF_HELPER_TAIL_CALL;
     if (tail) emit_mv(j, RV_REG_S6, RV_REG_A0); /* the context (R1, checked by the verifier) */
-    emit_imm(j, T1, (int64_t)(uintptr_t)h->fn);
-    if (RVC(j)) emit16(j, rv_c_jalr(T1));
-    else emit32(j, rv_jalr(RA, T1, 0));
-    emit_mv(j, regmap[0], RV_REG_A0);
+    emit_helper_call(j, h);
     if (tail) { /* a0: the entry of the program to go to, or 0 (go on): there with the context, this frame gone */
         uint32_t pos = j->pos, size;
         uint8_t *buf = j->buf;
@@ -881,16 +997,21 @@ static int jit_pass(struct jit *j) {
         j->cls = -1;
         f->entry = j->pos;
         emit_prologue(j, f);
+        j->r1_map = NULL, j->r2_fp = 0;
         for (uint32_t i = f->start; i < f->end; i++) {
             j->offs[i] = j->pos;
             j->cls = EBPF_CLASS(insns[i].code);
             j->stats.bpf_insns[j->cls]++;
+            if (j->target[i]) j->r1_map = NULL, j->r2_fp = 0; /* another way in */
             if (emit_fused(j, i)) {
                 j->stats.bpf_insns[j->cls]++; /* both are ALU64 */
+                track_regs(j, &insns[i]);
+                track_regs(j, &insns[i + 1]);
                 j->offs[++i] = j->pos;        /* not a jump target */
                 continue;
             }
             if (emit_insn(j, (int)i)) return -1;
+            track_regs(j, &insns[i]);
             if (insns[i].code == (EBPF_CLS_LD | EBPF_MODE_IMM | EBPF_SIZE_DW)) j->offs[++i] = j->pos;
         }
         j->cls = -1;
@@ -967,6 +1088,7 @@ static int jit_init(struct jit *j, const struct ebpf_prog *prog, unsigned flags,
     j->offs = ebpf_alloc(((size_t)n + 1) * sizeof *j->offs);
     j->form = ebpf_alloc(n);
     j->target = ebpf_alloc(n);
+    j->imms = ebpf_alloc(sizeof *j->imms); /* optional: emit_imm works without it */
     if (!start || !j->offs || !j->form || !j->target) {
         ebpf_free(start);
         return ebpf_fail(err, -1, "out of memory");
@@ -1083,6 +1205,7 @@ static void jit_fini(struct jit *j) {
     ebpf_free(j->form);
     ebpf_free(j->target);
     ebpf_free(j->funcs);
+    ebpf_free(j->imms);
 }
 
 /* Sizing passes until no branch form changes; returns the code size, or -1. */

@@ -66,6 +66,7 @@ uint64_t ebpf_cycles(void) { return nb_cycles(); }
 uint64_t ebpf_ktime_ns(void) { return nb_cycles() * (1000000000u / NANOBPF_CORE_CLOCK_HZ); }
 uint32_t ebpf_cpu_id(void) { return nb_hart_id(); }
 uint32_t ebpf_num_cpus(void) { return nb_num_cores(); }
+int ebpf_jit_cpu_is_hartid(void) { return 1; }
 void ebpf_console_write(const char *s, size_t n) {
     for (size_t i = 0; i < n; i++) nb_putc(s[i]);
 }

@@ -35,6 +35,7 @@ uint64_t ebpf_cycles(void) { return ebpf_ktime_ns(); }
 uint32_t ebpf_host_cpus = 1, ebpf_host_cpu;
 uint32_t ebpf_cpu_id(void) { return ebpf_host_cpu; }
 uint32_t ebpf_num_cpus(void) { return ebpf_host_cpus; }
+int ebpf_jit_cpu_is_hartid(void) { return 0; }
 void ebpf_console_write(const char *s, size_t n) {
     fwrite(s, 1, n, stdout);
     fflush(stdout);

@@ -142,6 +142,7 @@ uint64_t ebpf_ktime_ns(void) {
 uint64_t ebpf_cycles(void) { return ebpf_ktime_ns(); }
 uint32_t ebpf_cpu_id(void) { return 0; }
 uint32_t ebpf_num_cpus(void) { return 1; }
+int ebpf_jit_cpu_is_hartid(void) { return 0; } /* user mode: no mhartid */
 void ebpf_console_write(const char *s, size_t n) {
     out_flush(stdout); /* keep program output and trace lines in order */
     for (size_t done = 0; done < n;) {

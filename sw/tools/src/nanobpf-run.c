@@ -56,7 +56,8 @@ static const char usage[] =
     "                     L3_OFF,L4_OFF,QUIC_OFF,PN_OFF,CID_LEN,CONN; without it all 0)\n"
     "                    (MAP by name; the frame gets --headroom bytes before it and 256 after)\n"
     "  --dump-jit FILE   write the JIT's RV64 code to FILE (raw bytes; objdump -b binary -m riscv:rv64 -D)\n"
-    "  --stats           print the JIT's RV64 instructions per eBPF instruction class, do not run\n"
+    "  --stats           print the JIT's RV64 instructions per eBPF instruction class and the map\n"
+    "                    lookups it compiles inline, do not run\n"
     "  -h, --help        this help\n"
     "Exit status: 0 ran, 1 program rejected or faulted, 2 usage or input error.\n";
 
@@ -516,6 +517,7 @@ int main(int argc, char **argv) {
         for (int c = 0; c < 8; c++)
             if (st.bpf_insns[c]) printf("%s %u %u %.2f\n", cls[c], st.bpf_insns[c], st.rv_insns[c], (double)st.rv_insns[c] / st.bpf_insns[c]);
         printf("total_bytes %u\n", st.rv_bytes);
+        printf("inline_lookups %u\n", st.inline_lookups);
         return 0;
     }
     if (jit && ebpf_jit_compile(&prog, flags, &err)) return die(1, "jit", &err);

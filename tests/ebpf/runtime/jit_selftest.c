@@ -263,6 +263,8 @@ static unsigned flags;
 static int verbose, failures, checks, tally; /* tally: add the case's statistics to total */
 static const char *dump;
 static struct ebpf_jit_stats total;
+static struct ebpf_map **run_maps; /* the maps the next programs reference (ld_imm64 of their address) */
+static uint32_t run_n_maps, last_inline_lookups;
 
 /* Zero mem for a program that is given it (use_mem as run_sub's; the others have no pointer to it): a
  * word at a time, through a volatile pointer so that the compiler does not make it picolibc's memset
@@ -291,6 +293,8 @@ static int run_sub(const char *name, const struct ebpf_insn *insns, uint32_t n, 
     p.n_insns = n;
     for (uint32_t k = 0; k < n_sub; k++) p.subprogs[k] = sub[k];
     p.n_subprogs = n_sub;
+    p.maps = run_maps;
+    p.n_maps = run_n_maps;
     uint64_t r1 = use_mem ? (uint64_t)(uintptr_t)mem + (use_mem == 2 ? 32768 : 0) : 0, r2 = use_mem == 1 ? 8192 : 0;
     checks++;
     if (ebpf_jit_compile(&p, flags, &err)) {
@@ -309,6 +313,7 @@ static int run_sub(const char *name, const struct ebpf_insn *insns, uint32_t n, 
     }
     struct ebpf_jit_stats st;
     int stats_ok = !ebpf_jit_stats(&p, flags, &st, &err) && st.rv_bytes == p.jit_size;
+    last_inline_lookups = st.inline_lookups;
     ebpf_jit_free(p.jit_code, p.jit_size);
     int ok = jit == interp && (!check || jit == expect) && stats_ok;
     if (!ok) {
@@ -382,35 +387,73 @@ static void far_branches(uint32_t n, int use32) {
     ebpf_free(p);
 }
 
-/* bpf_map_lookup_elem on an array map whose address the program loads with ld_imm64. */
-static void map_lookup(void) {
-    struct ebpf_map map;
-    struct ebpf_error err;
-    memset(&map, 0, sizeof map);
-    map.type = NANOBPF_MAP_TYPE_ARRAY;
-    map.key_size = 4;
-    map.value_size = 8;
-    map.max_entries = 4;
-    strcpy(map.name, "selftest");
-    if (ebpf_map_create(&map, &err)) {
-        printf("FAIL map create: %s\n", err.msg);
+/* bpf_map_lookup_elem on array maps whose address the program loads with ld_imm64: compiled inline
+ * when the JIT knows the map (the program lists it, no jump lands between the load and the call) and
+ * the key is 4-byte aligned on the stack, else the helper call; both must give the helper's value or
+ * NULL. */
+static void lookup_case(const char *what, struct ebpf_map *m, int listed, int32_t key_off, int32_t k, int target,
+                        uint64_t expect, uint32_t inlined) {
+    /* r1 = map; [r3 = 0; if r3 == 0 goto +0: a jump target at the call's set-up]; *(u32 *)(r10 + key_off) = k;
+     * r2 = r10 + key_off; r0 = lookup(r1, r2); r0 ? *(u64 *)r0 : -1 */
+    struct ebpf_insn p[] = {LDDW(1, 0), MOV64_K(3, 0), MOV64_K(3, 0), ST(W, 10, key_off, k), MOV64_X(2, 10),
+                            ALU64_K(ADD, 2, key_off), CALL(NANOBPF_HELPER_MAP_LOOKUP_ELEM), JMP_K(JEQ, 0, 0, 2),
+                            LDX(DW, 0, 0, 0), EXIT, MOV64_K(0, -1), EXIT};
+    uint64_t a = (uint64_t)(uintptr_t)m;
+    p[0].imm = (int32_t)(uint32_t)a;
+    p[1].imm = (int32_t)(uint32_t)(a >> 32);
+    static const struct ebpf_insn jump = JMP_K(JEQ, 3, 0, 0); /* lands on the store: R1 might come another way */
+    if (target) p[3] = jump;
+    char name[96];
+    snprintf(name, sizeof name, "map_lookup_elem, %s", what);
+    run_maps = listed ? &m : NULL;
+    run_n_maps = listed ? 1 : 0;
+    if (!run(name, p, sizeof p / sizeof p[0], 0, expect, 1, 0) && last_inline_lookups != inlined) {
+        printf("FAIL %s: %u lookups inline, expected %u\n", name, last_inline_lookups, inlined);
         failures++;
-        return;
     }
-    uint32_t key = 2;
-    uint64_t value = 0x1122334455667788;
-    ebpf_map_update(&map, &key, &value, 0);
-    for (int32_t k = 2; k <= 7; k += 5) {
-        struct ebpf_insn p[] = {LDDW(1, 0), ST(W, 10, -4, k), MOV64_X(2, 10), ALU64_K(ADD, 2, -4),
-                                CALL(NANOBPF_HELPER_MAP_LOOKUP_ELEM), JMP_K(JEQ, 0, 0, 2), LDX(DW, 0, 0, 0), EXIT,
-                                MOV64_K(0, -1), EXIT};
-        uint64_t a = (uint64_t)(uintptr_t)&map;
-        p[0].imm = (int32_t)(uint32_t)a;
-        p[1].imm = (int32_t)(uint32_t)(a >> 32);
-        run(k == 2 ? "helper map_lookup_elem, hit" : "helper map_lookup_elem, miss", p, sizeof p / sizeof p[0], 0,
-            k == 2 ? value : UINT64_MAX, 1, 0);
+    run_maps = NULL;
+    run_n_maps = 0;
+}
+static void map_lookup(void) {
+    static const struct {
+        uint32_t type, value_size;
+    } shapes[] = {{NANOBPF_MAP_TYPE_ARRAY, 8},   /* stride 8: a shift */
+                  {NANOBPF_MAP_TYPE_ARRAY, 24},  /* stride 24: a multiply */
+                  {NANOBPF_MAP_TYPE_PERCPU_ARRAY, 8}};
+    for (uint32_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        struct ebpf_map map;
+        struct ebpf_error err;
+        memset(&map, 0, sizeof map);
+        map.type = shapes[s].type;
+        map.key_size = 4;
+        map.value_size = shapes[s].value_size;
+        map.max_entries = 4;
+        strcpy(map.name, "selftest");
+        if (ebpf_map_create(&map, &err)) {
+            printf("FAIL map create: %s\n", err.msg);
+            failures++;
+            return;
+        }
+        uint8_t value[24];
+        for (uint32_t key = 0; key < 4; key++) {
+            for (uint32_t b = 0; b < sizeof value; b++) value[b] = (uint8_t)(0x11 * (key + 1) + b);
+            ebpf_map_update(&map, &key, value, 0);
+        }
+        uint64_t v3;
+        memcpy(&v3, ebpf_map_lookup(&map, &(uint32_t){3}), 8);
+        char what[64];
+        const char *kind = s == 0 ? "array/8" : s == 1 ? "array/24" : "percpu/8";
+#define CASE(desc, listed, off, k, target, expect, inlined) \
+        (snprintf(what, sizeof what, "%s, %s", kind, desc), lookup_case(what, &map, listed, off, k, target, expect, inlined))
+        CASE("hit", 1, -4, 3, 0, v3, 1);
+        CASE("miss (index 4)", 1, -4, 4, 0, UINT64_MAX, 1);
+        CASE("miss (index 7)", 1, -4, 7, 0, UINT64_MAX, 1);
+        CASE("misaligned key (the helper)", 1, -6, 3, 0, v3, 0);
+        CASE("map not the program's (the helper)", 0, -4, 3, 0, v3, 0);
+        CASE("jump target before the call (the helper)", 1, -4, 3, 1, v3, 0);
+#undef CASE
+        ebpf_map_destroy(&map);
     }
-    ebpf_map_destroy(&map);
 }
 
 /* Functions and stack depths as the verifier records them (frames of 16 and 32 bytes). */
