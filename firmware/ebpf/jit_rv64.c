@@ -65,8 +65,8 @@ struct jit {
     int changed;             /* a branch form grew during this pass */
     int cls;                 /* eBPF class charged for emitted instructions, -1: prologue/epilogue */
     const struct ebpf_map *r1_map; /* the map an ld_imm64 left in R1 on the only way here, or NULL */
-    int r2_fp;               /* R2 = R10 + r2_off on the only way here */
-    int64_t r2_off;
+    uint32_t fp_regs;        /* bit r: Rr = R10 + fp_off[r] on the only way here */
+    int64_t fp_off[EBPF_NREGS];
     struct ebpf_jit_stats stats;
     struct imm_cache *imms;  /* emit_imm's sequences (NULL: worked out each time) */
 };
@@ -676,7 +676,7 @@ static const struct ebpf_map *map_of_imm64(const struct jit *j, const struct ebp
 }
 static int inline_lookup_ok(const struct jit *j) {
     const struct ebpf_map *m = j->r1_map;
-    if (!m || !m->storage || !j->r2_fp || j->r2_off % 4) return 0;
+    if (!m || !m->storage || !(j->fp_regs & 1u << 2) || j->fp_off[2] % 4) return 0;
     if (m->type == NANOBPF_MAP_TYPE_ARRAY) return m->n_cpus == 1;
     return m->type == NANOBPF_MAP_TYPE_PERCPU_ARRAY && (m->n_cpus <= 1 || ebpf_jit_cpu_is_hartid());
 }
@@ -706,38 +706,38 @@ static void emit_array_lookup(struct jit *j, const struct ebpf_map *m) {
     j->stats.inline_lookups++;
 }
 
-/* What R1 and R2 hold after instruction `in` (the map an ld_imm64 loads into R1, R2 = R10 + r2_off),
- * as far as the inline lookups need to know: forgotten when written otherwise, by a call, or at a
- * jump target (another way in; jit_pass). */
+/* What the registers hold after instruction `in`, as far as the inline lookups need to know: the map
+ * an ld_imm64 loads into R1, and which registers are R10 plus a constant (clang often keeps the key's
+ * address in a callee-saved register and copies it to R2 for each call). Forgotten when written
+ * otherwise, by a call (R0-R5), or at a jump target (another way in; jit_pass). */
 static void track_regs(struct jit *j, const struct ebpf_insn *in) {
     int cls = EBPF_CLASS(in->code), writes = -1;
     if (in->code == (EBPF_CLS_LD | EBPF_MODE_IMM | EBPF_SIZE_DW)) {
-        if (in->dst == 1) {
-            j->r1_map = map_of_imm64(j, in);
-            return;
-        }
         writes = in->dst;
-    } else if (cls == EBPF_CLS_ALU64 && in->dst == 2 && !in->off) {
-        if (in->code == (EBPF_CLS_ALU64 | EBPF_ALU_MOV | EBPF_SRC_X) && in->src == EBPF_REG_FP) {
-            j->r2_fp = 1, j->r2_off = 0;
-            return;
-        }
-        if (in->code == (EBPF_CLS_ALU64 | EBPF_ALU_ADD | EBPF_SRC_K) && j->r2_fp) {
-            j->r2_off += in->imm;
-            return;
-        }
-        writes = 2;
+    } else if (cls == EBPF_CLS_ALU64 && !in->off && in->code == (EBPF_CLS_ALU64 | EBPF_ALU_MOV | EBPF_SRC_X)) {
+        uint32_t from_fp = in->src == EBPF_REG_FP || (j->fp_regs >> in->src & 1);
+        int64_t off = in->src == EBPF_REG_FP ? 0 : j->fp_off[in->src];
+        if (in->dst == 1) j->r1_map = NULL;
+        j->fp_regs = (j->fp_regs & ~(1u << in->dst)) | from_fp << in->dst;
+        j->fp_off[in->dst] = off;
+        return;
+    } else if (cls == EBPF_CLS_ALU64 && !in->off && in->code == (EBPF_CLS_ALU64 | EBPF_ALU_ADD | EBPF_SRC_K) &&
+               (j->fp_regs >> in->dst & 1)) {
+        j->fp_off[in->dst] += in->imm;
+        return;
     } else if (cls == EBPF_CLS_ALU || cls == EBPF_CLS_ALU64 || cls == EBPF_CLS_LDX) {
         writes = in->dst;
     } else if (cls == EBPF_CLS_JMP || cls == EBPF_CLS_JMP32) {
-        if (EBPF_OP(in->code) == EBPF_JMP_CALL) j->r1_map = NULL, j->r2_fp = 0;
+        if (EBPF_OP(in->code) == EBPF_JMP_CALL) j->r1_map = NULL, j->fp_regs &= ~0x3fu; /* R0-R5 */
         return;
     } else if (cls == EBPF_CLS_STX && EBPF_MODE(in->code) == EBPF_MODE_ATOMIC) {
-        if (in->src == 1 || in->src == 2) j->r1_map = NULL, j->r2_fp = 0; /* a fetch writes src */
+        j->fp_regs &= ~(1u << in->src | 1u); /* a fetch writes src, a compare-exchange R0 */
+        if (in->src == 1) j->r1_map = NULL;
         return;
     }
-    if (writes == 1) j->r1_map = NULL;
-    if (writes == 2) j->r2_fp = 0;
+    if (writes < 0 || writes >= EBPF_NREGS) return;
+    j->fp_regs &= ~(1u << writes);
+    if (writes == 1) j->r1_map = in->code == (EBPF_CLS_LD | EBPF_MODE_IMM | EBPF_SIZE_DW) ? map_of_imm64(j, in) : NULL;
 }
 
 /* Helper calls: R1-R5 already sit in a0-a4, R6-R10 in callee-saved registers; the helper's result
@@ -997,12 +997,12 @@ static int jit_pass(struct jit *j) {
         j->cls = -1;
         f->entry = j->pos;
         emit_prologue(j, f);
-        j->r1_map = NULL, j->r2_fp = 0;
+        j->r1_map = NULL, j->fp_regs = 0;
         for (uint32_t i = f->start; i < f->end; i++) {
             j->offs[i] = j->pos;
             j->cls = EBPF_CLASS(insns[i].code);
             j->stats.bpf_insns[j->cls]++;
-            if (j->target[i]) j->r1_map = NULL, j->r2_fp = 0; /* another way in */
+            if (j->target[i]) j->r1_map = NULL, j->fp_regs = 0; /* another way in */
             if (emit_fused(j, i)) {
                 j->stats.bpf_insns[j->cls]++; /* both are ALU64 */
                 track_regs(j, &insns[i]);

@@ -80,6 +80,16 @@ struct {
     __type(value, struct quic_crypto);
 } quic_scratch SEC(".maps");
 
+/* A 16-bit big-endian field of packet data in one load or store: on the device packet memory is
+ * uncached, so every access is a bus transaction, and 16-bit fields at even offsets are aligned (the
+ * JIT splits a misaligned access into bytes itself). */
+static __always_inline __u32 quic_be16(const __u8 *p) {
+    return bpf_ntohs(*(const __u16 *)p);
+}
+static __always_inline void quic_put_be16(__u8 *p, __u32 v) {
+    *(__u16 *)p = bpf_htons((__u16)v);
+}
+
 static __always_inline void quic_count(void *map, __u32 idx) {
     __u64 *v = bpf_map_lookup_elem(map, &idx);
     if (v)
@@ -113,6 +123,7 @@ struct quic_pkt {
 
 /* Classification results besides the NANOBPF_QUIC_STAT_* pass counters. */
 #define QUIC_CANDIDATE 100 /* protected packet whose CID must be looked up (pk->cid) */
+#define QUIC_NO_HINT 102   /* not classified yet (quic_pisa_classify: PISA's parse result does not decide) */
 #define QUIC_DROPPED(reason) (-1 - (int)(reason))
 
 /* QUIC variable-length integer at off (RFC 9000 section 16); its length in *n. -1 if cut short. */
@@ -275,13 +286,13 @@ static __always_inline int quic_classify(struct xdp_md *ctx, const struct nanobp
     if (data + ETH_HLEN_ > end)
         return QUIC_DROPPED(NANOBPF_QUIC_DROP_TRUNCATED);
     __u32 o = 12;
-    __u16 type = (__u16)data[12] << 8 | data[13];
+    __u16 type = quic_be16(data + 12);
     for (int i = 0; i < 2; i++) {
         if (type != ETHERTYPE_VLAN && type != ETHERTYPE_QINQ)
             break;
         if (data + o + 6 > end)
             return QUIC_DROPPED(NANOBPF_QUIC_DROP_TRUNCATED);
-        type = (__u16)data[o + 4] << 8 | data[o + 5];
+        type = quic_be16(data + o + 4);
         o += 4;
     }
     o = quic_launder(c, o + 2, QUIC_OFF_MASK);
@@ -291,17 +302,17 @@ static __always_inline int quic_classify(struct xdp_md *ctx, const struct nanobp
     if (type == ETHERTYPE_IPV4) {
         if (ip + 20 > end)
             return QUIC_DROPPED(NANOBPF_QUIC_DROP_TRUNCATED);
-        __u32 ihl = (ip[0] & 0xf) * 4, total = (__u32)ip[2] << 8 | ip[3];
+        __u32 ihl = (ip[0] & 0xf) * 4, total = quic_be16(ip + 2);
         if ((ip[0] >> 4) != 4 || ihl < 20 || total < ihl || ip + total > end)
             return QUIC_DROPPED(NANOBPF_QUIC_DROP_BAD_IPV4);
-        if (ip[9] != IPPROTO_UDP_ || ((ip[6] & 0x3f) | ip[7]))
+        if (ip[9] != IPPROTO_UDP_ || (quic_be16(ip + 6) & 0x3fff))
             return NANOBPF_QUIC_STAT_NOT_QUIC; /* not UDP, or a fragment (MF set or offset nonzero) */
         ip_end = o + total;
         o += ihl;
     } else if (type == ETHERTYPE_IPV6) {
         if (ip + 40 > end)
             return QUIC_DROPPED(NANOBPF_QUIC_DROP_TRUNCATED);
-        __u32 plen = (__u32)ip[4] << 8 | ip[5];
+        __u32 plen = quic_be16(ip + 4);
         if ((ip[0] >> 4) != 6 || ip + 40 + plen > end)
             return QUIC_DROPPED(NANOBPF_QUIC_DROP_BAD_IPV6);
         if (ip[6] != IPPROTO_UDP_)
@@ -318,10 +329,10 @@ static __always_inline int quic_classify(struct xdp_md *ctx, const struct nanobp
     const __u8 *udp = data + o;
     if (udp + 8 > end || o + 8 > ip_end)
         return QUIC_DROPPED(NANOBPF_QUIC_DROP_TRUNCATED);
-    __u32 ulen = (__u32)udp[4] << 8 | udp[5];
+    __u32 ulen = quic_be16(udp + 4);
     if (ulen < 8 || o + ulen > ip_end)
         return QUIC_DROPPED(NANOBPF_QUIC_DROP_BAD_UDP_LENGTH);
-    __u16 sport = (__u16)udp[0] << 8 | udp[1], dport = (__u16)udp[2] << 8 | udp[3];
+    __u16 sport = quic_be16(udp), dport = quic_be16(udp + 2);
     if (!quic_is_port(dport) && !quic_is_port(sport))
         return NANOBPF_QUIC_STAT_NOT_QUIC;
     pk->udp_end = quic_launder(c, o + ulen, QUIC_OFF_MASK);
@@ -363,6 +374,39 @@ __noinline int quic_try_open_cid(struct xdp_md *ctx, struct quic_pkt *pk, __u32 
 }
 
 #ifdef QUIC_PISA_HINT
+
+/* Classification by PISA's parse result (NanoBPF only: the context fields past xdp_md), for a frame
+ * from the network that PISA parsed to the short header of a connection in its CID table (conn set):
+ * PISA has checked what quic_classify would - IP version and header length, IPv4 total length and
+ * header checksum, no fragment, IPv6 payload length, UDP length (frames failing those are dropped
+ * before any program runs, docs/pisa.md "Parser") - and matched the UDP destination port to a QUIC
+ * profile, which takes the place of the quic_ports lookup here. Only the UDP length and the QUIC first
+ * byte are read: pk as quic_classify sets it for a short header of unknown CID length; QUIC_CANDIDATE,
+ * QUIC_DROPPED(NO_FIXED_BIT), or QUIC_NO_HINT (no such result: quic_classify decides). An IPv4 or
+ * IPv6 header there also means the frame carries no shim (its EtherType is IP or a VLAN tag). */
+static __always_inline int quic_pisa_classify(struct xdp_md *ctx, struct quic_crypto *c, struct quic_pkt *pk) {
+    const struct nanobpf_xdp_ctx *pc = (const struct nanobpf_xdp_ctx *)(void *)ctx;
+    __u32 conn = pc->conn, l3 = pc->l3_off, l4 = pc->l4_off, q = pc->quic_off, pn = pc->pn_off;
+    if (!conn || !l3 || !pn || !l4 || q != l4 + 8 || l4 <= l3)
+        return QUIC_NO_HINT;
+    const __u8 *data = (const __u8 *)(long)ctx->data, *end = (const __u8 *)(long)ctx->data_end;
+    const __u8 *ip = data + l3, *udp = data + l4, *first = data + q;
+    if (ip + 1 > end || udp + 8 > end || first + 1 > end)
+        return QUIC_NO_HINT;
+    __u32 ulen = quic_be16(udp + 4);
+    if (q >= l4 + ulen || (first[0] & 0x80))
+        return QUIC_NO_HINT;
+    pk->l3 = l3;
+    pk->l4 = l4;
+    pk->q = q;
+    pk->ipv6 = (ip[0] >> 4) == 6;
+    pk->udp_end = quic_launder(c, l4 + ulen, QUIC_OFF_MASK);
+    pk->pkt_end = pk->udp_end;
+    if (!(first[0] & 0x40))
+        return QUIC_DROPPED(NANOBPF_QUIC_DROP_NO_FIXED_BIT);
+    return QUIC_CANDIDATE;
+}
+
 /* The fast path of a short header from the network (NanoBPF only: the context fields past xdp_md):
  * PISA's CID table matched the destination CID at its profile's length (conn set, and PISA's QUIC
  * header is the one classification found). Sets pk->cid (direction OPEN) and pk->pn_off for that

@@ -133,22 +133,16 @@ static __always_inline int quic_fix_lengths(struct xdp_md *ctx, const struct qui
     /* each family's own header size: an IPv4 packet may end less than 40 bytes after its header start */
     if (udp + 8 > end || ip + 20 > end || (pk->ipv6 && ip + 40 > end))
         return -1;
-    __u32 ulen = ((__u32)udp[4] << 8 | udp[5]) + delta;
-    udp[4] = ulen >> 8;
-    udp[5] = ulen;
+    __u32 ulen = quic_be16(udp + 4) + delta;
+    quic_put_be16(udp + 4, ulen);
 #ifdef QUIC_CSUM_BY_EGRESS
     /* the lengths only: the device's egress recomputes the IPv4 header checksum and the UDP checksum
      * over the bytes that leave (bpf_xdp_csum_offload), so the payload is never read for them here */
     (void)payload_sum;
-    if (pk->ipv6) {
-        __u32 plen = ((__u32)ip[4] << 8 | ip[5]) + delta;
-        ip[4] = plen >> 8;
-        ip[5] = plen;
-    } else {
-        __u32 total = ((__u32)ip[2] << 8 | ip[3]) + delta;
-        ip[2] = total >> 8;
-        ip[3] = total;
-    }
+    if (pk->ipv6)
+        quic_put_be16(ip + 4, quic_be16(ip + 4) + delta);
+    else
+        quic_put_be16(ip + 2, quic_be16(ip + 2) + delta);
     return bpf_xdp_csum_offload(ctx) ? -1 : 0;
 #else
     /* pseudo-header length and protocol, then the UDP header: ports and length, checksum zero */
@@ -457,9 +451,12 @@ static __always_inline int quic_to_network(const struct nanobpf_quic_config *cfg
  * host's own, forwarded unchanged); QUIC_DROPPED(BAD_SHIM) for a malformed one. */
 static __always_inline int quic_take_shim(struct xdp_md *ctx) {
     __u8 *data = (__u8 *)(long)ctx->data, *end = (__u8 *)(long)ctx->data_end;
-    if (data + ETH_HLEN_ + QUIC_SHIM_LEN > end || ((__u32)data[12] << 8 | data[13]) != NANOBPF_SHIM_ETHERTYPE)
+    if (data + ETH_HLEN_ + QUIC_SHIM_LEN > end)
         return QUIC_CID_UNKNOWN;
-    __u32 flags = data[14], cid_len = data[15];
+    __u32 shim = bpf_ntohl(*(__u32 *)(data + 12)); /* one load: EtherType, flags, cid_len */
+    if (shim >> 16 != NANOBPF_SHIM_ETHERTYPE)
+        return QUIC_CID_UNKNOWN;
+    __u32 flags = (shim >> 8) & 0xff, cid_len = shim & 0xff;
     if (flags != NANOBPF_SHIM_F_ENCRYPT || cid_len > NANOBPF_KEYTABLE_CID_MAX)
         return QUIC_DROPPED(NANOBPF_QUIC_DROP_BAD_SHIM);
     /* the MAC addresses move up over the shim (all read before any is written: the ranges overlap) */
@@ -490,16 +487,24 @@ static __always_inline int quic_xdp(struct xdp_md *ctx) {
             quic_count(&quic_stats, NANOBPF_QUIC_STAT_FORWARDED);
             return quic_to_network(cfg);
         }
-    } else {
-        __u8 *data = (__u8 *)(long)ctx->data, *end = (__u8 *)(long)ctx->data_end;
-        if (data + ETH_HLEN_ <= end && ((__u32)data[12] << 8 | data[13]) == NANOBPF_SHIM_ETHERTYPE)
-            return quic_drop(NANOBPF_QUIC_DROP_BAD_SHIM); /* host-link metadata has no business here */
     }
-    /* one classification for both paths: what differs is laundered, so it is verified once */
-    from_host = quic_launder(c, from_host, 1);
-    cid_len = quic_launder(c, cid_len, 0xff);
     struct quic_pkt pk = {};
-    int cls = quic_classify(ctx, cfg, c, &pk, from_host ? QUIC_TAG_LEN : 0, cid_len);
+    int cls = QUIC_NO_HINT;
+#ifdef QUIC_PISA_HINT
+    if (!from_host)
+        cls = quic_pisa_classify(ctx, c, &pk);
+#endif
+    if (cls == QUIC_NO_HINT) {
+        if (!from_host) {
+            __u8 *data = (__u8 *)(long)ctx->data, *end = (__u8 *)(long)ctx->data_end;
+            if (data + ETH_HLEN_ <= end && quic_be16(data + 12) == NANOBPF_SHIM_ETHERTYPE)
+                return quic_drop(NANOBPF_QUIC_DROP_BAD_SHIM); /* host-link metadata has no business here */
+        }
+        /* one classification for both paths: what differs is laundered, so it is verified once */
+        from_host = quic_launder(c, from_host, 1);
+        cid_len = quic_launder(c, cid_len, 0xff);
+        cls = quic_classify(ctx, cfg, c, &pk, from_host ? QUIC_TAG_LEN : 0, cid_len);
+    }
     if (cls < 0)
         return quic_drop(QUIC_DROPPED(0) - cls);
     if (from_host) {

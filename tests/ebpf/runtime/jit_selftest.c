@@ -392,17 +392,24 @@ static void far_branches(uint32_t n, int use32) {
  * the key is 4-byte aligned on the stack, else the helper call; both must give the helper's value or
  * NULL. */
 static void lookup_case(const char *what, struct ebpf_map *m, int listed, int32_t key_off, int32_t k, int target,
-                        uint64_t expect, uint32_t inlined) {
+                        int via_r6, uint64_t expect, uint32_t inlined) {
     /* r1 = map; [r3 = 0; if r3 == 0 goto +0: a jump target at the call's set-up]; *(u32 *)(r10 + key_off) = k;
-     * r2 = r10 + key_off; r0 = lookup(r1, r2); r0 ? *(u64 *)r0 : -1 */
+     * r2 = r10 + key_off (or r6 = r10 + key_off; r2 = r6, as clang keeps an address for several calls);
+     * r0 = lookup(r1, r2); r0 ? *(u64 *)r0 : -1 */
     struct ebpf_insn p[] = {LDDW(1, 0), MOV64_K(3, 0), MOV64_K(3, 0), ST(W, 10, key_off, k), MOV64_X(2, 10),
-                            ALU64_K(ADD, 2, key_off), CALL(NANOBPF_HELPER_MAP_LOOKUP_ELEM), JMP_K(JEQ, 0, 0, 2),
-                            LDX(DW, 0, 0, 0), EXIT, MOV64_K(0, -1), EXIT};
+                            ALU64_K(ADD, 2, key_off), MOV64_K(3, 0), CALL(NANOBPF_HELPER_MAP_LOOKUP_ELEM),
+                            JMP_K(JEQ, 0, 0, 2), LDX(DW, 0, 0, 0), EXIT, MOV64_K(0, -1), EXIT};
     uint64_t a = (uint64_t)(uintptr_t)m;
     p[0].imm = (int32_t)(uint32_t)a;
     p[1].imm = (int32_t)(uint32_t)(a >> 32);
     static const struct ebpf_insn jump = JMP_K(JEQ, 3, 0, 0); /* lands on the store: R1 might come another way */
+    static const struct ebpf_insn r6_fp = MOV64_X(6, 10), r2_r6 = MOV64_X(2, 6);
     if (target) p[3] = jump;
+    if (via_r6) { /* p[0..1] is the ld_imm64, p[4] the store */
+        p[5] = r6_fp;
+        p[6].dst = 6;
+        p[7] = r2_r6;
+    }
     char name[96];
     snprintf(name, sizeof name, "map_lookup_elem, %s", what);
     run_maps = listed ? &m : NULL;
@@ -443,14 +450,17 @@ static void map_lookup(void) {
         memcpy(&v3, ebpf_map_lookup(&map, &(uint32_t){3}), 8);
         char what[64];
         const char *kind = s == 0 ? "array/8" : s == 1 ? "array/24" : "percpu/8";
-#define CASE(desc, listed, off, k, target, expect, inlined) \
-        (snprintf(what, sizeof what, "%s, %s", kind, desc), lookup_case(what, &map, listed, off, k, target, expect, inlined))
-        CASE("hit", 1, -4, 3, 0, v3, 1);
-        CASE("miss (index 4)", 1, -4, 4, 0, UINT64_MAX, 1);
-        CASE("miss (index 7)", 1, -4, 7, 0, UINT64_MAX, 1);
-        CASE("misaligned key (the helper)", 1, -6, 3, 0, v3, 0);
-        CASE("map not the program's (the helper)", 0, -4, 3, 0, v3, 0);
-        CASE("jump target before the call (the helper)", 1, -4, 3, 1, v3, 0);
+#define CASE(desc, listed, off, k, target, via_r6, expect, inlined) \
+        (snprintf(what, sizeof what, "%s, %s", kind, desc), lookup_case(what, &map, listed, off, k, target, via_r6, expect, inlined))
+        CASE("hit", 1, -4, 3, 0, 0, v3, 1);
+        CASE("hit, key address copied from r6", 1, -12, 3, 0, 1, v3, 1);
+        CASE("miss (index 4)", 1, -4, 4, 0, 0, UINT64_MAX, 1);
+        CASE("miss (index 7)", 1, -4, 7, 0, 1, UINT64_MAX, 1);
+        CASE("misaligned key (the helper)", 1, -6, 3, 0, 0, v3, 0);
+        CASE("misaligned key copied from r6 (the helper)", 1, -10, 3, 0, 1, v3, 0);
+        CASE("map not the program's (the helper)", 0, -4, 3, 0, 0, v3, 0);
+        CASE("jump target before the call (the helper)", 1, -4, 3, 1, 0, v3, 0);
+        CASE("jump target before the call, r6 (the helper)", 1, -4, 3, 1, 1, v3, 0);
 #undef CASE
         ebpf_map_destroy(&map);
     }
