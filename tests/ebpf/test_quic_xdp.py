@@ -359,3 +359,53 @@ def test_helpers_match_ebpf_crypto(tmp_path_factory):
         assert stats[const(f"NANOBPF_QUIC_STAT_{s}")] > 0, s
     for r in ("TAG_MISMATCH", "NO_KEYS", "OVERSIZE", "TRUNCATED", "BAD_IPV4", "QUIC_TRUNCATED"):
         assert drops[const(f"NANOBPF_QUIC_DROP_{r}")] > 0, r
+
+
+@pytest.mark.parametrize("backend_name", ["interp", "jit"])
+def test_pisa_parse_result_gives_what_classification_gives(tmp_path_factory, backend_name):
+    """xdp_quic_hw with PISA's parse result in its context (conn set: the open path skips parsing and the
+    quic_ports lookup, quic_pisa_classify) leaves the same bytes, takes the same action and counts the
+    same as without it (the classification's way): IPv4 and IPv6, VLAN-tagged, a packet it opens, one
+    whose fixed bit is clear (NO_FIXED_BIT), one whose CID has no keys although PISA named a slot (a
+    stale conn: UNKNOWN_CID, passed unchanged), a forged one (TAG_MISMATCH) and a truncated one."""
+    ok, why = available(backend_name)
+    if not ok:
+        pytest.skip(why)
+    obj = build("xdp_quic_hw", tmp_path_factory.mktemp("pisa_hint"))
+    cases = []
+    for v6, vlan in [(False, None), (True, None), (False, 7), (True, 9)]:
+        _, prot = short_packet(5, b"z" * 300)
+        cases.append(("opened", frame_of(prot, v6, vlan), v6, vlan))
+        cases.append(("no fixed bit", frame_of(bytes([prot[0] & ~0x40]) + prot[1:], v6, vlan), v6, vlan))
+        cases.append(("stale conn", frame_of(prot[:1] + bytes(8) + prot[9:], v6, vlan), v6, vlan))
+        forged = bytearray(prot)
+        forged[-1] ^= 1
+        cases.append(("forged", frame_of(bytes(forged), v6, vlan), v6, vlan))
+        cases.append(("truncated", frame_of(prot[:1 + 8 + 1 + 10], v6, vlan), v6, vlan))
+    devs = [Device(obj, backend_name) for _ in range(2)]
+    try:
+        for d in devs:
+            d.add_keys(CID, K0)
+        for name, frame, v6, vlan in cases:
+            l3 = 14 + (4 if vlan else 0)
+            l4 = l3 + (40 if v6 else 20)
+            parse = (l3, l4, l4 + 8, l4 + 8 + 1 + len(CID), len(CID), 3)
+            plain = devs[0].x.run(frame, ingress_ifindex=NET)
+            hinted = devs[1].x.run(frame, ingress_ifindex=NET, parse=parse)
+            assert hinted == plain, (name, v6, vlan)
+        assert devs[1].counters("quic_stats") == devs[0].counters("quic_stats")
+        assert devs[1].drops() == devs[0].drops()
+        assert devs[0].stat("OPENED") == 4 and devs[0].stat("UNKNOWN_CID") == 4
+        assert devs[0].drops() == {"NO_FIXED_BIT": 4, "TAG_MISMATCH": 4, "QUIC_TRUNCATED": 4}
+        # the hint is what decided: with the port gone from quic_ports, PISA's profile still makes the
+        # frame QUIC (opened), where the classification calls it NOT_QUIC and passes it unchanged
+        _, prot = short_packet(6, b"w" * 100)
+        frame = frame_of(prot)
+        for d in devs:
+            d.x.map_delete("quic_ports", (443).to_bytes(2, "little"))
+        assert devs[0].x.run(frame, ingress_ifindex=NET) == (XDP_PASS, frame)
+        action, out = devs[1].x.run(frame, ingress_ifindex=NET, parse=(14, 34, 42, 42 + 1 + len(CID), len(CID), 3))
+        assert action == XDP_PASS and out != frame and devs[1].stat("OPENED") == 5
+    finally:
+        for d in devs:
+            d.close()
