@@ -11,7 +11,8 @@ each program on the device runtime's interpreter ("interp") and its RV64 JIT und
 kernel with BPF_PROG_TEST_RUN ("linux", nanobpf.ebpf.linux; skipped where the kernel refuses; Linux
 has no device helpers, so xdp_quic_hw is not run there). The default build (QUIC_MAX_PAYLOAD=1504) is
 tested. test_linux_and_device_agree compares the backends directly, test_helpers_match_ebpf_crypto
-the two programs."""
+the two programs, test_pisa_parse_result_gives_what_classification_gives xdp_quic_hw's open path with
+and without PISA's parse result in its context."""
 import pytest
 
 from nanobpf.pcap import fix_udp_checksum, parse_udp, read_pcap, udp_frame
