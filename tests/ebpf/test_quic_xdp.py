@@ -383,16 +383,19 @@ def test_pisa_parse_result_gives_what_classification_gives(tmp_path_factory, bac
         forged[-1] ^= 1
         cases.append(("forged", frame_of(bytes(forged), v6, vlan), v6, vlan))
         cases.append(("truncated", frame_of(prot[:1 + 8 + 1 + 10], v6, vlan), v6, vlan))
+    def pisa_parse(v6, vlan):
+        """The context fields PISA gives such a frame (frame_of's layout; conn: any slot)."""
+        l3 = 14 + (4 if vlan else 0)
+        l4 = l3 + (40 if v6 else 20)
+        return (l3, l4, l4 + 8, l4 + 8 + 1 + len(CID), len(CID), 3)
+
     devs = [Device(obj, backend_name) for _ in range(2)]
     try:
         for d in devs:
             d.add_keys(CID, K0)
         for name, frame, v6, vlan in cases:
-            l3 = 14 + (4 if vlan else 0)
-            l4 = l3 + (40 if v6 else 20)
-            parse = (l3, l4, l4 + 8, l4 + 8 + 1 + len(CID), len(CID), 3)
             plain = devs[0].x.run(frame, ingress_ifindex=NET)
-            hinted = devs[1].x.run(frame, ingress_ifindex=NET, parse=parse)
+            hinted = devs[1].x.run(frame, ingress_ifindex=NET, parse=pisa_parse(v6, vlan))
             assert hinted == plain, (name, v6, vlan)
         assert devs[1].counters("quic_stats") == devs[0].counters("quic_stats")
         assert devs[1].drops() == devs[0].drops()
@@ -405,7 +408,7 @@ def test_pisa_parse_result_gives_what_classification_gives(tmp_path_factory, bac
         for d in devs:
             d.x.map_delete("quic_ports", (443).to_bytes(2, "little"))
         assert devs[0].x.run(frame, ingress_ifindex=NET) == (XDP_PASS, frame)
-        action, out = devs[1].x.run(frame, ingress_ifindex=NET, parse=(14, 34, 42, 42 + 1 + len(CID), len(CID), 3))
+        action, out = devs[1].x.run(frame, ingress_ifindex=NET, parse=pisa_parse(False, None))
         assert action == XDP_PASS and out != frame and devs[1].stat("OPENED") == 5
     finally:
         for d in devs:
