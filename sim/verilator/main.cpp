@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "VNanobpfSoc.h"
+#include "bus_stats.h"
 #include "eth_ports.h"
 #include "nanobpf_soc.h"  // generated from hw/defs/soc.toml: exit codes, ports, core clock
 #include "verilated.h"
@@ -56,6 +57,9 @@ const char kUsage[] =
     "  --rx-times FILE   log \"port frame cycle\" when each input frame's first beat enters the DPU\n"
     "  --drain-cycles N  once every input frame is in and the ports have been idle N cycles (default 200000),\n"
     "                    raise dpu.sim_drain: the data-plane firmware prints its counters and ends the run\n"
+    "  --bus-stats       print what the interconnect did from the first frame in to the last frame out\n"
+    "                    (the whole run without frames): transactions and cycles per slave and per core,\n"
+    "                    and the cycles each core waited while the bus served another\n"
     "exit code: the firmware's sim_end code (0 = pass), or the harness's own codes listed in\n"
     "docs/memory-map.md (timeout, bus_error, usage, finish)\n";
 
@@ -66,6 +70,7 @@ struct Options {
     std::string uart;       // decoded UART bytes; empty: not decoded
     uint64_t max_cycles = 20000000;
     bool quiet = false;
+    bool bus_stats = false;
     std::string eth_in[EthPorts::kPorts], eth_out[EthPorts::kPorts], tap[EthPorts::kPorts];
     double gbps = 0;
     uint64_t drain_cycles = 200000;
@@ -106,6 +111,8 @@ Options parse(int argc, char **argv) {
             if (v.empty() || *end || o.max_cycles == 0) usage_error("--max-cycles: not a positive number: " + v);
         } else if (a == "--uart") {
             o.uart = value();
+        } else if (a == "--bus-stats") {
+            o.bus_stats = true;
         } else if (a == "--quiet") {
             o.quiet = true;
         } else if (a == "--host-in") {
@@ -290,6 +297,8 @@ int main(int argc, char **argv) {
         uart = std::make_unique<UartDecoder>(uart_file.get());
     }
     uint64_t cycle = 0, bus_errors = 0, rx_stalls = 0;
+    BusStats bus;
+    bool frames_in = !eth;  // bus statistics count from the first input beat (without ports: the whole run)
     bool ended = false;
     int code = 0;
     auto t0 = std::chrono::steady_clock::now();
@@ -329,7 +338,10 @@ int main(int argc, char **argv) {
         }
         top->eval();
         if (eth) {
-            if (rx.valid && top->io_eth_rx_ready) eth->rx_taken(cycle);
+            if (rx.valid && top->io_eth_rx_ready) {
+                eth->rx_taken(cycle);
+                frames_in = true;
+            }
             else if (rx.valid) rx_stalls++;  // the DPU held a beat back (one beat per cycle is the goal)
             if (top->io_eth_tx_valid) {
                 EthPorts::Beat tx;
@@ -338,8 +350,12 @@ int main(int argc, char **argv) {
                 tx.last = top->io_eth_tx_bits_beat_last;
                 tx.port = top->io_eth_tx_bits_port;
                 eth->tx_beat(cycle, (uint64_t)((double)cycle * 1e9 / NANOBPF_CORE_CLOCK_HZ), tx);
+                if (tx.last) bus.frame_out();
             }
         }
+        if (opt.bus_stats)
+            bus.cycle(frames_in, top->io_busActivity_busy, top->io_busActivity_start, top->io_busActivity_master,
+                      top->io_busActivity_slave, top->io_busActivity_waiting);
         if (top->io_console_valid) console.put(top->io_console_bits_core, (char)top->io_console_bits_char);
         if (uart) uart->sample(top->io_board_uartTx);
         if (top->io_busError_valid) {
@@ -375,6 +391,7 @@ int main(int argc, char **argv) {
         std::printf("%s; input held back %" PRIu64 " cycle(s)\n", refused ? (", " + std::to_string(refused) + " refused by a TAP").c_str() : "",
                     rx_stalls);
     }
+    if (opt.bus_stats) bus.print();
     int rc = code;
     const char *how = code == 0 ? "PASS" : "FAIL";
     if (!ended && ctx->gotFinish()) {

@@ -109,10 +109,16 @@ class Manager:
 
     async def write(self, addr, beats, size=3, burst=INCR, lock=0, atop=0, tid=1):
         """beats: list of (data, strb). Returns the B response (and the R beat for atomic loads)."""
+        async def w_beats():
+            for i, (data, strb) in enumerate(beats):
+                await self.send("w", data=data, strb=strb, last=int(i == len(beats) - 1))
+        # Half the writes offer their first W beat with the AW, as CVA6 does (the interconnect may take
+        # both in one cycle), half only after the AW was taken.
+        with_aw = self.rng.random() < 0.5
+        ws = cocotb.start_soon(w_beats()) if with_aw else None
         await self.send("aw", id=tid, addr=addr, len=len(beats) - 1, size=size, burst=burst, lock=lock,
                         cache=0, prot=0, atop=atop)
-        for i, (data, strb) in enumerate(beats):
-            await self.send("w", data=data, strb=strb, last=int(i == len(beats) - 1))
+        await (ws if with_aw else w_beats())
         if atop >> 5:  # AtomicLoad/Swap/Compare also answer on R, one beat per W beat
             async def r_beats():
                 beats = []

@@ -221,6 +221,10 @@ def gen_c(soc, regions, regs):
         o.append(f"/* {r['desc']} */")
         o.append(f"#define NANOBPF_{up(r['name'])}_BASE 0x{r['base']:08x}")
         o.append(f"#define NANOBPF_{up(r['name'])}_SIZE 0x{r['size']:08x}")
+    o.append("/* The interconnect's slave ports in order (the regions with hardware; index = slave number) */")
+    bus = [r["name"] for r in regions if "detached" not in r["attrs"]]
+    o.append(f"#define NANOBPF_BUS_SLAVES {len(bus)}")
+    o.append("#define NANOBPF_BUS_SLAVE_NAMES {" + ", ".join(f'"{n}"' for n in bus) + "}")
     o.append("")
     for g in regs:
         n = f"NANOBPF_{up(g['block'])}_{up(g['name'])}"

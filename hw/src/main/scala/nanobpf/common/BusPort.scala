@@ -31,3 +31,21 @@ class BusError(nMasters: Int) extends Bundle {
   val addr = UInt(64.W)
   val write = Bool()
 }
+
+/** What an interconnect does in a cycle, for the simulation's bus statistics (`nanobpf-sim --bus-stats`);
+  * a board leaves it unconnected and synthesis removes the logic behind it.
+  */
+class BusActivity(nMasters: Int, nSlaves: Int) extends Bundle {
+  /** A transaction holds the bus (or is granted) this cycle. */
+  val busy = Bool()
+  /** A transaction is granted this cycle. */
+  val start = Bool()
+  /** The manager it serves. */
+  val master = UInt(log2Ceil(nMasters max 2).W)
+  /** The slave of its current beat; nSlaves when the address is unmapped. */
+  val slave = UInt(log2Ceil(nSlaves + 1).W)
+  val write = Bool()
+  /** Managers with an AW or AR waiting that the bus does not serve this cycle. */
+  val waiting = UInt(nMasters.W)
+}
+

@@ -8,9 +8,11 @@ import nanobpf.common._
   *
   * A round-robin arbiter picks one manager's AW or AR, then the transaction runs to its response
   * before the next one starts. Each burst beat becomes one [[BusReq]] to the slave whose region holds
-  * the beat's address. Timing with one-cycle slaves: 1 cycle to arbitrate, then 3 cycles per read
-  * beat (request, answer, R handshake) or 2 per write beat plus 1 for B; enough for the skeleton,
-  * where the cores mostly run out of their caches.
+  * the beat's address. Timing with one-cycle slaves and a manager that takes R and B at once: a
+  * single-beat read or write holds the bus 2 cycles (its first request goes to the slave in the cycle
+  * the AR, or the AW with its W beat, is accepted; the slave's answer is passed on as R or B in the
+  * cycle it comes), each further beat 2. Every core's write-through stores and uncached loads
+  * cross this bus, so its cycles a transaction are what `nanobpf-sim --bus-stats` measures.
   *
   * Because transactions never overlap, atomics are simple and exact:
   *  - AXI5 atomics (AWATOP, what CVA6 emits for RISC-V AMOs): AtomicStore, AtomicLoad and AtomicSwap
@@ -30,6 +32,7 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
     val masters = Vec(nMasters, Flipped(new Axi4(axi)))
     val slaves = Vec(regions.size, new BusPort)
     val error = Valid(new BusError(nMasters))
+    val activity = Output(new BusActivity(nMasters, regions.size))
   })
 
   object S extends ChiselEnum {
@@ -59,8 +62,11 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
 
   val reservation = RegInit(VecInit(Seq.fill(nMasters)(0.U.asTypeOf(Valid(UInt((axi.addrBits - 3).W))))))
 
-  // --- address decode of the current beat
-  val hits = VecInit(regions.map(r => addr >= r.base.U && addr < (r.base + r.size).U))
+  // --- address decode of the current beat: while idle, of the granted manager's AW (else AR), whose
+  // first request may go out in the cycle it is accepted
+  val grant = WireDefault(mIdx) // manager this cycle talks to
+  val curAddr = Wire(UInt(axi.addrBits.W))
+  val hits = VecInit(regions.map(r => curAddr >= r.base.U && curAddr < (r.base + r.size).U))
   val mapped = hits.asUInt.orR
   val sel = OHToUInt(hits)
 
@@ -68,15 +74,16 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
   def at[T <: Data](v: Seq[T], i: UInt): T = if (v.size == 1) v.head else VecInit(v)(i)
 
   // --- per-port control wires; ports are driven by index compares (no dynamic-index writes)
-  val grant = WireDefault(mIdx) // manager this cycle talks to
   val awReady, wReady, arReady, bValid, rValid = WireDefault(false.B)
   val rLast = WireDefault(beat === len)
   val bResp = WireDefault(resp)
+  val rData = WireDefault(rdata)
+  val rResp = WireDefault(resp)
   for ((port, i) <- io.masters.zipWithIndex) {
     val me = grant === i.U
     port.aw.ready := awReady && me; port.w.ready := wReady && me; port.ar.ready := arReady && me
     port.b.valid := bValid && me; port.b.bits.id := id; port.b.bits.resp := bResp
-    port.r.valid := rValid && me; port.r.bits.id := id; port.r.bits.data := rdata; port.r.bits.resp := resp
+    port.r.valid := rValid && me; port.r.bits.id := id; port.r.bits.data := rData; port.r.bits.resp := rResp
     port.r.bits.last := rLast
   }
   /** valid and bits of the granted manager's channel (ready is driven per port above). */
@@ -89,13 +96,14 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
   val w = granted(_.w)
   val bReady = at(io.masters.map(_.b.ready), grant)
   val rReady = at(io.masters.map(_.r.ready), grant)
+  curAddr := Mux(state === S.idle, Mux(aw.valid, aw.bits.addr, ar.bits.addr), addr)
 
   val reqValid, reqWrite = WireDefault(false.B)
   val reqWdata = WireDefault(w.bits.data)
   val reqWstrb = WireDefault(w.bits.strb)
   for ((port, i) <- io.slaves.zipWithIndex) {
     port.req.valid := reqValid && sel === i.U
-    port.req.bits.addr := addr(31, 0)
+    port.req.bits.addr := curAddr(31, 0)
     port.req.bits.write := reqWrite
     port.req.bits.wdata := reqWdata
     port.req.bits.wstrb := reqWstrb
@@ -109,6 +117,8 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
   io.error.bits.write := isWrite
 
   def fail(code: UInt): Unit = { resp := code; io.error.valid := true.B }
+  /** B's response: EXOKAY for an exclusive write that held its reservation and met no error. */
+  def bOf(r: UInt): UInt = Mux(lock && exclOk && r === Axi4.OKAY, Axi4.EXOKAY, r)
   def granule(a: UInt): UInt = a(axi.addrBits - 1, 3)
   def clearReservations(a: UInt): Unit =
     for (r <- reservation) when(r.bits === granule(a)) { r.valid := false.B }
@@ -121,6 +131,21 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
   val order = (1 to nMasters).map(k => ((last +& k.U) % nMasters.U)(idxBits - 1, 0))
   val pick = PriorityMux(order.map(i => at(wants, i)), order)
 
+  // --- what the bus does this cycle (simulation statistics only; unconnected on a board)
+  val starting = state === S.idle && wants.asUInt.orR
+  io.activity.busy := state =/= S.idle || starting
+  io.activity.start := starting
+  io.activity.master := grant
+  io.activity.slave := Mux(mapped, sel, regions.size.U)
+  io.activity.write := Mux(state === S.idle, aw.valid, isWrite)
+  io.activity.waiting := Mux(io.activity.busy, wants.asUInt & ~UIntToOH(grant, nMasters), 0.U)
+
+  /** The R beat was taken: the next beat's request, or the end of the burst. */
+  def nextBeat(): Unit =
+    when(beat === len) { state := S.idle }.otherwise {
+      beat := beat + 1.U; addr := nextAddr; resp := Axi4.OKAY; state := S.rReq // each beat its own response
+    }
+
   switch(state) {
     is(S.idle) {
       grant := pick
@@ -131,13 +156,29 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
           awReady := true.B
           id := aw.bits.id; addr := aw.bits.addr; len := aw.bits.len; size := aw.bits.size
           burst := aw.bits.burst; lock := aw.bits.lock; atop := aw.bits.atop
-          exclOk := at(reservation.map(r => r.valid && r.bits === granule(aw.bits.addr)), pick)
+          val held = at(reservation.map(r => r.valid && r.bits === granule(aw.bits.addr)), pick)
+          exclOk := held
           state := Mux(aw.bits.atop =/= 0.U, S.aData, S.wData)
+          when(aw.bits.atop === 0.U && w.valid && mapped && !(aw.bits.lock && !held)) {
+            // the first W beat (CVA6 sends it with its AW) goes to the slave now, as in wData
+            reqValid := true.B
+            reqWrite := true.B
+            wReady := reqReady
+            when(reqFire) {
+              clearReservations(aw.bits.addr)
+              wLast := w.bits.last
+              state := S.wResp
+            }
+          }
         }.otherwise {
           arReady := true.B
           id := ar.bits.id; addr := ar.bits.addr; len := ar.bits.len; size := ar.bits.size
           burst := ar.bits.burst; lock := ar.bits.lock; atop := 0.U
           state := S.rReq
+          when(mapped) { // the first beat's request goes out now, as in rReq
+            reqValid := true.B
+            when(reqFire) { state := S.rResp }
+          }
         }
         for ((r, i) <- reservation.zipWithIndex) when(pick === i.U) {
           when(aw.valid && aw.bits.lock) { r.valid := false.B } // an exclusive write consumes it
@@ -168,12 +209,16 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
     is(S.wResp) {
       when(slaveResp.valid) {
         when(slaveResp.bits.err) { fail(Axi4.SLVERR) }
-        when(wLast) { state := S.bResp }.otherwise { addr := nextAddr; state := S.wData }
+        when(wLast) { // B goes out with the last beat's answer; bResp holds it if the manager waits
+          bValid := true.B
+          bResp := bOf(Mux(slaveResp.bits.err, Axi4.SLVERR, resp))
+          state := Mux(bReady, S.idle, S.bResp)
+        }.otherwise { addr := nextAddr; state := S.wData }
       }
     }
     is(S.bResp) {
       bValid := true.B
-      when(lock && exclOk && resp === Axi4.OKAY) { bResp := Axi4.EXOKAY }
+      bResp := bOf(resp)
       when(bReady) { state := S.idle }
     }
     // ---- reads: one slave request per R beat
@@ -185,20 +230,19 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
         when(reqFire) { state := S.rResp }
       }
     }
-    is(S.rResp) {
+    is(S.rResp) { // the slave's answer goes out as R in the cycle it comes; rBeat holds it if the manager waits
       when(slaveResp.valid) {
-        rdata := slaveResp.bits.rdata
-        when(slaveResp.bits.err) { fail(Axi4.SLVERR) }.elsewhen(lock) { resp := Axi4.EXOKAY }
+        val code = Mux(slaveResp.bits.err, Axi4.SLVERR, Mux(lock, Axi4.EXOKAY, resp))
+        when(slaveResp.bits.err) { fail(Axi4.SLVERR) }
+        rdata := slaveResp.bits.rdata; resp := code
+        rValid := true.B; rData := slaveResp.bits.rdata; rResp := code
         state := S.rBeat
+        when(rReady) { nextBeat() }
       }
     }
     is(S.rBeat) {
       rValid := true.B
-      when(rReady) {
-        when(beat === len) { state := S.idle }.otherwise {
-          beat := beat + 1.U; addr := nextAddr; resp := Axi4.OKAY; state := S.rReq // each beat its own response
-        }
-      }
+      when(rReady) { nextBeat() }
     }
     // ---- atomics: take the single W beat, read, modify, write, answer B (and R for loads)
     is(S.aData) {

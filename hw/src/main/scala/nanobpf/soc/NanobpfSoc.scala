@@ -46,6 +46,8 @@ class NanobpfSoc(p: SocParams) extends Module {
     val simEnd = Valid(UInt(8.W))
     /** Pulses on a refused bus access (unmapped, slave error, unsupported atomic). */
     val busError = Valid(new BusError(p.nCores))
+    /** What the interconnect does each cycle, for `nanobpf-sim --bus-stats` (a board leaves it open). */
+    val busActivity = Output(new BusActivity(p.nCores, SocMap.regions.size))
     /** UART, switches, LEDs and Ethernet counters (hw/defs/soc.toml block dpu). */
     val board = new BoardIo
     /** Frames into the DPU (`user` = physical port) and out of it (with their physical port). */
@@ -99,5 +101,6 @@ class NanobpfSoc(p: SocParams) extends Module {
   io.console := dpu.io.console
   io.simEnd := dpu.io.simEnd
   io.busError := xbar.io.error
+  io.busActivity := xbar.io.activity
   io.board <> dpu.io.board
 }
