@@ -11,8 +11,12 @@ import nanobpf.common._
   * the beat's address. Timing with one-cycle slaves and a manager that takes R and B at once: a
   * single-beat read or write holds the bus 2 cycles (its first request goes to the slave in the cycle
   * the AR, or the AW with its W beat, is accepted; the slave's answer is passed on as R or B in the
-  * cycle it comes), each further beat 2. Every core's write-through stores and uncached loads
-  * cross this bus, so its cycles a transaction are what `nanobpf-sim --bus-stats` measures.
+  * cycle it comes), each further beat 2; and the next transaction is accepted, its first request
+  * sent, in the cycle a write's B is taken, so back to back a single-beat write holds the bus 1 cycle
+  * (every core's write-through stores cross this bus; `nanobpf-sim --bus-stats` measures it). A
+  * slave may thus see a request in the cycle it answers the previous one (every slave here takes it,
+  * or holds `ready` low). The managers' BREADY must not depend combinationally on their AWREADY,
+  * WREADY or ARREADY (CVA6's is its B FIFO's full flag).
   *
   * Because transactions never overlap, atomics are simple and exact:
   *  - AXI5 atomics (AWATOP, what CVA6 emits for RISC-V AMOs): AtomicStore, AtomicLoad and AtomicSwap
@@ -62,9 +66,10 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
 
   val reservation = RegInit(VecInit(Seq.fill(nMasters)(0.U.asTypeOf(Valid(UInt((axi.addrBits - 3).W))))))
 
-  // --- address decode of the current beat: while idle, of the granted manager's AW (else AR), whose
-  // first request may go out in the cycle it is accepted
-  val grant = WireDefault(mIdx) // manager this cycle talks to
+  // --- address decode of the request this cycle: while accepting, of the picked manager's AW (else
+  // AR), whose first request may go out in the cycle it is accepted
+  /** A new transaction may be accepted this cycle: idle, or the current write's B is taken now. */
+  val acc = WireDefault(false.B)
   val curAddr = Wire(UInt(axi.addrBits.W))
   val hits = VecInit(regions.map(r => curAddr >= r.base.U && curAddr < (r.base + r.size).U))
   val mapped = hits.asUInt.orR
@@ -79,24 +84,34 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
   val bResp = WireDefault(resp)
   val rData = WireDefault(rdata)
   val rResp = WireDefault(resp)
+  // --- arbitration: round robin over managers with a pending AW or AR
+  val wants = VecInit(io.masters.map(x => x.aw.valid || x.ar.valid))
+  val idxBits = log2Ceil(nMasters max 2)
+  val last = RegInit(0.U(idxBits.W))
+  val order = (1 to nMasters).map(k => ((last +& k.U) % nMasters.U)(idxBits - 1, 0))
+  val pick = PriorityMux(order.map(i => at(wants, i)), order)
+  /** The manager whose AW, AR and W the bus looks at: the picked one while accepting, else the current. */
+  val front = Mux(acc, pick, mIdx)
+
   for ((port, i) <- io.masters.zipWithIndex) {
-    val me = grant === i.U
-    port.aw.ready := awReady && me; port.w.ready := wReady && me; port.ar.ready := arReady && me
-    port.b.valid := bValid && me; port.b.bits.id := id; port.b.bits.resp := bResp
-    port.r.valid := rValid && me; port.r.bits.id := id; port.r.bits.data := rData; port.r.bits.resp := rResp
+    val f = front === i.U
+    val cur = mIdx === i.U // R and B belong to the current transaction
+    port.aw.ready := awReady && f; port.w.ready := wReady && f; port.ar.ready := arReady && f
+    port.b.valid := bValid && cur; port.b.bits.id := id; port.b.bits.resp := bResp
+    port.r.valid := rValid && cur; port.r.bits.id := id; port.r.bits.data := rData; port.r.bits.resp := rResp
     port.r.bits.last := rLast
   }
-  /** valid and bits of the granted manager's channel (ready is driven per port above). */
-  def granted[T <: Data](ch: Axi4 => DecoupledIO[T]) = new {
-    val valid = at(io.masters.map(ch(_).valid), grant)
-    val bits = at(io.masters.map(ch(_).bits), grant)
+  /** valid and bits of the front manager's channel (ready is driven per port above). */
+  def fronted[T <: Data](ch: Axi4 => DecoupledIO[T]) = new {
+    val valid = at(io.masters.map(ch(_).valid), front)
+    val bits = at(io.masters.map(ch(_).bits), front)
   }
-  val aw = granted(_.aw)
-  val ar = granted(_.ar)
-  val w = granted(_.w)
-  val bReady = at(io.masters.map(_.b.ready), grant)
-  val rReady = at(io.masters.map(_.r.ready), grant)
-  curAddr := Mux(state === S.idle, Mux(aw.valid, aw.bits.addr, ar.bits.addr), addr)
+  val aw = fronted(_.aw)
+  val ar = fronted(_.ar)
+  val w = fronted(_.w)
+  val bReady = at(io.masters.map(_.b.ready), mIdx)
+  val rReady = at(io.masters.map(_.r.ready), mIdx)
+  curAddr := Mux(acc, Mux(aw.valid, aw.bits.addr, ar.bits.addr), addr)
 
   val reqValid, reqWrite = WireDefault(false.B)
   val reqWdata = WireDefault(w.bits.data)
@@ -110,7 +125,10 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
   }
   val reqReady = VecInit(io.slaves.map(_.req.ready))(sel)
   val reqFire = reqValid && reqReady
-  val slaveResp = VecInit(io.slaves.map(_.resp))(sel)
+  /** The slave of the request in flight: its answer may come in the cycle the next request goes out. */
+  val outSel = RegInit(0.U(log2Ceil(regions.size max 2).W))
+  when(reqFire) { outSel := sel }
+  val slaveResp = at(io.slaves.map(_.resp), outSel)
   io.error.valid := false.B
   io.error.bits.master := mIdx
   io.error.bits.addr := addr
@@ -124,68 +142,28 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
     for (r <- reservation) when(r.bits === granule(a)) { r.valid := false.B }
   val nextAddr = Axi4.nextAddr(addr, size, len, burst)
 
-  // --- arbitration: round robin over managers with a pending AW or AR
-  val wants = VecInit(io.masters.map(x => x.aw.valid || x.ar.valid))
-  val idxBits = log2Ceil(nMasters max 2)
-  val last = RegInit(0.U(idxBits.W))
-  val order = (1 to nMasters).map(k => ((last +& k.U) % nMasters.U)(idxBits - 1, 0))
-  val pick = PriorityMux(order.map(i => at(wants, i)), order)
-
-  // --- what the bus does this cycle (simulation statistics only; unconnected on a board)
-  val starting = state === S.idle && wants.asUInt.orR
-  io.activity.busy := state =/= S.idle || starting
+  // --- what the bus does this cycle (simulation statistics only; unconnected on a board): a cycle
+  // that ends one transaction and starts the next counts for the one it ends
+  val starting = acc && wants.asUInt.orR
+  val idle = state === S.idle
+  val addrHits = VecInit(regions.map(r => addr >= r.base.U && addr < (r.base + r.size).U))
+  io.activity.busy := !idle || starting
   io.activity.start := starting
-  io.activity.master := grant
-  io.activity.slave := Mux(mapped, sel, regions.size.U)
-  io.activity.write := Mux(state === S.idle, aw.valid, isWrite)
-  io.activity.waiting := Mux(io.activity.busy, wants.asUInt & ~UIntToOH(grant, nMasters), 0.U)
+  io.activity.master := Mux(idle, pick, mIdx)
+  io.activity.slave := Mux(idle, Mux(mapped, sel, regions.size.U), Mux(addrHits.asUInt.orR, OHToUInt(addrHits), regions.size.U))
+  io.activity.write := Mux(idle, aw.valid, isWrite)
+  io.activity.waiting := Mux(io.activity.busy, wants.asUInt & ~UIntToOH(Mux(idle, pick, mIdx), nMasters), 0.U)
 
-  /** The R beat was taken: the next beat's request, or the end of the burst. */
+  /** The R beat was taken: the next beat's request, or the end of the burst. Unlike B, the last R does
+    * not let the next transaction in at once: CVA6's RREADY depends on its AWREADY/WREADY (an atomic
+    * granted on AW+W invalidates and refuses R that cycle), which would close a combinational loop. */
   def nextBeat(): Unit =
     when(beat === len) { state := S.idle }.otherwise {
       beat := beat + 1.U; addr := nextAddr; resp := Axi4.OKAY; state := S.rReq // each beat its own response
     }
 
   switch(state) {
-    is(S.idle) {
-      grant := pick
-      when(wants.asUInt.orR) {
-        mIdx := pick; last := pick; beat := 0.U; resp := Axi4.OKAY
-        isWrite := aw.valid
-        when(aw.valid) {
-          awReady := true.B
-          id := aw.bits.id; addr := aw.bits.addr; len := aw.bits.len; size := aw.bits.size
-          burst := aw.bits.burst; lock := aw.bits.lock; atop := aw.bits.atop
-          val held = at(reservation.map(r => r.valid && r.bits === granule(aw.bits.addr)), pick)
-          exclOk := held
-          state := Mux(aw.bits.atop =/= 0.U, S.aData, S.wData)
-          when(aw.bits.atop === 0.U && w.valid && mapped && !(aw.bits.lock && !held)) {
-            // the first W beat (CVA6 sends it with its AW) goes to the slave now, as in wData
-            reqValid := true.B
-            reqWrite := true.B
-            wReady := reqReady
-            when(reqFire) {
-              clearReservations(aw.bits.addr)
-              wLast := w.bits.last
-              state := S.wResp
-            }
-          }
-        }.otherwise {
-          arReady := true.B
-          id := ar.bits.id; addr := ar.bits.addr; len := ar.bits.len; size := ar.bits.size
-          burst := ar.bits.burst; lock := ar.bits.lock; atop := 0.U
-          state := S.rReq
-          when(mapped) { // the first beat's request goes out now, as in rReq
-            reqValid := true.B
-            when(reqFire) { state := S.rResp }
-          }
-        }
-        for ((r, i) <- reservation.zipWithIndex) when(pick === i.U) {
-          when(aw.valid && aw.bits.lock) { r.valid := false.B } // an exclusive write consumes it
-          when(!aw.valid && ar.bits.lock) { r.valid := true.B; r.bits := granule(ar.bits.addr) }
-        }
-      }
-    }
+    is(S.idle) { acc := true.B }
     // ---- plain and exclusive writes: one slave request per W beat
     is(S.wData) {
       val skip = !mapped || (lock && !exclOk) // unmapped, or a failed exclusive: drop the beat
@@ -212,14 +190,15 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
         when(wLast) { // B goes out with the last beat's answer; bResp holds it if the manager waits
           bValid := true.B
           bResp := bOf(Mux(slaveResp.bits.err, Axi4.SLVERR, resp))
-          state := Mux(bReady, S.idle, S.bResp)
+          state := S.bResp
+          when(bReady) { state := S.idle; acc := true.B }
         }.otherwise { addr := nextAddr; state := S.wData }
       }
     }
     is(S.bResp) {
       bValid := true.B
       bResp := bOf(resp)
-      when(bReady) { state := S.idle }
+      when(bReady) { state := S.idle; acc := true.B }
     }
     // ---- reads: one slave request per R beat
     is(S.rReq) {
@@ -299,6 +278,44 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
       val r = rDone || rReady
       bDone := b; rDone := r
       when(b && r) { state := S.idle }
+    }
+  }
+  // --- a new transaction: accepted when the bus is idle or in the cycle the last write's B is taken
+  // (after the switch: it overrides the state the finished transaction left)
+  when(acc && wants.asUInt.orR) {
+    mIdx := pick; last := pick; beat := 0.U; resp := Axi4.OKAY
+    isWrite := aw.valid
+    when(aw.valid) {
+      awReady := true.B
+      id := aw.bits.id; addr := aw.bits.addr; len := aw.bits.len; size := aw.bits.size
+      burst := aw.bits.burst; lock := aw.bits.lock; atop := aw.bits.atop
+      val held = at(reservation.map(r => r.valid && r.bits === granule(aw.bits.addr)), pick)
+      exclOk := held
+      state := Mux(aw.bits.atop =/= 0.U, S.aData, S.wData)
+      when(aw.bits.atop === 0.U && w.valid && mapped && !(aw.bits.lock && !held)) {
+        // the first W beat (CVA6 sends it with its AW) goes to the slave now, as in wData
+        reqValid := true.B
+        reqWrite := true.B
+        wReady := reqReady
+        when(reqFire) {
+          clearReservations(aw.bits.addr)
+          wLast := w.bits.last
+          state := S.wResp
+        }
+      }
+    }.otherwise {
+      arReady := true.B
+      id := ar.bits.id; addr := ar.bits.addr; len := ar.bits.len; size := ar.bits.size
+      burst := ar.bits.burst; lock := ar.bits.lock; atop := 0.U
+      state := S.rReq
+      when(mapped) { // the first beat's request goes out now, as in rReq
+        reqValid := true.B
+        when(reqFire) { state := S.rResp }
+      }
+    }
+    for ((r, i) <- reservation.zipWithIndex) when(pick === i.U) {
+      when(aw.valid && aw.bits.lock) { r.valid := false.B } // an exclusive write consumes it
+      when(!aw.valid && ar.bits.lock) { r.valid := true.B; r.bits := granule(ar.bits.addr) }
     }
   }
 }
