@@ -72,7 +72,7 @@ object ElaborateBoard extends App {
   val out = opts("out")
   val params =
     try BoardParams(SocParams(nCores = cores, bootRom = Files.readAllBytes(romPath).toSeq, externalMainMem = true,
-      fwImageFile = image.toAbsolutePath.toString, uartDiv = coreHz / baud), dram = dram, coreHz = coreHz,
+      fwImageFile = image.toAbsolutePath.toString, uartDiv = coreHz / baud, busActivity = false), dram = dram, coreHz = coreHz,
       netHz = netHz)
     catch { case e: IllegalArgumentException => fail(e.getMessage) }
   Emit(new NanobpfBoard(params), out)

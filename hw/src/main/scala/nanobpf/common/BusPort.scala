@@ -33,7 +33,7 @@ class BusError(nMasters: Int) extends Bundle {
 }
 
 /** What an interconnect does in a cycle, for the simulation's bus statistics (`nanobpf-sim --bus-stats`);
-  * a board leaves it unconnected and synthesis removes the logic behind it.
+  * built into the simulation's SoC only (SocParams.busActivity; the board's has none).
   */
 class BusActivity(nMasters: Int, nSlaves: Int) extends Bundle {
   /** A transaction holds the bus (or is granted) this cycle. */

@@ -29,14 +29,14 @@ import nanobpf.common._
   * Invariant: every accepted AW gets exactly one B, every AR (and AtomicLoad/Swap) its R beats, even
   * on errors, so a bad access never hangs a core; errors are also reported on `error`.
   */
-class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Params = Axi4Params())
+class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Params = Axi4Params(), withActivity: Boolean = false)
     extends Module {
   require(regions.forall(r => r.base + r.size <= (BigInt(1) << 32)), "slave regions must lie below 4 GiB (BusReq.addr is 32 bit)")
   val io = IO(new Bundle {
     val masters = Vec(nMasters, Flipped(new Axi4(axi)))
     val slaves = Vec(regions.size, new BusPort)
     val error = Valid(new BusError(nMasters))
-    val activity = Output(new BusActivity(nMasters, regions.size))
+    val activity = Option.when(withActivity)(Output(new BusActivity(nMasters, regions.size)))
   })
 
   object S extends ChiselEnum {
@@ -71,7 +71,12 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
   /** A new transaction may be accepted this cycle: idle, or the current write's B is taken now. */
   val acc = WireDefault(false.B)
   val curAddr = Wire(UInt(axi.addrBits.W))
-  val hits = VecInit(regions.map(r => curAddr >= r.base.U && curAddr < (r.base + r.size).U))
+  /** Whether `a` lies in region `r`: for a naturally aligned power-of-two region (all of soc.toml's) one
+    * compare of the bits above its size, cheaper than two magnitude compares. */
+  def inRegion(a: UInt, r: SocMap.Region): Bool =
+    if (isPow2(r.size) && r.base % r.size == 0) a(axi.addrBits - 1, log2Ceil(r.size)) === (r.base >> log2Ceil(r.size)).U
+    else a >= r.base.U && a < (r.base + r.size).U
+  val hits = VecInit(regions.map(inRegion(curAddr, _)))
   val mapped = hits.asUInt.orR
   val sel = OHToUInt(hits)
 
@@ -142,17 +147,19 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
     for (r <- reservation) when(r.bits === granule(a)) { r.valid := false.B }
   val nextAddr = Axi4.nextAddr(addr, size, len, burst)
 
-  // --- what the bus does this cycle (simulation statistics only; unconnected on a board): a cycle
-  // that ends one transaction and starts the next counts for the one it ends
-  val starting = acc && wants.asUInt.orR
-  val idle = state === S.idle
-  val addrHits = VecInit(regions.map(r => addr >= r.base.U && addr < (r.base + r.size).U))
-  io.activity.busy := !idle || starting
-  io.activity.start := starting
-  io.activity.master := Mux(idle, pick, mIdx)
-  io.activity.slave := Mux(idle, Mux(mapped, sel, regions.size.U), Mux(addrHits.asUInt.orR, OHToUInt(addrHits), regions.size.U))
-  io.activity.write := Mux(idle, aw.valid, isWrite)
-  io.activity.waiting := Mux(io.activity.busy, wants.asUInt & ~UIntToOH(Mux(idle, pick, mIdx), nMasters), 0.U)
+  // --- what the bus does this cycle, when built withActivity (the simulation's SoC): a cycle that
+  // ends one transaction and starts the next counts for the one it ends
+  for (a <- io.activity) {
+    val starting = acc && wants.asUInt.orR
+    val idle = state === S.idle
+    val addrHits = VecInit(regions.map(inRegion(addr, _)))
+    a.busy := !idle || starting
+    a.start := starting
+    a.master := Mux(idle, pick, mIdx)
+    a.slave := Mux(idle, Mux(mapped, sel, regions.size.U), Mux(addrHits.asUInt.orR, OHToUInt(addrHits), regions.size.U))
+    a.write := Mux(idle, aw.valid, isWrite)
+    a.waiting := Mux(a.busy, wants.asUInt & ~UIntToOH(Mux(idle, pick, mIdx), nMasters), 0.U)
+  }
 
   /** The R beat was taken: the next beat's request, or the end of the burst. Unlike B, the last R does
     * not let the next transaction in at once: CVA6's RREADY depends on its AWREADY/WREADY (an atomic

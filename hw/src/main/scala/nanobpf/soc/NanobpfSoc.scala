@@ -20,6 +20,8 @@ case class SocParams(
     fwImageFile: String = "",
     /** UART bit time in core cycles after reset (dpu.uart_div): the simulation's default, or core clock / baud on a board. */
     uartDiv: Int = SocMap.DpuRegs.UartDivReset.toInt,
+    /** The interconnect's `busActivity` output for `nanobpf-sim --bus-stats` (simulation; a board has none). */
+    busActivity: Boolean = true,
     /** The AES-128-GCM engine (its `cores` follows nCores; it addresses the whole packet memory). */
     aead: nanobpf.aead.AeadParams = nanobpf.aead.AeadParams()) {
   require(nCores >= 1 && nCores <= SocMap.MaxCores, s"nCores must be 1..${SocMap.MaxCores}, got $nCores")
@@ -47,7 +49,7 @@ class NanobpfSoc(p: SocParams) extends Module {
     /** Pulses on a refused bus access (unmapped, slave error, unsupported atomic). */
     val busError = Valid(new BusError(p.nCores))
     /** What the interconnect does each cycle, for `nanobpf-sim --bus-stats` (a board leaves it open). */
-    val busActivity = Output(new BusActivity(p.nCores, SocMap.regions.size))
+    val busActivity = Option.when(p.busActivity)(Output(new BusActivity(p.nCores, SocMap.regions.size)))
     /** UART, switches, LEDs and Ethernet counters (hw/defs/soc.toml block dpu). */
     val board = new BoardIo
     /** Frames into the DPU (`user` = physical port) and out of it (with their physical port). */
@@ -62,7 +64,7 @@ class NanobpfSoc(p: SocParams) extends Module {
   })
 
   require(SocMap.BusBytes == 8, "the SoC bus is 64 bit (CVA6's AXI width)")
-  val xbar = Module(new AxiInterconnect(p.nCores, SocMap.regions))
+  val xbar = Module(new AxiInterconnect(p.nCores, SocMap.regions, withActivity = p.busActivity))
   val bootRom = Module(new BootRom(p.bootRom, SocMap.Bootrom))
   val clint = Module(new Clint(p.nCores))
   val dpu = Module(new DpuRegs(p.nCores, p.uartDiv))
@@ -101,6 +103,6 @@ class NanobpfSoc(p: SocParams) extends Module {
   io.console := dpu.io.console
   io.simEnd := dpu.io.simEnd
   io.busError := xbar.io.error
-  io.busActivity := xbar.io.activity
+  for (a <- io.busActivity; x <- xbar.io.activity) a := x
   io.board <> dpu.io.board
 }
