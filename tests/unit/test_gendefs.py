@@ -6,6 +6,7 @@ import pytest
 
 from nanobpf import ROOT, command
 from nanobpf import soc
+from nanobpf.gen.soc import camel
 
 GENDEFS = command("nanobpf-gendefs")
 DEFS = ROOT / "hw/defs/soc.toml"
@@ -44,6 +45,23 @@ def test_scala_and_sv_views_agree(tmp_path):
     execs = re.search(r"ExecuteRegionAddrBase: \{([^}]*)\}", sv)[1]
     want = {f"64'h{r.base:x}" for r in soc.REGIONS.values() if "exec" in r.attrs}
     assert set(x.strip() for x in execs.split(",")) == want
+
+
+def test_bus_slave_names_follow_the_interconnect_order(tmp_path):
+    """nanobpf-sim --bus-stats names slave i by NANOBPF_BUS_SLAVE_NAMES[i]: the regions with hardware,
+    in SocMap.regions order (the interconnect's slave ports)."""
+    gendefs("--c", tmp_path / "nanobpf_soc.h", "--scala", tmp_path / "SocMap.scala")
+    on_bus = [r.name for r in soc.REGIONS.values() if "detached" not in r.attrs]
+    scala = re.search(r"val regions = Seq\(([^)]*)\)", (tmp_path / "SocMap.scala").read_text())[1]
+    assert [x.strip() for x in scala.split(",")] == [camel(n) for n in on_bus]
+    prog = tmp_path / "names.c"
+    prog.write_text('#include <stdio.h>\n#include "nanobpf_soc.h"\nint main(void) {\n'
+                    "  static const char *n[] = NANOBPF_BUS_SLAVE_NAMES;\n"
+                    '  for (unsigned i = 0; i < NANOBPF_BUS_SLAVES; i++) printf("%s\\n", n[i]);\n'
+                    "  return sizeof n / sizeof *n != NANOBPF_BUS_SLAVES;\n}\n")
+    subprocess.run(["cc", "-I", str(tmp_path), str(prog), "-o", str(tmp_path / "names")], check=True)
+    out = subprocess.run([str(tmp_path / "names")], capture_output=True, text=True, check=True).stdout.split()
+    assert out == on_bus
 
 
 BAD = {
