@@ -86,6 +86,35 @@ def test_help():
     assert p.returncode == 0 and "--max-cycles" in p.stdout
 
 
+@pytest.mark.parametrize("cores", CORES)
+def test_bus_statistics_add_up(cores):
+    """--bus-stats without Ethernet input counts the whole run: the slaves' transactions and busy
+    cycles add up to the cores', every core booted from the boot ROM and ran out of main memory, and a
+    core waits for another only when there is one."""
+    import re
+    r = sim.run(cores, "hello", max_cycles=2_000_000, args=["--bus-stats"])
+    assert r.returncode == 0, r.output
+    head = re.search(r"nanobpf-sim: bus over the run: (\d+) cycles, busy (\d+) ", r.output)
+    assert head, r.output
+    window, busy = int(head[1]), int(head[2])
+    assert 0 < busy < window <= r.cycles
+    slaves = {m[1]: (int(m[2]), int(m[3])) for m in
+              re.finditer(r"nanobpf-sim: bus slave (\S+) +(\d+) transactions +(\d+) cycles", r.output)}
+    per_core = {int(m[1]): (int(m[2]), int(m[3]), int(m[4]), dict((k, int(v)) for k, v in re.findall(r"(\S+) (\d+)", m[5])))
+                for m in re.finditer(r"nanobpf-sim: bus core (\d+) +(\d+) transactions +(\d+) cycles served +(\d+)"
+                                     r" cycles waited for another core;(.*)", r.output)}
+    assert set(per_core) == set(range(cores)), per_core
+    assert "(unmapped)" not in slaves and slaves["bootrom"][0] > 0 and slaves["main_mem"][0] > 0, slaves
+    assert sum(t for t, _ in slaves.values()) == sum(c[0] for c in per_core.values())
+    assert sum(c for _, c in slaves.values()) == sum(c[1] for c in per_core.values()) == busy
+    for name, (t, c) in slaves.items():
+        assert c >= t == sum(pc[3].get(name, 0) for pc in per_core.values()), name
+    for h, (t, _, _, by) in per_core.items():
+        assert t == sum(by.values()) and by.get("bootrom", 0) > 0 and by.get("main_mem", 0) > 0, (h, by)
+    waited = sum(c[2] for c in per_core.values())
+    assert (waited > 0) == (cores > 1), waited
+
+
 @pytest.mark.parametrize("cores", [1, 4])
 def test_atomics_through_the_interconnect(cores):
     """AMOs (AXI atomics) and LR/SC (AXI exclusives) are exact, alone and under contention."""

@@ -48,7 +48,7 @@ class NanobpfSoc(p: SocParams) extends Module {
     val simEnd = Valid(UInt(8.W))
     /** Pulses on a refused bus access (unmapped, slave error, unsupported atomic). */
     val busError = Valid(new BusError(p.nCores))
-    /** What the interconnect does each cycle, for `nanobpf-sim --bus-stats` (a board leaves it open). */
+    /** What the interconnect does each cycle, for `nanobpf-sim --bus-stats` (simulation builds only: SocParams.busActivity). */
     val busActivity = Option.when(p.busActivity)(Output(new BusActivity(p.nCores, SocMap.regions.size)))
     /** UART, switches, LEDs and Ethernet counters (hw/defs/soc.toml block dpu). */
     val board = new BoardIo
