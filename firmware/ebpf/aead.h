@@ -41,8 +41,9 @@ int ebpf_aead_engine(int seal, const void *keys, int next, uint64_t pn, const ui
 /* block := AES-128-ECB(keys->hp, block) on the engine: 0, or -1 (compute in software). */
 int ebpf_hp_engine(const void *keys, uint8_t block[16]);
 /* The first 8 bytes of AES-128-ECB(keys->hp, the 16 bytes at sample) on the engine, which reads the
- * sample where it lies (packet memory, any alignment): 0, or -1 (compute in software). */
-int ebpf_hp_engine_at(const void *keys, const uint8_t *sample, uint8_t mask[8]);
+ * sample where it lies (packet memory, any alignment), as one word (byte 0 the lowest): 0, or -1
+ * (compute in software). */
+int ebpf_hp_engine_at(const void *keys, const uint8_t *sample, uint64_t *mask);
 /* The 32 bytes of packet memory this hart's header-protection requests go through (NULL: this hart's
  * 32 bytes at the top of packet memory). Device builds only. */
 void ebpf_set_hp_scratch(void *scratch);

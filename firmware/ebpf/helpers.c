@@ -340,7 +340,10 @@ static int64_t quic_aead(U64 ctx, U64 keys, U64 req_addr, U64 req_size, int seal
     const struct nanobpf_quic_keys *k = PTR(keys);
     struct nanobpf_aead_req r;
     if (req_size != sizeof r) return -NANOBPF_EINVAL;
-    memcpy(&r, PTR(req_addr), sizeof r); /* anywhere the verifier allows: the packet has no alignment */
+    /* anywhere the verifier allows: on the program's stack (aligned: one copy of words, where a memcpy
+     * of unknown alignment was a call to memmove), or in the packet (no alignment) */
+    if (req_addr & 7) memcpy(&r, PTR(req_addr), sizeof r);
+    else r = *(const struct nanobpf_aead_req *)PTR(req_addr);
     if ((r.flags & ~(uint32_t)NANOBPF_AEAD_NEXT_PHASE) || r.hdr_len == 0 || r.hdr_len > NANOBPF_AEAD_HDR_MAX ||
         r.payload_len > NANOBPF_AEAD_PAYLOAD_MAX || (r.pn >> NANOBPF_AEAD_PN_BITS))
         return -NANOBPF_EINVAL;
@@ -389,9 +392,14 @@ static U64 h_quic_hp_mask_at(U64 ctx, U64 keys, U64 off, U64 a4, U64 a5) {
         return (U64)(int64_t)-NANOBPF_EINVAL;
     const struct nanobpf_quic_keys *k = PTR(keys);
     const uint8_t *sample = PTR(x->data + off);
-    uint8_t m[NANOBPF_AEAD_HP_BLOCK_LEN];
-    if (ebpf_hp_engine_at(k, sample, m) != 0) ebpf_aes128_encrypt_block(k->hp, sample, m);
-    return (U64)m[0] << 32 | (U64)m[1] << 24 | (U64)m[2] << 16 | (U64)m[3] << 8 | m[4];
+    uint64_t w;
+    if (ebpf_hp_engine_at(k, sample, &w) != 0) {
+        uint8_t m[NANOBPF_AEAD_HP_BLOCK_LEN];
+        ebpf_aes128_encrypt_block(k->hp, sample, m);
+        w = (U64)m[0] | (U64)m[1] << 8 | (U64)m[2] << 16 | (U64)m[3] << 24 | (U64)m[4] << 32;
+    }
+    /* bytes 0..4 of the mask, byte 0 the highest (a memcpy to bytes was a call to memmove) */
+    return (w & 0xff) << 32 | (w >> 8 & 0xff) << 24 | (w >> 16 & 0xff) << 16 | (w >> 24 & 0xff) << 8 | (w >> 32 & 0xff);
 }
 
 #define HELPER_ENTRY(id_, name_, ret_, a1, a2, a3, a4, a5, pkt_) \

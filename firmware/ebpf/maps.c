@@ -190,12 +190,14 @@ static uint64_t key_word(const uint8_t *k, uint32_t i, uint32_t n) {
 
 /* A word at a time (a byte-wise FNV-1a of a 24-byte QUIC key was 150 cycles a lookup); the shift folds
  * each product's high bits down, where the slot mask takes them. */
+static inline uint64_t hash_seed(uint32_t n) { return 0x6a09e667f3bcc909ull ^ n; }
+static inline uint64_t hash_step(uint64_t h, uint64_t word) {
+    h = (h ^ word) * 0x9e3779b97f4a7c15ull;
+    return h ^ (h >> 32);
+}
 static uint32_t hash_key(const uint8_t *k, uint32_t n) {
-    uint64_t h = 0x6a09e667f3bcc909ull ^ n;
-    for (uint32_t i = 0; 8 * i < n; i++) {
-        h = (h ^ key_word(k, i, n)) * 0x9e3779b97f4a7c15ull;
-        h ^= h >> 32;
-    }
+    uint64_t h = hash_seed(n);
+    for (uint32_t i = 0; 8 * i < n; i++) h = hash_step(h, key_word(k, i, n));
     return (uint32_t)h;
 }
 
@@ -395,41 +397,108 @@ static void copy_value(const struct ebpf_map *m, uint8_t *dst, const void *src, 
     if (fresh) memset(dst + o, 0, NANOBPF_SPIN_LOCK_SIZE);
 }
 
-/* Whether the key stored at k (8-byte aligned in the slot, padded to 8 bytes) is key. The slots are
- * in uncached shared memory, where every load is a bus transaction: 8 bytes at a time (a 24-byte QUIC
- * key table key: 3 loads, not 24). */
-static int key_equal(const uint8_t *k, const void *key, uint32_t n) {
-    const uint64_t *a = (const uint64_t *)(const void *)k;
-    uint32_t w = (n + 7) / 8;
-    for (uint32_t i = 0; i < w; i++) {
-        uint64_t x = a[i];
-        if (8 * i + 8 > n) x &= (1ull << (8 * (n & 7))) - 1; /* little-endian: the key's bytes are the low ones */
-        if (x != key_word(key, i, n)) return 0;
-    }
-    return 1;
-}
+/* ---- Finding a key: hashed and compared a word at a time ----
+ * A slot's key is 8-byte aligned and padded to 8 bytes; the slots are in uncached shared memory, where
+ * every load is a bus transaction: a 24-byte QUIC key table key is 3 loads, not 24. hash_search picks
+ * the way: a key of up to 8 bytes as one word (hash_probe_short), an 8-byte aligned key of whole words
+ * read in place (hash_probe_words: the QUIC programs align theirs), an unaligned one copied first
+ * (hash_probe_copy, up to KEY_COPY bytes), the rest with its last word read byte by byte. The common
+ * ways need no stack frame:
+ * every store is a bus write (the D-cache writes through), and a frame of saved registers was 13 of
+ * them a lookup. */
+#define PROBE_FREE (1ll << 40) /* hash_probe: not found, the low 32 bits name the first free slot */
 
-#define KEY_COPY 64 /* an unaligned key up to this size is copied once to be read by words */
-/* Index of the slot holding key, or of the slot where it would go (-1: table full). */
-static int64_t hash_find(const struct ebpf_map *m, const void *key, int *found) {
-    uint64_t copy[KEY_COPY / 8];
-    if (((uintptr_t)key & 7) && m->key_size <= KEY_COPY) {
-        for (uint32_t b = 0; b < m->key_size; b++) ((uint8_t *)copy)[b] = ((const uint8_t *)key)[b];
-        key = copy;
-    }
-    uint32_t mask = m->n_slots - 1, i = hash_key(key, m->key_size) & mask;
+/* The slot holding key k (n bytes); PROBE_FREE | the slot where it would go when absent; -1 when absent
+ * and the table is full. */
+static int64_t hash_probe(const struct ebpf_map *m, const uint8_t *k, uint32_t n) {
+    uint32_t words = (n + 7) / 8;
+    uint32_t mask = m->n_slots - 1, i = hash_key(k, n) & mask, size = slot_size(m);
     int64_t first_free = -1;
-    *found = 0;
     for (uint32_t probe = 0; probe < m->n_slots; probe++, i = (i + 1) & mask) {
-        uint8_t *s = slot(m, i);
-        if (s[0] == SLOT_USED && key_equal(s + 8, key, m->key_size)) {
-            *found = 1;
-            return i;
+        const uint8_t *s = m->storage + (size_t)i * size;
+        uint8_t state = s[0];
+        if (state == SLOT_USED) {
+            const uint64_t *a = (const uint64_t *)(const void *)(s + 8);
+            uint32_t w = 0;
+            for (; w < words; w++) {
+                uint64_t x = a[w];
+                if (8 * w + 8 > n) x &= (1ull << (8 * (n & 7))) - 1; /* little-endian: the key's bytes are the low ones */
+                if (x != key_word(k, w, n)) break;
+            }
+            if (w == words) return i;
+            continue;
         }
-        if (s[0] != SLOT_USED && first_free < 0) first_free = i;
-        if (s[0] == SLOT_FREE) break;
+        if (first_free < 0) first_free = PROBE_FREE | i;
+        if (state == SLOT_FREE) break;
     }
     return first_free;
+}
+
+/* hash_probe for an 8-byte aligned key of whole words (the QUIC key table's and packet-number map's
+ * 24 bytes): no partial word, few live values, so no callee-saved register is spilled (10 stores a
+ * lookup with the general loop). */
+static int64_t hash_probe_words(const struct ebpf_map *m, const uint64_t *k, uint32_t n) {
+    uint32_t words = n / 8;
+    uint64_t h = hash_seed(n); /* hash_key, the words read in place */
+    for (uint32_t w = 0; w < words; w++) h = hash_step(h, k[w]);
+    uint32_t mask = m->n_slots - 1, i = (uint32_t)h & mask, size = slot_size(m);
+    int64_t first_free = -1;
+    for (uint32_t probe = 0; probe <= mask; probe++, i = (i + 1) & mask) {
+        const uint8_t *s = m->storage + (size_t)i * size;
+        uint8_t state = s[0];
+        if (state == SLOT_USED) {
+            const uint64_t *a = (const uint64_t *)(const void *)(s + 8);
+            uint32_t w = 0;
+            while (w < words && a[w] == k[w]) w++;
+            if (w == words) return i;
+            continue;
+        }
+        if (first_free < 0) first_free = PROBE_FREE | i;
+        if (state == SLOT_FREE) break;
+    }
+    return first_free;
+}
+
+/* hash_probe for a key of at most 8 bytes, given as one word (zero above its n bytes): a port, an
+ * address, an index. */
+static int64_t hash_probe_short(const struct ebpf_map *m, uint64_t k, uint32_t n) {
+    uint64_t h = hash_step(hash_seed(n), k); /* hash_key of one word */
+    uint64_t keep = n >= 8 ? ~0ull : (1ull << (8 * n)) - 1;
+    uint32_t mask = m->n_slots - 1, i = (uint32_t)h & mask, size = slot_size(m);
+    int64_t first_free = -1;
+    for (uint32_t probe = 0; probe <= mask; probe++, i = (i + 1) & mask) {
+        const uint8_t *s = m->storage + (size_t)i * size;
+        uint8_t state = s[0];
+        if (state == SLOT_USED) {
+            if ((*(const uint64_t *)(const void *)(s + 8) & keep) == k) return i;
+            continue;
+        }
+        if (first_free < 0) first_free = PROBE_FREE | i;
+        if (state == SLOT_FREE) break;
+    }
+    return first_free;
+}
+
+#define KEY_COPY 64 /* an unaligned key of 9 to this many bytes is copied once to be read by words */
+static __attribute__((noinline)) int64_t hash_probe_copy(const struct ebpf_map *m, const void *key) {
+    uint64_t copy[KEY_COPY / 8];
+    memcpy(copy, key, m->key_size);
+    return hash_probe(m, (const uint8_t *)copy, m->key_size);
+}
+
+static int64_t hash_search(const struct ebpf_map *m, const void *key) {
+    uint32_t n = m->key_size;
+    if (n <= 8) return hash_probe_short(m, key_word(key, 0, n), n);
+    if (!((uintptr_t)key & 7) && !(n & 7)) return hash_probe_words(m, key, n);
+    if (((uintptr_t)key & 7) && n <= KEY_COPY) return hash_probe_copy(m, key);
+    return hash_probe(m, key, n);
+}
+
+/* Index of the slot holding key, or of the slot where it would go (-1: table full). */
+static int64_t hash_find(const struct ebpf_map *m, const void *key, int *found) {
+    int64_t r = hash_search(m, key);
+    *found = r >= 0 && !(r & PROBE_FREE);
+    return r < 0 ? r : (int64_t)(uint32_t)r;
 }
 
 /* The value of key on core cpu: an array element, or a hash entry's (NULL when absent; event maps have none). */
@@ -460,7 +529,13 @@ int ebpf_prog_array_get(struct ebpf_map *m, uint64_t index, uint32_t *prog_index
     return 0;
 }
 
-void *ebpf_map_lookup(struct ebpf_map *m, const void *key) { return value_of(m, key, this_cpu(m), 1); }
+void *ebpf_map_lookup(struct ebpf_map *m, const void *key) {
+    if (m->type == NANOBPF_MAP_TYPE_HASH) { /* the common hash (the key table among them): one search, no copy per CPU, no LRU stamp */
+        int64_t r = hash_search(m, key);
+        return r < 0 || (r & PROBE_FREE) ? NULL : hash_value(m, (uint32_t)r);
+    }
+    return value_of(m, key, this_cpu(m), 1);
+}
 
 void *ebpf_map_value(struct ebpf_map *m, const void *key, uint32_t cpu) {
     return cpu < m->n_cpus ? value_of(m, key, cpu, 0) : NULL;
@@ -560,9 +635,9 @@ int ebpf_map_delete(struct ebpf_map *m, const void *key) {
 }
 
 int64_t ebpf_map_slot_of(struct ebpf_map *m, const void *key) {
-    int found;
-    int64_t i = is_hash(m) ? hash_find(m, key, &found) : -1;
-    return is_hash(m) && found ? i : -1;
+    if (!is_hash(m)) return -1;
+    int64_t r = hash_search(m, key);
+    return r < 0 || (r & PROBE_FREE) ? -1 : r;
 }
 
 /* Linux BPF_MAP_GET_NEXT_KEY: the key after key (NULL or absent: the first), in slot order; -ENOENT after the last. */

@@ -35,8 +35,9 @@ static void add_decrypted_shim(uint64_t data) {
     if (!(data & 7)) {
         volatile uint64_t *w = (volatile uint64_t *)(uintptr_t)data;
         uint64_t b0_7 = w[0];
-        uint32_t b8_11 = *(volatile uint32_t *)(uintptr_t)(data + 8), s;
-        memcpy(&s, shim, 4);
+        uint32_t b8_11 = *(volatile uint32_t *)(uintptr_t)(data + 8);
+        /* the shim's bytes as one little-endian word (a memcpy from the byte array was a memmove call) */
+        uint32_t s = (uint32_t)shim[0] | (uint32_t)shim[1] << 8 | (uint32_t)shim[2] << 16 | (uint32_t)shim[3] << 24;
         *(volatile uint32_t *)(uintptr_t)(data - 4) = (uint32_t)b0_7; /* little-endian: bytes 0..3 */
         w[0] = b0_7 >> 32 | (uint64_t)b8_11 << 32;                   /* bytes 4..11 */
         *(volatile uint32_t *)(uintptr_t)(data + 8) = s;

@@ -132,13 +132,12 @@ int ebpf_hp_engine(const void *keys, uint8_t block[16]) {
     return 0;
 }
 
-int ebpf_hp_engine_at(const void *keys, const uint8_t *sample, uint8_t mask[8]) {
+int ebpf_hp_engine_at(const void *keys, const uint8_t *sample, uint64_t *mask) {
     int slot = keys_slot(keys);
     if (slot < 0 || !nb_in_packet_mem(sample, 16)) return -1;
     volatile uint8_t *scratch = hp_scratch_here();
     struct nb_aead_req r = {NB_AEAD_HP_MASK, (unsigned)slot, 0, sample, 0, (void *)(scratch + 16), 0, 0};
     if (nb_aead_run(&r, NULL) != NANOBPF_AEAD_STATUS_OK) return -1;
-    uint64_t m = *(volatile uint64_t *)(scratch + 16); /* one load: the mask's bytes 0..7 */
-    memcpy(mask, &m, 8);
+    *mask = *(volatile uint64_t *)(scratch + 16); /* one load: the mask's bytes 0..7 */
     return 0;
 }

@@ -53,7 +53,7 @@ int ebpf_hp_engine(const void *keys, uint8_t block[16]) {
     (void)keys; (void)block;
     return -1;
 }
-int ebpf_hp_engine_at(const void *keys, const uint8_t *sample, uint8_t mask[8]) {
+int ebpf_hp_engine_at(const void *keys, const uint8_t *sample, uint64_t *mask) {
     (void)keys; (void)sample; (void)mask;
     return -1;
 }

@@ -302,7 +302,56 @@ static void prog_array_and_tail_call_limit(void) {
     done("prog_array_and_tail_call_limit", f);
 }
 
+/* A hash key is searched three ways (maps.c hash_search): whole words in place (8-byte aligned, a
+ * multiple of 8 bytes), copied first (unaligned, 9..64 bytes), or read byte by byte at the end (the rest).
+ * Every way must hash and compare alike: each key inserted at one alignment is found, updated and deleted
+ * at every other, and a key differing in its last byte is not found. */
+static void hash_keys_found_at_any_alignment(void) {
+    int f = failed;
+    static const uint32_t sizes[] = {1, 2, 4, 7, 8, 9, 22, 24, 40, 64, 65, 72};
+    for (size_t z = 0; z < sizeof sizes / sizeof *sizes; z++) {
+        uint32_t n = sizes[z];
+        struct ebpf_error err = {-1, ""};
+        struct ebpf_map m = map(NANOBPF_MAP_TYPE_HASH, n, 8, 16, "align");
+        char what[96];
+        snprintf(what, sizeof what, "create a map of %u-byte keys", n);
+        check("align", ebpf_map_create(&m, &err) == 0, what);
+        uint64_t store[16][(80 + 8) / 8]; /* a key at offset (k % 8) of its own buffer */
+        for (uint32_t k = 0; k < 8; k++) {
+            uint8_t *key = (uint8_t *)store[k] + k;
+            for (uint32_t b = 0; b < n; b++) key[b] = (uint8_t)(k * 37 + b * 11 + n);
+            uint64_t v = 1000 + k;
+            snprintf(what, sizeof what, "%u-byte key %u at offset %u inserted", n, k, k);
+            check("align", ebpf_map_update(&m, key, &v, NANOBPF_BPF_NOEXIST) == 0, what);
+        }
+        for (uint32_t k = 0; k < 8; k++)
+            for (uint32_t at = 0; at < 8; at++) {
+                uint8_t *key = (uint8_t *)store[8 + at] + at;
+                memcpy(key, (uint8_t *)store[k] + k, n);
+                const uint64_t *v = ebpf_map_lookup(&m, key);
+                snprintf(what, sizeof what, "%u-byte key %u (inserted at offset %u) found at offset %u", n, k, k, at);
+                check("align", v && *v == (at ? 2000u : 1000u) + k && ebpf_map_slot_of(&m, key) >= 0, what); /* updated below */
+                uint64_t nv = 2000 + k;
+                snprintf(what, sizeof what, "%u-byte key %u updated at offset %u, not added", n, k, at);
+                check("align", ebpf_map_update(&m, key, &nv, NANOBPF_BPF_EXIST) == 0 && *(const uint64_t *)ebpf_map_lookup(&m, key) == nv &&
+                                   ebpf_map_update(&m, key, &nv, NANOBPF_BPF_NOEXIST) == -EEXIST, what);
+                key[n - 1] ^= 0x80;
+                snprintf(what, sizeof what, "%u-byte key %u with its last byte changed: absent at offset %u", n, k, at);
+                check("align", !ebpf_map_lookup(&m, key) && ebpf_map_slot_of(&m, key) == -1, what);
+            }
+        for (uint32_t k = 0; k < 8; k++) {
+            uint8_t *key = (uint8_t *)store[8 + (k + 3) % 8] + (k + 3) % 8;
+            memcpy(key, (uint8_t *)store[k] + k, n);
+            snprintf(what, sizeof what, "%u-byte key %u deleted at offset %u", n, k, (k + 3) % 8);
+            check("align", ebpf_map_delete(&m, key) == 0 && !ebpf_map_lookup(&m, (uint8_t *)store[k] + k), what);
+        }
+        ebpf_map_destroy(&m);
+    }
+    done("hash_keys_found_at_any_alignment", f);
+}
+
 int main(void) {
+    hash_keys_found_at_any_alignment();
     adjust_meta_limits_like_linux();
     prog_array_and_tail_call_limit();
     lru_evicts_the_least_recently_used();
