@@ -6,6 +6,7 @@
  * shim. Shims from the network never get here (the PISA parser drops them: shim_foreign). */
 #include <string.h>
 #include "dpu.h"
+#include "nanobpf.h"
 #include "nanobpf_ctrl.h"
 #include "nanobpf_soc.h"
 
@@ -58,25 +59,42 @@ static struct {
     const volatile uint64_t *sealed, *opened;
 } __attribute__((aligned(64))) stats_cache[NANOBPF_MAX_CORES];
 
-void dpu_guard_reset(void) { stats_cache[ebpf_cpu_id()].prog = NULL; }
+void dpu_guard_reset(void) { stats_cache[nb_hart_id()].prog = NULL; }
 
-/* This core's quic_stats[index] of the program (0 when it has no such map). */
+/* Find the program's quic_stats map and this core's two counters (once per program and core: apart, so
+ * that the per-packet path below keeps no registers on the stack, each store a bus write). */
+static __attribute__((noinline)) void find_quic_stats(__typeof__(stats_cache[0]) *c, const struct ebpf_prog *prog) {
+    struct ebpf_map *m = NULL;
+    for (uint32_t i = 0; i < prog->n_maps; i++)
+        if (!strcmp(prog->maps[i]->name, "quic_stats") && prog->maps[i]->value_size >= 8) m = prog->maps[i];
+    int array = m && (m->type == NANOBPF_MAP_TYPE_ARRAY || m->type == NANOBPF_MAP_TYPE_PERCPU_ARRAY);
+    uint32_t sealed = NANOBPF_QUIC_STAT_SEALED, opened = NANOBPF_QUIC_STAT_OPENED;
+    c->map = m;
+    c->sealed = array ? ebpf_map_lookup(m, &sealed) : NULL;
+    c->opened = array ? ebpf_map_lookup(m, &opened) : NULL;
+    c->prog = prog;
+}
+
+static __attribute__((noinline)) uint64_t map_stat(struct ebpf_map *m, uint32_t index) {
+    const volatile uint64_t *v = ebpf_map_lookup(m, &index);
+    return v ? *v : 0;
+}
+
+static uint64_t quic_stat(const struct ebpf_prog *prog, uint32_t index);
+static __attribute__((noinline)) uint64_t quic_stat_first(__typeof__(stats_cache[0]) *c, const struct ebpf_prog *prog,
+                                                          uint32_t index) {
+    find_quic_stats(c, prog);
+    return quic_stat(prog, index);
+}
+
+/* This core's quic_stats[index] of the program (0 when it has no such map). The calls are tail calls:
+ * the path of every packet saves no register. */
 static uint64_t quic_stat(const struct ebpf_prog *prog, uint32_t index) {
     if (!prog) return 0;
-    __typeof__(stats_cache[0]) *c = &stats_cache[ebpf_cpu_id()];
-    if (c->prog != prog) {
-        struct ebpf_map *m = NULL;
-        for (uint32_t i = 0; i < prog->n_maps; i++)
-            if (!strcmp(prog->maps[i]->name, "quic_stats") && prog->maps[i]->value_size >= 8) m = prog->maps[i];
-        int array = m && (m->type == NANOBPF_MAP_TYPE_ARRAY || m->type == NANOBPF_MAP_TYPE_PERCPU_ARRAY);
-        uint32_t sealed = NANOBPF_QUIC_STAT_SEALED, opened = NANOBPF_QUIC_STAT_OPENED;
-        c->map = m;
-        c->sealed = array ? ebpf_map_lookup(m, &sealed) : NULL;
-        c->opened = array ? ebpf_map_lookup(m, &opened) : NULL;
-        c->prog = prog;
-    }
+    __typeof__(stats_cache[0]) *c = &stats_cache[nb_hart_id()];
+    if (c->prog != prog) return quic_stat_first(c, prog, index);
     const volatile uint64_t *v = index == NANOBPF_QUIC_STAT_SEALED ? c->sealed : index == NANOBPF_QUIC_STAT_OPENED ? c->opened : NULL;
-    if (!v && c->map) v = ebpf_map_lookup(c->map, &index); /* another map kind: its value may move */
+    if (!v && c->map) return map_stat(c->map, index); /* another map kind: its value may move */
     return v ? *v : 0;
 }
 
