@@ -5,7 +5,11 @@
  * whose values live in the device key table storage (ebpf_keytable_values) instead of its own
  * allocation, and the packet-number map beside it. Each is one object shared by every program that
  * declares it (ebpf_device_map_bind), so it survives program loads and swaps; pinned maps
- * (ebpf_pinned_map_bind) are shared the same way, by name. */
+ * (ebpf_pinned_map_bind) are shared the same way, by name.
+ * One file on purpose (about 850 lines): the slot layout and the key search are static here so that
+ * the compiler inlines them into a lookup, which every packet makes several times (the firmware is
+ * built without link-time optimisation); the event rings (the last section) share none of that and
+ * could live apart. */
 #include <errno.h>
 #include <string.h>
 #include "ebpf.h"
