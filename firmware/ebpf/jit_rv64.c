@@ -9,7 +9,8 @@
  * Code size depends on branch distances (and RVC), so passes run until the layout is stable: each pass
  * records the RV offset of every eBPF instruction, and each branch picks the smallest form that reaches
  * its target as the last pass placed it. A branch's form only ever grows, so the passes converge; the
- * final pass writes the code. */
+ * final pass writes the code. Only branches change size between passes: the passes after the first
+ * emit them again and step over every other instruction by the size the first pass measured. */
 #include <string.h>
 #include "ebpf.h"
 #include "rv64_insn.h"
@@ -55,6 +56,8 @@ struct jit {
     uint32_t cap, pos;
     uint32_t *offs;          /* RV offset of each eBPF instruction (last pass for targets ahead) */
     uint8_t *form;           /* per eBPF instruction: size class of its branch, only grows */
+    int16_t *size;           /* per eBPF instruction: its bytes in the first pass, SIZE_BRANCH if a branch
+                                distance decides them (the second slot of a pair: 0) */
     uint8_t *target;         /* per eBPF instruction: some jump lands on it */
     struct ebpf_prog sprog;  /* the program as compiled: loads scheduled (jit_schedule) */
     struct jit_func *funcs;
@@ -63,6 +66,7 @@ struct jit {
     int grow;                /* branches may pick a larger form (all passes but the first and last) */
     int final;               /* writing the code: every branch must reach */
     int changed;             /* a branch form grew during this pass */
+    int branch;              /* the instruction being emitted chose a branch form */
     int cls;                 /* eBPF class charged for emitted instructions, -1: prologue/epilogue */
     const struct ebpf_map *r1_map; /* the map an ld_imm64 left in R1 on the only way here, or NULL */
     uint32_t fp_regs;        /* bit r: Rr = R10 + fp_off[r] on the only way here */
@@ -426,6 +430,7 @@ static void emit_store(struct jit *j, int size, uint8_t base, int32_t off, uint8
  * B-type/JAL, 1 = B-type, 2 = inverted B-type over a JAL. Grows form[i] in sizing passes; in the
  * final pass a target the form cannot reach is an error. */
 static int branch_form(struct jit *j, int i, int64_t d, int c_ok, int cbits, int bits) {
+    j->branch = 1;
     int need = c_ok && rv_fits_signed(d, (unsigned)cbits) ? 0 : rv_fits_signed(d, (unsigned)bits) ? 1 : 2;
     if (!c_ok && need == 1) need = 0;
     if (need > j->form[i]) {
@@ -986,8 +991,12 @@ static int emit_fused(struct jit *j, uint32_t i) {
     return 0;
 }
 
+#define SIZE_BRANCH (-1)
+/* One pass over the program. A growing pass (j->grow: only the sizes matter) emits the branches again and
+ * steps over the rest by their first-pass sizes: nothing else depends on where the code lands. */
 static int jit_pass(struct jit *j) {
     const struct ebpf_insn *insns = j->prog->insns;
+    int step = j->grow && !j->final;
     j->pos = 0;
     j->changed = 0;
     memset(&j->stats, 0, sizeof j->stats);
@@ -1000,6 +1009,12 @@ static int jit_pass(struct jit *j) {
         j->r1_map = NULL, j->fp_regs = 0;
         for (uint32_t i = f->start; i < f->end; i++) {
             j->offs[i] = j->pos;
+            if (step && j->size[i] != SIZE_BRANCH) {
+                j->pos += (uint32_t)j->size[i];
+                continue;
+            }
+            uint32_t at = i;
+            j->branch = 0;
             j->cls = EBPF_CLASS(insns[i].code);
             j->stats.bpf_insns[j->cls]++;
             if (j->target[i]) j->r1_map = NULL, j->fp_regs = 0; /* another way in */
@@ -1008,11 +1023,16 @@ static int jit_pass(struct jit *j) {
                 track_regs(j, &insns[i]);
                 track_regs(j, &insns[i + 1]);
                 j->offs[++i] = j->pos;        /* not a jump target */
-                continue;
+                j->size[i] = 0;
+            } else {
+                if (emit_insn(j, (int)i)) return -1;
+                track_regs(j, &insns[i]);
+                if (insns[i].code == (EBPF_CLS_LD | EBPF_MODE_IMM | EBPF_SIZE_DW)) {
+                    j->offs[++i] = j->pos;
+                    j->size[i] = 0;
+                }
             }
-            if (emit_insn(j, (int)i)) return -1;
-            track_regs(j, &insns[i]);
-            if (insns[i].code == (EBPF_CLS_LD | EBPF_MODE_IMM | EBPF_SIZE_DW)) j->offs[++i] = j->pos;
+            if (!step) j->size[at] = j->branch ? SIZE_BRANCH : (int16_t)(j->pos - j->offs[at]);
         }
         j->cls = -1;
         f->exit = j->pos;
@@ -1087,9 +1107,10 @@ static int jit_init(struct jit *j, const struct ebpf_prog *prog, unsigned flags,
     uint8_t *start = ebpf_alloc(n);
     j->offs = ebpf_alloc(((size_t)n + 1) * sizeof *j->offs);
     j->form = ebpf_alloc(n);
+    j->size = ebpf_alloc(n * sizeof *j->size);
     j->target = ebpf_alloc(n);
     j->imms = ebpf_alloc(sizeof *j->imms); /* optional: emit_imm works without it */
-    if (!start || !j->offs || !j->form || !j->target) {
+    if (!start || !j->offs || !j->form || !j->size || !j->target) {
         ebpf_free(start);
         return ebpf_fail(err, -1, "out of memory");
     }
@@ -1203,6 +1224,7 @@ static void jit_fini(struct jit *j) {
     ebpf_free(j->sprog.insn_flags);
     ebpf_free(j->offs);
     ebpf_free(j->form);
+    ebpf_free(j->size);
     ebpf_free(j->target);
     ebpf_free(j->funcs);
     ebpf_free(j->imms);

@@ -79,8 +79,15 @@ int ebpf_record_write(const struct ebpf_prog *prog, const void *image, size_t im
 /* The only change the verifier makes to an instruction: a 4-byte load of a context field gets the
  * runtime's field offset and width (verifier.c rewrite_ctx), exactly that: a record cannot point a load
  * anywhere else, not at another field of the runtime context, nor past a map value. */
+static int same_insn(const struct ebpf_insn *a, const struct ebpf_insn *b) {
+    /* inline word loads of a known type (memcmp is a byte loop in picolibc: 60 instructions each) */
+    uint64_t x, y;
+    memcpy(&x, a, sizeof x);
+    memcpy(&y, b, sizeof y);
+    return x == y;
+}
 static int allowed_change(const struct ebpf_insn *was, const struct ebpf_insn *now) {
-    if (!memcmp(was, now, sizeof *was)) return 1;
+    if (same_insn(was, now)) return 1;
     uint8_t code;
     int16_t off;
     return was->code == (EBPF_CLS_LDX | EBPF_MODE_MEM | EBPF_SIZE_W) && was->off >= 0 && was->off % 4 == 0 &&
@@ -107,16 +114,29 @@ int ebpf_record_apply(struct ebpf_prog *prog, const void *image, size_t image_si
         if (start >= n || (f == 0) != (start == 0) || depth > EBPF_STACK_SIZE || depth % 16)
             return ebpf_fail(err, -1, "record: bad function %u (start %u, stack %u)", f, start, depth);
     }
-    for (uint32_t i = 0; i < n; i++) {
-        struct ebpf_insn now;
-        memcpy(&now, insns + 8u * i, sizeof now);
-        if (!allowed_change(&prog->insns[i], &now)) return ebpf_fail(err, (int)i, "record: instruction differs from the image's");
-        if (flags[i] & ~(EBPF_INSN_PKT_ACCESS | EBPF_INSN_READS_META)) return ebpf_fail(err, (int)i, "record: unknown instruction flags 0x%x", flags[i]);
-    }
+    /* the record's instructions copied once (the record may sit at any alignment), then checked */
+    struct ebpf_insn *now = ebpf_alloc(8u * n);
     uint8_t *fl = ebpf_alloc(n);
-    if (!fl) return ebpf_fail(err, -1, "record: out of memory");
+    if (!now || !fl) {
+        ebpf_free(now);
+        ebpf_free(fl);
+        return ebpf_fail(err, -1, "record: out of memory");
+    }
+    memcpy(now, insns, 8u * n);
     memcpy(fl, flags, n);
-    memcpy(prog->insns, insns, 8u * n);
+    int bad = 0;
+    for (uint32_t i = 0; i < n && !bad; i++) {
+        if (!allowed_change(&prog->insns[i], &now[i])) bad = ebpf_fail(err, (int)i, "record: instruction differs from the image's");
+        else if (fl[i] & ~(EBPF_INSN_PKT_ACCESS | EBPF_INSN_READS_META))
+            bad = ebpf_fail(err, (int)i, "record: unknown instruction flags 0x%x", fl[i]);
+    }
+    if (bad) {
+        ebpf_free(now);
+        ebpf_free(fl);
+        return -1;
+    }
+    ebpf_free(prog->insns);
+    prog->insns = now;
     for (uint32_t f = 0; f < nf; f++) {
         prog->subprogs[f].start = get32(fn + 8 * f);
         prog->subprogs[f].stack_depth = get32(fn + 8 * f + 4);

@@ -127,10 +127,10 @@ class Raw:
     def stats(self):
         f = self.ask(M.NANOBPF_CTRL_MSG_STATS)
         assert status(f) == "ok"
-        return _stats(f.body)
+        return stats_of(f.body)
 
 
-def _stats(body):
+def stats_of(body):
     size = D.STRUCTS["stat_entry"][0].size
     out = {}
     for off in range(0, len(body), size):

@@ -7,6 +7,7 @@ program) changing things while traffic flows, through the ports only (nanobpf.rt
 - a flood of control requests while data flows: the data frames all go through, and every request is
   answered or counted as dropped.
 Needs root (TAP devices) and `make sim CORES=4 firmware`."""
+import select
 import struct
 import threading
 import time
@@ -15,7 +16,7 @@ import nanobpf_ctrl_defs as D
 import nanobpf_ebpf_defs as abi
 import pytest
 
-from ctrl_device import M, Raw, map_req, rtl_available, stand_in_image, status
+from ctrl_device import M, Raw, map_req, rtl_available, stand_in_image, stats_of, status
 from nanobpf import ctrl, sim
 from nanobpf.pcap import udp_frame
 from nanobpf.quic import PacketKeys, protect
@@ -42,6 +43,36 @@ def collect(port, until, n=None):
         if f is not None and ctrl.parse(f) is None:
             out.append(f)
     return out
+
+
+def collect_until(ports, until, done):
+    """Data frames arriving on any of `ports` ({port: [frames]}), until done(frames) says every frame
+    the test waits for is in, or time `until` (then the test's assertions say what is missing)."""
+    got = {p: [] for p in ports}
+    while not done(got) and time.monotonic() < until:
+        ready, _, _ = select.select(list(ports), [], [], max(0.0, until - time.monotonic()))
+        for p in ready:
+            f = p.recv(0)
+            if f is not None and ctrl.parse(f) is None:
+                got[p].append(f)
+    return got
+
+
+def answers_until_stats(r, first, n):
+    """Answers to the n STATS requests from seq `first` on, then the stats: a STATS request sent now is
+    taken after all of them (core 0 takes control frames in arrival order), so when its answer is in,
+    every earlier request has been answered or shed. Returns (the seqs answered, the stats)."""
+    seq, answered = r.send(M.NANOBPF_CTRL_MSG_STATS), set()
+    while True:
+        f = r.answer(300)
+        assert f is not None, f"no answer to the closing STATS (seq {seq})"
+        if f.hdr["type"] != M.NANOBPF_CTRL_MSG_STATS:
+            continue
+        assert status(f) == "ok"
+        if f.hdr["seq"] == seq:
+            return answered, stats_of(f.body)
+        if first <= f.hdr["seq"] < first + n:
+            answered.add(f.hdr["seq"])
 
 
 def test_key_updates_under_traffic_lose_no_packet():
@@ -119,8 +150,9 @@ def test_program_swap_under_traffic_loses_no_packet():
             dev.net.send(fr)
             sent.append(i)
             time.sleep(0.2)
-        echoed = collect(dev.net, time.monotonic() + 60, n=len(frames))
-        passed = collect(dev.host, time.monotonic() + 10, n=len(frames) - len(echoed))
+        got = collect_until([dev.net, dev.host], time.monotonic() + 120,
+                            lambda got: sum(map(len, got.values())) >= len(frames))
+        echoed, passed = got[dev.net], got[dev.host]
     assert "error" not in result, f"loading the program failed: {result['error']!r}"
     assert status(result["f"]) == "ok", result["f"].body
     assert set(echoed) <= {swapped(f) for f in frames} and set(passed) <= set(frames)
@@ -153,20 +185,16 @@ def test_a_control_flood_does_not_stop_the_data_path():
             dev.net.send(fr)
             time.sleep(0.05)
         t.join()
-        echoed = collect(dev.net, time.monotonic() + 120, n=40)
-        echoed += collect(dev.net, time.monotonic() + 5)
-        answers = set()
-        while (f := r.answer(10)) is not None:
-            if f.hdr["type"] == M.NANOBPF_CTRL_MSG_STATS and first <= f.hdr["seq"] < first + 200:
-                assert status(f) == "ok"
-                answers.add(f.hdr["seq"])
-        s = r.stats()
+        answers, s = answers_until_stats(r, first, 200)
         for fr in frames[40:]:                   # after the burst: everything goes through
             dev.net.send(fr)
             time.sleep(0.05)
-        after = collect(dev.net, time.monotonic() + 60, n=10)
+        # the burst's frames came out or were dropped long before these 10 are through
+        late = {f[6:12] + f[0:6] + f[12:] for f in frames[40:]}
+        out = collect_until([dev.net], time.monotonic() + 120, lambda got: late <= set(got[dev.net]))[dev.net]
     swapped = {f[6:12] + f[0:6] + f[12:] for f in frames}
-    assert set(echoed) | set(after) <= swapped and len(after) == 10
+    echoed, after = [f for f in out if f not in late], [f for f in out if f in late]
+    assert set(out) <= swapped and len(after) == 10
     full = dev.counters["pkt"]["drop_full"]
     assert len(echoed) + len(answers) + s["ctrl_shed"] + full == 240, (len(echoed), len(answers), s["ctrl_shed"], full)
     assert answers and len(echoed) >= 30, (len(echoed), full)   # the data path kept going through the flood
