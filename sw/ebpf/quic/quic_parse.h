@@ -334,7 +334,8 @@ static __always_inline int quic_classify(struct xdp_md *ctx, const struct nanobp
         return QUIC_DROPPED(NANOBPF_QUIC_DROP_BAD_UDP_LENGTH);
     __u16 sport = quic_be16(udp), dport = quic_be16(udp + 2);
     /* the host's own port first (the source of what it sends, the destination of what it receives):
-     * the QUIC port of the server a DPU fronts: one hash lookup each way, not two for every seal */
+     * the QUIC port of the server a DPU fronts, so a server's seal does one hash lookup, not two. A
+     * client host's seal (from an ephemeral port) does two, which a server's did before. */
     __u16 mine = missing ? sport : dport, peer = missing ? dport : sport;
     if (!quic_is_port(mine) && !quic_is_port(peer))
         return NANOBPF_QUIC_STAT_NOT_QUIC;
