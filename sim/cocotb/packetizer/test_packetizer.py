@@ -9,6 +9,7 @@ import os
 import random
 
 import cocotb
+import pytest
 from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge
 from scapy.all import IP, UDP, Dot1Q, Ether, IPv6, Raw
@@ -227,6 +228,7 @@ def test_packetizer():
     run_block("packetizer", "w8", "PacketizerBlock", "test_packetizer", os.path.dirname(__file__))
 
 
+@pytest.mark.long   # not the SoC's width (64-bit beats): make test-long
 def test_packetizer_w16():
     from nanobpf.blocksim import run_block
     run_block("packetizer", "w16", "PacketizerBlock", "test_packetizer", os.path.dirname(__file__), {"PKTZ_W": "16"})

@@ -8,6 +8,7 @@ import random
 from dataclasses import asdict
 
 import cocotb
+import pytest
 from cocotb.triggers import RisingEdge
 
 from nanobpf.models.pisa import ACTION, COUNTER, MAX_CID, Pisa
@@ -256,6 +257,7 @@ def test_pisa():
     run_block("pisa", "w8", "Pisa", "test_pisa", os.path.dirname(__file__))
 
 
+@pytest.mark.long   # not the SoC's width (64-bit beats): make test-long
 def test_pisa_wide():
     """The same pipeline with a 128-bit stream."""
     from nanobpf.blocksim import run_block
