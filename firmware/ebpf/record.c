@@ -76,9 +76,6 @@ int ebpf_record_write(const struct ebpf_prog *prog, const void *image, size_t im
     return 0;
 }
 
-/* The only change the verifier makes to an instruction: a 4-byte load of a context field gets the
- * runtime's field offset and width (verifier.c rewrite_ctx), exactly that: a record cannot point a load
- * anywhere else, not at another field of the runtime context, nor past a map value. */
 static int same_insn(const struct ebpf_insn *a, const struct ebpf_insn *b) {
     /* inline word loads of a known type (memcmp is a byte loop in picolibc: 60 instructions each) */
     uint64_t x, y;
@@ -86,6 +83,10 @@ static int same_insn(const struct ebpf_insn *a, const struct ebpf_insn *b) {
     memcpy(&y, b, sizeof y);
     return x == y;
 }
+
+/* The only change the verifier makes to an instruction: a 4-byte load of a context field gets the
+ * runtime's field offset and width (verifier.c rewrite_ctx), exactly that: a record cannot point a load
+ * anywhere else, not at another field of the runtime context, nor past a map value. */
 static int allowed_change(const struct ebpf_insn *was, const struct ebpf_insn *now) {
     if (same_insn(was, now)) return 1;
     uint8_t code;
