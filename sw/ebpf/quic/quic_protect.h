@@ -459,11 +459,13 @@ static __always_inline int quic_take_shim(struct xdp_md *ctx) {
     __u32 flags = (shim >> 8) & 0xff, cid_len = shim & 0xff;
     if (flags != NANOBPF_SHIM_F_ENCRYPT || cid_len > NANOBPF_KEYTABLE_CID_MAX)
         return QUIC_DROPPED(NANOBPF_QUIC_DROP_BAD_SHIM);
-    /* the MAC addresses move up over the shim (all read before any is written: the ranges overlap) */
+    /* The MAC addresses move up over the shim (all read before any is written: the ranges overlap).
+     * Bytes 0..3 go to 4..7, bytes 4..11 to 8..15: a 4-byte and an 8-byte store that are aligned where
+     * the frame is (the slot's headroom), where 8 bytes at data + 4 would be split into byte stores. */
     __u64 macs = *(__u64 *)data;
     __u32 tail = *(__u32 *)(data + 8);
-    *(__u32 *)(data + 8 + QUIC_SHIM_LEN) = tail;
-    *(__u64 *)(data + QUIC_SHIM_LEN) = macs;
+    *(__u64 *)(data + 8) = macs >> 32 | (__u64)tail << 32; /* little-endian (quic_parse.h) */
+    *(__u32 *)(data + QUIC_SHIM_LEN) = (__u32)macs;
     if (bpf_xdp_adjust_head(ctx, QUIC_SHIM_LEN))
         return QUIC_DROPPED(NANOBPF_QUIC_DROP_BAD_SHIM);
     return cid_len;
