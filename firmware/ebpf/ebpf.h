@@ -394,12 +394,17 @@ void ebpf_map_release(struct ebpf_map *map);
  * program's declaration, checked against the device's shape), created by the first bind, its entries
  * kept until the last unbind; NULL with err when the declaration does not fit. A changed key table
  * value is published with one store (a reader sees the whole old or the whole new value); its old place
- * is reused after ebpf_quiesce(). */
+ * is reused after ebpf_quiesce(). The packet-number map holds one state per key table slot: a key has
+ * one while it has a key table entry, zero from the insert that gave it its slot (maps.c). */
 int ebpf_device_map_named(const char *name);
 struct ebpf_map *ebpf_device_map_bind(const struct ebpf_map *decl, struct ebpf_error *err);
 void ebpf_device_map_unbind(struct ebpf_map *map);
 int ebpf_map_is_device(const struct ebpf_map *map);
 int ebpf_map_is_keytable(const struct ebpf_map *map);
+int ebpf_map_is_keytable_pn(const struct ebpf_map *map);
+/* The packet-number state of the key table entry whose value keys is (a lookup's result), or NULL
+ * without the packet-number map: bpf_quic_pn_state. */
+void *ebpf_keytable_pn(const void *keys);
 /* Pinned maps (NANOBPF_PIN_BY_NAME): one map per name, created by the first program that declares it
  * and shared by every later declaration of the same shape (else NULL with err naming the map), until
  * the last program holding it is freed. */

@@ -402,6 +402,14 @@ static U64 h_quic_hp_mask_at(U64 ctx, U64 keys, U64 off, U64 a4, U64 a5) {
     return (w & 0xff) << 32 | (w >> 8 & 0xff) << 24 | (w >> 16 & 0xff) << 16 | (w >> 24 & 0xff) << 8 | (w >> 32 & 0xff);
 }
 
+/* The key table entry's packet-number state, by the slot its value names (maps.c); the verifier checked
+ * that map is the packet-number map and keys a key table value. */
+static U64 h_quic_pn_of(U64 map, U64 keys, U64 a3, U64 a4, U64 a5) {
+    (void)a3; (void)a4; (void)a5;
+    if (!ebpf_map_is_keytable_pn(PTR(map))) return 0;
+    return (U64)(uintptr_t)ebpf_keytable_pn(PTR(keys));
+}
+
 #define HELPER_ENTRY(id_, name_, ret_, a1, a2, a3, a4, a5, pkt_) \
     {id_, #name_, h_##name_, ret_, {a1, a2, a3, a4, a5}, (pkt_) ? EBPF_HELPER_CHANGES_PKT : 0},
 static const struct ebpf_helper helpers[] = {NANOBPF_HELPERS(HELPER_ENTRY)};

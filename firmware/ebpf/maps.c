@@ -3,7 +3,7 @@
  * never moves while it exists: its slot index is stable, which the key table relies on to name
  * connection slots) and event rings (RINGBUF, PERF_EVENT_ARRAY: records for the host, at the end). Two hash maps are the device's, not a program's (the device maps): the key table,
  * whose values live in the device key table storage (ebpf_keytable_values) instead of its own
- * allocation, and the packet-number map beside it. Each is one object shared by every program that
+ * allocation, and the packet-number map beside it (one state per key table slot). Each is one object shared by every program that
  * declares it (ebpf_device_map_bind), so it survives program loads and swaps; pinned maps
  * (ebpf_pinned_map_bind) are shared the same way, by name.
  * One file on purpose (about 850 lines): the slot layout and the key search are static here so that
@@ -69,6 +69,10 @@ _Static_assert(KEYTABLE_SLOTS >= 2 * NANOBPF_KEYTABLE_ENTRIES, "a new value besi
 static struct ebpf_map keytable;
 static uint32_t keytable_refs;
 static uint64_t keytable_used[(KEYTABLE_SLOTS + 63) / 64]; /* value places in use (control core only) */
+/* The hash slot each value place belongs to (shared memory: every core reads it, ebpf_keytable_pn),
+ * written before the place is published in its slot. */
+static uint16_t *keytable_slot_of;
+_Static_assert(KEYTABLE_SLOTS <= 65536, "a slot index fits keytable_slot_of");
 
 static uint32_t keytable_place(void) {
     for (uint32_t w = 0; w < sizeof keytable_used / sizeof *keytable_used; w++)
@@ -104,7 +108,12 @@ static struct ebpf_map *keytable_bind(struct ebpf_error *err) {
         m->n_cpus = 1;
         m->n_slots = KEYTABLE_SLOTS;
         m->storage = ebpf_alloc_shared((size_t)KEYTABLE_SLOTS * KEYTABLE_SLOT_SIZE);
-        if (!m->storage) {
+        keytable_slot_of = ebpf_alloc_shared((size_t)KEYTABLE_SLOTS * sizeof *keytable_slot_of);
+        if (!m->storage || !keytable_slot_of) {
+            ebpf_free_shared(m->storage);
+            ebpf_free_shared(keytable_slot_of);
+            m->storage = NULL;
+            keytable_slot_of = NULL;
             ebpf_fail(err, -1, "map %s: out of shared memory for its slots", m->name);
             return NULL;
         }
@@ -117,27 +126,58 @@ static struct ebpf_map *keytable_bind(struct ebpf_error *err) {
     return &keytable;
 }
 
-/* The packet-number map: an ordinary hash map of the key table's keys (each core's program claims
- * packet numbers in it with atomics), owned by the device so that a program swap does not hand out a
- * sealed packet number again, and so that it takes its shared memory once, not twice while two
- * programs are loaded. */
+/* The packet-number map: the key table's companion, one state (struct nanobpf_quic_pn_state) per key
+ * table hash slot. An entry never moves while it exists, so a program holding a key table value finds
+ * its state with a load (ebpf_keytable_pn: value place -> slot -> state) instead of hashing and probing
+ * the connection ID a second time. Keyed like the key table for every other user (the host's map
+ * messages, xdp_quic's lookups): a key has a state exactly while it has a key table entry, all zero
+ * from the insert that gave it its slot (a fresh entry's packet numbers start anew), kept when its keys
+ * change (KEY_UPDATE), unreachable once it is deleted. Each core's program claims packet numbers in it
+ * with atomics. Owned by the device, so that a program swap does not hand out a sealed packet number
+ * again. It holds the key table bound while it is. */
 static struct ebpf_map pn_map;
 static uint32_t pn_refs;
 static int map_create(struct ebpf_map *m, struct ebpf_error *err);
 
 static struct ebpf_map *pn_bind(struct ebpf_error *err) {
     if (pn_refs == 0) {
+        if (!keytable_bind(err)) return NULL;
         struct ebpf_map *m = &pn_map;
         memset(m, 0, sizeof *m);
         m->type = NANOBPF_MAP_TYPE_HASH;
         m->key_size = NANOBPF_QUIC_CID_SIZE;
-        m->value_size = NANOBPF_QUIC_PN_STATE_SIZE;
+        m->value_size = m->value_stride = NANOBPF_QUIC_PN_STATE_SIZE;
         m->max_entries = NANOBPF_KEYTABLE_ENTRIES;
         memcpy(m->name, NANOBPF_KEYTABLE_PN_MAP_NAME, sizeof NANOBPF_KEYTABLE_PN_MAP_NAME);
-        if (map_create(m, err)) return NULL;
+        m->n_cpus = 1;
+        m->n_slots = KEYTABLE_SLOTS;
+        m->storage = ebpf_alloc_shared((size_t)KEYTABLE_SLOTS * NANOBPF_QUIC_PN_STATE_SIZE);
+        if (!m->storage) {
+            ebpf_device_map_unbind(&keytable);
+            ebpf_fail(err, -1, "map %s: out of shared memory for its states", m->name);
+            return NULL;
+        }
+        /* the states of the entries the key table already has start at zero, as a fresh entry's */
+        memset(m->storage, 0, (size_t)KEYTABLE_SLOTS * NANOBPF_QUIC_PN_STATE_SIZE);
     }
     pn_refs++;
     return &pn_map;
+}
+_Static_assert(NANOBPF_QUIC_PN_STATE_SIZE % 8 == 0, "packet-number states are packed at their size");
+
+static uint8_t *pn_state(uint32_t slot) { return pn_map.storage + (size_t)slot * NANOBPF_QUIC_PN_STATE_SIZE; }
+
+/* A key table value (as a lookup returned it) -> its entry's packet-number state; NULL without the map
+ * or for a pointer that is not the start of a value place. One division by the constant value size
+ * (a multiply) and one load of shared memory: the path of every packet of xdp_quic_hw. */
+void *ebpf_keytable_pn(const void *keys) {
+    uintptr_t off = (uintptr_t)keys - (uintptr_t)keytable.values;
+    if (!pn_map.storage || !keytable.values || off >= (uintptr_t)KEYTABLE_SLOTS * NANOBPF_QUIC_KEYS_SIZE ||
+        off % NANOBPF_QUIC_KEYS_SIZE)
+        return NULL;
+    /* a plain load: the lookup that returned keys read the place with an acquire, and the place's slot
+     * was written before the place was published */
+    return pn_state(((volatile const uint16_t *)keytable_slot_of)[off / NANOBPF_QUIC_KEYS_SIZE]);
 }
 
 int ebpf_device_map_named(const char *name) {
@@ -156,15 +196,19 @@ struct ebpf_map *ebpf_device_map_bind(const struct ebpf_map *decl, struct ebpf_e
 void ebpf_device_map_unbind(struct ebpf_map *m) {
     if (m == &keytable && keytable_refs && --keytable_refs == 0) {
         ebpf_free_shared(m->storage);
+        ebpf_free_shared(keytable_slot_of);
+        keytable_slot_of = NULL;
         memset(m, 0, sizeof *m);
     } else if (m == &pn_map && pn_refs && --pn_refs == 0) {
         ebpf_free_shared(m->storage);
         memset(m, 0, sizeof *m);
+        ebpf_device_map_unbind(&keytable);
     }
 }
 
 int ebpf_map_is_device(const struct ebpf_map *m) { return m == &keytable || m == &pn_map; }
 int ebpf_map_is_keytable(const struct ebpf_map *m) { return m == &keytable; }
+int ebpf_map_is_keytable_pn(const struct ebpf_map *m) { return m == &pn_map; }
 
 /* Several cores run programs that update one hash map (the DPU's data cores: a connection's first
  * packets may reach two cores at once). Inserts and deletes hold the map's lock, so two cores never
@@ -506,8 +550,10 @@ static int64_t hash_find(const struct ebpf_map *m, const void *key, int *found) 
 }
 
 /* The value of key on core cpu: an array element, or a hash entry's (NULL when absent; event maps have none). */
+static void *pn_lookup(const void *key);
 static uint8_t *value_of(struct ebpf_map *m, const void *key, uint32_t cpu, int touch) {
     if (ebpf_map_is_event(m)) return NULL;
+    if (m == &pn_map) return pn_lookup(key);
     if (is_hash(m)) {
         int found;
         int64_t i = hash_find(m, key, &found);
@@ -541,9 +587,30 @@ static __attribute__((noinline)) void *hash_lookup(const struct ebpf_map *m, con
 static __attribute__((noinline)) void *lookup_this_cpu(struct ebpf_map *m, const void *key) {
     return value_of(m, key, this_cpu(m), 1);
 }
+/* The packet-number map by key: its key table entry's slot (pn_bind). */
+static __attribute__((noinline)) void *pn_lookup(const void *key) {
+    int64_t r = hash_search(&keytable, key);
+    return r < 0 || (r & PROBE_FREE) ? NULL : pn_state((uint32_t)r);
+}
+static int pn_update(const void *key, const void *value, uint64_t flags) {
+    if (flags > NANOBPF_BPF_EXIST) return -EINVAL;
+    uint8_t *v = pn_lookup(key);
+    if (!v) return -ENOENT; /* no key table entry: no state to hold */
+    if (flags == NANOBPF_BPF_NOEXIST) return -EEXIST;
+    memcpy(v, value, NANOBPF_QUIC_PN_STATE_SIZE);
+    return 0;
+}
+static int pn_delete(const void *key) { /* back to a fresh entry's state */
+    uint8_t *v = pn_lookup(key);
+    if (!v) return -ENOENT;
+    memset(v, 0, NANOBPF_QUIC_PN_STATE_SIZE);
+    return 0;
+}
+
 /* Tail calls only: a lookup saves no register of the caller's here (every store is a bus write). */
 void *ebpf_map_lookup(struct ebpf_map *m, const void *key) {
-    return m->type == NANOBPF_MAP_TYPE_HASH ? hash_lookup(m, key) : lookup_this_cpu(m, key);
+    if (m->type != NANOBPF_MAP_TYPE_HASH) return lookup_this_cpu(m, key);
+    return m == &pn_map ? pn_lookup(key) : hash_lookup(m, key);
 }
 
 void *ebpf_map_value(struct ebpf_map *m, const void *key, uint32_t cpu) {
@@ -551,6 +618,7 @@ void *ebpf_map_value(struct ebpf_map *m, const void *key, uint32_t cpu) {
 }
 
 int ebpf_map_update(struct ebpf_map *m, const void *key, const void *value, uint64_t flags) {
+    if (m == &pn_map) return pn_update(key, value, flags);
     if (flags > NANOBPF_BPF_EXIST || ebpf_map_is_event(m)) return -EINVAL;
     if (is_devmap(m) && !devmap_value_ok(m, value)) return -EINVAL;
     if (!is_hash(m)) {
@@ -590,6 +658,9 @@ int ebpf_map_update(struct ebpf_map *m, const void *key, const void *value, uint
         if (m->values) { /* the key table: the new value in a place of its own, then its index */
             uint32_t place = keytable_place();
             memcpy(m->values + (size_t)place * m->value_stride, value, m->value_size);
+            keytable_slot_of[place] = (uint16_t)i;
+            /* a new entry's packet numbers start anew (its slot may have held another's) */
+            if (!found && pn_map.storage) memset(pn_state((uint32_t)i), 0, NANOBPF_QUIC_PN_STATE_SIZE);
             __atomic_store_n(value_index(m, (uint32_t)i), place, __ATOMIC_RELEASE);
         } else {
             uint8_t *v = hash_value(m, (uint32_t)i);
@@ -613,6 +684,7 @@ int ebpf_map_update(struct ebpf_map *m, const void *key, const void *value, uint
 }
 
 int ebpf_map_delete(struct ebpf_map *m, const void *key) {
+    if (m == &pn_map) return pn_delete(key);
     if (m->type == NANOBPF_MAP_TYPE_DEVMAP) { /* Linux: the element becomes empty, whether it was or not */
         uint32_t idx = key_index(key);
         if (idx >= m->max_entries) return -EINVAL;
@@ -644,6 +716,7 @@ int ebpf_map_delete(struct ebpf_map *m, const void *key) {
 }
 
 int64_t ebpf_map_slot_of(struct ebpf_map *m, const void *key) {
+    if (m == &pn_map) m = &keytable; /* its states are the key table's slots */
     if (!is_hash(m)) return -1;
     int64_t r = hash_search(m, key);
     return r < 0 || (r & PROBE_FREE) ? -1 : r;
@@ -652,6 +725,7 @@ int64_t ebpf_map_slot_of(struct ebpf_map *m, const void *key) {
 /* Linux BPF_MAP_GET_NEXT_KEY: the key after key (NULL or absent: the first), in slot order; -ENOENT after the last. */
 int ebpf_map_get_next_key(struct ebpf_map *m, const void *key, void *next) {
     if (ebpf_map_is_event(m)) return -ENOENT;
+    if (m == &pn_map) m = &keytable; /* a state per key table entry */
     if (!is_hash(m)) {
         uint32_t idx = 0;
         if (key) {

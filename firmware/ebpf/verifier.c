@@ -3367,6 +3367,12 @@ static int is_devmap(const struct ebpf_map *m) {
     return m->type == NANOBPF_MAP_TYPE_DEVMAP || m->type == NANOBPF_MAP_TYPE_DEVMAP_HASH;
 }
 
+/* The key table's packet-number map (maps.c binds it by name, one state per key table slot). */
+static int is_keytable_pn(const struct ebpf_map *m) {
+    return m->type == NANOBPF_MAP_TYPE_HASH && !strcmp(m->name, NANOBPF_KEYTABLE_PN_MAP_NAME) &&
+           m->key_size == NANOBPF_QUIC_CID_SIZE && m->value_size == NANOBPF_QUIC_PN_STATE_SIZE;
+}
+
 /* Maps programs read but never write, and why: the key table (the control plane publishes each change
  * whole, and reuses a value's place after the data cores moved on: docs/control.md), devmaps (their
  * entries are the device's ports, which the host sets and maps.c checks). NULL for the others. */
@@ -3401,6 +3407,9 @@ static int map_helper_compatible(struct env *e, uint32_t i, const struct ebpf_he
     if (readonly_map(m) && h->id != NANOBPF_HELPER_MAP_LOOKUP_ELEM && h->id != NANOBPF_HELPER_REDIRECT_MAP)
         return fail(e, (int)i, "helper %s: %s %s is read-only for programs (%s)", h->name, readonly_map(m), m->name,
                     readonly_map_why(m));
+    if (h->id == NANOBPF_HELPER_QUIC_PN_OF && !is_keytable_pn(m))
+        return fail(e, (int)i, "helper %s: map %s is not the packet-number map %s (hash, key %u, value %u bytes)", h->name,
+                    m->name, NANOBPF_KEYTABLE_PN_MAP_NAME, NANOBPF_QUIC_CID_SIZE, NANOBPF_QUIC_PN_STATE_SIZE);
     if (h->id == NANOBPF_HELPER_REDIRECT_MAP && !is_devmap(m))
         return fail(e, (int)i, "helper %s: map %s is not a DEVMAP or DEVMAP_HASH (the ports to redirect to)", h->name,
                     m->name);

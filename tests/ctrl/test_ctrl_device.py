@@ -334,13 +334,23 @@ def test_map_messages(dev):
     assert r.ask(M.NANOBPF_CTRL_MSG_MAP_NEXT, map_req("test_mode")).body == zero
     assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_NEXT, map_req("test_mode", zero))) == "noent"
     assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_DELETE, map_req("test_mode", zero))) == "invalid"       # arrays
+    # quic_pn holds a state per key table entry: none for a key without one, zero from KEY_ADD
     pk = KeyId(OPEN, 1, b"\x05".ljust(20, b"\0")).pack()
     pv = struct.pack("<QQQQ", 1, 2, 3, 4)
     assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_UPDATE, map_req("quic_pn", pk, pv, flags=2))) == "noent"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_UPDATE, map_req("quic_pn", pk, pv))) == "noent"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_NEXT, map_req("quic_pn"))) == "noent"
+    add = D.pack("key_msg", cid_len=1, cid=b"\x05", keys=keys_for(b"\x05"))
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_ADD, add)) == "ok"
+    assert r.ask(M.NANOBPF_CTRL_MSG_MAP_LOOKUP, map_req("quic_pn", pk)).body == bytes(len(pv))
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_UPDATE, map_req("quic_pn", pk, pv, flags=1))) == "exist"
     assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_UPDATE, map_req("quic_pn", pk, pv))) == "ok"
     assert r.ask(M.NANOBPF_CTRL_MSG_MAP_NEXT, map_req("quic_pn")).body == pk
-    assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_DELETE, map_req("quic_pn", pk))) == "ok"
-    assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_DELETE, map_req("quic_pn", pk))) == "noent"
+    assert r.ask(M.NANOBPF_CTRL_MSG_MAP_LOOKUP, map_req("quic_pn", pk)).body == pv
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_DELETE, map_req("quic_pn", pk))) == "ok"          # back to zero
+    assert r.ask(M.NANOBPF_CTRL_MSG_MAP_LOOKUP, map_req("quic_pn", pk)).body == bytes(len(pv))
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_DEL, D.pack("key_del", cid_len=1, cid=b"\x05"))) == "ok"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_DELETE, map_req("quic_pn", pk))) == "noent"      # gone with the entry
     assert len(r.ask(M.NANOBPF_CTRL_MSG_MAP_LOOKUP, map_req("quic_stats", zero)).body) == 8             # per-CPU
     f = r.ask(M.NANOBPF_CTRL_MSG_MAP_LOOKUP, map_req("nosuch", zero))
     assert status(f) == "no_map" and b"test_mode" in f.body
@@ -466,7 +476,7 @@ def test_packet_number_state_outlives_program_swaps(dev):
     """The packet-number map (quic_pn) is the device's, like the key table: a program that replaces
     another, or is loaded after an unload, finds the state the last one left (so a number sealed
     before stays claimed: test_devmodel_datapath.py sends the packets). A program whose quic_pn has
-    another shape is refused by name. KEY_FLUSH clears all of it, entries no key names included."""
+    another shape is refused by name. KEY_FLUSH clears all of it (a state goes with its key table entry)."""
     host = Client(dev.host, **dev.retry)
     host.hello()
     image = stand_in_image()
@@ -493,8 +503,12 @@ def test_packet_number_state_outlives_program_swaps(dev):
         host.prog_load(bad, name="bad_pn")
     assert refused.value.status == D.NANOBPF_CTRL_ST_VERIFIER and PN_MAP in str(refused.value), refused.value
     assert host.prog_info()["name"] == "xdp_ctrl_test"
-    # KEY_FLUSH takes every entry's state, one that no key names too
-    host.map_update(PN_MAP, key_id(b"abc", SEAL).pack(), claims)
+    # no state without an entry; KEY_FLUSH takes every entry's
+    with pytest.raises(CtrlError) as refused:
+        host.map_update(PN_MAP, key_id(b"abc", SEAL).pack(), claims)
+    assert refused.value.status == D.NANOBPF_CTRL_ST_NOENT, refused.value
+    host.key_add(b"abc", keys_for(b"abc", fill=6), dir=SEAL)
+    assert pn_state() == {key_id(cid, SEAL).pack(): claims, key_id(b"abc", SEAL).pack(): bytes(len(claims))}
     host.call(M.NANOBPF_CTRL_MSG_KEY_FLUSH)
     host.keys.clear()
     assert pn_state() == {}

@@ -25,7 +25,7 @@ import pytest
 
 from nanobpf import BUILD, ROOT
 from nanobpf import ctrl
-from nanobpf.ctrl import OPEN, SEAL, Client, MemoryLink, addr_id, key_id
+from nanobpf.ctrl import OPEN, SEAL, Client, CtrlError, MemoryLink, addr_id, key_id
 from nanobpf.devmodel import HOST_PORT, NET_PORT, DeviceModel
 from nanobpf.ebpf import device
 from nanobpf.pcap import parse_udp, udp_frame
@@ -351,23 +351,29 @@ def pn(host, kid):
 
 
 def test_pn_state_follows_the_key_table(model, test_image):
-    """quic_pn entries (the device's packet-number state) go with KEY_ADD and KEY_DEL, and stay on
-    KEY_UPDATE; other entries' state is untouched. KEY_FLUSH takes all of them."""
+    """quic_pn (the device's packet-number state, one per key table entry) follows the key table: a key
+    without an entry has no state and none can be written for it; KEY_ADD starts it at zero, also in a
+    slot an earlier entry left; KEY_UPDATE keeps it; other entries' state is untouched; KEY_DEL and
+    KEY_FLUSH take it with the entries."""
     host, dev, _, _ = model
     host.prog_load(test_image, "ctrl_test")
     aid = addr_id("2001:db8::1", 4433, 443)
     kids = [key_id(CID), key_id(CID, SEAL), key_id(b"", OPEN, aid), key_id(b"", SEAL, aid)]
     bystander = key_id(b"\x99" * 5, SEAL)
-    host.map_update("quic_pn", bystander.pack(), PN_STATE)
+    with pytest.raises(CtrlError) as refused:
+        host.map_update("quic_pn", bystander.pack(), PN_STATE)   # no entry: no state to hold
+    assert refused.value.status == D.NANOBPF_CTRL_ST_NOENT, refused.value
+    zero = bytes(len(PN_STATE))
     for kid in kids:
-        host.map_update("quic_pn", kid.pack(), PN_STATE)          # left over from an earlier connection
         host.key_add(kid, keys_struct(K0, kid.cid_len))
-        assert pn(host, kid) is None, f"KEY_ADD {kid} kept old packet-number state"
+        assert pn(host, kid) == zero, f"KEY_ADD {kid}: the packet-number state does not start at zero"
         host.map_update("quic_pn", kid.pack(), PN_STATE)          # the program counted packets
         host.key_update(kid, keys_struct(K1, kid.cid_len, phase=1))
         assert pn(host, kid) == PN_STATE, f"KEY_UPDATE {kid} lost the packet-number state"
     host.key_del(kids[0])
     assert pn(host, kids[0]) is None and all(pn(host, k) == PN_STATE for k in kids[1:])
+    host.key_add(kids[0], keys_struct(K0, kids[0].cid_len))       # back, maybe in the slot it had
+    assert pn(host, kids[0]) == zero, "KEY_ADD after KEY_DEL kept the old packet-number state"
     host.call(D.NANOBPF_CTRL_MSG_KEY_FLUSH)
     host.keys.clear()
     assert all(pn(host, k) is None for k in kids + [bystander])    # all of it: no key names any

@@ -68,9 +68,6 @@ static int check_keys(const struct nanobpf_quic_cid *k, const uint8_t *keys, str
     return n ? ctrl_refuse(r, NANOBPF_CTRL_ST_INVALID, "keys: %s", text) : 0;
 }
 
-/* The packet-number state of an entry (quic_pn, keyed like the key table) removed. */
-static void forget_pn(const struct nanobpf_quic_cid *k) { ebpf_map_delete(pn, k); }
-
 /* PISA's CID table follows the open entries (packets from the network carry the device's own CIDs):
  * inserted once the entry is in the key table, removed before it leaves it, so a packet's conn never
  * names a slot without its entry. A full table refuses the insert (PISA counts it, STATS CID_FULL):
@@ -120,8 +117,7 @@ int ctrl_key_set(const uint8_t *b, unsigned len, struct ctrl_reply *r, int updat
     if (rc == -EEXIST) return ctrl_refuse(r, NANOBPF_CTRL_ST_EXIST, "entry already present (KEY_UPDATE replaces keys)");
     if (rc) return ctrl_refuse(r, NANOBPF_CTRL_ST_FULL, "key table full (%u entries)", NANOBPF_KEYTABLE_ENTRIES);
     uint32_t slot = (uint32_t)ebpf_map_slot_of(table, &k);
-    if (!update) {
-        forget_pn(&k); /* fresh keys: packet numbers start anew (an update keeps them) */
+    if (!update) { /* fresh keys: the insert started its packet-number state at zero (an update keeps it) */
         ctrl_keys_sync_config(dpu_prog_current());
         cid_table(NANOBPF_PISA_CID_OP_INSERT, &k, slot);
     }
@@ -137,9 +133,8 @@ int ctrl_key_del(const uint8_t *b, unsigned len, struct ctrl_reply *r) {
     if (entry_key(b, &k, r)) return -1;
     if (ebpf_map_slot_of(table, &k) < 0) return ctrl_refuse(r, NANOBPF_CTRL_ST_NOENT, "no such entry");
     cid_table(NANOBPF_PISA_CID_OP_DELETE, &k, 0);
-    ebpf_map_delete(table, &k);
-    ebpf_quiesce(); /* a core that found the entry before may still create its state: let it finish */
-    forget_pn(&k);
+    ebpf_map_delete(table, &k); /* its packet-number state goes with it (maps.c); returns once no core
+                                   can still hold the entry */
     ctrl_keys_sync_config(dpu_prog_current());
     return 0;
 }
@@ -150,7 +145,6 @@ void ctrl_keys_flush(void) {
         cid_table(NANOBPF_PISA_CID_OP_DELETE, &k, 0);
         ebpf_map_delete(table, &k);
     }
-    ebpf_quiesce(); /* as in ctrl_key_del; then every entry's state goes, with none left behind */
-    while (!ebpf_map_get_next_key(pn, NULL, &k)) forget_pn(&k);
+    /* every entry's packet-number state went with it (maps.c): quic_pn has a state per key table entry */
     ctrl_keys_sync_config(dpu_prog_current());
 }

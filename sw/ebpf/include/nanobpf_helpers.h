@@ -44,4 +44,10 @@ static long (*bpf_quic_hp_mask)(const struct nanobpf_quic_keys *keys, void *bloc
 static long (*bpf_quic_hp_mask_at)(struct xdp_md *ctx, const struct nanobpf_quic_keys *keys, __u32 off) =
     (void *)NANOBPF_HELPER_QUIC_HP_MASK_AT;
 
+/* The packet-number state of the key table entry whose value keys is (the non-NULL result of
+ * bpf_map_lookup_elem(&nanobpf_quic_keys, ...)): what bpf_map_lookup_elem(&quic_pn, key) returns, found
+ * by the entry's slot instead of a second search for its connection ID. map must be the device's
+ * packet-number map quic_pn (the verifier checks). NULL only when quic_pn is not bound. */
+static void *(*bpf_quic_pn_of)(void *map, const struct nanobpf_quic_keys *keys) = (void *)NANOBPF_HELPER_QUIC_PN_OF;
+
 #endif

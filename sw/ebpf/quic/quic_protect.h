@@ -78,6 +78,11 @@ static __always_inline int quic_seal_payload(struct xdp_md *ctx, struct quic_cry
                                              __u32 hdr_len, __u32 ct_off, __u32 pt_len, __u32 pkt_end,
                                              __u64 *hdr_sum, __u64 *body_sum);
 
+/* The packet-number state of the connection whose key table value keys is (key pk->cid): NULL when none
+ * can be kept (the caller drops). */
+static __always_inline struct nanobpf_quic_pn_state *quic_pn_of(const struct nanobpf_quic_keys *keys,
+                                                                const struct quic_pkt *pk);
+
 /* ---- Shared by both backends ---- */
 
 /* RFC 9000 appendix A.3: the packet number closest to expected whose low bits are truncated. */
@@ -222,9 +227,10 @@ static __always_inline const struct nanobpf_quic_keys *quic_keys(const struct qu
     return keys;
 }
 
-/* The entry's packet-number state, created on first use; NULL when quic_pn is full (the caller drops:
- * without it neither nonce uniqueness nor decoding can be kept). The control plane removes it with the
- * key table entry. */
+/* The entry's packet-number state by its key, created on first use; NULL when quic_pn is full (the
+ * caller drops: without it neither nonce uniqueness nor decoding can be kept). The control plane
+ * removes it with the key table entry. On NanoBPF the device's quic_pn holds a state for every key table
+ * entry (zero until used): the lookup finds it, and NULL means the entry is gone. */
 static const struct nanobpf_quic_pn_state quic_pn_fresh; /* zero; not on the stack, which is short */
 
 static __always_inline struct nanobpf_quic_pn_state *quic_pn_state(const struct nanobpf_quic_cid *cid) {
@@ -298,7 +304,7 @@ __noinline int quic_open(struct xdp_md *ctx, struct quic_pkt *pk, struct quic_cr
     quic_count(&quic_stats, keys ? NANOBPF_QUIC_STAT_ONE_RTT : NANOBPF_QUIC_STAT_UNKNOWN_CID);
     if (!keys)
         return QUIC_NOT_MINE;
-    struct nanobpf_quic_pn_state *st = quic_pn_state(&pk->cid);
+    struct nanobpf_quic_pn_state *st = quic_pn_of(keys, pk);
     if (!st)
         return quic_drop(NANOBPF_QUIC_DROP_NO_PN_STATE);
     data = (__u8 *)(long)ctx->data;
@@ -387,7 +393,7 @@ __noinline int quic_seal(struct xdp_md *ctx, struct quic_pkt *pk, struct quic_cr
     int next = quic_seal_slot(keys, b0, pk->long_hdr);
     if (next < 0)
         return quic_drop(NANOBPF_QUIC_DROP_NO_KEYS);
-    struct nanobpf_quic_pn_state *st = quic_pn_state(&pk->cid);
+    struct nanobpf_quic_pn_state *st = quic_pn_of(keys, pk);
     if (!st)
         return quic_drop(NANOBPF_QUIC_DROP_NO_PN_STATE);
     /* Nonce uniqueness: a packet number is sealed once per connection, across key phases (the packet

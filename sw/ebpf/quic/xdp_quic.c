@@ -8,6 +8,13 @@
 #include "quic_protect.h"
 
 /* AES-ECB of the 16-byte sample under the header-protection key (a working block of the scratch value). */
+/* By the connection's key: quic_pn is a hash map under Linux (on NanoBPF the device's, keyed alike). */
+static __always_inline struct nanobpf_quic_pn_state *quic_pn_of(const struct nanobpf_quic_keys *keys,
+                                                                const struct quic_pkt *pk) {
+    (void)keys;
+    return quic_pn_state(&pk->cid);
+}
+
 static __always_inline int quic_hp_mask(struct xdp_md *ctx, struct quic_crypto *c, const struct nanobpf_quic_keys *keys,
                                         __u32 off, __u32 *m0, __u32 *m14) {
     const __u8 *p = (const __u8 *)(long)ctx->data + (off & QUIC_OFF_MASK), *end = (const __u8 *)(long)ctx->data_end;

@@ -16,6 +16,13 @@
 #include "nanobpf_helpers.h"
 #include "quic_protect.h"
 
+/* By the key table entry's slot (bpf_quic_pn_of): no second search for the connection ID. */
+static __always_inline struct nanobpf_quic_pn_state *quic_pn_of(const struct nanobpf_quic_keys *keys,
+                                                                const struct quic_pkt *pk) {
+    (void)pk;
+    return bpf_quic_pn_of(&quic_pn, keys);
+}
+
 /* The engine reads the sample in the frame itself (bpf_quic_hp_mask_at): nothing is copied out and
  * back through the core. */
 static __always_inline int quic_hp_mask(struct xdp_md *ctx, struct quic_crypto *c, const struct nanobpf_quic_keys *keys,

@@ -27,8 +27,11 @@ Data path, failing closed (every drop is counted by its reason: in = out + drops
 
 Key table: entries per direction (ctrl.KeyId: dir, CID length, 20-byte id; a zero-length CID is the
 peer's address id), mirrored into the program's `nanobpf_quic_keys` map. The control plane keeps the
-`quic_pn` map (packet-number state, same key) in step: an entry's state is removed on KEY_ADD (fresh
-keys), KEY_DEL and KEY_FLUSH (all of it), and kept on KEY_UPDATE. Like the key table it is the
+`quic_pn` map (packet-number state, same key) in step: an entry's state starts at zero on KEY_ADD
+(fresh keys), goes with the entry on KEY_DEL and KEY_FLUSH, and is kept on KEY_UPDATE. The runtime
+holds it as the key table's companion, one state per key table slot (firmware/ebpf/maps.c): a key
+has a state exactly while it has an entry, and `bpf_quic_pn_of` finds it from the entry's value.
+Like the key table it is the
 device's, not the program's: it outlives program loads, swaps and unloads (kept here while no program
 that declares it is attached). It also owns the `open_cid_lens`
 field of `quic_config` (bit n: open entries with n-byte CIDs exist): rewritten whenever the open entries
@@ -714,9 +717,12 @@ class DeviceModel:
         if KEYTABLE in xdp.map_names():
             for kid, (_, keys) in self._keys.items():
                 xdp.map_update(KEYTABLE, kid.pack(), keys)
-        if PN_MAP in xdp.map_names():
+        if PN_MAP in xdp.map_names() and KEYTABLE in xdp.map_names():
+            # a state per key table entry (the runtime's quic_pn follows its key table, mirrored above)
+            entries = {kid.pack() for kid in self._keys}
             for key, value in self._pn.items():
-                xdp.map_update(PN_MAP, key, value)
+                if key in entries:
+                    xdp.map_update(PN_MAP, key, value)
             self._pn = {}
         self._sync_config()
         return D.pack("prog_info", **info)

@@ -350,7 +350,79 @@ static void hash_keys_found_at_any_alignment(void) {
     done("hash_keys_found_at_any_alignment", f);
 }
 
+/* The packet-number map is the key table's companion (maps.c pn_bind): a state per key table slot. A key
+ * has a state exactly while it has an entry, zero from the insert that gave it its slot; the state a
+ * key table value leads to (ebpf_keytable_pn, bpf_quic_pn_of) is the one a lookup by key finds, and a
+ * changed value (a new place) still leads to it; an update for a key without an entry is refused, a
+ * delete sets the state back to zero, the keys it lists are the key table's. Fails when the helper's
+ * place -> slot step is wrong: checked by returning the state of the place instead of its slot. */
+static void pn_map_follows_the_key_table_slots(void) {
+    int f = failed;
+    struct ebpf_error err = {-1, ""};
+    struct ebpf_map kdecl = map(NANOBPF_MAP_TYPE_HASH, NANOBPF_QUIC_CID_SIZE, NANOBPF_QUIC_KEYS_SIZE,
+                                NANOBPF_KEYTABLE_ENTRIES, NANOBPF_KEYTABLE_MAP_NAME);
+    struct ebpf_map pdecl = map(NANOBPF_MAP_TYPE_HASH, NANOBPF_QUIC_CID_SIZE, NANOBPF_QUIC_PN_STATE_SIZE,
+                                NANOBPF_KEYTABLE_ENTRIES, NANOBPF_KEYTABLE_PN_MAP_NAME);
+    struct ebpf_map *pn = ebpf_device_map_bind(&pdecl, &err), *kt = ebpf_device_map_bind(&kdecl, &err);
+    check("pn", pn && kt && ebpf_map_is_keytable_pn(pn), "both device maps bound");
+    if (!pn || !kt) return;
+    enum { N = 40 };
+    struct nanobpf_quic_cid k[N];
+    uint8_t keys[NANOBPF_QUIC_KEYS_SIZE], st[NANOBPF_QUIC_PN_STATE_SIZE], zero[NANOBPF_QUIC_PN_STATE_SIZE] = {0};
+    char what[96];
+    for (int i = 0; i < N; i++) {
+        memset(&k[i], 0, sizeof k[i]);
+        k[i].len = (uint8_t)(1 + i % 20);
+        for (int b = 0; b < k[i].len; b++) k[i].id[b] = (uint8_t)(i * 7 + b);
+        k[i].dir = (uint8_t)(i & 1 ? NANOBPF_QUIC_DIR_SEAL : NANOBPF_QUIC_DIR_OPEN);
+        check("pn", ebpf_map_update(pn, &k[i], zero, NANOBPF_BPF_ANY) == -ENOENT && !ebpf_map_lookup(pn, &k[i]),
+              "no state before the entry");
+        memset(keys, i, sizeof keys);
+        check("pn", ebpf_map_update(kt, &k[i], keys, NANOBPF_BPF_NOEXIST) == 0, "entry added");
+        uint8_t *s = ebpf_map_lookup(pn, &k[i]);
+        snprintf(what, sizeof what, "entry %d: a zero state, the one its value leads to", i);
+        check("pn", s && !memcmp(s, zero, sizeof zero) && ebpf_keytable_pn(ebpf_map_lookup(kt, &k[i])) == s, what);
+        memset(st, 0x40 + i, sizeof st);
+        check("pn", ebpf_map_update(pn, &k[i], st, NANOBPF_BPF_NOEXIST) == -EEXIST &&
+                        ebpf_map_update(pn, &k[i], st, NANOBPF_BPF_EXIST) == 0, "state written by key");
+    }
+    for (int i = 0; i < N; i++) { /* new keys: a new value place; the state stays */
+        memset(keys, 0x80 + i, sizeof keys);
+        check("pn", ebpf_map_update(kt, &k[i], keys, NANOBPF_BPF_EXIST) == 0, "keys changed");
+        const uint8_t *v = ebpf_map_lookup(kt, &k[i]), *s = ebpf_keytable_pn(v);
+        memset(st, 0x40 + i, sizeof st);
+        snprintf(what, sizeof what, "entry %d: its state kept and found from its new value", i);
+        check("pn", v && v[0] == 0x80 + i && s == ebpf_map_lookup(pn, &k[i]) && s && !memcmp(s, st, sizeof st), what);
+    }
+    int listed = 0;
+    struct nanobpf_quic_cid at, next;
+    for (const void *p = NULL; !ebpf_map_get_next_key(pn, p, &next); p = &at) at = next, listed++;
+    check("pn", listed == N, "the keys listed are the key table's");
+    for (int i = 0; i < N; i += 2) check("pn", ebpf_map_delete(kt, &k[i]) == 0, "entry deleted");
+    for (int i = 0; i < N; i++) { /* deleted entries: no state; others kept; re-added ones start at zero */
+        uint8_t *s = ebpf_map_lookup(pn, &k[i]);
+        snprintf(what, sizeof what, "entry %d: %s", i, i % 2 ? "state kept" : "no state once deleted");
+        check("pn", i % 2 ? s && s[0] == 0x40 + i : !s && ebpf_map_delete(pn, &k[i]) == -ENOENT, what);
+        if (i % 2) continue;
+        memset(keys, i, sizeof keys);
+        check("pn", ebpf_map_update(kt, &k[i], keys, NANOBPF_BPF_NOEXIST) == 0, "entry added again");
+        s = ebpf_map_lookup(pn, &k[i]);
+        snprintf(what, sizeof what, "entry %d added again: its state starts at zero", i);
+        check("pn", s && !memcmp(s, zero, sizeof zero) && ebpf_keytable_pn(ebpf_map_lookup(kt, &k[i])) == s, what);
+    }
+    check("pn", ebpf_map_delete(pn, &k[1]) == 0 && !memcmp(ebpf_map_lookup(pn, &k[1]), zero, sizeof zero),
+          "a delete by key sets the state back to zero");
+    check("pn", !ebpf_keytable_pn(keys) && !ebpf_keytable_pn((const uint8_t *)ebpf_map_lookup(kt, &k[1]) + 8),
+          "a pointer that is no value place has no state");
+    for (int i = 0; i < N; i++) ebpf_map_delete(kt, &k[i]);
+    ebpf_device_map_unbind(kt);
+    ebpf_device_map_unbind(pn);
+    check("pn", !ebpf_keytable_pn(keys), "no state once unbound");
+    done("pn_map_follows_the_key_table_slots", f);
+}
+
 int main(void) {
+    pn_map_follows_the_key_table_slots();
     hash_keys_found_at_any_alignment();
     adjust_meta_limits_like_linux();
     prog_array_and_tail_call_limit();

@@ -89,6 +89,13 @@ struct tcase {
 #define SEAL NANOBPF_HELPER_QUIC_AEAD_SEAL
 #define OPEN NANOBPF_HELPER_QUIC_AEAD_OPEN
 #define HP NANOBPF_HELPER_QUIC_HP_MASK
+#define PN_OF NANOBPF_HELPER_QUIC_PN_OF
+/* map 2: the key table's packet-number map */
+#define PN_MAP(n) {NANOBPF_MAP_TYPE_HASH, NANOBPF_QUIC_CID_SIZE, NANOBPF_QUIC_PN_STATE_SIZE, n, NANOBPF_KEYTABLE_PN_MAP_NAME}
+#define QUIC_PN_MAPS {KEYTABLE(4), HASH(NANOBPF_QUIC_CID_SIZE, NANOBPF_QUIC_KEYS_SIZE, 4), PN_MAP(4)}
+/* keys in r0 from map k, then r0 = bpf_quic_pn_of(map m, keys), read when not NULL: 18 insns */
+#define PN_OF_PROG(k, m) PROG(KT_LOOKUP(k), JMP_IMM(JEQ, 0, 0, 7), MOV64_REG(2, 0), LD_MAP(1, m), CALL(PN_OF), \
+                              JMP_IMM(JEQ, 0, 0, 2), LDX(DW, 1, 0, 0), MOV64_IMM(0, 0), EXIT())
 /* r6 = ctx; a zero connection ID at fp-24; r0 = its lookup in map m: 9 insns */
 #define KT_LOOKUP(m) MOV64_REG(6, 1), ST(DW, 10, -8, 0), ST(DW, 10, -16, 0), ST(DW, 10, -24, 0), MOV64_REG(2, 10), \
                      ALU64_IMM(ADD, 2, -24), LD_MAP(1, m), CALL(1)
@@ -963,6 +970,16 @@ static const struct tcase tests[] = {
      PROG(KT_LOOKUP(0), JMP_IMM(JEQ, 0, 0, 5), MOV64_REG(1, 0), MOV64_REG(2, 10), ALU64_IMM(ADD, 2, -48),
           MOV64_IMM(3, 16), CALL(HP), EXIT()),
      QUIC_MAPS, REJECT(14, "invalid indirect read from stack R2 off -48+0 size 16")},
+    /* bpf_quic_pn_of: a key table value in, the packet-number map's value or NULL out */
+    {"quic_pn_of_args", PN_OF_PROG(0, 2), QUIC_PN_MAPS, ACCEPT},
+    {"quic_pn_of_other_map", PN_OF_PROG(0, 1), QUIC_PN_MAPS,
+     REJECT(13, "helper quic_pn_of: map map1 is not the packet-number map quic_pn")},
+    {"quic_pn_of_keys_other_map", PN_OF_PROG(1, 2), QUIC_PN_MAPS,
+     REJECT(13, "R2 is a value of map map1: helper quic_pn_of needs a value of the key table")},
+    {"quic_pn_of_result_maybe_null",
+     PROG(KT_LOOKUP(0), JMP_IMM(JEQ, 0, 0, 6), MOV64_REG(2, 0), LD_MAP(1, 2), CALL(PN_OF), LDX(DW, 1, 0, 0),
+          MOV64_IMM(0, 0), EXIT()),
+     QUIC_PN_MAPS, REJECT(14, "R0 invalid mem access 'map_value_or_null'")},
     {"atomic_on_packet",
      PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 8), JMP_REG(JGT, 4, 3, 3), MOV64_IMM(5, 1),
           ATOMIC(DW, EBPF_ATOMIC_ADD, 2, 5, 0), MOV64_IMM(0, 1), EXIT()),
