@@ -38,8 +38,9 @@ extern const uint8_t dpu_prog_image[], dpu_prog_image_end[], dpu_prog_record[], 
  * an atomic operation (AMOs reach memory; a plain load could hit a stale line of a non-coherent cache). */
 static uint64_t attached;
 
-/* Per core: odd while it runs a packet, even between packets (atomic operations only). Core 0 waits on
- * these before it reuses what it unpublished (ebpf_quiesce). One cache line each. */
+/* Per core: odd while it runs a packet, even between packets. Core 0 waits on these before it reuses
+ * what it unpublished (ebpf_quiesce), reading them with atomic operations; each core writes its own with
+ * plain stores, which its write-through cache sends to memory (data_loop). One cache line each. */
 static struct {
     uint64_t n;
 } __attribute__((aligned(64))) pass[NANOBPF_MAX_CORES];
@@ -317,12 +318,17 @@ static int summary(unsigned cores) {
 
 static void data_loop(unsigned hart, int also_control) {
     const struct ebpf_prog *last = NULL;
+    uint64_t n = __atomic_fetch_add(&pass[hart].n, 0, __ATOMIC_ACQUIRE); /* only this core writes it */
     for (;;) {
         uint64_t t0 = nb_cycles();
         uint64_t d = PKT(NANOBPF_PKT_CORE_DESC_OFFSET(hart));
         if (NANOBPF_GET(d, NANOBPF_PKT_DESC_VALID)) {
-            __atomic_fetch_add(&pass[hart].n, 1, __ATOMIC_ACQ_REL); /* odd: in a packet */
-            const struct ebpf_prog *prog = (const struct ebpf_prog *)(uintptr_t)__atomic_fetch_or(&attached, 0, __ATOMIC_ACQUIRE);
+            /* Odd: in a packet. A store, not an AMO (two a packet saved, with the even one below): the
+             * read of the attached program is sequentially consistent (a fence, then the AMO), so the
+             * store is in memory before it; core 0 then either sees it odd or this core reads the
+             * program core 0 published before it looked (ebpf_quiesce). */
+            *(volatile uint64_t *)&pass[hart].n = ++n;
+            const struct ebpf_prog *prog = (const struct ebpf_prog *)(uintptr_t)__atomic_fetch_or(&attached, 0, __ATOMIC_SEQ_CST);
             if (prog != last) {
                 /* another program: its code and data may sit where an old one's were cached here */
                 __asm__ volatile("fence rw, rw\n\tfence.i" ::: "memory");
@@ -335,7 +341,8 @@ static void data_loop(unsigned hart, int also_control) {
              * without this, a shim's last bytes were seen missing under load) */
             __asm__ volatile("fence iorw, iorw" ::: "memory");
             PKT(NANOBPF_PKT_CORE_COMP_OFFSET(hart)) = comp;
-            __atomic_fetch_add(&pass[hart].n, 1, __ATOMIC_RELEASE); /* even: between packets */
+            /* even: between packets; the fence above put every access of the packet before it */
+            *(volatile uint64_t *)&pass[hart].n = ++n;
             stats[hart].busy += nb_cycles() - t0; /* descriptor read to completion written */
             continue;
         }
