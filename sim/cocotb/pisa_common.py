@@ -2,6 +2,7 @@
 pipeline's Chisel ports, a scapy traffic generator and the register programming used by the model
 (nanobpf.models.pisa) and the RTL alike."""
 import random
+import struct
 
 import nanobpf_ctrl_defs as CTRL_DEFS
 
@@ -158,7 +159,9 @@ SHORT_CID = 8
 
 async def program_default(regs):
     """One-arm set-up: physical port 0 carries VLAN 10 (host) and VLAN 20 (network); port 1 untagged
-    is the network too. UDP 443 is QUIC with 8-byte short-header CIDs on both logical ports."""
+    is the network too, port 3 untagged the host too (a two-port host link, where frames to seal
+    arrive with the shim right after the MAC addresses). UDP 443 is QUIC with 8-byte short-header CIDs
+    on both logical ports (on the host's, the source port of a frame behind the shim)."""
     await regs.put("roles", host_lport=HOST, network_lport=NET)
     await regs.put("lport_cfg", HOST, default_action=ACTION["to_network"], egress_port=0, egress_tagged=1,
                    egress_vid=NET_VID)
@@ -169,6 +172,7 @@ async def program_default(regs):
     await regs.put("port_entry", 1, valid=1, port=0, tagged=1, vid=NET_VID, lport=NET)
     await regs.put("port_entry", 2, valid=1, port=1, tagged=0, lport=NET)
     await regs.put("port_entry", 3, valid=1, port=2, tagged=0, lport=2)
+    await regs.put("port_entry", 4, valid=1, port=3, tagged=0, lport=HOST)
     await regs.put("profile_entry", 0, valid=1, lport=NET, udp_port=QUIC_PORT, short_cid_len=SHORT_CID)
     await regs.put("profile_entry", 1, valid=1, lport=HOST, udp_port=QUIC_PORT, short_cid_len=SHORT_CID)
 
@@ -188,8 +192,11 @@ class Traffic:
 
     def frame(self, size=None):
         r = self.rng
-        kind = r.choice(["quic_short", "quic_short", "quic_long", "udp", "tcp", "arp", "quic_short", "ctrl", "shim"])
+        kind = r.choice(["quic_short", "quic_short", "quic_long", "udp", "tcp", "arp", "quic_short", "ctrl", "shim",
+                         "seal"])
         tags = r.choice([[HOST_VID], [NET_VID], [NET_VID], [], [NET_VID, 7], [99]])
+        if kind == "seal" and r.random() < 0.6:
+            tags = []  # mostly the two-port host link's (below)
         port = 1 if not tags else 0
         if r.random() < 0.05:
             port = r.randrange(4)
@@ -209,14 +216,17 @@ class Traffic:
             pkt = eth / ip / TCP(sport=r.randrange(1024, 65536), dport=QUIC_PORT)
         else:
             dport = QUIC_PORT if kind.startswith("quic") or r.random() < 0.2 else r.randrange(1024, 65536)
-            if kind == "quic_short":
+            sport = r.randrange(1024, 65536)
+            if kind == "seal":  # from the host's QUIC port, mostly; the shim goes in below
+                sport, dport = QUIC_PORT if r.random() < 0.8 else sport, dport if r.random() < 0.2 else sport
+            if kind in ("quic_short", "seal"):
                 cid = r.choice(self.cids) if self.cids and r.random() < 0.8 else r.randbytes(SHORT_CID)
                 body = quic_payload(r, cid)
             elif kind == "quic_long":
                 body = quic_payload(r, r.randbytes(r.randrange(0, 21)), long=True)
             else:
                 body = r.randbytes(r.randrange(0, 20))
-            pkt = eth / ip / UDP(sport=r.randrange(1024, 65536), dport=dport) / Raw(body)
+            pkt = eth / ip / UDP(sport=sport, dport=dport) / Raw(body)
             if v6 and r.random() < 0.1:  # an extension header: the parser passes it by
                 pkt = eth / IPv6(src="2001:db8::1", dst="2001:db8::2") / IPv6ExtHdrRouting() / UDP(dport=dport) / Raw(body)
         raw = bytes(pkt)
@@ -226,6 +236,10 @@ class Traffic:
             raw = bytes(pkt)
             if len(raw) < target:
                 raw += bytes(target - len(raw))  # Ethernet padding
+        if kind == "seal":  # a frame to seal: the shim after the MAC addresses (before any tag)
+            raw = raw[:12] + struct.pack(">HBB", CTRL_DEFS.SHIM_ETHERTYPE, CTRL_DEFS.NANOBPF_SHIM_F_ENCRYPT, r.randrange(21)) + raw[12:]
+            if not tags and r.random() < 0.8:
+                port = 3  # the two-port host link; else the network's port, where a shim is dropped
         return raw, port
 
     def malformed(self, frame):

@@ -413,3 +413,66 @@ def test_pisa_parse_result_gives_what_classification_gives(tmp_path_factory, bac
     finally:
         for d in devs:
             d.close()
+
+
+@pytest.mark.parametrize("backend_name", ["interp", "jit"])
+def test_pisa_parse_result_for_frames_to_seal(tmp_path_factory, backend_name):
+    """xdp_quic_hw with PISA's parse of a frame to seal in its context (the ingress parser stepped over
+    the shim: offsets that count it; the host's QUIC profile matched; the seal path skips parsing and
+    the quic_ports lookup) leaves the same bytes, takes the same action and counts the same as without
+    it: IPv4 and IPv6, a VLAN tag behind the shim, 8-byte and zero-length CIDs, one whose fixed bit is
+    clear (NO_FIXED_BIT), one without keys (NO_SEAL_KEYS), a shim that names a CID longer than the
+    packet (QUIC_TRUNCATED), a packet number sealed before (PN_REUSED). The hinted device has no
+    quic_ports at all, so a frame that took the classification's way instead would be NOT_SEALABLE;
+    a long header, which PISA's parse does not describe, takes it there (and is dropped so)."""
+    ok, why = available(backend_name)
+    if not ok:
+        pytest.skip(why)
+    obj = build("xdp_quic_hw", tmp_path_factory.mktemp("pisa_seal"))
+    cases, pn = [], 10
+    for v6, vlan in [(False, None), (True, None), (False, 7), (True, 9)]:
+        for cid in (CID, b""):
+            pn += 1
+            plain, prot = short_packet(pn, b"s" * 300, cid=cid)
+            cases.append(("sealed", frame_of(plain, v6, vlan), len(cid), v6, vlan, frame_of(prot, v6, vlan)))
+            cases.append(("again", frame_of(plain, v6, vlan), len(cid), v6, vlan, None))
+        plain, _ = short_packet(pn + 100, b"t" * 40)
+        cases.append(("no fixed bit", frame_of(bytes([plain[0] & ~0x40]) + plain[1:], v6, vlan), len(CID), v6, vlan, None))
+        cases.append(("no keys", frame_of(plain[:1] + bytes(8) + plain[9:], v6, vlan), len(CID), v6, vlan, None))
+        cases.append(("cid cut", frame_of(plain[:1 + 8 + 1 + 10], v6, vlan), 20, v6, vlan, None))
+
+    def pisa_parse(v6, vlan, long=False):
+        """The context fields PISA gives a frame to seal: offsets counting the 4-byte shim (and a tag
+        behind it), the host profile's CID length 0, no CID table slot; a long header's has no pn_off."""
+        l3 = 14 + 4 + (4 if vlan else 0)
+        l4 = l3 + (40 if v6 else 20)
+        return (l3, l4, l4 + 8, 0 if long else l4 + 8 + 1, 0, 0)
+
+    devs = [Device(obj, backend_name, host_ifindex=LO, flags=const("NANOBPF_QUIC_CFG_OFFLOAD_LONG"))
+            for _ in range(2)]
+    try:
+        devs[1].x.map_delete("quic_ports", (443).to_bytes(2, "little"))  # PISA's profile decides there
+        for d in devs:
+            d.add_keys(CID, K0)
+            d.add_keys(b"", SERVER_KEYS, frame=udp_frame(A3_PROTECTED, "192.0.2.1", "192.0.2.2", 443, 50000))
+            for v6 in (False, True):
+                d.add_keys(b"", K0, frame=frame_of(b"\x40", v6))
+        for name, frame, n, v6, vlan, want in cases:
+            plain_run = devs[0].x.run(shim(frame, n), ingress_ifindex=LO)
+            hinted = devs[1].x.run(shim(frame, n), ingress_ifindex=LO, parse=pisa_parse(v6, vlan))
+            assert hinted == plain_run, (name, v6, vlan, n)
+            if want:
+                assert hinted == (XDP_TX, want), (name, v6, vlan, n)
+        assert devs[1].counters("quic_stats") == devs[0].counters("quic_stats")
+        assert devs[1].drops() == devs[0].drops()
+        assert devs[0].stat("SEALED") == 8
+        assert devs[0].drops() == {"NO_FIXED_BIT": 4, "NO_SEAL_KEYS": 4, "QUIC_TRUNCATED": 4, "PN_REUSED": 8}
+        # a long header: no hint (pn_off 0), so the program parses it, and without the port in quic_ports
+        # the hinted device cannot call it QUIC
+        a3 = udp_frame(A3_PLAIN, "192.0.2.1", "192.0.2.2", 443, 50000)
+        assert devs[0].x.run(shim(a3, 0), ingress_ifindex=LO) == (XDP_TX, udp_frame(A3_PROTECTED, "192.0.2.1", "192.0.2.2", 443, 50000))
+        assert devs[1].x.run(shim(a3, 0), ingress_ifindex=LO, parse=pisa_parse(False, None, long=True))[0] == XDP_DROP
+        assert devs[1].drops()["NOT_SEALABLE"] == 1
+    finally:
+        for d in devs:
+            d.close()

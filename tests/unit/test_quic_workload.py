@@ -35,4 +35,7 @@ def test_demo_without_a_capture(tmp_path):
     # the RFC 9001 A.2 Initial comes out opened: the reference's plaintext with the DECRYPTED shim
     initial = ctrl.strip_shim(d.expect_host[-1])[2]
     assert parse_udp(initial).payload[0] & 0x80 and len(parse_udp(d.net[-1]).payload) == len(parse_udp(initial).payload) + 16
-    assert not any(name.startswith("@") for name, _, _ in d.boot)
+    # its settings are PISA's QUIC profiles of the server's port only (no core select policy): on the
+    # network's logical port and, for the seal path, on the host's
+    settings = [(name, value) for name, _, value in d.boot if name.startswith("@")]
+    assert {name for name, _ in settings} == {"@table"} and len(settings) == 2

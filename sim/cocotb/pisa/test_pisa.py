@@ -11,10 +11,10 @@ import cocotb
 import pytest
 from cocotb.triggers import RisingEdge
 
-from nanobpf.models.pisa import ACTION, COUNTER, MAX_CID, Pisa
+from nanobpf.models.pisa import ACTION, COUNTER, MAX_CID, Pisa, parse
 from nanobpf.soc import REGIONS
 from busport import BusPortDriver, start
-from pisa_common import Regs, StreamSink, StreamSource, Traffic, model_for, program_default
+from pisa_common import QUIC_PORT, Regs, StreamSink, StreamSource, Traffic, model_for, program_default
 
 META = ("action", "port", "lport", "length", "vlans", "l3off", "ipver", "l4off", "udp", "quic", "cidLen",
         "cid", "cidHit", "slot", "ctrl")
@@ -138,9 +138,14 @@ async def mixed_traffic_with_cores_loop(dut):
             else:
                 await RisingEdge(dut.clock)
     cocotb.start_soon(cores_loop())
+    sealable = 0  # frames to seal from the host link whose profile matched their source port
     for _ in range(int(os.environ.get("PISA_FRAMES", "400"))):
         f, port = t.frame()
-        await b.send(t.malformed(f) if rng.random() < 0.25 else f, port)
+        f = t.malformed(f) if rng.random() < 0.25 else f
+        p = parse(f, b.model.max_frame, step_shim=True, ingress=True)
+        sealable += port == 3 and p.stepped and p.udp and p.sport == QUIC_PORT
+        await b.send(f, port)
+    assert sealable >= 5, sealable
     await b.drain(returned)
     b.check_cores()
     check_out(outs(b), b.want_out, returned)

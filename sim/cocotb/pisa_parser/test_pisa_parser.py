@@ -1,5 +1,6 @@
-"""PISA parser (nanobpf.pisa.Capture + Parser) against the model's parse(): header fields and every
-error flag, for random traffic, malformed frames and a QUIC frame cut at every length.
+"""PISA parser (nanobpf.pisa.Capture + Parser, as the ingress builds it: stepping over the host link's
+shim) against the model's parse(): header fields and every error flag, for random traffic (frames to
+seal behind the shim among them), malformed frames and a QUIC frame cut at every length.
 Run: make test-block BLOCK=pisa_parser."""
 import os
 import random
@@ -21,18 +22,20 @@ async def collect(dut, out):
         await ReadOnly()
         if dut.io_out_valid.value == 1:
             g = {k: int(getattr(dut, f"io_out_bits_{k}").value) for k in
-                 ("length", "user", "vlans", "l3off", "isV4", "isV6", "l4off", "udp", "dport", "ulen", "drop")}
+                 ("length", "user", "vlans", "l3off", "isV4", "isV6", "l4off", "udp", "profilePort", "ulen", "drop",
+                  "ctrl", "shim")}
             g["bad"] = {v for k, v in FLAGS.items() if getattr(dut, f"io_out_bits_{k}").value == 1}
             out.append(g)
         await RisingEdge(dut.clock)
 
 
 def expected(frame, port):
-    p = parse(frame, 1522)
+    p = parse(frame, 1522, step_shim=True, ingress=True)
     e = {"length": len(frame), "user": port, "vlans": p.vlans, "l3off": p.l3off, "isV4": int(p.ipver == 4),
-         "isV6": int(p.ipver == 6), "l4off": p.l4off, "udp": int(p.udp), "drop": p.drop, "bad": p.bad}
+         "isV6": int(p.ipver == 6), "l4off": p.l4off, "udp": int(p.udp), "drop": p.drop, "bad": p.bad,
+         "ctrl": int(p.ctrl), "shim": int(p.shim)}
     if p.udp:
-        e.update(dport=p.dport, ulen=p.ulen)
+        e.update(profilePort=p.profile_port, ulen=p.ulen)
     return e
 
 
@@ -53,7 +56,7 @@ async def run(dut, frames, idle=0.0):
     for i, ((f, port), got) in enumerate(zip(frames, out)):
         want = expected(f, port)
         if not want["udp"]:
-            got.pop("dport"), got.pop("ulen")
+            got.pop("profilePort"), got.pop("ulen")
         assert got == want, f"frame {i} ({len(f)} bytes {f[:64].hex()}): RTL {got} model {want}"
 
 
@@ -65,6 +68,9 @@ async def random_traffic_and_damage(dut):
     for _ in range(300):
         f, port = t.frame()
         frames.append((t.malformed(f) if rng.random() < 0.4 else f, port))
+    # frames to seal among them, parsed behind their shim and (damaged) passed on unparsed
+    shims = [p for p in (parse(f, 1522, step_shim=True, ingress=True) for f, _ in frames) if p.stepped]
+    assert sum(p.udp for p in shims) >= 5 and sum(not p.udp for p in shims) >= 5, len(shims)
     await run(dut, frames, idle=0.1)
 
 

@@ -292,6 +292,15 @@ __noinline int quic_addr_id(struct xdp_md *ctx, struct quic_pkt *pk, int peer_is
     return 0;
 }
 
+/* A short header's destination CID of len bytes (0..20: the length the shim named) into pk->cid, and
+ * pk->pn_off after it: QUIC_CANDIDATE, or QUIC_DROPPED(QUIC_TRUNCATED). */
+static __always_inline int quic_short_cid(const __u8 *data, const __u8 *end, struct quic_pkt *pk, __u32 len) {
+    if (len > NANOBPF_KEYTABLE_CID_MAX || quic_copy_cid(data, end, pk->q + 1, len, &pk->cid) || pk->q + 1 + len > pk->udp_end)
+        return QUIC_DROPPED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
+    pk->pn_off = pk->q + 1 + len;
+    return QUIC_CANDIDATE;
+}
+
 /* Classify the frame: a NANOBPF_QUIC_STAT_* pass counter, QUIC_CANDIDATE, or QUIC_DROPPED(reason).
  * missing: bytes a long header's Length counts that are not in the frame yet (16, the tag, for
  * packets from the host that are still to be sealed; 0 otherwise). short_cid_len: the destination CID
@@ -371,11 +380,7 @@ static __always_inline int quic_classify(struct xdp_md *ctx, const struct nanobp
     pk->pkt_end = pk->udp_end;
     if (short_cid_len == QUIC_CID_UNKNOWN)
         return QUIC_CANDIDATE;
-    if (short_cid_len > NANOBPF_KEYTABLE_CID_MAX || quic_copy_cid(data, end, pk->q + 1, short_cid_len, &pk->cid) ||
-        pk->q + 1 + short_cid_len > pk->udp_end)
-        return QUIC_DROPPED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
-    pk->pn_off = pk->q + 1 + short_cid_len;
-    return QUIC_CANDIDATE;
+    return quic_short_cid(data, end, pk, short_cid_len);
 }
 
 /* Whether a short header's destination CID of l bytes has an OPEN entry, when pk->lens has bit l
@@ -400,20 +405,28 @@ __noinline int quic_try_open_cid(struct xdp_md *ctx, struct quic_pkt *pk, __u32 
 #ifdef QUIC_PISA_HINT
 
 /* Classification by PISA's parse result (NanoBPF only: the context fields past xdp_md), for a frame
- * from the network that PISA parsed to the short header of a connection in its CID table (conn set):
+ * PISA parsed to a QUIC short header:
+ *   from the network (shim 0), of a connection in its CID table (conn set). An IPv4 or IPv6 header
+ *     there also means the frame carries no shim (its EtherType is IP or a VLAN tag);
+ *   from the host (shim QUIC_SHIM_LEN), a frame to seal, behind the shim PISA stepped over and
+ *     quic_take_shim has removed since (the offsets count it).
  * PISA has checked what quic_classify would - IP version and header length, IPv4 total length and
- * header checksum, no fragment, IPv6 payload length, UDP length (frames failing those are dropped
- * before any program runs, docs/pisa.md "Parser") - and matched the UDP destination port to a QUIC
- * profile, which takes the place of the quic_ports lookup here. Only the UDP length and the QUIC first
- * byte are read: pk as quic_classify sets it for a short header of unknown CID length; QUIC_CANDIDATE,
- * QUIC_DROPPED(NO_FIXED_BIT), or QUIC_NO_HINT (no such result: quic_classify decides). An IPv4 or
- * IPv6 header there also means the frame carries no shim (its EtherType is IP or a VLAN tag). */
-static __always_inline int quic_pisa_classify(struct xdp_md *ctx, struct quic_crypto *c, struct quic_pkt *pk) {
+ * header checksum, no fragment, IPv6 payload length, UDP length (from the network, frames failing
+ * those are dropped before any program runs; behind the shim they come unparsed, and quic_classify
+ * drops them: docs/pisa.md "Parser") - and matched the UDP port to a QUIC profile of the logical port
+ * (the destination from the network, the source from the host: the host's own), which takes the place
+ * of the quic_ports lookup here. Only the IP version, the UDP length and the QUIC first byte are read:
+ * pk as quic_classify sets it for a short header of unknown CID length; QUIC_CANDIDATE,
+ * QUIC_DROPPED(NO_FIXED_BIT), or QUIC_NO_HINT (no such result: quic_classify decides). */
+static __always_inline int quic_pisa_classify(struct xdp_md *ctx, struct quic_crypto *c, struct quic_pkt *pk, __u32 shim) {
     const struct nanobpf_xdp_ctx *pc = (const struct nanobpf_xdp_ctx *)(void *)ctx;
     __u32 conn = pc->conn, l3 = pc->l3_off, l4 = pc->l4_off, q = pc->quic_off, pn = pc->pn_off;
-    if (!conn || !l3 || !pn || !l4 || q != l4 + 8 || l4 <= l3)
+    if ((!shim && !conn) || l3 < ETH_HLEN_ + shim || !pn || l4 <= l3 || q != l4 + 8)
         return QUIC_NO_HINT;
+    l3 -= shim, l4 -= shim, q -= shim;
     const __u8 *data = (const __u8 *)(long)ctx->data, *end = (const __u8 *)(long)ctx->data_end;
+    if (data + QUIC_MAX_FRAME < end) /* PISA's max_frame is larger: quic_classify drops it (OVERSIZE) */
+        return QUIC_NO_HINT;
     const __u8 *ip = data + l3, *udp = data + l4, *first = data + q;
     if (ip + 1 > end || udp + 8 > end || first + 1 > end)
         return QUIC_NO_HINT;

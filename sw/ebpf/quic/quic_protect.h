@@ -450,7 +450,7 @@ static __always_inline int quic_to_network(const struct nanobpf_quic_config *cfg
     return cfg->net_ifindex ? bpf_redirect(cfg->net_ifindex, 0) : XDP_TX;
 }
 
-#define QUIC_SHIM_LEN 4 /* EtherType 0x88B6, flags, cid_len (hw/defs/ctrl.toml struct shim) */
+#define QUIC_SHIM_LEN (2 + NANOBPF_SHIM_SIZE) /* EtherType 0x88B6, then struct nanobpf_shim: flags, cid_len (hw/defs/ctrl.toml) */
 
 /* A frame from the host that carries the shim asking for sealing: removes the shim and returns the
  * destination CID length it names (0..20); QUIC_CID_UNKNOWN when there is no shim (the frame is the
@@ -499,8 +499,11 @@ static __always_inline int quic_xdp(struct xdp_md *ctx) {
     struct quic_pkt pk = {};
     int cls = QUIC_NO_HINT;
 #ifdef QUIC_PISA_HINT
-    if (!from_host)
-        cls = quic_pisa_classify(ctx, c, &pk);
+    /* PISA's parse result: no parse here, no quic_ports lookup; a frame to seal takes its CID length
+     * from the shim */
+    cls = quic_pisa_classify(ctx, c, &pk, from_host ? QUIC_SHIM_LEN : 0);
+    if (from_host && cls == QUIC_CANDIDATE)
+        cls = quic_short_cid((const __u8 *)(long)ctx->data, (const __u8 *)(long)ctx->data_end, &pk, cid_len);
 #endif
     if (cls == QUIC_NO_HINT) {
         if (!from_host) {

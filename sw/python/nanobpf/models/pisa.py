@@ -60,15 +60,25 @@ class Parsed:
     dport: int = 0
     ulen: int = 0
     ctrl: bool = False  # EtherType of the control protocol (hw/defs/ctrl.toml)
-    shim: bool = False  # EtherType of the data-frame shim
+    shim: bool = False  # EtherType of the data-frame shim, or its shim stepped over (step_shim)
+    stepped: bool = False  # the shim was stepped over
+
+    @property
+    def profile_port(self):
+        """The UDP port the QUIC profile table matches: the destination port, or behind a shim the
+        ingress stepped over the source port (the host's own)."""
+        return self.sport if self.stepped else self.dport
 
 
-def parse(frame, max_frame, step_shim=False):
+def parse(frame, max_frame, step_shim=False, ingress=False):
     """Parse Ethernet / 802.1Q x2 / IPv4 / IPv6 / UDP. Error predicates are evaluated independently
-    and the lowest pisa_drop value wins, as in the hardware. step_shim (the deparser's parser): a
-    host-link shim right after the MAC addresses is stepped over like a tag to find the headers behind
-    it (then at most one VLAN tag follows it), and the frame counts no VLAN tag (vlans stays 0: the
-    tag rewrite leaves such frames as they are, as before)."""
+    and the lowest pisa_drop value wins, as in the hardware. step_shim: a host-link shim right after
+    the MAC addresses is stepped over like a tag to find the headers behind it (then at most one VLAN
+    tag follows it), and the frame counts no VLAN tag (vlans stays 0: the tag rewrite leaves such
+    frames as they are); the deparser's parser (for the checksums of opened frames) and, with ingress,
+    the ingress parser (the seal path's offsets) do. With ingress the parse behind the shim only
+    informs: a frame whose headers there fail a check is passed on unparsed (not IP, no reason but
+    too_long), and its profile port is the source port (hw Parser)."""
     b = bytes(frame) + bytes(max(0, 128 - len(frame)))  # the hardware sees zeros past the end
     n = len(frame)
     p = Parsed(length=n)
@@ -76,6 +86,7 @@ def parse(frame, max_frame, step_shim=False):
     off = 14
     trunc = n < 14
     if step_shim and et == SHIM_ETHERTYPE:
+        p.stepped = True
         trunc |= n < 18
         et = be16(b, 16)
         off = 18
@@ -93,7 +104,7 @@ def parse(frame, max_frame, step_shim=False):
         et = be16(b, off + 2)
         off += 4
     p.l3off = off
-    p.ctrl, p.shim = et == CTRL_ETHERTYPE, et == SHIM_ETHERTYPE
+    p.ctrl, p.shim = et == CTRL_ETHERTYPE and not p.stepped, et == SHIM_ETHERTYPE or p.stepped
     bad_hdr = bad_len = bad_csum = bad_udp = False
     l4len = 0
     if et == 0x0800:
@@ -126,6 +137,9 @@ def parse(frame, max_frame, step_shim=False):
                         ("bad_ip_len", bad_len), ("bad_ip_csum", bad_csum), ("bad_udp_len", bad_udp)):
         if bad:
             p.bad.add(reason)
+    if ingress and p.stepped and p.bad - {"too_long"}:  # behind the shim: unparsed, not dropped
+        p.bad &= {"too_long"}
+        p.ipver, p.udp, p.l4off = 0, False, 0
     p.drop = min((DROP[r] for r in p.bad), default=DROP["none"])
     return p
 
@@ -332,10 +346,10 @@ class Pisa:
                 return e["lport"]
         return None
 
-    def _lookup_profile(self, lport, dport):
+    def _lookup_profile(self, lport, udp_port):
         for i in range(self.profile_entries):
             e = self.field("profile_entry", i)
-            if e["valid"] and e["lport"] == lport and e["udp_port"] == dport:
+            if e["valid"] and e["lport"] == lport and e["udp_port"] == udp_port:
                 return e
         return None
 
@@ -344,7 +358,7 @@ class Pisa:
         frame = bytes(frame)
         self.count("rx_frames")
         self.count("rx_bytes", len(frame))
-        p = parse(frame, self.max_frame)
+        p = parse(frame, self.max_frame, step_shim=True, ingress=True)
         if p.drop:
             return self._drop(p.drop)
         lport = self._lookup_port(port, p)
@@ -355,7 +369,7 @@ class Pisa:
         meta = Meta(action=self.field("lport_cfg", lport)["default_action"], port=port, lport=lport,
                     length=len(frame), vlans=p.vlans, l3off=p.l3off, ipver=p.ipver, l4off=p.l4off, udp=p.udp)
         if p.udp:
-            prof = self._lookup_profile(lport, p.dport)
+            prof = self._lookup_profile(lport, p.profile_port)
             self.count("profile_hit" if prof else "profile_miss")
             if prof:
                 self._quic(frame, p, prof, meta)

@@ -29,7 +29,7 @@ from .keylog import parse_keylog, traffic_secrets
 from .keys import PacketKeys, next_secret
 from .protection import unprotect
 from .vectors import A2_PLAIN, A2_PROTECTED, CLIENT_KEYS, DCID
-from .workload import OPEN, QUIC_PORT, SEAL, Workload, keys_value, workload
+from .workload import OPEN, QUIC_PORT, SEAL, SHAPES, Workload, keys_value, profiles, workload
 
 RFC_CLIENT, RFC_SERVER, RFC_PORT = "192.0.2.10", "10.0.0.1", 50443
 
@@ -98,6 +98,7 @@ def demo_traffic(capture_dir=None) -> Workload:
     w.boot = [("quic_config", struct.pack("<I", 0), cfg)]
     w.boot += [("quic_ports", struct.pack("<H", p), struct.pack("<I", 1)) for p in ports]
     w.boot += [(abi.KEYTABLE_MAP_NAME, kid.pack(), value) for kid, value in w.keys]
+    w.boot += profiles(ports, SHAPES[0][0])  # PISA's parse result for both paths (the workload's CID length)
     return w
 
 

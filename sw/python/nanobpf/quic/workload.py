@@ -105,13 +105,25 @@ def workload(seed=1, connections=6, packets=4, frame_size=None):
               ("quic_ports", struct.pack("<H", QUIC_PORT), struct.pack("<I", 1))]
     w.boot += [(abi.KEYTABLE_MAP_NAME,
                 kid.pack(), value) for kid, value in w.keys]
-    # what the host writes with TABLE_SET: the QUIC profile of the server's port, short headers with the
-    # first connection's CID length (a real server gives all its CIDs one length; here the other
-    # lengths miss PISA's CID table and the program finds them itself)
-    import nanobpf_soc as soc
-    w.boot.append(bootcfg.table("profile", 0, valid=1, lport=soc.DATAPATH["net_lport"], udp_port=QUIC_PORT,
-                                short_cid_len=SHAPES[0][0]))
+    w.boot += profiles([QUIC_PORT], SHAPES[0][0])
     return w
+
+
+def profiles(ports, short_cid_len):
+    """What the host writes with TABLE_SET for a server on these UDP ports (boot configuration entries):
+    PISA's QUIC profile of each port on the network's logical port, short headers with the CID length
+    the server gives its connections (a real server gives all its CIDs one length; here the other
+    lengths miss PISA's CID table and the program finds them itself), and on the host's logical port,
+    where PISA matches the source port of a frame to seal and the shim names the CID length (the
+    profile's 0: nothing to look up in the CID table)."""
+    import nanobpf_soc as soc
+    out = []
+    for i, port in enumerate(ports):
+        out.append(bootcfg.table("profile", 2 * i, valid=1, lport=soc.DATAPATH["net_lport"], udp_port=port,
+                                 short_cid_len=short_cid_len))
+        out.append(bootcfg.table("profile", 2 * i + 1, valid=1, lport=soc.DATAPATH["host_lport"], udp_port=port,
+                                 short_cid_len=0))
+    return out
 
 
 def main(argv=None):

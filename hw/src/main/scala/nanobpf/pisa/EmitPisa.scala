@@ -13,7 +13,7 @@ class ParserBlock(p: PisaParams = PisaParams()) extends Module {
     val out = Valid(new Parsed(p, UInt(2.W)))
   })
   val capture = Module(new Capture(p, UInt(2.W)))
-  val parser = Module(new Parser(p, UInt(2.W)))
+  val parser = Module(new Parser(p, UInt(2.W), stepShim = true, ingress = true))
   capture.io.in <> io.in
   capture.io.beats.ready := true.B
   capture.io.room := true.B

@@ -7,7 +7,8 @@ import nanobpf.common.SocMap.PisaRegs._
 
 /** Ingress match-action stages, one lookup per cycle, latency [[MatchAction.latency]]:
   *  1. port table: (physical port, outer VLAN) -> logical port (miss: drop no_lport);
-  *  2. QUIC profile table: (logical port, UDP destination port) -> short-header CID length;
+  *  2. QUIC profile table: (logical port, UDP destination port; behind the host link's shim the source
+  *     port, [[Parser]]) -> short-header CID length;
   *  3. QUIC header: long or short form and the destination connection ID;
   *  4. CID table ([[CidTable]], looked up with stage 3's key, answering in stage 4): exact match
   *     (length, bytes) -> connection slot; the action: a short-header packet
@@ -46,7 +47,7 @@ class MatchAction(p: PisaParams) extends Module {
   class M2 extends M1 { val profHit = Bool(); val cidLen = UInt(5.W); val dflt = UInt(2.W) }
   val profHits = io.cfg.profileEntry.map { e =>
     field(e, ProfileEntryValid).asBool && field(e, ProfileEntryLport) === r1.lport &&
-      field(e, ProfileEntryUdpPort) === r1.pr.dport
+      field(e, ProfileEntryUdpPort) === r1.pr.profilePort
   }
   val m2 = Wire(new M2)
   m2.pr := r1.pr

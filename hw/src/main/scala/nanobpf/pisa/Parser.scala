@@ -10,8 +10,21 @@ import nanobpf.common._
   * header per cycle, latency [[Parser.latency]]. Each stage shifts the header so the next layer starts
   * at byte 0 (a 3-way mux for VLANs, an 11-way mux for the IPv4 header length), which keeps the logic
   * shallow. Error predicates are computed independently; `drop` is the lowest pisa_drop that applies.
+  *
+  * The host link's shim (EtherType 0x88B6 right after the MAC addresses, hw/defs/ctrl.toml) is stepped
+  * over like a tag when `stepShim` (at most one tag may follow it; the frame counts no tag):
+  *  - the deparser's parser (`ingress` false) finds the headers of a frame the device opened, whose
+  *    checksums it recomputes behind its DECRYPTED shim;
+  *  - the ingress parser (`ingress` true) finds the headers of a frame the host asks to have sealed,
+  *    for the program's seal path (the context fields). There the parse only informs: a frame whose
+  *    headers behind the shim fail a check is passed on unparsed (not IP, no reason but too_long), as
+  *    every shim frame was before, so the program and the firmware's guard drop it by their own reasons;
+  *    and the QUIC profile port of a stepped frame is its UDP source port (the host's own port, where a
+  *    frame from the network names it as the destination).
+  * `shim` is set for a stepped frame too (only the host link may carry one); a stepped frame is never a
+  * control frame.
   */
-class Parser[T <: Data](p: PisaParams, userGen: T, stepShim: Boolean = false) extends Module {
+class Parser[T <: Data](p: PisaParams, userGen: T, stepShim: Boolean = false, ingress: Boolean = false) extends Module {
   val io = IO(new Bundle {
     val in = Flipped(Valid(new HeaderRec(p, userGen)))
     val out = Valid(new Parsed(p, userGen))
@@ -22,16 +35,15 @@ class Parser[T <: Data](p: PisaParams, userGen: T, stepShim: Boolean = false) ex
   // ---- stage 1: Ethernet and VLAN tags
   class S1 extends Bundle {
     val length = UInt(16.W); val user = userGen.cloneType; val vlans = UInt(2.W); val outerTci = UInt(16.W)
-    val et = UInt(16.W); val l3off = UInt(8.W); val tooLong = Bool(); val trunc = Bool()
+    val et = UInt(16.W); val l3off = UInt(8.W); val tooLong = Bool(); val trunc = Bool(); val stepped = Bool()
     val l3 = Vec(l3Bytes, UInt(8.W))
   }
   val w = io.in.bits.window
   val isTag = (e: UInt) => e === 0x8100.U || e === 0x88a8.U
   val tag1 = isTag(be16(w, 12))
   val tag2 = tag1 && isTag(be16(w, 16))
-  // The deparser's parser steps over the host link's shim (4 bytes after the MAC addresses, as a tag)
-  // to find the headers of a frame the device opened: its checksums are recomputed behind the shim.
-  // At most one tag may follow it (the same three header positions), and the frame counts no tag.
+  // The shim (4 bytes after the MAC addresses) is stepped over as a tag: at most one tag may follow it
+  // (the same three header positions), and the frame counts no tag.
   val shim = stepShim.B && be16(w, 12) === nanobpf.common.CtrlDefs.ShimEthertype.U
   val shimTag = shim && isTag(be16(w, 16))
   val at18 = (tag1 && !tag2) || (shim && !shimTag)
@@ -45,6 +57,7 @@ class Parser[T <: Data](p: PisaParams, userGen: T, stepShim: Boolean = false) ex
   s1.et := Mux(at22, be16(w, 20), Mux(at18, be16(w, 16), be16(w, 12)))
   s1.l3off := Mux(at22, 22.U, Mux(at18, 18.U, 14.U))
   s1.tooLong := len0 > p.maxFrame.U
+  s1.stepped := shim
   s1.trunc := len0 < 14.U || (at18 && len0 < 18.U) || (at22 && len0 < 22.U)
   for (k <- 0 until l3Bytes) s1.l3(k) := Mux(at22, w(22 + k), Mux(at18, w(18 + k), w(14 + k)))
   val r1 = RegNext(s1)
@@ -54,7 +67,7 @@ class Parser[T <: Data](p: PisaParams, userGen: T, stepShim: Boolean = false) ex
   class S2 extends Bundle {
     val length = UInt(16.W); val user = userGen.cloneType; val vlans = UInt(2.W); val outerTci = UInt(16.W)
     val l3off = UInt(8.W); val isV4 = Bool(); val isV6 = Bool(); val l4off = UInt(8.W); val udp = Bool()
-    val l4Short = Bool(); val l4len = UInt(16.W); val ctrl = Bool(); val shim = Bool()
+    val l4Short = Bool(); val l4len = UInt(16.W); val ctrl = Bool(); val shim = Bool(); val stepped = Bool()
     val tooLong = Bool(); val trunc = Bool(); val badHdr = Bool(); val badLen = Bool()
     val hdrParts = Vec(5, UInt(24.W)); val oldCsum = UInt(16.W); val addrParts = Vec(5, UInt(24.W))
     val l4 = Vec(8 + p.quicBytes, UInt(8.W))
@@ -76,8 +89,9 @@ class Parser[T <: Data](p: PisaParams, userGen: T, stepShim: Boolean = false) ex
   s2.l3off := r1.l3off
   s2.isV4 := isV4
   s2.isV6 := isV6
-  s2.ctrl := r1.et === nanobpf.common.CtrlDefs.Ethertype.U
-  s2.shim := r1.et === nanobpf.common.CtrlDefs.ShimEthertype.U
+  s2.ctrl := r1.et === nanobpf.common.CtrlDefs.Ethertype.U && !r1.stepped
+  s2.shim := r1.et === nanobpf.common.CtrlDefs.ShimEthertype.U || r1.stepped
+  s2.stepped := r1.stepped
   s2.tooLong := r1.tooLong
   s2.trunc := r1.trunc || (isV4 && (len1 < r1.l3off +& 20.U || len1 < r1.l3off +& hl)) ||
     (isV6 && len1 < r1.l3off +& 40.U)
@@ -110,23 +124,27 @@ class Parser[T <: Data](p: PisaParams, userGen: T, stepShim: Boolean = false) ex
   o.user := r2.user
   o.vlans := r2.vlans
   o.outerTci := r2.outerTci
+  val hdrSum = r2.hdrParts.reduce(_ + _)
+  val badCsum = r2.isV4 && fold(hdrSum + r2.oldCsum) =/= 0xffff.U
+  val badUdp = r2.udp && (r2.l4Short || ulen < 8.U || ulen > r2.l4len)
+  // ingress: headers behind the shim that fail a check are not parsed (see the class comment)
+  val hidden = ingress.B && r2.stepped && (r2.trunc || r2.badHdr || r2.badLen || badCsum || badUdp)
   o.l3off := r2.l3off
-  o.isV4 := r2.isV4
-  o.isV6 := r2.isV6
+  o.isV4 := r2.isV4 && !hidden
+  o.isV6 := r2.isV6 && !hidden
   o.ctrl := r2.ctrl
   o.shim := r2.shim
-  o.l4off := r2.l4off
-  o.udp := r2.udp
-  o.dport := be16(l4, 2)
+  o.l4off := Mux(hidden, 0.U, r2.l4off)
+  o.udp := r2.udp && !hidden
+  o.profilePort := Mux(ingress.B && r2.stepped, be16(l4, 0), be16(l4, 2))
   o.ulen := ulen
   for (k <- 0 until p.quicBytes) o.quic(k) := l4(8 + k)
   o.tooLong := r2.tooLong
-  o.trunc := r2.trunc
-  o.badHdr := r2.badHdr
-  o.badLen := r2.badLen
-  val hdrSum = r2.hdrParts.reduce(_ + _)
-  o.badCsum := r2.isV4 && fold(hdrSum + r2.oldCsum) =/= 0xffff.U
-  o.badUdp := r2.udp && (r2.l4Short || ulen < 8.U || ulen > r2.l4len)
+  o.trunc := r2.trunc && !hidden
+  o.badHdr := r2.badHdr && !hidden
+  o.badLen := r2.badLen && !hidden
+  o.badCsum := badCsum && !hidden
+  o.badUdp := badUdp && !hidden
   o.ipCsum := ~fold(hdrSum)
   o.pseudo := r2.addrParts.reduce(_ + _) + 17.U + ulen
   o.drop := PriorityMux(Seq(

@@ -27,7 +27,7 @@ class PisaIngress(p: PisaParams) extends Module {
     val count = Output(Vec(CounterCount, UInt(16.W)))
   })
   val capture = Module(new Capture(p, UInt(2.W)))
-  val parser = Module(new Parser(p, UInt(2.W)))
+  val parser = Module(new Parser(p, UInt(2.W), stepShim = true, ingress = true))
   val ma = Module(new MatchAction(p))
   val data = Module(new Queue(new Beat(p), p.fifoBeats, useSyncReadMem = true))
   val meta = Module(new Queue(new IngressResult(p), p.metaDepth, useSyncReadMem = true))

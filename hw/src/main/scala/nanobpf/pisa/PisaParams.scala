@@ -89,12 +89,15 @@ class Parsed[T <: Data](p: PisaParams, userGen: T) extends Bundle {
   val l3off = UInt(8.W)
   val isV4 = Bool()
   val isV6 = Bool()
-  /** EtherType (after the VLAN tags) of the control protocol, or of the data-frame shim (hw/defs/ctrl.toml). */
+  /** EtherType (after the VLAN tags) of the control protocol, or of the data-frame shim (hw/defs/ctrl.toml);
+    * `shim` also for a frame whose shim the parser stepped over ([[Parser]]). */
   val ctrl = Bool()
   val shim = Bool()
   val l4off = UInt(8.W)
   val udp = Bool()
-  val dport = UInt(16.W)
+  /** The UDP port the QUIC profile table matches: the destination port, or the source port of a frame
+    * whose shim the ingress parser stepped over (the host's own port). */
+  val profilePort = UInt(16.W)
   val ulen = UInt(16.W)
   val quic = Vec(p.quicBytes, UInt(8.W))
   val tooLong = Bool()
