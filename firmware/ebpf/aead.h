@@ -33,11 +33,13 @@ int ebpf_aead_open(const uint8_t key[EBPF_AEAD_KEY_LEN], const uint8_t nonce[EBP
 /* The platform's AEAD engine, which the helpers try first (platform/device.c: the hardware engine of
  * docs/aead.md; elsewhere there is none). keys is the key table value (struct nanobpf_quic_keys) the
  * program passed, next selects its next-phase key and IV, pn the packet number (the engine makes the
- * nonce). Returns 0 when done (open: the tag verified), 1 when open found a tag mismatch (the text then
- * holds unauthenticated plaintext), -1 when the engine cannot take the request (no engine, keys outside
- * its key table storage, data outside its packet memory): the caller computes in software. */
+ * nonce). Seal with a sample (else NULL): then also the header-protection mask of the 16 bytes at
+ * sample once sealed, into *mask as ebpf_hp_engine_at gives it. Returns 0 when done (open: the tag
+ * verified), 1 when open found a tag mismatch (the text then holds unauthenticated plaintext), -1 when
+ * the engine cannot take the request (no engine, keys outside its key table storage, data outside its
+ * packet memory; nothing was written): the caller computes in software. */
 int ebpf_aead_engine(int seal, const void *keys, int next, uint64_t pn, const uint8_t *aad, size_t aad_len,
-                     uint8_t *text, size_t len);
+                     uint8_t *text, size_t len, const uint8_t *sample, uint64_t *mask);
 /* block := AES-128-ECB(keys->hp, block) on the engine: 0, or -1 (compute in software). */
 int ebpf_hp_engine(const void *keys, uint8_t block[16]);
 /* The first 8 bytes of AES-128-ECB(keys->hp, the 16 bytes at sample) on the engine, which reads the

@@ -330,8 +330,15 @@ static U64 h_xdp_csum_offload(U64 ctx, U64 a2, U64 a3, U64 a4, U64 a5) {
     return 0;
 }
 
-/* ---- QUIC packet protection (RFC 9001 section 5) with the crypto backend of aead.h ----
- * The verifier proved the key table value (keytable_value: a whole struct nanobpf_quic_keys) and the
+/* ---- QUIC packet protection (RFC 9001 section 5) with the crypto backend of aead.h ---- */
+
+/* A header-protection mask's bytes 0..4 (a word, byte 0 the lowest) as the helpers return them: byte
+ * 0 in bits 39..32 down to byte 4 in bits 7..0 (a memcpy to bytes was a call to memmove). */
+static U64 mask_be40(uint64_t w) {
+    return (w & 0xff) << 32 | (w >> 8 & 0xff) << 24 | (w >> 16 & 0xff) << 16 | (w >> 24 & 0xff) << 8 | (w >> 32 & 0xff);
+}
+
+/* The verifier proved the key table value (keytable_value: a whole struct nanobpf_quic_keys) and the
  * request or block (mem: size bytes). The request's packet ranges are checked here against
  * [data, data_end) with 64-bit sums of 32-bit fields, which cannot overflow. Checks come in this order:
  * the request (-EINVAL), then the next keys (-ENOKEY); nothing is written on an error. */
@@ -344,26 +351,42 @@ static int64_t quic_aead(U64 ctx, U64 keys, U64 req_addr, U64 req_size, int seal
      * of unknown alignment was a call to memmove), or in the packet (no alignment) */
     if (req_addr & 7) memcpy(&r, PTR(req_addr), sizeof r);
     else r = *(const struct nanobpf_aead_req *)PTR(req_addr);
-    if ((r.flags & ~(uint32_t)NANOBPF_AEAD_NEXT_PHASE) || r.hdr_len == 0 || r.hdr_len > NANOBPF_AEAD_HDR_MAX ||
+    uint32_t known = NANOBPF_AEAD_NEXT_PHASE | (seal ? NANOBPF_AEAD_HP_MASK : 0);
+    if ((r.flags & ~known) || r.hdr_len == 0 || r.hdr_len > NANOBPF_AEAD_HDR_MAX ||
         r.payload_len > NANOBPF_AEAD_PAYLOAD_MAX || (r.pn >> NANOBPF_AEAD_PN_BITS))
         return -NANOBPF_EINVAL;
-    if ((uint64_t)r.hdr_off + r.hdr_len + r.payload_len + NANOBPF_AEAD_TAG_LEN > x->data_end - x->data)
+    uint64_t len = x->data_end - x->data;
+    if ((uint64_t)r.hdr_off + r.hdr_len + r.payload_len + NANOBPF_AEAD_TAG_LEN > len)
         return -NANOBPF_EINVAL;
+    uint8_t *hdr = PTR(x->data + r.hdr_off), *payload = hdr + r.hdr_len, *tag = payload + r.payload_len;
+    /* the mask's sample: 4 bytes after the packet number, the header's last (first byte & 3) + 1 bytes */
+    const uint8_t *sample = NULL;
+    if (r.flags & NANOBPF_AEAD_HP_MASK) {
+        uint32_t pn_len = (hdr[0] & 3) + 1;
+        uint64_t at = (uint64_t)r.hdr_off + r.hdr_len - pn_len + 4;
+        if (pn_len > r.hdr_len || at + NANOBPF_AEAD_HP_BLOCK_LEN > len) return -NANOBPF_EINVAL;
+        sample = PTR(x->data + at);
+    }
     int next = (r.flags & NANOBPF_AEAD_NEXT_PHASE) != 0;
     if (next && !(k->flags & (NANOBPF_QUIC_KEY_NEXT | NANOBPF_QUIC_KEY_PREV))) return -NANOBPF_ENOKEY; /* second slot empty */
-    uint8_t *text = PTR(x->data + r.hdr_off + r.hdr_len);
-    int hw = ebpf_aead_engine(seal, k, next, r.pn, PTR(x->data + r.hdr_off), r.hdr_len, text, r.payload_len);
-    if (hw >= 0) return seal || hw == 0 ? 0 : -NANOBPF_EBADMSG;
-    /* nonce = IV XOR the packet number, big-endian and left-padded to 12 bytes (RFC 9001 5.3) */
-    const uint8_t *key = k->key + (next ? 16 : 0), *iv = k->iv + (next ? 12 : 0);
-    uint8_t nonce[EBPF_AEAD_NONCE_LEN];
-    for (int i = 0; i < EBPF_AEAD_NONCE_LEN; i++) nonce[i] = iv[i] ^ (i < 4 ? 0 : (uint8_t)(r.pn >> (8 * (11 - i))));
-    uint8_t *hdr = PTR(x->data + r.hdr_off), *payload = hdr + r.hdr_len, *tag = payload + r.payload_len;
-    if (seal) {
+    uint64_t mask = 0;
+    int hw = ebpf_aead_engine(seal, k, next, r.pn, hdr, r.hdr_len, payload, r.payload_len, sample, &mask);
+    if (hw < 0) {
+        /* nonce = IV XOR the packet number, big-endian and left-padded to 12 bytes (RFC 9001 5.3) */
+        const uint8_t *key = k->key + (next ? 16 : 0), *iv = k->iv + (next ? 12 : 0);
+        uint8_t nonce[EBPF_AEAD_NONCE_LEN];
+        for (int i = 0; i < EBPF_AEAD_NONCE_LEN; i++) nonce[i] = iv[i] ^ (i < 4 ? 0 : (uint8_t)(r.pn >> (8 * (11 - i))));
+        if (!seal) return ebpf_aead_open(key, nonce, hdr, r.hdr_len, payload, r.payload_len, tag) ? -NANOBPF_EBADMSG : 0;
         ebpf_aead_seal(key, nonce, hdr, r.hdr_len, payload, r.payload_len, tag);
-        return 0;
+        if (sample) {
+            uint8_t m[NANOBPF_AEAD_HP_BLOCK_LEN];
+            ebpf_aes128_encrypt_block(k->hp, sample, m);
+            mask = (U64)m[0] | (U64)m[1] << 8 | (U64)m[2] << 16 | (U64)m[3] << 24 | (U64)m[4] << 32;
+        }
+    } else if (!seal) {
+        return hw == 0 ? 0 : -NANOBPF_EBADMSG;
     }
-    return ebpf_aead_open(key, nonce, hdr, r.hdr_len, payload, r.payload_len, tag) ? -NANOBPF_EBADMSG : 0;
+    return sample ? (int64_t)mask_be40(mask) : 0;
 }
 static U64 h_quic_aead_seal(U64 ctx, U64 keys, U64 req, U64 req_size, U64 a5) {
     (void)a5;
@@ -398,8 +421,7 @@ static U64 h_quic_hp_mask_at(U64 ctx, U64 keys, U64 off, U64 a4, U64 a5) {
         ebpf_aes128_encrypt_block(k->hp, sample, m);
         w = (U64)m[0] | (U64)m[1] << 8 | (U64)m[2] << 16 | (U64)m[3] << 24 | (U64)m[4] << 32;
     }
-    /* bytes 0..4 of the mask, byte 0 the highest (a memcpy to bytes was a call to memmove) */
-    return (w & 0xff) << 32 | (w >> 8 & 0xff) << 24 | (w >> 16 & 0xff) << 16 | (w >> 24 & 0xff) << 8 | (w >> 32 & 0xff);
+    return mask_be40(w);
 }
 
 /* The key table entry's packet-number state, by the slot its value names (maps.c); the verifier checked

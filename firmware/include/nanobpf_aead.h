@@ -5,6 +5,7 @@
 #define NANOBPF_AEAD_H
 #include <stddef.h>
 #include <stdint.h>
+#include "nanobpf.h"
 #include "nanobpf_soc.h"
 
 enum nb_aead_op { NB_AEAD_SEAL = NANOBPF_AEAD_OP_SEAL, NB_AEAD_OPEN = NANOBPF_AEAD_OP_OPEN, NB_AEAD_HP_MASK = NANOBPF_AEAD_OP_HP_MASK };
@@ -35,7 +36,47 @@ void nb_aead_set_keys(unsigned slot, const void *value);
 int nb_aead_run(const struct nb_aead_req *r, uint32_t *cycles);
 /* One of the engine's counters (NANOBPF_AEAD_COUNTER_*). */
 uint64_t nb_aead_counter(unsigned index);
-/* Core cycles this hart has spent in nb_aead_run (submitting, waiting for the engine, reading the
- * completion) since boot: where a packet's cycles go (the dpu firmware's summary). */
+/* Core cycles this hart has spent in engine requests (submitting, waiting for the engine, reading the
+ * completion: nb_aead_run and what nb_aead_waited counts) since boot: where a packet's cycles go (the
+ * dpu firmware's summary). */
 uint64_t nb_aead_wait_cycles(void);
+
+/* ---- The fast path, for callers that checked the request (the eBPF helpers): inline, the request as
+ * scalars, no struct on the stack (the D-cache writes through: every store is a bus write). A hart's
+ * requests are served in the order it submits them (all harts share one FIFO), so a request may read
+ * what the one before wrote, and their completions come in that order. */
+#define NB_AEAD_REG(off) NB_REG64(NANOBPF_AEAD_BASE + (off))
+extern uint16_t nb_aead_ids[NANOBPF_AEAD_CORE_CTL_COUNT]; /* each hart's next request id */
+
+/* Submit a request (aad and data: packet memory addresses; nb_in_packet_mem and the field ranges are
+ * the caller's): its id. The packet's bytes must be in packet memory already (a fence w, w before). */
+static inline uint16_t nb_aead_submit(unsigned hart, unsigned op, unsigned slot, int next, uintptr_t aad,
+                                      unsigned aad_len, uintptr_t data, unsigned data_len, uint64_t pn) {
+    uint16_t id = nb_aead_ids[hart]++;
+    NB_AEAD_REG(NANOBPF_AEAD_CORE_CTL_OFFSET(hart)) =
+        NANOBPF_PUT(NANOBPF_AEAD_CTL_OP, op) | NANOBPF_PUT(NANOBPF_AEAD_CTL_NEXT_PHASE, !!next) |
+        NANOBPF_PUT(NANOBPF_AEAD_CTL_SLOT, slot) | NANOBPF_PUT(NANOBPF_AEAD_CTL_AAD_LEN, aad_len) |
+        NANOBPF_PUT(NANOBPF_AEAD_CTL_DATA_LEN, data_len) | NANOBPF_PUT(NANOBPF_AEAD_CTL_ID, id);
+    NB_AEAD_REG(NANOBPF_AEAD_CORE_ADDR_OFFSET(hart)) =
+        NANOBPF_PUT(NANOBPF_AEAD_ADDR_AAD_ADDR, aad - NANOBPF_PACKET_MEM_BASE) |
+        NANOBPF_PUT(NANOBPF_AEAD_ADDR_DATA_ADDR, data - NANOBPF_PACKET_MEM_BASE);
+    NB_AEAD_REG(NANOBPF_AEAD_CORE_PN_OFFSET(hart)) = pn; /* submits */
+    return id;
+}
+
+/* Wait for this hart's next completion, which must be request id's: its aead_status, or -1 (someone
+ * else's request on the queue); *cycles (if not NULL) the engine cycles it took. */
+static inline int nb_aead_collect(unsigned hart, uint16_t id, uint32_t *cycles) {
+    for (;;) {
+        uint64_t c = NB_AEAD_REG(NANOBPF_AEAD_CORE_COMP_OFFSET(hart));
+        if (!NANOBPF_GET(c, NANOBPF_AEAD_COMP_VALID)) continue;
+        if (NANOBPF_GET(c, NANOBPF_AEAD_COMP_ID) != id) return -1;
+        if (cycles) *cycles = (uint32_t)NANOBPF_GET(c, NANOBPF_AEAD_COMP_CYCLES);
+        __asm__ volatile("fence r, r" ::: "memory"); /* what the engine wrote, after its completion */
+        return (int)NANOBPF_GET(c, NANOBPF_AEAD_COMP_STATUS);
+    }
+}
+
+/* Add the core cycles a fast-path caller spent on requests to nb_aead_wait_cycles. */
+void nb_aead_waited(unsigned hart, uint64_t cycles);
 #endif

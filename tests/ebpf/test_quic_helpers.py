@@ -1,5 +1,5 @@
-"""The QUIC packet protection device helpers (quic_aead_seal, quic_aead_open, quic_hp_mask,
-quic_hp_mask_at, and xdp_csum_offload;
+"""The QUIC packet protection device helpers (quic_aead_seal, with the header-protection mask or not,
+quic_aead_open, quic_hp_mask, quic_hp_mask_at, and xdp_csum_offload;
 firmware/ebpf/helpers.c) at run time, on the device interpreter and the JIT (qemu-riscv64): results
 against the Python `cryptography` library (RFC 9001 5.3 nonce, AAD = header, tag after the payload;
 5.4.3 mask, of a block or of the sample in the frame), the checksum request (reported by nanobpf-run,
@@ -80,7 +80,7 @@ char _license[] SEC("license") = "GPL";
 SEAL, OPEN, HP, HP_AT, CSUM = 1, 2, 3, 4, 5
 REQ = abi.STRUCTS["aead_req"]
 EINVAL, EBADMSG, ENOKEY = abi.NANOBPF_EINVAL, abi.NANOBPF_EBADMSG, abi.NANOBPF_ENOKEY
-NEXT = abi.NANOBPF_AEAD_NEXT_PHASE
+NEXT, HP_MASK = abi.NANOBPF_AEAD_NEXT_PHASE, abi.NANOBPF_AEAD_HP_MASK
 KEY, KEY_NEXT = bytes(range(16)), bytes(range(100, 116))
 IV, IV_NEXT = bytes.fromhex("0123456789abcdef00112233"), bytes.fromhex("a0a1a2a3a4a5a6a7a8a9aaab")
 HP_KEY = CLIENT_KEYS.hp  # RFC 9001 A.2's client header-protection key
@@ -142,6 +142,34 @@ def test_seal_then_open_match_cryptography(dev, n):
     assert out == frame_with(hdr, sealed, pre, b"\xee" * 3)
     rc, back, _ = run(dev, OPEN, out, len(pre), len(hdr), n, pn=pn)
     assert rc == 0 and back == frame_with(hdr, plain + sealed[-16:], pre, b"\xee" * 3)
+
+
+@pytest.mark.parametrize("pn_len", [1, 2, 3, 4])
+def test_seal_with_the_header_protection_mask(dev, pn_len):
+    """quic_aead_seal with NANOBPF_AEAD_HP_MASK: the frame sealed as without the flag, and the result is
+    the mask of the sealed packet's sample (4 bytes after the packet number, the header's last
+    (first byte & 3) + 1 bytes) as quic_hp_mask_at gives it; a sample past the frame's end is -EINVAL
+    with nothing written, and open takes no such flag."""
+    pre, cid = bytes(range(14)), bytes(range(8, 16))
+    hdr = bytes([0x40 | (pn_len - 1)]) + cid + bytes(range(200, 200 + pn_len))
+    plain, pn = bytes(range(40)), 0x2345
+    frame = frame_with(hdr, plain + bytes(16), pre)
+    rc, out, _ = run(dev, SEAL, frame, len(pre), len(hdr), len(plain), HP_MASK | NEXT, pn)
+    sealed = hdr + AESGCM(KEY_NEXT).encrypt(nonce(IV_NEXT, pn), plain, hdr)
+    assert out == pre + sealed
+    sample = sealed[len(hdr) - pn_len + 4:][:16]
+    mask = Cipher(algorithms.AES(HP_KEY), modes.ECB()).encryptor().update(sample)[:5]
+    assert rc == int.from_bytes(mask, "big")
+    # the sample must be inside the frame: with an empty payload it ends past the tag by 4 - pn_len
+    # bytes (a 4-byte number: exactly at the end, which is allowed)
+    short = frame_with(hdr, bytes(16), pre)
+    rc, out, _ = run(dev, SEAL, short, len(pre), len(hdr), 0, HP_MASK, pn)
+    if pn_len == 4:
+        assert rc >= 0
+    else:
+        assert rc == -EINVAL and out == short
+    rc, out, _ = run(dev, OPEN, pre + sealed, len(pre), len(hdr), len(plain), HP_MASK | NEXT, pn)
+    assert rc == -EINVAL and out == pre + sealed
 
 
 def test_next_phase_keys(dev):
@@ -230,7 +258,7 @@ BAD = [
     ("size 23", {"size": 23}, -EINVAL),
     ("size 25", {"size": 25}, -EINVAL),
     ("size 32", {"size": 32}, -EINVAL),
-    ("unknown flag", {"flags": 2}, -EINVAL),
+    ("unknown flag", {"flags": 4}, -EINVAL),
     ("all flags", {"flags": 0xffffffff}, -EINVAL),
     ("empty header", {"hdr_len": 0, "payload_len": 44}, -EINVAL),
     ("header 256", {"hdr_off": 0, "hdr_len": 256, "payload_len": 0}, -EINVAL),

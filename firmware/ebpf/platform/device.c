@@ -94,20 +94,41 @@ static int keys_slot(const void *keys) {
     return (int)((a - NANOBPF_KEYTABLE_BASE) / NANOBPF_QUIC_KEYS_SIZE);
 }
 
-int ebpf_aead_engine(int seal, const void *keys, int next, uint64_t pn, const uint8_t *aad, size_t aad_len,
-                     uint8_t *text, size_t len) {
-    int slot = keys_slot(keys);
-    if (slot < 0 || !nb_in_packet_mem(aad, aad_len) || !nb_in_packet_mem(text, len + 16)) return -1;
-    struct nb_aead_req r = {seal ? NB_AEAD_SEAL : NB_AEAD_OPEN, (unsigned)slot, next, aad, (unsigned)aad_len, text,
-                            (unsigned)len, pn};
-    int st = nb_aead_run(&r, NULL);
-    return st == NANOBPF_AEAD_STATUS_OK ? 0 : st == NANOBPF_AEAD_STATUS_TAG_MISMATCH && !seal ? 1 : -1;
-}
-
 static volatile uint8_t *hp_scratch_here(void) {
     volatile uint8_t *scratch = hp_scratch[ebpf_cpu_id()];
     return scratch ? scratch
                    : (volatile uint8_t *)(uintptr_t)(NANOBPF_PACKET_MEM_BASE + NANOBPF_PACKET_MEM_SIZE - 32u * (ebpf_cpu_id() + 1));
+}
+
+/* The engine's fast path (nanobpf_aead.h): the ranges are checked here, once; the requests go out as
+ * scalars. A seal asked for the mask too gets the mask request right behind it, and one wait for both. */
+int ebpf_aead_engine(int seal, const void *keys, int next, uint64_t pn, const uint8_t *aad, size_t aad_len,
+                     uint8_t *text, size_t len, const uint8_t *sample, uint64_t *mask) {
+    int slot = keys_slot(keys);
+    if (slot < 0 || aad_len > 255 || len > 4095 || !nb_in_packet_mem(aad, aad_len ? aad_len : 1) ||
+        !nb_in_packet_mem(text, len + 16) || (sample && !nb_in_packet_mem(sample, 16)))
+        return -1;
+    unsigned hart = nb_hart_id();
+    uint64_t t0 = nb_cycles();
+    __asm__ volatile("fence w, w" ::: "memory"); /* the packet's bytes in packet memory before the engine reads them */
+    uint16_t id = nb_aead_submit(hart, seal ? NB_AEAD_SEAL : NB_AEAD_OPEN, (unsigned)slot, next, (uintptr_t)aad,
+                                 (unsigned)aad_len, (uintptr_t)text, (unsigned)len, pn);
+    volatile uint8_t *scratch = hp_scratch_here();
+    uint16_t hid = sample ? nb_aead_submit(hart, NB_AEAD_HP_MASK, (unsigned)slot, 0, (uintptr_t)sample, 0,
+                                           (uintptr_t)(scratch + 16), 0, 0) : 0;
+    int st = nb_aead_collect(hart, id, NULL);
+    int hst = sample ? nb_aead_collect(hart, hid, NULL) : NANOBPF_AEAD_STATUS_OK;
+    nb_aead_waited(hart, nb_cycles() - t0);
+    if (st != NANOBPF_AEAD_STATUS_OK) /* the engine writes nothing then: the caller may compute in software */
+        return st == NANOBPF_AEAD_STATUS_TAG_MISMATCH && !seal ? 1 : -1;
+    if (sample && hst == NANOBPF_AEAD_STATUS_OK) {
+        *mask = *(volatile uint64_t *)(scratch + 16); /* one load: the mask's bytes 0..7 */
+    } else if (sample) { /* sealed already: never seal twice, only the mask in software */
+        uint8_t m[16];
+        ebpf_aes128_encrypt_block(((const struct nanobpf_quic_keys *)keys)->hp, sample, m);
+        *mask = (uint64_t)m[0] | (uint64_t)m[1] << 8 | (uint64_t)m[2] << 16 | (uint64_t)m[3] << 24 | (uint64_t)m[4] << 32;
+    }
+    return 0;
 }
 
 /* The scratch is 8-byte aligned (the end of a slot, or the top of packet memory), and every access to
@@ -136,8 +157,13 @@ int ebpf_hp_engine_at(const void *keys, const uint8_t *sample, uint64_t *mask) {
     int slot = keys_slot(keys);
     if (slot < 0 || !nb_in_packet_mem(sample, 16)) return -1;
     volatile uint8_t *scratch = hp_scratch_here();
-    struct nb_aead_req r = {NB_AEAD_HP_MASK, (unsigned)slot, 0, sample, 0, (void *)(scratch + 16), 0, 0};
-    if (nb_aead_run(&r, NULL) != NANOBPF_AEAD_STATUS_OK) return -1;
+    unsigned hart = nb_hart_id();
+    uint64_t t0 = nb_cycles();
+    __asm__ volatile("fence w, w" ::: "memory"); /* what the program wrote into the sample, first */
+    uint16_t id = nb_aead_submit(hart, NB_AEAD_HP_MASK, (unsigned)slot, 0, (uintptr_t)sample, 0, (uintptr_t)(scratch + 16), 0, 0);
+    int st = nb_aead_collect(hart, id, NULL);
+    nb_aead_waited(hart, nb_cycles() - t0);
+    if (st != NANOBPF_AEAD_STATUS_OK) return -1;
     *mask = *(volatile uint64_t *)(scratch + 16); /* one load: the mask's bytes 0..7 */
     return 0;
 }

@@ -156,8 +156,8 @@ uint8_t *ebpf_keytable_values(void) { return keytable_values; }
 void ebpf_quiesce(void) {} /* one thread runs programs and changes maps */
 /* No AEAD engine here: the helpers compute in software (aead.h). */
 int ebpf_aead_engine(int seal, const void *keys, int next, uint64_t pn, const uint8_t *aad, size_t aad_len,
-                     uint8_t *text, size_t len) {
-    (void)seal; (void)keys; (void)next; (void)pn; (void)aad; (void)aad_len; (void)text; (void)len;
+                     uint8_t *text, size_t len, const uint8_t *sample, uint64_t *mask) {
+    (void)seal; (void)keys; (void)next; (void)pn; (void)aad; (void)aad_len; (void)text; (void)len; (void)sample; (void)mask;
     return -1;
 }
 int ebpf_hp_engine(const void *keys, uint8_t block[16]) {

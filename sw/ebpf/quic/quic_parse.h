@@ -423,7 +423,8 @@ static __always_inline int quic_pisa_classify(struct xdp_md *ctx, struct quic_cr
     __u32 conn = pc->conn, l3 = pc->l3_off, l4 = pc->l4_off, q = pc->quic_off, pn = pc->pn_off;
     if ((!shim && !conn) || l3 < ETH_HLEN_ + shim || !pn || l4 <= l3 || q != l4 + 8)
         return QUIC_NO_HINT;
-    l3 -= shim, l4 -= shim, q -= shim;
+    /* the checks above keep these from wrapping; the masks tell the verifier so */
+    l3 = (l3 - shim) & QUIC_OFF_MASK, l4 = (l4 - shim) & QUIC_OFF_MASK, q = (q - shim) & QUIC_OFF_MASK;
     const __u8 *data = (const __u8 *)(long)ctx->data, *end = (const __u8 *)(long)ctx->data_end;
     if (data + QUIC_MAX_FRAME < end) /* PISA's max_frame is larger: quic_classify drops it (OVERSIZE) */
         return QUIC_NO_HINT;

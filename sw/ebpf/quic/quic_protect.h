@@ -72,11 +72,13 @@ static __always_inline int quic_open_payload(struct xdp_md *ctx, struct quic_cry
  * plaintext at ct_off and room for the tag. Encrypt in place and write the tag after the ciphertext;
  * the frame keeps its length. *hdr_sum: the sum of the unprotected header; *body_sum: the sum of the
  * ciphertext and the tag, both folded and placed as they are in the UDP payload (the header at an even
- * offset). Returns 0 or QUIC_DROPPED(reason). */
+ * offset). Returns 0, QUIC_MASKED (the header-protection mask of the sealed packet's sample is in *m0
+ * and *m14 too, as quic_hp_mask gives it) or QUIC_DROPPED(reason). */
+#define QUIC_MASKED 1
 static __always_inline int quic_seal_payload(struct xdp_md *ctx, struct quic_crypto *c,
                                              const struct nanobpf_quic_keys *keys, int next, __u64 pn, __u32 q,
                                              __u32 hdr_len, __u32 ct_off, __u32 pt_len, __u32 pkt_end,
-                                             __u64 *hdr_sum, __u64 *body_sum);
+                                             __u64 *hdr_sum, __u64 *body_sum, __u32 *m0, __u32 *m14);
 
 /* The packet-number state of the connection whose key table value keys is (key pk->cid): NULL when none
  * can be kept (the caller drops). */
@@ -416,13 +418,13 @@ __noinline int quic_seal(struct xdp_md *ctx, struct quic_pkt *pk, struct quic_cr
     if (hdr_len > QUIC_MAX_AAD)
         return quic_drop(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
     __u64 hdr_sum, body_sum;
-    int rc = quic_seal_payload(ctx, c, keys, next, pn, q, hdr_len, ct_off, pt_len, pkt_end, &hdr_sum, &body_sum);
+    __u32 m0 = 0, m14 = 0;
+    int rc = quic_seal_payload(ctx, c, keys, next, pn, q, hdr_len, ct_off, pt_len, pkt_end, &hdr_sum, &body_sum, &m0, &m14);
     if (rc < 0)
         return quic_drop(QUIC_DROPPED(0) - rc);
     data = (__u8 *)(long)ctx->data;
     end = (__u8 *)(long)ctx->data_end;
-    __u32 m0, m14;
-    if (quic_hp_mask(ctx, c, keys, BOUND(pn_off + 4), &m0, &m14))
+    if (rc != QUIC_MASKED && quic_hp_mask(ctx, c, keys, BOUND(pn_off + 4), &m0, &m14))
         return quic_drop(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
     first = data + q;
     pnp = data + pn_off;
@@ -501,9 +503,13 @@ static __always_inline int quic_xdp(struct xdp_md *ctx) {
 #ifdef QUIC_PISA_HINT
     /* PISA's parse result: no parse here, no quic_ports lookup; a frame to seal takes its CID length
      * from the shim */
-    cls = quic_pisa_classify(ctx, c, &pk, from_host ? QUIC_SHIM_LEN : 0);
-    if (from_host && cls == QUIC_CANDIDATE)
-        cls = quic_short_cid((const __u8 *)(long)ctx->data, (const __u8 *)(long)ctx->data_end, &pk, cid_len);
+    if (!from_host) {
+        cls = quic_pisa_classify(ctx, c, &pk, 0);
+    } else {
+        cls = quic_pisa_classify(ctx, c, &pk, QUIC_SHIM_LEN);
+        if (cls == QUIC_CANDIDATE)
+            cls = quic_short_cid((const __u8 *)(long)ctx->data, (const __u8 *)(long)ctx->data_end, &pk, cid_len);
+    }
 #endif
     if (cls == QUIC_NO_HINT) {
         if (!from_host) {

@@ -72,7 +72,8 @@ static __always_inline int quic_open_payload(struct xdp_md *ctx, struct quic_cry
 static __always_inline int quic_seal_payload(struct xdp_md *ctx, struct quic_crypto *c,
                                              const struct nanobpf_quic_keys *keys, int next, __u64 pn, __u32 q,
                                              __u32 hdr_len, __u32 ct_off, __u32 pt_len, __u32 pkt_end,
-                                             __u64 *hdr_sum, __u64 *body_sum) {
+                                             __u64 *hdr_sum, __u64 *body_sum, __u32 *m0, __u32 *m14) {
+    (void)m0, (void)m14; /* the mask: quic_hp_mask, afterwards */
     struct gcm_state *g = &c->g;
     if (quic_aead_start(ctx, c, keys, next, pn, q, hdr_len))
         return QUIC_DROPPED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
