@@ -18,6 +18,13 @@
 
 /* out = AES-128 of in under key (FIPS 197); in and out may be the same block. */
 void ebpf_aes128_encrypt_block(const uint8_t key[EBPF_AEAD_KEY_LEN], const uint8_t in[16], uint8_t out[16]);
+/* The header-protection mask of a sample computed here, as the engine's scratch holds it: bytes 0..4
+ * of AES-128-ECB(hp, sample) as one word, byte 0 the lowest (ebpf_hp_engine_at's *mask). */
+static inline uint64_t ebpf_hp_mask_soft(const uint8_t hp[EBPF_AEAD_KEY_LEN], const uint8_t sample[16]) {
+    uint8_t m[16];
+    ebpf_aes128_encrypt_block(hp, sample, m);
+    return (uint64_t)m[0] | (uint64_t)m[1] << 8 | (uint64_t)m[2] << 16 | (uint64_t)m[3] << 24 | (uint64_t)m[4] << 32;
+}
 
 /* AES-128-GCM encryption: text (len bytes) is encrypted in place, the tag over aad (aad_len bytes,
  * may be 0) and the ciphertext is written to tag. aad, text and tag must not overlap. */

@@ -378,11 +378,7 @@ static int64_t quic_aead(U64 ctx, U64 keys, U64 req_addr, U64 req_size, int seal
         for (int i = 0; i < EBPF_AEAD_NONCE_LEN; i++) nonce[i] = iv[i] ^ (i < 4 ? 0 : (uint8_t)(r.pn >> (8 * (11 - i))));
         if (!seal) return ebpf_aead_open(key, nonce, hdr, r.hdr_len, payload, r.payload_len, tag) ? -NANOBPF_EBADMSG : 0;
         ebpf_aead_seal(key, nonce, hdr, r.hdr_len, payload, r.payload_len, tag);
-        if (sample) {
-            uint8_t m[NANOBPF_AEAD_HP_BLOCK_LEN];
-            ebpf_aes128_encrypt_block(k->hp, sample, m);
-            mask = (U64)m[0] | (U64)m[1] << 8 | (U64)m[2] << 16 | (U64)m[3] << 24 | (U64)m[4] << 32;
-        }
+        if (sample) mask = ebpf_hp_mask_soft(k->hp, sample);
     } else if (!seal) {
         return hw == 0 ? 0 : -NANOBPF_EBADMSG;
     }
@@ -416,11 +412,7 @@ static U64 h_quic_hp_mask_at(U64 ctx, U64 keys, U64 off, U64 a4, U64 a5) {
     const struct nanobpf_quic_keys *k = PTR(keys);
     const uint8_t *sample = PTR(x->data + off);
     uint64_t w;
-    if (ebpf_hp_engine_at(k, sample, &w) != 0) {
-        uint8_t m[NANOBPF_AEAD_HP_BLOCK_LEN];
-        ebpf_aes128_encrypt_block(k->hp, sample, m);
-        w = (U64)m[0] | (U64)m[1] << 8 | (U64)m[2] << 16 | (U64)m[3] << 24 | (U64)m[4] << 32;
-    }
+    if (ebpf_hp_engine_at(k, sample, &w) != 0) w = ebpf_hp_mask_soft(k->hp, sample);
     return mask_be40(w);
 }
 

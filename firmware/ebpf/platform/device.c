@@ -124,9 +124,7 @@ int ebpf_aead_engine(int seal, const void *keys, int next, uint64_t pn, const ui
     if (sample && hst == NANOBPF_AEAD_STATUS_OK) {
         *mask = *(volatile uint64_t *)(scratch + 16); /* one load: the mask's bytes 0..7 */
     } else if (sample) { /* sealed already: never seal twice, only the mask in software */
-        uint8_t m[16];
-        ebpf_aes128_encrypt_block(((const struct nanobpf_quic_keys *)keys)->hp, sample, m);
-        *mask = (uint64_t)m[0] | (uint64_t)m[1] << 8 | (uint64_t)m[2] << 16 | (uint64_t)m[3] << 24 | (uint64_t)m[4] << 32;
+        *mask = ebpf_hp_mask_soft(((const struct nanobpf_quic_keys *)keys)->hp, sample);
     }
     return 0;
 }
