@@ -39,3 +39,12 @@ def test_demo_without_a_capture(tmp_path):
     # network's logical port and, for the seal path, on the host's
     settings = [(name, value) for name, _, value in d.boot if name.startswith("@")]
     assert {name for name, _ in settings} == {"@table"} and len(settings) == 2
+
+
+def test_profiles_fill_pisas_table_or_say_why():
+    import nanobpf_soc as soc
+    from nanobpf.quic.workload import profiles
+    n = soc.REGS[("pisa", "profile_entry")].count
+    assert len(profiles(range(443, 443 + n // 2), 8)) == n
+    with pytest.raises(ValueError, match="profile entries"):
+        profiles(range(443, 443 + n // 2 + 1), 8)

@@ -117,6 +117,9 @@ def profiles(ports, short_cid_len):
     where PISA matches the source port of a frame to seal and the shim names the CID length (the
     profile's 0: nothing to look up in the CID table)."""
     import nanobpf_soc as soc
+    entries = soc.REGS[("pisa", "profile_entry")].count
+    if 2 * len(ports) > entries:
+        raise ValueError(f"{len(ports)} QUIC ports need {2 * len(ports)} PISA profile entries; there are {entries}")
     out = []
     for i, port in enumerate(ports):
         out.append(bootcfg.table("profile", 2 * i, valid=1, lport=soc.DATAPATH["net_lport"], udp_port=port,
