@@ -98,8 +98,11 @@ def test_bus_statistics_add_up(cores):
     assert head, r.output
     window, busy = int(head[1]), int(head[2])
     assert 0 < busy < window <= r.cycles
-    slaves = {m[1]: (int(m[2]), int(m[3])) for m in
-              re.finditer(r"nanobpf-sim: bus slave (\S+) +(\d+) transactions +(\d+) cycles", r.output)}
+    slaves = {m[1]: (int(m[2]), int(m[4])) for m in
+              re.finditer(r"nanobpf-sim: bus slave (\S+) +(\d+) transactions \((\d+) writes\) +(\d+) cycles", r.output)}
+    writes = {m[1]: int(m[2]) for m in re.finditer(r"nanobpf-sim: bus slave (\S+) +\d+ transactions \((\d+) writes\)", r.output)}
+    # the boot ROM is only read; the boot stores its stack and data to main memory
+    assert writes["bootrom"] == 0 and 0 < writes["main_mem"] < slaves["main_mem"][0], writes
     per_core = {int(m[1]): (int(m[2]), int(m[3]), int(m[4]), dict((k, int(v)) for k, v in re.findall(r"(\S+) (\d+)", m[5])))
                 for m in re.finditer(r"nanobpf-sim: bus core (\d+) +(\d+) transactions +(\d+) cycles served +(\d+)"
                                      r" cycles waited for another core;(.*)", r.output)}

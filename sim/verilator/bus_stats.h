@@ -17,7 +17,7 @@ class BusStats {
     static constexpr unsigned kCores = NANOBPF_MAX_CORES;
 
     // One cycle of the interconnect; `counting` false before the first frame enters.
-    void cycle(bool counting, bool busy, bool start, unsigned master, unsigned slave, unsigned waiting) {
+    void cycle(bool counting, bool busy, bool start, bool write, unsigned master, unsigned slave, unsigned waiting) {
         if (!counting) return;
         now_.cycles++;
         if (slave >= kSlaves) slave = kSlaves - 1;
@@ -27,6 +27,7 @@ class BusStats {
             now_.cyc[slave][master]++;
         }
         if (start) now_.tx[slave][master]++;
+        if (start && write) now_.wr[slave][master]++;
         for (unsigned m = 0; m < kCores; m++)
             if (waiting >> m & 1) now_.wait[m]++;
     }
@@ -40,11 +41,12 @@ class BusStats {
                     seen_out_ ? "from the first frame in to the last frame out" : "over the run", c.cycles, c.busy,
                     c.cycles ? 100.0 * c.busy / c.cycles : 0.0);
         for (unsigned s = 0; s < kSlaves; s++) {
-            uint64_t tx = 0, cyc = 0;
-            for (unsigned m = 0; m < kCores; m++) tx += c.tx[s][m], cyc += c.cyc[s][m];
+            uint64_t tx = 0, wr = 0, cyc = 0;
+            for (unsigned m = 0; m < kCores; m++) tx += c.tx[s][m], wr += c.wr[s][m], cyc += c.cyc[s][m];
             if (!tx && !cyc) continue;
-            std::printf("nanobpf-sim: bus slave %-10s %10" PRIu64 " transactions %11" PRIu64 " cycles (%.2f a transaction)\n",
-                        s < NANOBPF_BUS_SLAVES ? names[s] : "(unmapped)", tx, cyc, tx ? (double)cyc / tx : 0.0);
+            std::printf("nanobpf-sim: bus slave %-10s %10" PRIu64 " transactions (%" PRIu64 " writes) %11" PRIu64
+                        " cycles (%.2f a transaction)\n",
+                        s < NANOBPF_BUS_SLAVES ? names[s] : "(unmapped)", tx, wr, cyc, tx ? (double)cyc / tx : 0.0);
         }
         for (unsigned m = 0; m < kCores; m++) {
             uint64_t tx = 0, cyc = 0;
@@ -62,7 +64,7 @@ class BusStats {
   private:
     struct Counts {
         uint64_t cycles = 0, busy = 0;
-        uint64_t tx[kSlaves][kCores] = {}, cyc[kSlaves][kCores] = {}, wait[kCores] = {};
+        uint64_t tx[kSlaves][kCores] = {}, wr[kSlaves][kCores] = {}, cyc[kSlaves][kCores] = {}, wait[kCores] = {};
     };
     Counts now_, at_last_out_;
     bool seen_out_ = false;

@@ -354,7 +354,8 @@ int main(int argc, char **argv) {
             }
         }
         if (opt.bus_stats)
-            bus.cycle(frames_in, top->io_busActivity_busy, top->io_busActivity_start, top->io_busActivity_master,
+            bus.cycle(frames_in, top->io_busActivity_busy, top->io_busActivity_start, top->io_busActivity_write,
+                      top->io_busActivity_master,
                       top->io_busActivity_slave, top->io_busActivity_waiting);
         if (top->io_console_valid) console.put(top->io_console_bits_core, (char)top->io_console_bits_char);
         if (uart) uart->sample(top->io_board_uartTx);

@@ -64,6 +64,9 @@ def test_cva6_is_trimmed_as_soc_toml_says(tmp_path):
     regfile = ROOT / "hw/vsrc/cva6/ariane_regfile_lutram.sv"
     assert (str(regfile) in f) == CVA6["lutram_regfile"]
     assert any(x.endswith("/ariane_regfile_ff.sv") for x in f) != CVA6["lutram_regfile"]
+    bht = ROOT / "hw/vsrc/cva6/bht_lutram.sv"
+    assert (str(bht) in f) == CVA6["lutram_bht"]
+    assert any(x.endswith("/frontend/bht.sv") for x in f) != CVA6["lutram_bht"]
     lsu = copy("load_store_unit.sv")
     no_mmu = "1'b0 /* [cva6] mmu = false */ && (riscv::XLEN == 64)" in lsu
     assert no_mmu == (not CVA6["mmu"])

@@ -89,6 +89,7 @@ PATCHES = {
 # our file, the value that selects ours).
 REPLACED = {
     "lutram_regfile": ("core/ariane_regfile_ff.sv", "hw/vsrc/cva6/ariane_regfile_lutram.sv", True),
+    "lutram_bht": ("core/frontend/bht.sv", "hw/vsrc/cva6/bht_lutram.sv", True),
     "perf_counters": ("core/perf_counters.sv", "hw/vsrc/cva6/perf_counters_off.sv", False),
 }
 
