@@ -402,6 +402,9 @@ void ebpf_device_map_unbind(struct ebpf_map *map);
 int ebpf_map_is_device(const struct ebpf_map *map);
 int ebpf_map_is_keytable(const struct ebpf_map *map);
 int ebpf_map_is_keytable_pn(const struct ebpf_map *map);
+/* A key table lookup (as ebpf_map_lookup) that reads hash slot slot_hint first: PISA's CID table
+ * gives a packet's entry's slot (struct ebpf_xdp_buff conn - 1), so its lookup needs no hash. */
+void *ebpf_keytable_lookup_at(const void *key, uint32_t slot_hint);
 /* The packet-number state of the key table entry whose value keys is (a lookup's result), or NULL
  * without the packet-number map: bpf_quic_pn_state. */
 void *ebpf_keytable_pn(const void *keys);

@@ -607,6 +607,20 @@ static int pn_delete(const void *key) { /* back to a fresh entry's state */
     return 0;
 }
 
+/* The key table entry of key when PISA's CID table named its slot (the packet's context field conn):
+ * that slot alone is read, no hash worked out. The slot is only a hint - the entry may have been
+ * replaced while the packet waited, or conn may name another direction's entry - so its key is
+ * compared whole, and anything else takes the hash search: the result is always the lookup's. */
+void *ebpf_keytable_lookup_at(const void *key, uint32_t slot_hint) {
+    if (slot_hint < KEYTABLE_SLOTS && !((uintptr_t)key & 7)) {
+        const uint8_t *s = slot(&keytable, slot_hint);
+        const uint64_t *a = (const uint64_t *)(const void *)(s + 8), *k = key;
+        _Static_assert(NANOBPF_QUIC_CID_SIZE == 24, "three key words");
+        if (s[0] == SLOT_USED && a[0] == k[0] && a[1] == k[1] && a[2] == k[2]) return hash_value(&keytable, slot_hint);
+    }
+    return hash_lookup(&keytable, key);
+}
+
 /* Tail calls only: a lookup saves no register of the caller's here (every store is a bus write). */
 void *ebpf_map_lookup(struct ebpf_map *m, const void *key) {
     if (m->type != NANOBPF_MAP_TYPE_HASH) return lookup_this_cpu(m, key);

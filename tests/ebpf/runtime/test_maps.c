@@ -421,8 +421,53 @@ static void pn_map_follows_the_key_table_slots(void) {
     done("pn_map_follows_the_key_table_slots", f);
 }
 
+/* A key table lookup with PISA's slot as a hint (ebpf_keytable_lookup_at, the helper's path when the
+ * packet's context names conn) finds what the lookup by key finds, whatever the hint: its own slot,
+ * another entry's (replaced while the packet waited, or the other direction's), a free slot, one past
+ * the table; and an absent key is not found at any hint. Fails when the hint is trusted without the
+ * whole key compared (another entry's slot returns that entry). */
+static void keytable_slot_hint_is_only_a_hint(void) {
+    int f = failed;
+    struct ebpf_error err = {-1, ""};
+    struct ebpf_map kdecl = map(NANOBPF_MAP_TYPE_HASH, NANOBPF_QUIC_CID_SIZE, NANOBPF_QUIC_KEYS_SIZE,
+                                NANOBPF_KEYTABLE_ENTRIES, NANOBPF_KEYTABLE_MAP_NAME);
+    struct ebpf_map *kt = ebpf_device_map_bind(&kdecl, &err);
+    check("hint", kt != NULL, "key table bound");
+    if (!kt) return;
+    enum { N = 12 };
+    struct nanobpf_quic_cid k[N + 1];
+    int64_t slot[N];
+    uint8_t keys[NANOBPF_QUIC_KEYS_SIZE];
+    char what[96];
+    for (int i = 0; i <= N; i++) {
+        memset(&k[i], 0, sizeof k[i]);
+        /* the same first 8 bytes everywhere, and pairs that differ only in direction (the last word) */
+        k[i].len = (uint8_t)(9 + (i / 2) % 12);
+        for (int b = 0; b < k[i].len; b++) k[i].id[b] = (uint8_t)(b < 8 ? 0x30 + b : 0x30 + (i / 2) * 5 + b);
+        k[i].dir = (uint8_t)(i & 1 ? NANOBPF_QUIC_DIR_SEAL : NANOBPF_QUIC_DIR_OPEN);
+        if (i == N) break; /* k[N]: never added */
+        memset(keys, 0x10 + i, sizeof keys);
+        check("hint", ebpf_map_update(kt, &k[i], keys, NANOBPF_BPF_NOEXIST) == 0, "entry added");
+        slot[i] = ebpf_map_slot_of(kt, &k[i]);
+    }
+    uint32_t hints[] = {0, 1, 7, NANOBPF_KEYTABLE_SLOTS - 1, NANOBPF_KEYTABLE_SLOTS, 0xffff};
+    for (int i = 0; i <= N; i++) {
+        const void *want = ebpf_map_lookup(kt, &k[i]);
+        check("hint", (want != NULL) == (i < N), "the lookup by key");
+        for (int h = 0; h < N + 6; h++) {
+            uint32_t hint = h < N ? (uint32_t)slot[h] : hints[h - N];
+            snprintf(what, sizeof what, "key %d with slot hint %u: the lookup's result", i, hint);
+            check("hint", ebpf_keytable_lookup_at(&k[i], hint) == want, what);
+        }
+    }
+    for (int i = 0; i < N; i++) ebpf_map_delete(kt, &k[i]);
+    ebpf_device_map_unbind(kt);
+    done("keytable_slot_hint_is_only_a_hint", f);
+}
+
 int main(void) {
     pn_map_follows_the_key_table_slots();
+    keytable_slot_hint_is_only_a_hint();
     hash_keys_found_at_any_alignment();
     adjust_meta_limits_like_linux();
     prog_array_and_tail_call_limit();
