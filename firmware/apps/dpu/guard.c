@@ -108,8 +108,11 @@ int dpu_guard_before(const struct ebpf_prog *prog, const struct ebpf_xdp_buff *x
         if (!prog) return DPU_DROP_ENCRYPT_NO_PROG;
         g->seal = 1;
         g->watch = NANOBPF_QUIC_STAT_SEALED;
-    } else if (xdp->ingress_ifindex == NANOBPF_IFINDEX_NET) {
-        g->watch = NANOBPF_QUIC_STAT_OPENED;
+    } else if (xdp->ingress_ifindex == NANOBPF_IFINDEX_NET && prog) {
+        /* a program without quic_stats never counts a frame opened: no counter to read before and after */
+        __typeof__(stats_cache[0]) *c = &stats_cache[nb_hart_id()];
+        if (c->prog != prog) find_quic_stats(c, prog);
+        if (c->map) g->watch = NANOBPF_QUIC_STAT_OPENED;
     }
     if (g->watch >= 0) g->before = quic_stat(prog, (uint32_t)g->watch);
     return -1;
