@@ -1,5 +1,5 @@
 /* NanoBPF firmware entry, for every hart (see bootrom.S for how harts arrive here).
- * Sets the trap vector, a per-hart stack (__stack_size bytes each, top of main memory downwards),
+ * Sets the trap vector, the hart's stack (the top of its own RAM, region core_local, downwards),
  * clears .bss on hart 0 only (the others are still asleep then), and calls nb_start(hartid).
  * No linker relaxation here: it would turn `la` into gp-relative addressing before gp is set. */
     .option norelax
@@ -10,10 +10,7 @@ _start:
     csrr    a0, mhartid
     la      t0, nb_trap_entry
     csrw    mtvec, t0
-    la      sp, __stack_top
-    la      t0, __stack_size
-    mul     t1, a0, t0
-    sub     sp, sp, t1
+    la      sp, __stack_top     /* each hart's own RAM (core_local): the same address for all */
     bnez    a0, 2f
     la      t0, __bss_start
     la      t1, __bss_end

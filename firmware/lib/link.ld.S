@@ -5,9 +5,13 @@
 OUTPUT_ARCH(riscv)
 ENTRY(_start)
 
-__stack_size = 0x4000;      /* per hart; also holds that hart's TLS block at its low end */
-
-MEMORY { ram (rwx) : ORIGIN = NANOBPF_MAIN_MEM_BASE, LENGTH = NANOBPF_MAIN_MEM_SIZE }
+/* Every hart's stack is its own RAM (region core_local, at the same address for each): the top of it
+ * downwards, with that hart's TLS block at its low end. */
+MEMORY {
+  ram (rwx) : ORIGIN = NANOBPF_MAIN_MEM_BASE, LENGTH = NANOBPF_MAIN_MEM_SIZE
+  local (rw) : ORIGIN = NANOBPF_CORE_LOCAL_BASE, LENGTH = NANOBPF_CORE_LOCAL_SIZE
+}
+__stack_size = LENGTH(local);
 
 SECTIONS {
   .text : { *(.text.start) *(.text .text.*) } > ram
@@ -21,11 +25,10 @@ SECTIONS {
     *(.sdata .sdata.*)
   } > ram
   .bss (NOLOAD) : ALIGN(8) { __bss_start = .; *(.sbss .sbss.* .bss .bss.* COMMON) . = ALIGN(8); __bss_end = .; } > ram
-  __stack_top = ORIGIN(ram) + LENGTH(ram);
-  __stacks_bottom = __stack_top - NANOBPF_MAX_CORES * __stack_size;
-  /* picolibc's malloc heap: everything between .bss and the stacks (eBPF maps, programs, JIT code). */
+  __stack_top = ORIGIN(local) + LENGTH(local);
+  /* picolibc's malloc heap: everything after .bss (eBPF maps, programs, JIT code). */
   __heap_start = __bss_end;
-  __heap_end = __stacks_bottom;
-  ASSERT(__bss_end <= __stacks_bottom, "firmware does not fit below the per-hart stacks")
+  __heap_end = ORIGIN(ram) + LENGTH(ram);
+  ASSERT(__bss_end <= __heap_end, "firmware does not fit in main memory")
   /DISCARD/ : { *(.note .note.* .comment .riscv.attributes) }
 }

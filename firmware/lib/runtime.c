@@ -57,9 +57,11 @@ FILE *const stdout = &console;
 FILE *const stderr = &console;
 
 /* Thread-local storage (picolibc keeps errno there): a block at the low end of this hart's stack
- * area, initialised from .tdata/.tbss. RISC-V TLS variant I: tp points at the block itself. */
+ * area (its own RAM, core_local), initialised from .tdata/.tbss. RISC-V TLS variant I: tp points at
+ * the block itself. */
 static void init_tls(unsigned hart) {
-    char *block = __stack_top - (hart + 1) * (size_t)__stack_size;
+    (void)hart;
+    char *block = __stack_top - (size_t)__stack_size;
     memcpy(block, __tdata_start, (size_t)(__tdata_end - __tdata_start));
     /* TLS offsets count from the start of .tdata, so .tbss sits after its alignment padding. */
     memset(block + (__tbss_start - __tdata_start), 0, (size_t)__tbss_size);

@@ -33,7 +33,7 @@ case class SocParams(
   val aeadInSoc: nanobpf.aead.AeadParams = aead.copy(cores = nCores, memAddrBits = log2Ceil(SocMap.PacketMem.size))
 }
 
-/** NanoBPF SoC: N CVA6 cores on a serial AXI interconnect with boot ROM, CLINT, DPU registers, the
+/** NanoBPF SoC: N CVA6 cores, each with its own RAM for its stack (CoreLocal), on a serial AXI interconnect with boot ROM, CLINT, DPU registers, the
   * datapath (PISA pipeline and packet path, nanobpf.datapath.Datapath), the AES-128-GCM engine with
   * its key table storage, the packet memory they all share, and main memory (address map:
   * hw/defs/soc.toml). Reset is synchronous, active high; the cores see its inverse. `eth` carries the
@@ -98,7 +98,10 @@ class NanobpfSoc(p: SocParams) extends Module {
     tile.io.hart_id_i := h.U
     tile.io.ipi_i := clint.io.ipi(h)
     tile.io.time_irq_i := clint.io.timerIrq(h)
-    xbar.io.masters(h) <> tile.io.axi
+    // the core's own RAM (its stack) in front of the shared bus
+    val local = Module(new CoreLocal(SocMap.CoreLocal)).suggestName(s"core${h}_local")
+    local.io.core <> tile.io.axi
+    xbar.io.masters(h) <> local.io.bus
   }
   io.console := dpu.io.console
   io.simEnd := dpu.io.simEnd
