@@ -150,3 +150,22 @@ def test_bad_definitions_are_refused(tmp_path, case):
     assert p.returncode == 1
     assert message in p.stderr
     assert not (tmp_path / "x.h").exists()
+
+
+def test_stacks_are_in_each_cores_own_ram():
+    """Every hart's stack and TLS block are in region core_local (the same address for each core,
+    served by its own RAM in front of the shared interconnect: hw soc/CoreLocal.scala): cached, off the
+    shared bus, the linker's stack top its end, and no main memory kept for stacks (the heap runs to
+    the end of main memory). Fails if the linker script or the region's attributes drift apart."""
+    import shutil
+    elf = ROOT / "build/firmware/hello.elf"
+    if not elf.exists():
+        pytest.skip("build/firmware/hello.elf not built (make firmware)")
+    local, main = soc.REGIONS["core_local"], soc.REGIONS["main_mem"]
+    assert {"cached", "detached"} <= set(local.attrs) and "exec" not in local.attrs
+    nm = shutil.which("riscv64-unknown-elf-nm") or "nm"
+    syms = {p[2]: int(p[0], 16) for p in (ln.split() for ln in subprocess.run(
+        [nm, str(elf)], capture_output=True, text=True, check=True).stdout.splitlines()) if len(p) == 3}
+    assert syms["__stack_top"] == local.base + local.size
+    assert syms["__stack_size"] == local.size
+    assert syms["__heap_end"] == main.base + main.size
