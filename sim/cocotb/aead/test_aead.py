@@ -4,7 +4,8 @@ reference model nanobpf.models.aead, with a packet memory model on the engine's 
 Checked: the NIST GCM test cases for AES-128 (empty plaintext and AAD, non-multiple-of-16 lengths);
 RFC 9001 Appendix A client and server Initial packets sealed and opened, and their header protection
 masks; random requests of every op from several cores back to back (random alignments, lengths,
-slots, key phases, tampered tags, bad requests) with memory byte-exact to the model after each
+slots, key phases, tampered tags, bad requests; seal_hp with random headers, so random packet number
+lengths and headers or samples that do not fit) with memory byte-exact to the model after each
 completion and one completion per request with the model's status; per-core limits refused and
 counted; counters. Run: make test-block BLOCK=aead."""
 import os
@@ -168,6 +169,9 @@ async def rfc9001_initial_packets(dut):
         assert protected[pn_off:len(hdr)] == bytes(x ^ y for x, y in zip(hdr[pn_off:], mask[1:]))
         await b.run(1, aead.Request("open", slot, at, len(hdr), at + len(hdr), len(pay), pn=pn, id=20 + n))
         assert b.mem[at:at + len(hdr) + len(pay)] == hdr + pay
+        # seal_hp: one request makes the RFC's protected packet, header protection included
+        await b.run(0, aead.Request("seal_hp", slot, at, len(hdr), at + len(hdr), len(pay), pn=pn, id=30 + n))
+        assert b.mem[at:at + len(protected)] == protected
 
 
 async def random_requests(b, rng, count, cores, per_core):
@@ -190,7 +194,7 @@ async def random_requests(b, rng, count, cores, per_core):
         # is in order, so when request n + 16 is submitted request n has completed).
         assert cores * per_core <= 16
         base = (n % 16) * 0x1000
-        op = rng.choice(["seal", "seal", "open", "open", "hp_mask"])
+        op = rng.choice(["seal", "seal", "open", "open", "hp_mask", "seal_hp", "seal_hp"])
         data_len = rng.choice([0, 1, 15, 16, 17, rng.randrange(1, 300), rng.randrange(300, 2049)])
         aad_len = rng.choice([0, 1, 13, 16, 21, rng.randrange(256)])
         aad_at = base + rng.randrange(64)

@@ -45,7 +45,7 @@ def keys_value(key, iv, hp, next_key=None, next_iv=None, key_phase=0, cid_len=8)
 
 @dataclass
 class Request:
-    op: str  # seal, open, hp_mask
+    op: str  # seal, open, hp_mask, seal_hp
     slot: int
     aad_addr: int = 0
     aad_len: int = 0
@@ -88,7 +88,7 @@ def execute(mem: bytearray, keytable: bytes, req: Request, key_slots=None, max_d
         return "bad_request"
     hp = op == OP["hp_mask"]
     if (req.data_len > max_data or req.aad_addr + (16 if hp else req.aad_len) > len(mem)
-            or req.data_addr + req.data_len + TAG_LEN > len(mem)):
+            or req.data_addr + req.data_len + TAG_LEN > len(mem) or (op == OP["seal_hp"] and req.aad_len < 2)):
         return "bad_length"
     key, iv, hp_key, has_next = slot_keys(keytable, req.slot, req.next_phase)
     if req.next_phase and not has_next:
@@ -100,9 +100,22 @@ def execute(mem: bytearray, keytable: bytes, req: Request, key_slots=None, max_d
     d0, d1 = req.data_addr, req.data_addr + req.data_len
     gcm = AESGCM(bytes(key))
     n = nonce(iv, req.pn)
-    if op == OP["seal"]:
+    if op == OP["seal_hp"]:
+        # the header read as the AAD names the packet number's length; checked before any write
+        pn_len = (aad[0] & 3) + 1
+        pn_at = req.aad_addr + req.aad_len - pn_len
+        if req.aad_len < pn_len + 1 or pn_at + 4 + 16 > d1 + TAG_LEN:
+            return "bad_length"
+    if op in (OP["seal"], OP["seal_hp"]):
         out = gcm.encrypt(n, bytes(mem[d0:d1]), aad)
         mem[d0:d1 + TAG_LEN] = out
+        if op == OP["seal_hp"]:
+            # RFC 9001 5.4.1 on the sealed bytes: the sample is read after the seal wrote them, the
+            # first byte written before the packet number is read back (as the engine does)
+            mask = aes_block(hp_key, mem[pn_at + 4:pn_at + 20])
+            mem[req.aad_addr] = aad[0] ^ (mask[0] & (0x0F if aad[0] & 0x80 else 0x1F))
+            for i in range(pn_len):
+                mem[pn_at + i] ^= mask[1 + i]
         return "ok"
     ct, tag = bytes(mem[d0:d1]), bytes(mem[d1:d1 + TAG_LEN])
     # The engine decrypts in place whatever the tag says: the keystream XOR is the same either way.

@@ -32,7 +32,10 @@ class AeadCompletion(p: AeadParams) extends Bundle {
   * fetches it, the AES core makes the keystream (counter 2, 3, ...) ahead of it, and each 16-byte
   * chunk is XORed, written back in place and hashed in the same cycle. Last the length block; seal
   * writes the tag after the payload, open reads and compares it. hp_mask encrypts one sample with the
-  * header protection key. Throughput in the payload phase is one chunk per
+  * header protection key. seal_hp seals, then protects the header (the AAD) in place: once the tag is
+  * written it reads the sample 4 bytes after the packet number (the header's last (first byte & 3) + 1
+  * bytes), encrypts it with the header protection key and XORs the mask into the first byte and the
+  * packet number (read back), so a core asks once and never touches the sealed packet. Throughput in the payload phase is one chunk per
   * max(10 / roundsPerCycle, 128 / ghashBits, memory) cycles; the memory port carries about two reads
   * and two writes per chunk. Requests that do not fit (lengths, ranges, slot, op, missing next keys)
   * complete with an error status before any memory is touched.
@@ -72,7 +75,7 @@ class GcmEngine(p: AeadParams) extends Module {
   reader.io.rdata.valid := RegNext(reader.io.mem.fire, false.B)
   reader.io.rdata.bits := io.mem.rdata
 
-  val sIdle :: sKeys :: sH :: sAad :: sData :: sLen :: sTag :: sHp :: sDone :: Nil = Enum(9)
+  val sIdle :: sKeys :: sH :: sAad :: sData :: sLen :: sTag :: sHp :: sProtect :: sDone :: Nil = Enum(10)
   val state = RegInit(sIdle)
   val r = Reg(new AeadRequest(p))
   val status = Reg(UInt(3.W))
@@ -86,8 +89,9 @@ class GcmEngine(p: AeadParams) extends Module {
   val isHp = q.op === AeadOp.HpMask.U
   val aadEnd = q.aadAddr +& Mux(isHp, 16.U, q.aadLen)
   val dataEnd = q.dataAddr +& q.dataLen +& 16.U
-  val badLen = q.dataLen > p.maxData.U || aadEnd > memBytes.U || dataEnd > memBytes.U
-  val badReq = q.op > AeadOp.HpMask.U || q.slot >= p.keySlots.U
+  val badLen = q.dataLen > p.maxData.U || aadEnd > memBytes.U || dataEnd > memBytes.U ||
+    (q.op === AeadOp.SealHp.U && q.aadLen < 2.U) // a first byte and at least one packet number byte
+  val badReq = q.op > AeadOp.SealHp.U || q.slot >= p.keySlots.U
   io.req.ready := state === sIdle
   val keyWord = RegInit(0.U(4.W))
   when(io.req.fire) {
@@ -153,7 +157,16 @@ class GcmEngine(p: AeadParams) extends Module {
 
   val started = RegInit(false.B) // the phase's reader (and writer) have been started
   val tag = VecInit((0 until 16).map(i => ghash.io.y(127 - 8 * i, 120 - 8 * i) ^ ek0(i)))
-  val isSeal = r.op === AeadOp.Seal.U
+  val isSealHp = r.op === AeadOp.SealHp.U
+  val isSeal = r.op === AeadOp.Seal.U || isSealHp
+
+  // ---- seal_hp: the header's first byte (seen as the AAD streams by) names the packet number length
+  val b0 = Reg(UInt(8.W))
+  val aadFirst = Reg(Bool())
+  val mask = Reg(Vec(5, UInt(8.W)))
+  val protectStep = RegInit(0.U(2.W))
+  def pnLenOf(first: UInt): UInt = first(1, 0) +& 1.U
+  val pnAddr = (r.aadAddr + r.aadLen - pnLenOf(b0))(p.memAddrBits - 1, 0)
 
   switch(state) {
     is(sKeys) {
@@ -188,9 +201,20 @@ class GcmEngine(p: AeadParams) extends Module {
       ghash.io.in.valid := started && reader.io.out.valid
       ghash.io.in.bits := bigEndian(masked(reader.io.out.bits))
       reader.io.out.ready := started && ghash.io.in.ready
+      when(!started) { aadFirst := true.B }
+      val first = Mux(aadFirst, reader.io.out.bits.data(0), b0)
+      when(reader.io.out.fire) { b0 := first; aadFirst := false.B }
       when(reader.io.out.fire && reader.io.out.bits.last) {
         started := false.B
         state := Mux(r.dataLen === 0.U, sLen, sData)
+        // seal_hp: the packet number inside the header and the sample inside the sealed packet, or
+        // nothing is written (the sample ends at most at the tag's end)
+        val pnLen = pnLenOf(first)
+        val sampleEnd = r.aadAddr +& r.aadLen -& pnLen +& 20.U
+        when(isSealHp && (r.aadLen < pnLen +& 1.U || sampleEnd > r.dataAddr +& r.dataLen +& 16.U)) {
+          status := AeadStatus.BadLength.U
+          state := sDone
+        }
       }
     }
     is(sData) {
@@ -232,7 +256,12 @@ class GcmEngine(p: AeadParams) extends Module {
         writer.io.in.bits.bytes := 16.U
         writer.io.in.bits.last := true.B
         started := true.B
-        when(writer.io.in.fire) { state := sDone }
+        when(writer.io.in.fire) {
+          state := Mux(isSealHp, sProtect, sDone)
+          started := false.B
+          aesSent := 0.U
+          protectStep := 0.U
+        }
       }.otherwise { // compare with the tag after the payload once the plaintext is written
         reader.io.start.valid := !started
         reader.io.start.bits.addr := (r.dataAddr + r.dataLen)(p.memAddrBits - 1, 0)
@@ -262,6 +291,53 @@ class GcmEngine(p: AeadParams) extends Module {
       writer.io.in.bits.last := true.B
       aes.io.out.ready := writer.io.in.ready
       when(writer.io.in.fire) { state := sDone }
+    }
+    is(sProtect) { // seal_hp: header protection of the sealed packet, in place (RFC 9001 5.4.1)
+      switch(protectStep) {
+        is(0.U) { // mask = E(hp, sample), the sample read once every sealed byte is in memory
+          reader.io.start.valid := !started && !writer.io.busy
+          reader.io.start.bits.addr := pnAddr + 4.U
+          reader.io.start.bits.len := 16.U
+          when(reader.io.start.valid) { started := true.B }
+          aes.io.in.valid := started && reader.io.out.valid && aesSent === 0.U
+          aes.io.in.bits.key := hpKey
+          aes.io.in.bits.block := reader.io.out.bits.data
+          reader.io.out.ready := started && aes.io.in.ready && aesSent === 0.U
+          when(aes.io.in.fire) { aesSent := 1.U }
+          aes.io.out.ready := true.B
+          when(aes.io.out.fire) {
+            for (i <- 0 until 5) mask(i) := aes.io.out.bits(i)
+            started := false.B
+            protectStep := 1.U
+          }
+        }
+        is(1.U) { // the first byte: its low 4 bits (long header) or 5 (short header)
+          writer.io.start.valid := !started
+          writer.io.start.bits := r.aadAddr(p.memAddrBits - 1, 0)
+          started := true.B
+          writer.io.in.valid := started
+          writer.io.in.bits.data := VecInit(Seq(b0 ^ (mask(0) & Mux(b0(7), 0x0f.U, 0x1f.U))) ++ Seq.fill(15)(0.U(8.W)))
+          writer.io.in.bits.bytes := 1.U
+          writer.io.in.bits.last := true.B
+          when(writer.io.in.fire) { started := false.B; protectStep := 2.U }
+        }
+        is(2.U) { // the packet number, read back (whatever its alignment) and written masked
+          reader.io.start.valid := !started && !writer.io.busy
+          reader.io.start.bits.addr := pnAddr
+          reader.io.start.bits.len := pnLenOf(b0)
+          writer.io.start.valid := reader.io.start.valid
+          writer.io.start.bits := pnAddr
+          when(reader.io.start.valid) { started := true.B }
+          writer.io.in.valid := started && reader.io.out.valid
+          writer.io.in.bits.data := VecInit(reader.io.out.bits.data.zipWithIndex.map { case (d, i) =>
+            if (i < 4) d ^ mask(i + 1) else 0.U(8.W)
+          })
+          writer.io.in.bits.bytes := pnLenOf(b0)
+          writer.io.in.bits.last := true.B
+          reader.io.out.ready := started && writer.io.in.ready
+          when(writer.io.in.fire) { state := sDone }
+        }
+      }
     }
     is(sDone) {
       started := false.B
