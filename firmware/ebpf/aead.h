@@ -47,6 +47,16 @@ int ebpf_aead_open(const uint8_t key[EBPF_AEAD_KEY_LEN], const uint8_t nonce[EBP
  * packet memory; nothing was written): the caller computes in software. */
 int ebpf_aead_engine(int seal, const void *keys, int next, uint64_t pn, const uint8_t *aad, size_t aad_len,
                      uint8_t *text, size_t len, const uint8_t *sample, uint64_t *mask);
+/* Seal with header protection applied (the engine's seal_hp; the helper checked that the header holds
+ * the first byte and the packet number and that the sample lies in the packet). With pending NULL it
+ * waits: 0 when done. Otherwise it returns 0 as soon as the engine has the request and puts 1 + its id
+ * in *pending: the caller collects it with ebpf_aead_finish before the frame leaves. -1 when the engine
+ * cannot take it (nothing written): the caller computes in software. */
+int ebpf_aead_engine_seal_hp(const void *keys, int next, uint64_t pn, uint8_t *aad, size_t aad_len, uint8_t *text,
+                             size_t len, uint32_t *pending);
+/* The result of a request ebpf_aead_engine_seal_hp left pending (1 + its id), waiting for it if need be:
+ * 0 when the engine completed it, -1 when it refused it (the frame must be dropped). */
+int ebpf_aead_finish(uint32_t pending);
 /* block := AES-128-ECB(keys->hp, block) on the engine: 0, or -1 (compute in software). */
 int ebpf_hp_engine(const void *keys, uint8_t block[16]);
 /* The first 8 bytes of AES-128-ECB(keys->hp, the 16 bytes at sample) on the engine, which reads the

@@ -128,6 +128,10 @@ struct ebpf_xdp_buff {
     uint32_t l3_off, l4_off, quic_off, pn_off, cid_len, conn;
     /* set by bpf_xdp_csum_offload: the egress recomputes the IPv4/UDP checksums (pkt_comp.fix_csum) */
     uint32_t csum_offload;
+    /* Set by the caller when it collects a seal the engine finishes after the program returns
+     * (ebpf_aead_finish): then quic_aead_seal with NANOBPF_AEAD_HP_APPLY leaves its engine request in
+     * aead_pending (1 + its id), and the frame must not leave before the caller collected it. */
+    uint32_t aead_defer, aead_pending;
 };
 /* The ranges the verifier gives the parse-result fields, which ebpf_xdp_exec enforces: offsets below
  * 4 KiB (the largest frame offset, pkt_comp.offset), cid_len <= NANOBPF_KEYTABLE_CID_MAX, conn = 1 + a 16-bit slot. */

@@ -341,12 +341,20 @@ static U64 mask_be40(uint64_t w) {
     return (w & 0xff) << 32 | (w >> 8 & 0xff) << 24 | (w >> 16 & 0xff) << 16 | (w >> 24 & 0xff) << 8 | (w >> 32 & 0xff);
 }
 
+/* The key of the phase (next: the value's second slot) and the nonce: IV XOR the packet number,
+ * big-endian and left-padded to 12 bytes (RFC 9001 5.3). */
+static const uint8_t *quic_key_nonce(const struct nanobpf_quic_keys *k, int next, uint64_t pn, uint8_t nonce[EBPF_AEAD_NONCE_LEN]) {
+    const uint8_t *iv = k->iv + (next ? 12 : 0);
+    for (int i = 0; i < EBPF_AEAD_NONCE_LEN; i++) nonce[i] = iv[i] ^ (i < 4 ? 0 : (uint8_t)(pn >> (8 * (11 - i))));
+    return k->key + (next ? 16 : 0);
+}
+
 /* The verifier proved the key table value (keytable_value: a whole struct nanobpf_quic_keys) and the
  * request or block (mem: size bytes). The request's packet ranges are checked here against
  * [data, data_end) with 64-bit sums of 32-bit fields, which cannot overflow. Checks come in this order:
  * the request (-EINVAL), then the next keys (-ENOKEY); nothing is written on an error. */
 static int64_t quic_aead(U64 ctx, U64 keys, U64 req_addr, U64 req_size, int seal) {
-    const struct ebpf_xdp_buff *x = PTR(ctx);
+    struct ebpf_xdp_buff *x = PTR(ctx);
     const struct nanobpf_quic_keys *k = PTR(keys);
     struct nanobpf_aead_req r;
     if (req_size != sizeof r) return -NANOBPF_EINVAL;
@@ -354,8 +362,9 @@ static int64_t quic_aead(U64 ctx, U64 keys, U64 req_addr, U64 req_size, int seal
      * of unknown alignment was a call to memmove), or in the packet (no alignment) */
     if (req_addr & 7) memcpy(&r, PTR(req_addr), sizeof r);
     else r = *(const struct nanobpf_aead_req *)PTR(req_addr);
-    uint32_t known = NANOBPF_AEAD_NEXT_PHASE | (seal ? NANOBPF_AEAD_HP_MASK : 0);
-    if ((r.flags & ~known) || r.hdr_len == 0 || r.hdr_len > NANOBPF_AEAD_HDR_MAX ||
+    uint32_t known = NANOBPF_AEAD_NEXT_PHASE | (seal ? NANOBPF_AEAD_HP_MASK | NANOBPF_AEAD_HP_APPLY : 0);
+    uint32_t hp = r.flags & (NANOBPF_AEAD_HP_MASK | NANOBPF_AEAD_HP_APPLY);
+    if ((r.flags & ~known) || hp == (NANOBPF_AEAD_HP_MASK | NANOBPF_AEAD_HP_APPLY) || r.hdr_len == 0 || r.hdr_len > NANOBPF_AEAD_HDR_MAX ||
         r.payload_len > NANOBPF_AEAD_PAYLOAD_MAX || (r.pn >> NANOBPF_AEAD_PN_BITS))
         return -NANOBPF_EINVAL;
     uint64_t len = x->data_end - x->data;
@@ -364,21 +373,37 @@ static int64_t quic_aead(U64 ctx, U64 keys, U64 req_addr, U64 req_size, int seal
     uint8_t *hdr = PTR(x->data + r.hdr_off), *payload = hdr + r.hdr_len, *tag = payload + r.payload_len;
     /* the mask's sample: 4 bytes after the packet number, the header's last (first byte & 3) + 1 bytes */
     const uint8_t *sample = NULL;
-    if (r.flags & NANOBPF_AEAD_HP_MASK) {
-        uint32_t pn_len = (hdr[0] & 3) + 1;
+    uint32_t pn_len = 0;
+    if (hp) {
+        pn_len = (hdr[0] & 3) + 1;
         uint64_t at = (uint64_t)r.hdr_off + r.hdr_len - pn_len + 4;
         if (pn_len > r.hdr_len || at + NANOBPF_AEAD_HP_BLOCK_LEN > len) return -NANOBPF_EINVAL;
+        /* applied: the first byte and the packet number are both in the header, the sample in the
+         * packet (it ends at the tag's end at the latest), as the engine's seal_hp requires */
+        if (hp == NANOBPF_AEAD_HP_APPLY &&
+            (pn_len + 1 > r.hdr_len || at + NANOBPF_AEAD_HP_BLOCK_LEN > (uint64_t)r.hdr_off + r.hdr_len + r.payload_len + NANOBPF_AEAD_TAG_LEN))
+            return -NANOBPF_EINVAL;
         sample = PTR(x->data + at);
     }
     int next = (r.flags & NANOBPF_AEAD_NEXT_PHASE) != 0;
     if (next && !(k->flags & (NANOBPF_QUIC_KEY_NEXT | NANOBPF_QUIC_KEY_PREV))) return -NANOBPF_ENOKEY; /* second slot empty */
+    if (hp == NANOBPF_AEAD_HP_APPLY) {
+        /* one engine request; where the caller lets it (aead_defer), it finishes after the program */
+        if (ebpf_aead_engine_seal_hp(k, next, r.pn, hdr, r.hdr_len, payload, r.payload_len,
+                                     x->aead_defer ? &x->aead_pending : NULL) == 0)
+            return 0;
+        uint8_t nonce[EBPF_AEAD_NONCE_LEN];
+        ebpf_aead_seal(quic_key_nonce(k, next, r.pn, nonce), nonce, hdr, r.hdr_len, payload, r.payload_len, tag);
+        uint64_t m = ebpf_hp_mask_soft(k->hp, sample); /* byte 0 the lowest */
+        hdr[0] ^= (uint8_t)m & (hdr[0] & 0x80 ? 0x0f : 0x1f);
+        for (uint32_t i = 0; i < pn_len; i++) hdr[r.hdr_len - pn_len + i] ^= (uint8_t)(m >> (8 * (i + 1)));
+        return 0;
+    }
     uint64_t mask = 0;
     int hw = ebpf_aead_engine(seal, k, next, r.pn, hdr, r.hdr_len, payload, r.payload_len, sample, &mask);
     if (hw < 0) {
-        /* nonce = IV XOR the packet number, big-endian and left-padded to 12 bytes (RFC 9001 5.3) */
-        const uint8_t *key = k->key + (next ? 16 : 0), *iv = k->iv + (next ? 12 : 0);
         uint8_t nonce[EBPF_AEAD_NONCE_LEN];
-        for (int i = 0; i < EBPF_AEAD_NONCE_LEN; i++) nonce[i] = iv[i] ^ (i < 4 ? 0 : (uint8_t)(r.pn >> (8 * (11 - i))));
+        const uint8_t *key = quic_key_nonce(k, next, r.pn, nonce);
         if (!seal) return ebpf_aead_open(key, nonce, hdr, r.hdr_len, payload, r.payload_len, tag) ? -NANOBPF_EBADMSG : 0;
         ebpf_aead_seal(key, nonce, hdr, r.hdr_len, payload, r.payload_len, tag);
         if (sample) mask = ebpf_hp_mask_soft(k->hp, sample);

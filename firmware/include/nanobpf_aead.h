@@ -8,7 +8,8 @@
 #include "nanobpf.h"
 #include "nanobpf_soc.h"
 
-enum nb_aead_op { NB_AEAD_SEAL = NANOBPF_AEAD_OP_SEAL, NB_AEAD_OPEN = NANOBPF_AEAD_OP_OPEN, NB_AEAD_HP_MASK = NANOBPF_AEAD_OP_HP_MASK };
+enum nb_aead_op { NB_AEAD_SEAL = NANOBPF_AEAD_OP_SEAL, NB_AEAD_OPEN = NANOBPF_AEAD_OP_OPEN, NB_AEAD_HP_MASK = NANOBPF_AEAD_OP_HP_MASK,
+                  NB_AEAD_SEAL_HP = NANOBPF_AEAD_OP_SEAL_HP };
 
 struct nb_aead_req {
     enum nb_aead_op op;

@@ -80,7 +80,7 @@ char _license[] SEC("license") = "GPL";
 SEAL, OPEN, HP, HP_AT, CSUM = 1, 2, 3, 4, 5
 REQ = abi.STRUCTS["aead_req"]
 EINVAL, EBADMSG, ENOKEY = abi.NANOBPF_EINVAL, abi.NANOBPF_EBADMSG, abi.NANOBPF_ENOKEY
-NEXT, HP_MASK = abi.NANOBPF_AEAD_NEXT_PHASE, abi.NANOBPF_AEAD_HP_MASK
+NEXT, HP_MASK, HP_APPLY = abi.NANOBPF_AEAD_NEXT_PHASE, abi.NANOBPF_AEAD_HP_MASK, abi.NANOBPF_AEAD_HP_APPLY
 KEY, KEY_NEXT = bytes(range(16)), bytes(range(100, 116))
 IV, IV_NEXT = bytes.fromhex("0123456789abcdef00112233"), bytes.fromhex("a0a1a2a3a4a5a6a7a8a9aaab")
 HP_KEY = CLIENT_KEYS.hp  # RFC 9001 A.2's client header-protection key
@@ -172,6 +172,63 @@ def test_seal_with_the_header_protection_mask(dev, pn_len):
     assert rc == -EINVAL and out == pre + sealed
 
 
+def protected(hdr, body, pn_len, hp_key=HP_KEY):
+    """RFC 9001 5.4.1: the header of a sealed packet (body: ciphertext and tag) with header protection
+    applied, then the body."""
+    sample = (hdr + body)[len(hdr) - pn_len + 4:][:16]
+    mask = Cipher(algorithms.AES(hp_key), modes.ECB()).encryptor().update(sample)
+    first = hdr[0] ^ (mask[0] & (0x0F if hdr[0] & 0x80 else 0x1F))
+    return bytes([first]) + hdr[1:-pn_len] + bytes(a ^ b for a, b in zip(hdr[-pn_len:], mask[1:])) + body
+
+
+@pytest.mark.parametrize("long_hdr", [False, True], ids=["short", "long"])
+@pytest.mark.parametrize("pn_len", [1, 2, 3, 4])
+def test_seal_with_header_protection_applied(dev, pn_len, long_hdr):
+    """quic_aead_seal with NANOBPF_AEAD_HP_APPLY: sealed as without the flag, then header protection
+    applied in place (5 bits of a short header's first byte, 4 of a long one's, the packet number);
+    result 0; the bytes around the packet untouched."""
+    pre, post = bytes(range(14)), b"\xee" * 3
+    hdr = bytes([(0xC0 if long_hdr else 0x40) | (pn_len - 1)]) + bytes(range(8, 16)) + bytes(range(200, 200 + pn_len))
+    plain, pn = bytes(range(40)), 0x2345
+    rc, out, _ = run(dev, SEAL, pre + hdr + plain + bytes(16) + post, len(pre), len(hdr), len(plain), HP_APPLY | NEXT, pn)
+    body = AESGCM(KEY_NEXT).encrypt(nonce(IV_NEXT, pn), plain, hdr)
+    assert rc == 0 and out == pre + protected(hdr, body, pn_len) + post
+
+
+def test_seal_with_header_protection_applied_gives_rfc9001_a2(dev):
+    """The RFC's client Initial (A.2), unprotected in, protected out, in one call."""
+    value = struct.pack(abi.STRUCTS["quic_keys"].fmt, 0, 0, 0, 0, CLIENT_KEYS.key + bytes(16), CLIENT_KEYS.iv + bytes(12),
+                        CLIENT_KEYS.hp, b"")
+    dev.map_update(abi.KEYTABLE_MAP_NAME, bytes(abi.STRUCTS["quic_cid"].size), value)
+    from nanobpf.quic.vectors import A2_PLAIN
+    rc, out, _ = run(dev, SEAL, A2_PLAIN + bytes(16), 0, len(A2_HEADER), len(A2_PLAIN) - len(A2_HEADER), HP_APPLY, 2)
+    assert rc == 0 and out == A2_PROTECTED
+
+
+def test_header_protection_applied_needs_the_packet_to_hold_it(dev):
+    """HP_APPLY refuses (-EINVAL, nothing written) what the engine's seal_hp refuses: a header without
+    room for the first byte and the packet number, a sample ending past the tag (even inside the
+    frame, where HP_MASK takes it); not with HP_MASK, and not for open."""
+    hdr, plain, pn = b"\x40" + bytes(range(8)) + b"\x07", bytes(2), 3   # 1-byte packet number
+    frame = hdr + plain + bytes(16) + bytes(10)
+    rc, out, _ = run(dev, SEAL, frame, 0, len(hdr), len(plain), HP_APPLY, pn)
+    assert rc == -EINVAL and out == frame          # the sample ends 1 byte past the tag
+    rc, out, _ = run(dev, SEAL, frame, 0, len(hdr), len(plain), HP_MASK, pn)
+    assert rc >= 0                                  # inside the frame: the mask alone is fine
+    rc, out, _ = run(dev, SEAL, frame, 0, len(hdr), len(plain) + 1, HP_APPLY, pn)
+    assert rc == 0 and out[len(hdr) + 3 + 16:] == bytes(9)    # 3 bytes of payload: the sample fits
+    four = b"\x43\x01\x02\x03\x04"
+    frame = four + bytes(64)
+    rc, out, _ = run(dev, SEAL, frame, 0, 4, 20, HP_APPLY, pn)
+    assert rc == -EINVAL and out == frame          # no first byte before a 4-byte packet number
+    rc, out, _ = run(dev, SEAL, frame, 0, 5, 20, HP_APPLY, pn)
+    assert rc == 0
+    rc, out, _ = run(dev, SEAL, frame, 0, 5, 20, HP_APPLY | HP_MASK, pn)
+    assert rc == -EINVAL and out == frame
+    rc, out, _ = run(dev, OPEN, frame, 0, 5, 20, HP_APPLY, pn)
+    assert rc == -EINVAL and out == frame
+
+
 def test_next_phase_keys(dev):
     hdr, plain, pn = b"\x45" + bytes(8) + b"\x07", b"next phase" * 5, (1 << 62) - 1
     rc, out, _ = run(dev, SEAL, hdr + plain + bytes(16), 0, len(hdr), len(plain), NEXT, pn)
@@ -258,7 +315,7 @@ BAD = [
     ("size 23", {"size": 23}, -EINVAL),
     ("size 25", {"size": 25}, -EINVAL),
     ("size 32", {"size": 32}, -EINVAL),
-    ("unknown flag", {"flags": 4}, -EINVAL),
+    ("unknown flag", {"flags": 8}, -EINVAL),
     ("all flags", {"flags": 0xffffffff}, -EINVAL),
     ("empty header", {"hdr_len": 0, "payload_len": 44}, -EINVAL),
     ("header 256", {"hdr_off": 0, "hdr_len": 256, "payload_len": 0}, -EINVAL),

@@ -38,11 +38,13 @@ extern const uint8_t dpu_prog_image[], dpu_prog_image_end[], dpu_prog_record[], 
  * an atomic operation (AMOs reach memory; a plain load could hit a stale line of a non-coherent cache). */
 static uint64_t attached;
 
-/* Per core: odd while it runs a packet, even between packets. Core 0 waits on these before it reuses
- * what it unpublished (ebpf_quiesce), reading them with atomic operations; each core writes its own with
- * plain stores, which its write-through cache sends to memory (data_loop). One cache line each. */
+/* Per core: the packets it has started and those it has finished (completion written, the engine done
+ * with the frame), in order. Core 0 waits until every core has finished what it had started before
+ * it reuses what it unpublished (ebpf_quiesce), reading them with atomic operations; each core writes
+ * its own with plain stores, which its write-through cache sends to memory (data_loop). One cache
+ * line each. */
 static struct {
-    uint64_t n;
+    uint64_t started, finished;
 } __attribute__((aligned(64))) pass[NANOBPF_MAX_CORES];
 
 /* Per-core tallies, each written only by its core (write-through caches: they reach memory), read by
@@ -116,10 +118,9 @@ void ebpf_quiesce(void) {
     __asm__ volatile("fence rw, rw" ::: "memory");
     for (unsigned h = 0; h < cores; h++) {
         if (h == me) continue; /* this core is between packets: it is running this */
-        uint64_t n = __atomic_fetch_add(&pass[h].n, 0, __ATOMIC_ACQUIRE);
-        if (n & 1)
-            while (__atomic_fetch_add(&pass[h].n, 0, __ATOMIC_ACQUIRE) == n) {
-            }
+        uint64_t n = __atomic_fetch_add(&pass[h].started, 0, __ATOMIC_ACQUIRE);
+        while (__atomic_fetch_add(&pass[h].finished, 0, __ATOMIC_ACQUIRE) < n) {
+        }
     }
 }
 
@@ -156,8 +157,19 @@ static void parse_result(struct ebpf_xdp_buff *xdp, uint64_t d, uint64_t meta) {
     if (NANOBPF_GET(d, NANOBPF_PKT_DESC_CONN_VALID)) xdp->conn = 1 + (uint32_t)NANOBPF_GET(d, NANOBPF_PKT_DESC_CONN_SLOT);
 }
 
-/* One packet: the frame at its slot in packet memory, run in place; returns the completion word. */
-static uint64_t one_packet(unsigned hart, uint64_t d, const struct ebpf_prog *prog) {
+/* A frame whose seal the engine finishes after the program returned (quic_aead_seal with
+ * NANOBPF_AEAD_HP_APPLY): its completion word waits here while the core runs the next frame, and what
+ * one_packet counted for it, to be taken back if the engine refused the request. */
+struct held {
+    uint64_t comp;
+    uint32_t pending; /* 1 + the engine request's id; 0: nothing held */
+    int8_t tx;        /* the stats.tx index counted, or -1 */
+    int8_t sealed;    /* stats.sealed counted */
+};
+
+/* One packet: the frame at its slot in packet memory, run in place; returns the completion word, and in
+ * *h the engine request it must wait for (h->pending 0: none). */
+static uint64_t one_packet(unsigned hart, uint64_t d, const struct ebpf_prog *prog, struct held *h) {
     unsigned slot = (unsigned)NANOBPF_GET(d, NANOBPF_PKT_DESC_SLOT);
     unsigned len = (unsigned)NANOBPF_GET(d, NANOBPF_PKT_DESC_LEN);
     unsigned lport = (unsigned)NANOBPF_GET(d, NANOBPF_PKT_DESC_LPORT);
@@ -189,7 +201,8 @@ static uint64_t one_packet(unsigned hart, uint64_t d, const struct ebpf_prog *pr
     ebpf_set_hp_scratch((void *)end_of_room);
     struct ebpf_xdp_buff xdp = {.data = data, .data_end = data + len, .data_meta = data, .data_hard_start = base,
                                 .frame_end = end_of_room,
-                                .ingress_ifindex = lport == HOST_LPORT ? NANOBPF_IFINDEX_HOST : NANOBPF_IFINDEX_NET};
+                                .ingress_ifindex = lport == HOST_LPORT ? NANOBPF_IFINDEX_HOST : NANOBPF_IFINDEX_NET,
+                                .aead_defer = 1};
     parse_result(&xdp, d, PKT(NANOBPF_PKT_SLOT_META_OFFSET(slot)));
     struct dpu_guard g;
     unsigned from = lport == HOST_LPORT ? 0 : 1;
@@ -212,6 +225,7 @@ static uint64_t one_packet(unsigned hart, uint64_t d, const struct ebpf_prog *pr
     uint64_t e0 = nb_aead_wait_cycles(), c0 = nb_cycles();
     uint64_t action = ebpf_xdp_run(prog, &xdp, 1, &err);
     uint64_t cycles = nb_cycles() - c0, engine = nb_aead_wait_cycles() - e0;
+    h->pending = xdp.aead_pending; /* whatever becomes of the frame, the engine may still be writing it */
     /* tallies are stored only when they change: main memory is write-through, so every store goes to
      * the bus, and the fence before the completion waits for all of them */
     s->port_packets[from]++;
@@ -232,11 +246,11 @@ static uint64_t one_packet(unsigned hart, uint64_t d, const struct ebpf_prog *pr
             s->drops[why]++;
             return drop;
         }
-        if (g.done == DPU_GUARD_SEALED) s->sealed++;
+        if (g.done == DPU_GUARD_SEALED) s->sealed++, h->sealed = 1;
         if (g.done == DPU_GUARD_OPENED) s->opened++;
     }
     unsigned port = out == NANOBPF_IFINDEX_HOST ? HOST_LPORT : NET_LPORT;
-    if (out) s->tx[out == NANOBPF_IFINDEX_HOST ? 0 : 1]++;
+    if (out) h->tx = out == NANOBPF_IFINDEX_HOST ? 0 : 1, s->tx[h->tx]++;
     /* the program left the checksums to the egress's deparser (bpf_xdp_csum_offload): it sums the
      * frame as it leaves, behind the DECRYPTED shim too */
     return NANOBPF_PUT(NANOBPF_PKT_COMP_SLOT, slot) | NANOBPF_PUT(NANOBPF_PKT_COMP_ACTION, action) |
@@ -316,18 +330,47 @@ static int summary(unsigned cores) {
     return 0;
 }
 
+/* Hand a frame to the egress: every byte this core wrote into it reaches packet memory before the
+ * completion tells the egress to read it (uncached stores to two slaves are not ordered otherwise:
+ * without the fence, a shim's last bytes were seen missing under load). */
+static void complete(unsigned hart, uint64_t comp) {
+    __asm__ volatile("fence iorw, iorw" ::: "memory");
+    PKT(NANOBPF_PKT_CORE_COMP_OFFSET(hart)) = comp;
+}
+
+/* The held frame's engine request is done (ebpf_aead_finish waits if need be): out it goes, or, if the
+ * engine refused the seal, it is dropped and counted as never sealed (fail closed). */
+static void release(unsigned hart, struct held *h) {
+    if (ebpf_aead_finish(h->pending)) {
+        struct core_stats *s = &stats[hart];
+        unsigned slot = (unsigned)NANOBPF_GET(h->comp, NANOBPF_PKT_COMP_SLOT);
+        s->actions[NANOBPF_GET(h->comp, NANOBPF_PKT_COMP_ACTION)]--;
+        s->actions[NANOBPF_XDP_DROP]++;
+        if (h->tx >= 0) s->tx[h->tx]--;
+        if (h->sealed) s->sealed--;
+        s->drops[DPU_DROP_ENCRYPT_UNSEALED]++;
+        h->comp = NANOBPF_PUT(NANOBPF_PKT_COMP_SLOT, slot) | NANOBPF_PUT(NANOBPF_PKT_COMP_ACTION, NANOBPF_XDP_DROP);
+    }
+    complete(hart, h->comp);
+    h->pending = 0;
+}
+
 static void data_loop(unsigned hart, int also_control) {
     const struct ebpf_prog *last = NULL;
-    uint64_t n = __atomic_fetch_add(&pass[hart].n, 0, __ATOMIC_ACQUIRE); /* only this core writes it */
+    uint64_t started = __atomic_fetch_add(&pass[hart].started, 0, __ATOMIC_ACQUIRE); /* only this core writes them */
+    uint64_t finished = started;
+    /* A frame the engine is still sealing waits here while the core runs the next one: the engine's
+     * time overlaps the next program instead of the core polling for it. */
+    struct held held = {.pending = 0};
     for (;;) {
         uint64_t t0 = nb_cycles();
         uint64_t d = PKT(NANOBPF_PKT_CORE_DESC_OFFSET(hart));
         if (NANOBPF_GET(d, NANOBPF_PKT_DESC_VALID)) {
-            /* Odd: in a packet. A store, not an AMO (two a packet saved, with the even one below): the
-             * read of the attached program is sequentially consistent (a fence, then the AMO), so the
-             * store is in memory before it; core 0 then either sees it odd or this core reads the
-             * program core 0 published before it looked (ebpf_quiesce). */
-            *(volatile uint64_t *)&pass[hart].n = ++n;
+            /* Started. A store, not an AMO: the read of the attached program is sequentially
+             * consistent (a fence, then the AMO), so the store is in memory before it; core 0 then
+             * either counts this packet as started or this core reads the program core 0 published
+             * before it looked (ebpf_quiesce). */
+            *(volatile uint64_t *)&pass[hart].started = ++started;
             const struct ebpf_prog *prog = (const struct ebpf_prog *)(uintptr_t)__atomic_fetch_or(&attached, 0, __ATOMIC_SEQ_CST);
             if (prog != last) {
                 /* another program: its code and data may sit where an old one's were cached here */
@@ -335,15 +378,26 @@ static void data_loop(unsigned hart, int also_control) {
                 dpu_guard_reset();
                 last = prog;
             }
-            uint64_t comp = one_packet(hart, d, prog);
-            /* every byte this core wrote into the frame reaches packet memory before the completion
-             * tells the egress to read it (uncached stores to two slaves are not ordered otherwise:
-             * without this, a shim's last bytes were seen missing under load) */
-            __asm__ volatile("fence iorw, iorw" ::: "memory");
-            PKT(NANOBPF_PKT_CORE_COMP_OFFSET(hart)) = comp;
-            /* even: between packets; the fence above put every access of the packet before it */
-            *(volatile uint64_t *)&pass[hart].n = ++n;
+            /* a control frame may change keys: no seal of this core is left in the engine then */
+            if (held.pending && NANOBPF_GET(d, NANOBPF_PKT_DESC_CTRL)) release(hart, &held), finished++;
+            struct held now = {.pending = 0, .tx = -1, .sealed = 0};
+            now.comp = one_packet(hart, d, prog, &now);
+            if (held.pending) release(hart, &held), finished++;
+            if (now.pending) {
+                held = now;
+            } else {
+                complete(hart, now.comp);
+                finished++;
+            }
+            /* finished, in order; the fences above put every access of those packets before it */
+            *(volatile uint64_t *)&pass[hart].finished = finished;
             stats[hart].busy += nb_cycles() - t0; /* descriptor read to completion written */
+            continue;
+        }
+        if (held.pending) { /* nothing to overlap with: wait for the engine now */
+            release(hart, &held);
+            *(volatile uint64_t *)&pass[hart].finished = ++finished;
+            stats[hart].busy += nb_cycles() - t0;
             continue;
         }
         if (also_control && drained()) return;

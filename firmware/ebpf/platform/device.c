@@ -100,6 +100,65 @@ static volatile uint8_t *hp_scratch_here(void) {
                    : (volatile uint8_t *)(uintptr_t)(NANOBPF_PACKET_MEM_BASE + NANOBPF_PACKET_MEM_SIZE - 32u * (ebpf_cpu_id() + 1));
 }
 
+/* A seal_hp request left to the caller (1 + its id; 0: none), and the ones collected while a later
+ * request of this hart came first that the engine refused (1 + id; their frames must be dropped): the
+ * engine completes a hart's requests in order, so every other request of this hart first collects the
+ * pending one (settle). Thread-local: in the core's own RAM, no bus write. */
+static __thread uint32_t pending_id1, refused_id1[2];
+
+/* No fence after the completion (nb_aead_collect has one): this core reads nothing the engine wrote
+ * for that frame, the egress does. */
+static __attribute__((noinline)) void settle_now(unsigned hart) {
+    uint64_t c;
+    do c = NB_AEAD_REG(NANOBPF_AEAD_CORE_COMP_OFFSET(hart));
+    while (!NANOBPF_GET(c, NANOBPF_AEAD_COMP_VALID));
+    if (NANOBPF_GET(c, NANOBPF_AEAD_COMP_ID) != (uint16_t)(pending_id1 - 1) ||
+        NANOBPF_GET(c, NANOBPF_AEAD_COMP_STATUS) != NANOBPF_AEAD_STATUS_OK)
+        refused_id1[refused_id1[0] != 0] = pending_id1;
+    pending_id1 = 0;
+}
+static inline void settle(unsigned hart) {
+    if (pending_id1) settle_now(hart);
+}
+
+int ebpf_aead_finish(uint32_t pending) {
+    if (pending == pending_id1) { /* still in the engine: the only wait of a held frame */
+        unsigned hart = nb_hart_id();
+        uint64_t t0 = nb_cycles();
+        settle_now(hart);
+        nb_aead_waited(hart, nb_cycles() - t0);
+    }
+    if (!(refused_id1[0] | refused_id1[1])) return 0;
+    for (int i = 0; i < 2; i++)
+        if (refused_id1[i] == pending) {
+            refused_id1[i] = 0;
+            return -1;
+        }
+    return 0;
+}
+
+int ebpf_aead_engine_seal_hp(const void *keys, int next, uint64_t pn, uint8_t *aad, size_t aad_len, uint8_t *text,
+                             size_t len, uint32_t *pending) {
+    int slot = keys_slot(keys);
+    if (slot < 0 || aad_len > 255 || len > 4095 || !nb_in_packet_mem(aad, aad_len ? aad_len : 1) || !nb_in_packet_mem(text, len + 16))
+        return -1;
+    unsigned hart = nb_hart_id();
+    uint64_t t0 = nb_cycles();
+    settle(hart);
+    if (pending && *pending) pending = NULL; /* one left to the caller per frame: a second one waits */
+    __asm__ volatile("fence w, w" ::: "memory"); /* the packet's bytes in packet memory before the engine reads them */
+    uint16_t id = nb_aead_submit(hart, NB_AEAD_SEAL_HP, (unsigned)slot, next, (uintptr_t)aad, (unsigned)aad_len,
+                                 (uintptr_t)text, (unsigned)len, pn);
+    if (pending) {
+        *pending = pending_id1 = id + 1u;
+        nb_aead_waited(hart, nb_cycles() - t0);
+        return 0;
+    }
+    int st = nb_aead_collect(hart, id, NULL);
+    nb_aead_waited(hart, nb_cycles() - t0);
+    return st == NANOBPF_AEAD_STATUS_OK ? 0 : -1; /* refused before writing anything: software then */
+}
+
 /* The engine's fast path (nanobpf_aead.h): the ranges are checked here, once; the requests go out as
  * scalars. A seal asked for the mask too gets the mask request right behind it, and one wait for both. */
 int ebpf_aead_engine(int seal, const void *keys, int next, uint64_t pn, const uint8_t *aad, size_t aad_len,
@@ -110,6 +169,7 @@ int ebpf_aead_engine(int seal, const void *keys, int next, uint64_t pn, const ui
         return -1;
     unsigned hart = nb_hart_id();
     uint64_t t0 = nb_cycles();
+    settle(hart);
     __asm__ volatile("fence w, w" ::: "memory"); /* the packet's bytes in packet memory before the engine reads them */
     uint16_t id = nb_aead_submit(hart, seal ? NB_AEAD_SEAL : NB_AEAD_OPEN, (unsigned)slot, next, (uintptr_t)aad,
                                  (unsigned)aad_len, (uintptr_t)text, (unsigned)len, pn);
@@ -144,6 +204,7 @@ int ebpf_hp_engine(const void *keys, uint8_t block[16]) {
     int slot = keys_slot(keys);
     if (slot < 0) return -1;
     volatile uint8_t *scratch = hp_scratch_here();
+    settle(nb_hart_id());
     copy16(scratch, block);
     struct nb_aead_req r = {NB_AEAD_HP_MASK, (unsigned)slot, 0, (const void *)scratch, 0, (void *)(scratch + 16), 0, 0};
     if (nb_aead_run(&r, NULL) != NANOBPF_AEAD_STATUS_OK) return -1;
@@ -157,6 +218,7 @@ int ebpf_hp_engine_at(const void *keys, const uint8_t *sample, uint64_t *mask) {
     volatile uint8_t *scratch = hp_scratch_here();
     unsigned hart = nb_hart_id();
     uint64_t t0 = nb_cycles();
+    settle(hart);
     __asm__ volatile("fence w, w" ::: "memory"); /* what the program wrote into the sample, first */
     uint16_t id = nb_aead_submit(hart, NB_AEAD_HP_MASK, (unsigned)slot, 0, (uintptr_t)sample, 0, (uintptr_t)(scratch + 16), 0, 0);
     int st = nb_aead_collect(hart, id, NULL);

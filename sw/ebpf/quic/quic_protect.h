@@ -73,8 +73,11 @@ static __always_inline int quic_open_payload(struct xdp_md *ctx, struct quic_cry
  * the frame keeps its length. *hdr_sum: the sum of the unprotected header; *body_sum: the sum of the
  * ciphertext and the tag, both folded and placed as they are in the UDP payload (the header at an even
  * offset). Returns 0, QUIC_MASKED (the header-protection mask of the sealed packet's sample is in *m0
- * and *m14 too, as quic_hp_mask gives it) or QUIC_DROPPED(reason). */
+ * and *m14 too, as quic_hp_mask gives it), QUIC_PROTECTED (header protection applied too, and the
+ * checksum left to the egress: nothing is left to do to the QUIC packet, whose bytes the program must
+ * not touch any more) or QUIC_DROPPED(reason). */
 #define QUIC_MASKED 1
+#define QUIC_PROTECTED 2
 static __always_inline int quic_seal_payload(struct xdp_md *ctx, struct quic_crypto *c,
                                              const struct nanobpf_quic_keys *keys, int next, __u64 pn, __u32 q,
                                              __u32 hdr_len, __u32 ct_off, __u32 pt_len, __u32 pkt_end,
@@ -422,25 +425,28 @@ __noinline int quic_seal(struct xdp_md *ctx, struct quic_pkt *pk, struct quic_cr
     int rc = quic_seal_payload(ctx, c, keys, next, pn, q, hdr_len, ct_off, pt_len, pkt_end, &hdr_sum, &body_sum, &m0, &m14);
     if (rc < 0)
         return quic_drop(QUIC_DROPPED(0) - rc);
-    data = (__u8 *)(long)ctx->data;
-    end = (__u8 *)(long)ctx->data_end;
-    if (rc != QUIC_MASKED && quic_hp_mask(ctx, c, keys, BOUND(pn_off + 4), &m0, &m14))
-        return quic_drop(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
-    first = data + q;
-    pnp = data + pn_off;
-    if (first + 1 > end || pnp + 4 > end)
-        return quic_drop(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
-    /* apply header protection; the header sum takes each changed byte out (adding its complement)
-     * and the new one in, at its position (the first byte is at an even offset of the payload) */
-    __u32 nb0 = b0 ^ (m0 & (pk->long_hdr ? 0x0f : 0x1f));
-    first[0] = nb0;
-    hdr_sum += (nb0 << 8) + (0xffff - (b0 << 8));
-    /* the packet number bytes as two 16-bit words from pnp, swapped when pnp is at an odd offset */
-    __u32 ob = quic_load_be32(pnp), nbw = quic_pn_xor(pnp, pn_len, m14) << (8 * (4 - pn_len));
-    nbw |= ob & ~(~0u << (8 * (4 - pn_len)));
-    __u64 pn_sum = (nbw >> 16) + (nbw & 0xffff) + (0xffff - (ob >> 16)) + (0xffff - (ob & 0xffff));
-    hdr_sum += swab16_if(csum_fold(pn_sum), (pn_off - q) & 1);
-    __u64 sum = csum_fold(hdr_sum) + body_sum;
+    __u64 sum = 0;
+    if (rc != QUIC_PROTECTED) {
+        data = (__u8 *)(long)ctx->data;
+        end = (__u8 *)(long)ctx->data_end;
+        if (rc != QUIC_MASKED && quic_hp_mask(ctx, c, keys, BOUND(pn_off + 4), &m0, &m14))
+            return quic_drop(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
+        first = data + q;
+        pnp = data + pn_off;
+        if (first + 1 > end || pnp + 4 > end)
+            return quic_drop(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
+        /* apply header protection; the header sum takes each changed byte out (adding its complement)
+         * and the new one in, at its position (the first byte is at an even offset of the payload) */
+        __u32 nb0 = b0 ^ (m0 & (pk->long_hdr ? 0x0f : 0x1f));
+        first[0] = nb0;
+        hdr_sum += (nb0 << 8) + (0xffff - (b0 << 8));
+        /* the packet number bytes as two 16-bit words from pnp, swapped when pnp is at an odd offset */
+        __u32 ob = quic_load_be32(pnp), nbw = quic_pn_xor(pnp, pn_len, m14) << (8 * (4 - pn_len));
+        nbw |= ob & ~(~0u << (8 * (4 - pn_len)));
+        __u64 pn_sum = (nbw >> 16) + (nbw & 0xffff) + (0xffff - (ob >> 16)) + (0xffff - (ob & 0xffff));
+        hdr_sum += swab16_if(csum_fold(pn_sum), (pn_off - q) & 1);
+        sum = csum_fold(hdr_sum) + body_sum;
+    }
     if (quic_fix_lengths(ctx, pk, QUIC_TAG_LEN, sum))
         return quic_drop(NANOBPF_QUIC_DROP_TRUNCATED);
     quic_count(&quic_stats, NANOBPF_QUIC_STAT_SEALED);

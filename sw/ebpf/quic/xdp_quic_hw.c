@@ -62,22 +62,21 @@ static __always_inline int quic_open_payload(struct xdp_md *ctx, struct quic_cry
     return 0;
 }
 
-/* The header-protection mask comes with the seal (NANOBPF_AEAD_HP_MASK): the engine computes it right
- * after sealing, and the core waits once for both. */
+/* Header protection comes with the seal (NANOBPF_AEAD_HP_APPLY): the engine seals, computes the mask of
+ * the sealed sample and applies it in one request, and the data-plane firmware lets it finish while
+ * the core goes on: nothing of the QUIC packet is read or written here after the call. */
 static __always_inline int quic_seal_payload(struct xdp_md *ctx, struct quic_crypto *c,
                                              const struct nanobpf_quic_keys *keys, int next, __u64 pn, __u32 q,
                                              __u32 hdr_len, __u32 ct_off, __u32 pt_len, __u32 pkt_end,
                                              __u64 *hdr_sum, __u64 *body_sum, __u32 *m0, __u32 *m14) {
-    (void)c, (void)pkt_end;
+    (void)c, (void)pkt_end, (void)m0, (void)m14;
     struct nanobpf_aead_req req = {.hdr_off = q, .hdr_len = hdr_len, .payload_len = pt_len,
-                                   .flags = (next ? NANOBPF_AEAD_NEXT_PHASE : 0) | NANOBPF_AEAD_HP_MASK, .pn = pn};
+                                   .flags = (next ? NANOBPF_AEAD_NEXT_PHASE : 0) | NANOBPF_AEAD_HP_APPLY, .pn = pn};
     long rc = bpf_quic_aead_seal(ctx, keys, &req, sizeof req);
     if (rc < 0)
         return quic_helper_drop(rc);
-    *m0 = (__u64)rc >> 32;
-    *m14 = (__u32)rc;
     *hdr_sum = *body_sum = 0; /* the egress sums (QUIC_CSUM_BY_EGRESS) */
-    return QUIC_MASKED;
+    return QUIC_PROTECTED;
 }
 
 SEC("xdp")
