@@ -565,6 +565,17 @@ static int emit_alu(struct jit *j, const struct ebpf_insn *in, int i) {
             return 0;
         }
         case EBPF_ALU_AND:
+            if (!fits && imm > 0 && !(imm & (imm + 1))) {
+                /* the k low bits (an offset bound such as 0x3fff): two shifts instead of a constant
+                 * built in a register and an and (both widths: the top 32 bits come out clear) */
+                unsigned k = 64u - (unsigned)__builtin_clzll((uint64_t)imm);
+                if (k == 16) emit_zext16(j, rd, rd);
+                else {
+                    emit_slli(j, rd, rd, 64u - k);
+                    emit_srli(j, rd, rd, 64u - k);
+                }
+                return 0;
+            }
             if (!fits) break;
             emit_andi(j, rd, rd, (int32_t)imm);
             if (!is64 && imm < 0) emit_zext32(j, rd, rd); /* a non-negative mask clears the top */
