@@ -45,10 +45,15 @@ static uint64_t attached;
  * line each. */
 static struct {
     uint64_t started, finished;
+    uint64_t published; /* `finished` when the core last published its tallies (publish) */
 } __attribute__((aligned(64))) pass[NANOBPF_MAX_CORES];
 
-/* Per-core tallies, each written only by its core (write-through caches: they reach memory), read by
- * core 0 at the end. One cache line each. */
+/* Per-core tallies. Each core counts in its own RAM (`tally`, thread-local: off the shared bus) and
+ * publishes the whole set to `stats` in main memory, which core 0 reads (STATS, the summary), when its
+ * queue is empty, before a control frame and every PUBLISH_EVERY frames: about one bus write a frame
+ * where each count was one (the D-cache writes through, and the fence before each completion waits for
+ * every write). While frames flow, core 0 may see a data core's counts up to PUBLISH_EVERY frames
+ * behind; once the traffic stops they are exact. One cache line each. */
 struct core_stats {
     uint64_t busy, actions[5], aborted_by_runtime, ctrl, drops[DPU_DROPS], sealed, opened;
     uint64_t rx[2], tx[2], encrypt_req, bad_port; /* data frames by ingress and egress port (0 host, 1 network) */
@@ -57,6 +62,16 @@ struct core_stats {
     uint64_t port_packets[2], port_cycles[2], port_engine[2];
 } __attribute__((aligned(64)));
 static struct core_stats stats[NANOBPF_MAX_CORES];
+static __thread struct core_stats tally;
+#define PUBLISH_EVERY 32
+
+static void publish(unsigned hart, uint64_t finished) {
+    const uint64_t *src = (const uint64_t *)(const void *)&tally;
+    volatile uint64_t *dst = (volatile uint64_t *)(void *)&stats[hart];
+    for (size_t i = 0; i < sizeof tally / 8; i++) dst[i] = src[i];
+    __asm__ volatile("fence w, w" ::: "memory");
+    *(volatile uint64_t *)&pass[hart].published = finished;
+}
 
 /* The host's own port entry: control frames from the host reach core 0 through it. */
 #define HOST_PORT_ENTRY (NANOBPF_PUT(NANOBPF_PISA_PORT_ENTRY_VALID, 1) | NANOBPF_PUT(NANOBPF_PISA_PORT_ENTRY_PORT, NANOBPF_DATAPATH_HOST_PORT) | \
@@ -173,7 +188,8 @@ static uint64_t one_packet(unsigned hart, uint64_t d, const struct ebpf_prog *pr
     unsigned slot = (unsigned)NANOBPF_GET(d, NANOBPF_PKT_DESC_SLOT);
     unsigned len = (unsigned)NANOBPF_GET(d, NANOBPF_PKT_DESC_LEN);
     unsigned lport = (unsigned)NANOBPF_GET(d, NANOBPF_PKT_DESC_LPORT);
-    struct core_stats *s = &stats[hart];
+    struct core_stats *s = &tally;
+    (void)hart;
     uint64_t drop = NANOBPF_PUT(NANOBPF_PKT_COMP_SLOT, slot) | NANOBPF_PUT(NANOBPF_PKT_COMP_ACTION, NANOBPF_XDP_DROP);
     uintptr_t base = NANOBPF_PACKET_MEM_BASE + (uintptr_t)slot * NANOBPF_DATAPATH_SLOT_BYTES;
     uintptr_t data = base + NANOBPF_DATAPATH_HEADROOM;
@@ -277,6 +293,11 @@ static void stats_snapshot(unsigned c, struct core_stats *out) {
 
 /* The summary the tests parse: one `DPU key=value ...` line per subject. */
 static int summary(unsigned cores) {
+    /* every slot is free: each data core has finished its frames; wait until it published its
+     * tallies of them (it does so as soon as it finds its queue empty) */
+    for (unsigned c = 1; c < cores; c++)
+        while (dpu_read_fresh(&pass[c].published) != dpu_read_fresh(&pass[c].finished)) {
+        }
     printf("DPU pisa rx=%llu to_cores=%llu to_host=%llu to_network=%llu dropped=%llu tx=%llu tx_dropped=%llu\n",
            (unsigned long long)pisa_count(NANOBPF_PISA_COUNTER_RX_FRAMES),
            (unsigned long long)pisa_count(NANOBPF_PISA_COUNTER_TO_CORES),
@@ -342,7 +363,7 @@ static void complete(unsigned hart, uint64_t comp) {
  * engine refused the seal, it is dropped and counted as never sealed (fail closed). */
 static void release(unsigned hart, struct held *h) {
     if (ebpf_aead_finish(h->pending)) {
-        struct core_stats *s = &stats[hart];
+        struct core_stats *s = &tally;
         unsigned slot = (unsigned)NANOBPF_GET(h->comp, NANOBPF_PKT_COMP_SLOT);
         s->actions[NANOBPF_GET(h->comp, NANOBPF_PKT_COMP_ACTION)]--;
         s->actions[NANOBPF_XDP_DROP]++;
@@ -362,6 +383,7 @@ static void data_loop(unsigned hart, int also_control) {
     /* A frame the engine is still sealing waits here while the core runs the next one: the engine's
      * time overlaps the next program instead of the core polling for it. */
     struct held held = {.pending = 0};
+    unsigned unpublished = 0;
     for (;;) {
         uint64_t t0 = nb_cycles();
         uint64_t d = PKT(NANOBPF_PKT_CORE_DESC_OFFSET(hart));
@@ -378,8 +400,12 @@ static void data_loop(unsigned hart, int also_control) {
                 dpu_guard_reset();
                 last = prog;
             }
-            /* a control frame may change keys: no seal of this core is left in the engine then */
-            if (held.pending && NANOBPF_GET(d, NANOBPF_PKT_DESC_CTRL)) release(hart, &held), finished++;
+            if (NANOBPF_GET(d, NANOBPF_PKT_DESC_CTRL)) {
+                /* a control frame may change keys: no seal of this core is left in the engine then;
+                 * and it may ask for STATS, which this core's counts are part of */
+                if (held.pending) release(hart, &held), finished++;
+                publish(hart, finished);
+            }
             struct held now = {.pending = 0, .tx = -1, .sealed = 0};
             now.comp = one_packet(hart, d, prog, &now);
             if (held.pending) release(hart, &held), finished++;
@@ -391,15 +417,18 @@ static void data_loop(unsigned hart, int also_control) {
             }
             /* finished, in order; the fences above put every access of those packets before it */
             *(volatile uint64_t *)&pass[hart].finished = finished;
-            stats[hart].busy += nb_cycles() - t0; /* descriptor read to completion written */
+            tally.busy += nb_cycles() - t0; /* descriptor read to completion written */
+            if (++unpublished == PUBLISH_EVERY) publish(hart, finished), unpublished = 0;
             continue;
         }
         if (held.pending) { /* nothing to overlap with: wait for the engine now */
             release(hart, &held);
             *(volatile uint64_t *)&pass[hart].finished = ++finished;
-            stats[hart].busy += nb_cycles() - t0;
+            tally.busy += nb_cycles() - t0;
+            unpublished++;
             continue;
         }
+        if (unpublished) publish(hart, finished), unpublished = 0;
         if (also_control && drained()) return;
         idle(hart, also_control && nb_num_cores() > 1 ? CTRL_IDLE_CYCLES : IDLE_CYCLES);
     }
