@@ -73,6 +73,7 @@ struct jit {
     int64_t fp_off[EBPF_NREGS];
     struct ebpf_jit_stats stats;
     struct imm_cache *imms;  /* emit_imm's sequences (NULL: worked out each time) */
+    uint64_t base;           /* where the code will run (0: not known yet): constants near it pc-relative */
 };
 
 #define RVC(j) ((j)->flags & EBPF_JIT_RVC)
@@ -239,6 +240,31 @@ struct imm_cache {
     struct imm_seq q[IMM_CACHE];
     uint8_t used[IMM_CACHE];
 };
+/* Constants within reach of an auipc from anywhere in the code (a margin of 1 MiB, far more than a
+ * program's code, so that the choice cannot change between passes as the code shrinks): on the device
+ * the helpers, the maps and the packet memory, whose absolute addresses (above 2 GiB) take 3-4
+ * instructions, are an auipc and one more. Always 8 bytes, whatever the offset, for the same reason. */
+static int pc_rel(const struct jit *j, int64_t v, int32_t *hi, int32_t *lo) {
+    if (!j->base) return 0;
+    int64_t d = v - (int64_t)(j->base + j->pos);
+    if (d < -(INT64_C(1) << 31) + (1 << 20) || d >= (INT64_C(1) << 31) - (1 << 20)) return 0;
+    *lo = (int32_t)((d & 0xfff) ^ 0x800) - 0x800;
+    *hi = (int32_t)((uint64_t)(d - *lo) >> 12) & 0xfffff;
+    return 1;
+}
+static void emit_seq(struct jit *j, uint8_t rd, const struct imm_seq *q);
+/* The bytes q takes as emitted for rd (compressed forms depend on the register and the values, not on
+ * where it goes): emitted into nothing and taken back. */
+static uint32_t seq_bytes(struct jit *j, uint8_t rd, const struct imm_seq *q) {
+    uint32_t pos = j->pos;
+    uint8_t *buf = j->buf;
+    struct ebpf_jit_stats stats = j->stats;
+    j->buf = NULL;
+    emit_seq(j, rd, q);
+    uint32_t n = j->pos - pos;
+    j->pos = pos, j->buf = buf, j->stats = stats;
+    return n;
+}
 static void emit_imm(struct jit *j, uint8_t rd, int64_t v) {
     struct imm_seq q;
     if (v >= -2048 && v < 2048) {
@@ -255,6 +281,16 @@ static void emit_imm(struct jit *j, uint8_t rd, int64_t v) {
     } else {
         imm_best(&q, v);
     }
+    int32_t hi, lo;
+    if (q.n > 2 && pc_rel(j, v, &hi, &lo) && seq_bytes(j, rd, &q) > 8) {
+        emit32(j, rv_auipc(rd, hi));
+        emit32(j, rv_addi(rd, rd, lo));
+        return;
+    }
+    emit_seq(j, rd, &q);
+}
+static void emit_seq(struct jit *j, uint8_t rd, const struct imm_seq *qp) {
+    struct imm_seq q = *qp;
     for (int k = 0; k < q.n; k++) {
         int32_t a = q.arg[k];
         switch (q.op[k]) {
@@ -669,9 +705,22 @@ static const struct jit_func *func_at(const struct jit *j, uint32_t start) {
 
 /* The helper's C function with R1-R5 in a0-a4; its result becomes R0. */
 static void emit_helper_call(struct jit *j, const struct ebpf_helper *h) {
+    int32_t hi, lo;
+    uint32_t pos = j->pos;
+    uint8_t *buf = j->buf;
+    struct ebpf_jit_stats stats = j->stats;
+    j->buf = NULL; /* the absolute form's size, to take the shorter */
     emit_imm(j, T1, (int64_t)(uintptr_t)h->fn);
-    if (RVC(j)) emit16(j, rv_c_jalr(T1));
-    else emit32(j, rv_jalr(RA, T1, 0));
+    uint32_t abs_bytes = j->pos - pos + (RVC(j) ? 2 : 4);
+    j->pos = pos, j->buf = buf, j->stats = stats;
+    if (abs_bytes > 8 && pc_rel(j, (int64_t)(uintptr_t)h->fn, &hi, &lo)) {
+        emit32(j, rv_auipc(T1, hi));
+        emit32(j, rv_jalr(RA, T1, lo));
+    } else {
+        emit_imm(j, T1, (int64_t)(uintptr_t)h->fn);
+        if (RVC(j)) emit16(j, rv_c_jalr(T1));
+        else emit32(j, rv_jalr(RA, T1, 0));
+    }
     emit_mv(j, regmap[0], RV_REG_A0);
 }
 
@@ -1268,14 +1317,21 @@ int ebpf_jit_compile(struct ebpf_prog *prog, unsigned flags, struct ebpf_error *
         jit_fini(&j);
         return -1;
     }
-    int64_t size = jit_size(&j);
+    int64_t size = jit_size(&j), used = -1;
     uint8_t *code = NULL;
     int rc = -1;
     if (size >= 0) {
+        /* sized with absolute constants; where the code lands, those within reach become pc-relative
+         * (shorter: the code only shrinks, so every branch form already reaches) and it is sized again */
         code = ebpf_jit_alloc((size_t)size);
         if (!code) ebpf_fail(err, -1, "no executable memory for %lld bytes of JIT code (this platform cannot run RV64 code)", (long long)size);
-        else if (jit_write(&j, code, (uint32_t)size)) ebpf_jit_free(code, (size_t)size);
-        else rc = 0;
+        else {
+            j.base = (uint64_t)(uintptr_t)code;
+            used = jit_size(&j);
+            if (used > size) used = ebpf_fail(err, -1, "JIT code grew when placed (%lld > %lld bytes)", (long long)used, (long long)size);
+            if (used < 0 || jit_write(&j, code, (uint32_t)used)) ebpf_jit_free(code, (size_t)size);
+            else rc = 0;
+        }
     }
     if (!rc) /* the programs bpf_tail_call may jump to (functions of their own when verified) */
         for (uint32_t p = 0; p < prog->n_progs && p <= NANOBPF_IMAGE_MAX_FUNCS; p++) {

@@ -118,9 +118,15 @@ void *ebpf_alloc(size_t size) { return calloc(1, size ? size : 1); }
 void *ebpf_alloc_shared(size_t size) { return ebpf_alloc(size); } /* one process: all memory is shared */
 void ebpf_free_shared(void *p) { free(p); }
 void ebpf_free(void *p) { free(p); }
+/* Every other buffer is asked for near the program's code and heap (a hint at 256 MiB, which the
+ * kernel takes when it is free): there the JIT reaches helpers and maps pc-relatively, as on the
+ * device; the others land where mmap puts them (far above), where it uses absolute constants. So the
+ * tests that run JIT code here run both forms. */
 void *ebpf_jit_alloc(size_t size) {
     enum { PROT_RWX = 7, MAP_PRIVATE_ANON = 0x22 };
-    long p = sys6(SYS_MMAP, 0, (long)size, PROT_RWX, MAP_PRIVATE_ANON, -1, 0);
+    static unsigned n;
+    long hint = n++ & 1 ? 0 : 0x10000000;
+    long p = sys6(SYS_MMAP, hint, (long)size, PROT_RWX, MAP_PRIVATE_ANON, -1, 0);
     return p < 0 && p > -4096 ? NULL : (void *)p;
 }
 void ebpf_jit_free(void *p, size_t size) {
