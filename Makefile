@@ -126,7 +126,7 @@ run: $(SIM) firmware ## run FIRMWARE=<app> (default hello) on the SoC model (COR
 
 demo: ## QUIC through the 4-core DPU wire to wire: a real aioquic exchange, synthetic connections and RFC 9001 A.2 opened and sealed by xdp_quic_hw on the cores with the AEAD engine, checked against the reference protection and the device model (pcaps in build/demo)
 	@$(MAKE) -s sim firmware ebpf-tools CORES=4
-	@echo "[demo] QUIC through the 4-core DPU (firmware dpu-quic_demo: core 0 JIT-compiles xdp_quic_hw, the data cores open and seal); about 5 minutes"
+	@echo "[demo] QUIC through the 4-core DPU (firmware dpu-quic_demo: core 0 JIT-compiles xdp_quic_hw, the data cores open and seal); about 2 minutes"
 	@$(BIN)/nanobpf-wire --quic --cores 4 --out $(BUILD)/demo
 
 # ---------------------------------------------------------------- host side (docs/control.md)
