@@ -127,6 +127,7 @@ class _Conn:
         self.failed = False           # the device refused: this connection stays in software
         self.open_ids = {}            # KeyId -> local CID bytes
         self.seal_id = None           # KeyId of the peer CID we seal for
+        self.extra_seal_ids = []      # SEAL entries of peer CIDs a datagram used before aioquic moved to them
         self.seal_cid_len = 0
         self.device_opened = False    # the datagram being handled was opened by the device
         self.phase_first_pn = None    # smallest packet number received in the current key phase
@@ -230,10 +231,24 @@ class _Conn:
         if kid == self.seal_id:
             return
         old = self.seal_id
-        self.dpu._key_add(kid, self._seal_value(len(cid)), self)
+        if kid in self.extra_seal_ids:     # on the device already (seal_for)
+            self.extra_seal_ids.remove(kid)
+        else:
+            self.dpu._key_add(kid, self._seal_value(len(cid)), self)
         self.seal_id, self.seal_cid_len = kid, len(cid)
         if old is not None:
             self.dpu._key_del(old, self)
+
+    def seal_for(self, cid):
+        """A SEAL entry for the peer CID a datagram to seal carries, when that is not aioquic's current
+        one: aioquic may send a datagram to the CID it is moving to before it moves (seen in a transfer
+        with a key update: one datagram to the new CID, then the old one again). Without the entry the
+        device drops the datagram (NO_SEAL_KEYS). Kept until aioquic moves to it (sync_seal) or the
+        connection ends."""
+        kid = self._key_id(bytes(cid), ctrl.SEAL)
+        if kid != self.seal_id and kid not in self.extra_seal_ids:
+            self.dpu._key_add(kid, self._seal_value(len(cid)), self)
+            self.extra_seal_ids.append(kid)
 
     def key_update(self, trigger, prev_recv):
         """aioquic moved to the next key phase (both directions): the device's entries follow.
@@ -261,6 +276,8 @@ class _Conn:
             self.dpu._key_update(kid, self._open_value(len(cid)))
         if seal and self.seal_id is not None:
             self.dpu._key_update(self.seal_id, self._seal_value(self.seal_cid_len))
+        for kid in self.extra_seal_ids if seal else ():
+            self.dpu._key_update(kid, self._seal_value(kid.cid_len))
 
     def current_phase_seen(self, pn):
         """A packet of the current phase was opened: the peer has the new keys; PREV gives way to NEXT."""
@@ -281,6 +298,8 @@ class _Conn:
         if self.seal_id is not None:
             self.dpu._key_del(self.seal_id, self)
             self.seal_id = None
+        while self.extra_seal_ids:
+            self.dpu._key_del(self.extra_seal_ids.pop(), self)
         if self.active:
             self.dpu.counters["connections_closed"] += 1
         self.active = False
@@ -419,6 +438,11 @@ class _OffloadMixin:
             if st.pending:
                 cid_len = st.pending.pop((len(data), data[:PENDING_KEY]), None)
                 if cid_len is not None:
+                    if st.active and cid_len and st.seal_id is not None and data[1:1 + cid_len] != st.seal_id.cid:
+                        try:
+                            st.seal_for(data[1:1 + cid_len])
+                        except (ctrl.CtrlError, ctrl.CtrlTimeout) as e:
+                            st.fail("cid_update_failed", e)
                     self._nb_dpu._seal(memoryview(data)[:-TAG_LEN], addr, st.local_port, cid_len)
                     continue
                 inside = [(n, k) for n, k in st.pending if n <= len(data) and data[len(data) - n:len(data) - n + PENDING_KEY] == k]
@@ -658,6 +682,13 @@ class Dpu:
             v = self._call(self.client.map_lookup, "quic_stats", struct.pack("<I", index))
             if v is not None:
                 out[name] = sum(int.from_bytes(v[i:i + 8], "little") for i in range(0, len(v) - 7, 8))
+        # the program's drops by reason (quic_drops), those that happened: why a frame was not sealed
+        for name in dir(abi):
+            if name.startswith("NANOBPF_QUIC_DROP_") and name != "NANOBPF_QUIC_DROP_COUNT":
+                v = self._call(self.client.map_lookup, "quic_drops", struct.pack("<I", getattr(abi, name)))
+                n = sum(int.from_bytes(v[i:i + 8], "little") for i in range(0, len(v) - 7, 8)) if v else 0
+                if n:
+                    out["quic_drop_" + name[len("NANOBPF_QUIC_DROP_"):].lower()] = n
         return out
 
     def close(self):
