@@ -214,7 +214,8 @@ struct ebpf_subprog {
 };
 
 /* Facts the verifier records per instruction for the JIT. */
-#define EBPF_INSN_PKT_ACCESS 0x1 /* a load/store of more than one byte into the packet: may be misaligned */
+#define EBPF_INSN_PKT_ACCESS 0x1 /* a load/store of more than one byte that may be misaligned (the packet,
+                                  * or a global function's argument some caller passes unaligned) */
 #define EBPF_INSN_READS_META 0x2 /* a read of xdp_md.data_meta: the program's frames carry struct nanobpf_xdp_meta */
 
 struct ebpf_prog {
@@ -352,6 +353,7 @@ struct ebpf_jit_stats {
     uint32_t bpf_insns[8];
     uint32_t rv_bytes;
     uint32_t inline_lookups;
+    uint32_t align_tests; /* multi-byte accesses compiled with a run-time alignment test (EBPF_INSN_PKT_ACCESS) */
 };
 int ebpf_jit_stats(const struct ebpf_prog *prog, unsigned flags, struct ebpf_jit_stats *stats,
                    struct ebpf_error *err);

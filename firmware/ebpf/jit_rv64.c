@@ -404,6 +404,7 @@ static void emit_load(struct jit *j, int size, int sx, uint8_t rd, uint8_t base,
 static void emit_unaligned_access(struct jit *j, int size, int sx, int store, uint8_t reg, uint8_t base, int32_t off) {
     static const int bytes[4] = {4, 2, 1, 8};
     int n = bytes[size];
+    j->stats.align_tests++;
     emit_addi_any(j, T1, base, off, T1);
     emit32(j, rv_andi(T0, T1, n - 1));
     int slow_len = store ? 1 + 2 * (n - 1) : 1 + 3 * (n - 1) + (sx ? 2 : 0) + 1;

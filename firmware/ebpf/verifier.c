@@ -244,6 +244,10 @@ struct env {
     uint32_t fdepth[EBPF_MAX_SUBPROGS];
     const struct nanobpf_image_func *gsig[EBPF_MAX_SUBPROGS]; /* global functions' prototypes (NULL: static) */
     uint8_t changes_pkt[EBPF_MAX_SUBPROGS]; /* the function (or one it calls) may move packet data */
+    /* log2 of the alignment (at most 8 bytes) every call gives a global function's memory arguments so
+     * far: a function is explored after all its callers (explore_order), with what they gave */
+    uint8_t arg_align[EBPF_MAX_SUBPROGS][5];
+    uint8_t explored[EBPF_MAX_SUBPROGS];
     uint32_t root; /* function whose exploration is running: 0 (the program) or a global function */
     struct vstate *cur;
     struct vstate *tmp; /* a stored state decoded (for its hash) */
@@ -594,6 +598,11 @@ static int is_mem_arg(uint32_t kind) { return kind == NANOBPF_FUNC_ARG_MEM || ki
 /* The map field of a mem / mem_or_null register (no map there): the bytes may only be read. */
 #define MEM_READONLY 1
 #define MEM_RINGBUF 2 /* mem, mem_or_null: a ring buffer record (bpf_ringbuf_reserve); id: its reference */
+/* The map field's kind (the low bits: 0, MEM_READONLY or MEM_RINGBUF) and, from bit MEM_ALIGN_SHIFT, a
+ * global function argument's known alignment (log2, at most 3: every caller passes an address that
+ * many bytes aligned, arg_align), which spares the JIT its alignment test on accesses proven aligned. */
+#define MEM_KIND(m) ((m) & 0xf)
+#define MEM_ALIGN_SHIFT 4
 
 /* Bytes a global function's MEM argument a (0..4) points to. */
 static uint32_t sig_size(const struct nanobpf_image_func *g, uint32_t a) {
@@ -1732,7 +1741,7 @@ HOT static int reg_covers(const struct vreg *o, const struct vreg *c, struct idm
     case T_FUNC: return o->map == c->map && o->off == c->off;
     case T_MEM: /* a ring buffer record is also which one (submitting one must not release another) */
         return o->off == c->off && o->range == c->range && o->map == c->map && within &&
-               (o->map != MEM_RINGBUF || idmap_check(m, o->id, c->id));
+               (MEM_KIND(o->map) != MEM_RINGBUF || idmap_check(m, o->id, c->id));
     case T_MEM_OR_NULL:
         return o->off == c->off && o->range == c->range && o->map == c->map && within && idmap_check(m, o->id, c->id);
     }
@@ -2787,9 +2796,9 @@ static void mark_null(const struct env *e, struct vstate *st, uint32_t id, int i
     int ringbuf = 0;
     FOR_ALL_REGS(st, q, {
         if ((q->type == T_MAP_VALUE_OR_NULL || q->type == T_MEM_OR_NULL) && q->id == id) {
-            ringbuf |= q->type == T_MEM_OR_NULL && q->map == MEM_RINGBUF;
+            ringbuf |= q->type == T_MEM_OR_NULL && MEM_KIND(q->map) == MEM_RINGBUF;
             if (is_null) set_const(q, 0);
-            else if (q->type == T_MEM_OR_NULL) q->type = T_MEM, q->id = q->map == MEM_RINGBUF ? q->id : 0;
+            else if (q->type == T_MEM_OR_NULL) q->type = T_MEM, q->id = MEM_KIND(q->map) == MEM_RINGBUF ? q->id : 0;
             else q->type = T_MAP_VALUE, q->id = e->prog->maps[q->map]->spin_lock_off ? q->id : 0;
         }
     })
@@ -2807,7 +2816,7 @@ static void release_ref(struct vstate *st, uint32_t id) {
             break;
         }
     FOR_ALL_REGS(st, q, {
-        if ((q->type == T_MEM || q->type == T_MEM_OR_NULL) && q->map == MEM_RINGBUF && q->id == id) set_unknown(q);
+        if ((q->type == T_MEM || q->type == T_MEM_OR_NULL) && MEM_KIND(q->map) == MEM_RINGBUF && q->id == id) set_unknown(q);
     })
 }
 
@@ -3022,6 +3031,24 @@ static int map_value_bounds(struct env *e, uint32_t i, const struct vreg *ptr, i
     return 0;
 }
 
+/* log2 of the alignment (at most 8 bytes) known of the address a pointer plus off holds: the stack's frame
+ * pointer is 16-byte aligned (the JIT's frames are multiples of 16 on the C stack), map values 8-byte
+ * aligned (maps.c: strides of 8), a global function's memory argument as its callers promise (the map
+ * field), the packet not at all (its offsets carry no alignment). A variable offset: none. */
+static unsigned ptr_align(const struct vreg *r, int64_t off) {
+    unsigned base;
+    switch (r->type) {
+    case T_STACK:
+    case T_MAP_VALUE: base = 3; break;
+    case T_MEM: base = r->map >> MEM_ALIGN_SHIFT; break;
+    default: return 0;
+    }
+    if (r->umin != r->umax) return 0;
+    uint64_t a = (uint64_t)((int64_t)r->off + (int64_t)r->umin + off);
+    unsigned low = a ? (unsigned)__builtin_ctzll(a) : 3;
+    return low < base ? low : base;
+}
+
 /* A global function's memory argument: `range` bytes from its start. */
 static int mem_bounds(struct env *e, uint32_t i, uint32_t regno, const struct vreg *ptr, int64_t insn_off, uint64_t size) {
     int64_t lo = (int64_t)ptr->off + (int64_t)ptr->umin + insn_off;
@@ -3102,12 +3129,13 @@ static int mem_access(struct env *e, uint32_t i, struct vstate *st, uint32_t reg
             if (o % size) return fail(e, (int)i, "misaligned atomic access to map value off=%lld size=%u", (long long)o, size);
         }
         break;
-    case T_MEM: /* may be the packet (any caller's argument): multi-byte accesses made alignment-safe */
-        if (kind != ACC_READ && ptr.map == MEM_READONLY)
+    case T_MEM: /* may be the packet (any caller's argument): multi-byte accesses made alignment-safe
+                 * unless every caller's pointer is aligned for them */
+        if (kind != ACC_READ && MEM_KIND(ptr.map) == MEM_READONLY)
             return fail(e, (int)i, "R%u points to read-only memory (a const argument of this global function)", regno);
         if (mem_bounds(e, i, regno, &ptr, in->off, size)) return -1;
         if (kind == ACC_ATOMIC) return fail(e, (int)i, "atomic access to a memory argument not allowed");
-        if (size > 1) e->flags[i] |= F_PKTACC;
+        if (size > 1 && ptr_align(&ptr, in->off) < (unsigned)__builtin_ctz(size)) e->flags[i] |= F_PKTACC;
         break;
     default: return fail(e, (int)i, "R%u invalid mem access '%s'", regno, tname[ptr.type]);
     }
@@ -3156,7 +3184,7 @@ static int helper_mem(struct env *e, uint32_t i, struct vstate *st, uint32_t reg
          * memory argument in do_global_call */
         return map_value_bounds(e, i, r, 0, size_max);
     case T_MEM:
-        if (write && r->map == MEM_READONLY)
+        if (write && MEM_KIND(r->map) == MEM_READONLY)
             return fail(e, (int)i, "R%u points to read-only memory (a const argument of this global function)", regno);
         return mem_bounds(e, i, regno, r, 0, size_max);
     case T_NOT_INIT: return fail(e, (int)i, "R%u !read_ok", regno);
@@ -3558,9 +3586,9 @@ static int do_helper(struct env *e, uint32_t i, struct vstate *st) {
                             (unsigned long long)alloc, NANOBPF_EVENT_MAX);
             break;
         case EBPF_ARG_PTR_TO_RINGBUF_MEM:
-            if (r->type == T_MEM_OR_NULL && r->map == MEM_RINGBUF)
+            if (r->type == T_MEM_OR_NULL && MEM_KIND(r->map) == MEM_RINGBUF)
                 return fail(e, (int)i, "R%u may be NULL: check what bpf_ringbuf_reserve returned first", rn);
-            if (r->type != T_MEM || r->map != MEM_RINGBUF)
+            if (r->type != T_MEM || MEM_KIND(r->map) != MEM_RINGBUF)
                 return fail(e, (int)i, "R%u type=%s expected=ringbuf_mem (a record bpf_ringbuf_reserve returned)", rn,
                             tname[r->type]);
             if (r->off || r->umax)
@@ -3628,6 +3656,14 @@ static int do_global_call(struct env *e, uint32_t i, struct vstate *st, uint32_t
         default: { /* MEM or MEM_RO: size bytes, or NULL */
             int write = g->arg_type[a] == NANOBPF_FUNC_ARG_MEM;
             if (r->type == T_SCALAR && is_const(r) && r->umin == 0) break;
+            unsigned al = ptr_align(r, 0);
+            if (al < e->arg_align[callee][a]) {
+                /* explore_order explores a function after every caller: this cannot happen */
+                if (e->explored[callee])
+                    return fail(e, (int)i, "internal: the global function at insn %u was explored before this call",
+                                e->fstart[callee]);
+                e->arg_align[callee][a] = (uint8_t)al;
+            }
             if (write && r->type == T_MAP_VALUE && is_keytable(e->prog->maps[r->map]))
                 return fail(e, (int)i, "R%u: the key table %s is read-only for programs, and argument %u of the global "
                             "function at insn %u may be written (make it a pointer to const)", rn,
@@ -3998,6 +4034,44 @@ static int step(struct env *e, uint32_t i, uint32_t *next) {
     return 0;
 }
 
+/* The roots in the order they are explored: the program, then each global function once every root that
+ * calls it (directly, or through static functions and callbacks it enters) is done, so that its memory
+ * arguments' alignment (arg_align) is final when it is explored. The call graph has no cycles
+ * (recursion is refused before), so each round places one at least. Returns how many. */
+static uint32_t explore_order(struct env *e, uint8_t *order) {
+    uint32_t direct[EBPF_MAX_SUBPROGS] = {0}, gcalls[EBPF_MAX_SUBPROGS] = {0}, globals = 0, done = 1, n = 0;
+    for (uint32_t i = 0; i < e->n; i++)
+        if (!(e->flags[i] & F_LDIMM2) && has_call_edge(&e->in[i]))
+            direct[e->func[i]] |= 1u << e->func[i + 1 + (uint32_t)e->in[i].imm];
+    for (uint32_t f = 1; f < e->nfuncs; f++)
+        if (e->gsig[f]) globals |= 1u << f;
+    for (uint32_t f = 0; f < e->nfuncs; f++) {
+        if (f && !e->gsig[f]) continue;
+        uint32_t reach = direct[f], seen = 0;
+        for (uint32_t stat; (stat = reach & ~globals & ~seen);) { /* static functions entered from f */
+            uint32_t s = (uint32_t)__builtin_ctz(stat);
+            seen |= 1u << s;
+            reach |= direct[s];
+        }
+        gcalls[f] = reach & globals;
+    }
+    order[n++] = 0;
+    while (done != (globals | 1)) {
+        uint32_t before = done;
+        for (uint32_t g = 1; g < e->nfuncs; g++) {
+            if (!(globals >> g & 1) || (done >> g & 1)) continue;
+            int ready = 1;
+            for (uint32_t r = 0; r < e->nfuncs && ready; r++)
+                if (r != g && ((globals | 1) >> r & 1) && !(done >> r & 1) && (gcalls[r] >> g & 1)) ready = 0;
+            if (ready) order[n++] = (uint8_t)g, done |= 1u << g;
+        }
+        if (done == before) break; /* no cycle gets here; were there one, the rest would still be explored */
+    }
+    for (uint32_t g = 1; g < e->nfuncs; g++)
+        if ((globals >> g & 1) && !(done >> g & 1)) order[n++] = (uint8_t)g;
+    return n;
+}
+
 /* Explore every path of function `root` from its entry: the program (0, r1 = ctx) or a global function
  * (arguments from its prototype: unknown scalars, the ctx, memory that may be NULL). */
 static int do_check(struct env *e, uint32_t root) {
@@ -4006,6 +4080,7 @@ static int do_check(struct env *e, uint32_t root) {
     st->nframes = 1;
     st->f[0].func = (uint16_t)root;
     e->root = root;
+    e->explored[root] = 1;
     if (!root) st->f[0].r[1].type = T_CTX;
     for (uint32_t a = 0; root && a < e->gsig[root]->n_args; a++) {
         struct vreg *r = &st->f[0].r[a + 1];
@@ -4014,7 +4089,8 @@ static int do_check(struct env *e, uint32_t root) {
         case NANOBPF_FUNC_ARG_CTX: r->type = T_CTX; break;
         default:
             r->type = T_MEM_OR_NULL;
-            r->map = e->gsig[root]->arg_type[a] == NANOBPF_FUNC_ARG_MEM_RO ? MEM_READONLY : 0;
+            r->map = (uint16_t)((e->gsig[root]->arg_type[a] == NANOBPF_FUNC_ARG_MEM_RO ? MEM_READONLY : 0) |
+                                e->arg_align[root][a] << MEM_ALIGN_SHIFT);
             r->range = sig_size(e->gsig[root], a);
             r->id = ++e->id_gen;
         }
@@ -4151,6 +4227,7 @@ int ebpf_verify(struct ebpf_prog *prog, const struct ebpf_verify_opts *opts, str
     struct env env, *e = &env;
     int rc = -1;
     memset(e, 0, sizeof *e);
+    memset(e->arg_align, 3, sizeof e->arg_align); /* no call seen yet: lowered by each (do_global_call) */
     memset(&ebpf_verify_last_stats, 0, sizeof ebpf_verify_last_stats);
     e->prog = prog;
     e->err = err;
@@ -4201,11 +4278,12 @@ int ebpf_verify(struct ebpf_prog *prog, const struct ebpf_verify_opts *opts, str
         ebpf_fail(err, -1, "verifier: out of memory");
         goto out;
     }
-    /* the program, then each global function once, on its own */
-    for (uint32_t f = 0; f < e->nfuncs; f++) {
-        if (f && !e->gsig[f]) continue;
+    /* the program, then each global function once, on its own, after its callers */
+    uint8_t order[EBPF_MAX_SUBPROGS];
+    uint32_t nroots = explore_order(e, order);
+    for (uint32_t k = 0; k < nroots; k++) {
         free_states(e);
-        if (do_check(e, f)) goto out;
+        if (do_check(e, order[k])) goto out;
     }
     e->stats.explore_cycles = ebpf_cycles() - t_explore;
     if (check_stack_chains(e)) goto out;

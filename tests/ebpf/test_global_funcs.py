@@ -112,3 +112,51 @@ def test_verifier_refuses_a_smaller_prototype(tmp_path):
     entry = next(k for k, g in enumerate(image.globals) if g.describe() == "int(mem[16], scalar)")
     rc, out = check(corrupt(image.to_bytes(), "arg1_size", 8, entry), tmp_path)
     assert rc == 1 and "invalid access to memory, mem_size=8" in out, out
+
+
+ALIGN_SRC = """#include "nanobpf_xdp.h"
+struct pair { __u32 a, b; __u64 c; };
+struct { __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, 1); __type(key, __u32); __type(value, struct pair); } vals SEC(".maps");
+__noinline int use(const struct pair *p) { return p ? (int)(p->a + p->b + p->c) : 0; }
+__noinline int outer(const struct pair *p) { return p ? use(p) + 1 : 0; }
+SEC("xdp") int prog(struct xdp_md *ctx) {
+    void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+    __u64 buf[3] = {ctx->ingress_ifindex, 2, 3};
+    __u32 zero = 0;
+    struct pair *v = bpf_map_lookup_elem(&vals, &zero);
+    (void)data, (void)end, (void)v;
+    int r = 0;
+    %s
+    return r & 1 ? XDP_PASS : XDP_DROP;
+}
+char _license[] SEC("license") = "GPL";
+"""
+
+
+@pytest.mark.parametrize("calls,tests", [
+    # the loads of use (4, 4 and 8 bytes) and nothing else test alignment: only where a caller may pass
+    # an address without it (the packet, or a stack address 4 bytes off) are they tested
+    ("r += use((struct pair *)buf);", 0),
+    ("if (v) r += use(v);", 0),
+    ("r += use((struct pair *)buf) + use(0);", 0),
+    ("if (data + 16 <= end) r += use(data);", 3),
+    ("r += use((struct pair *)buf); if (data + 16 <= end) r += use(data);", 3),
+    ("r += use((struct pair *)((char *)buf + 4));", 1),  # c at +12: only the 8-byte load
+    ("r += use((struct pair *)((char *)buf + 2));", 3),
+    # through another global function: outer passes on what its callers give
+    ("r += outer((struct pair *)buf);", 0),
+    ("if (v) r += outer(v); if (data + 16 <= end) r += outer(data);", 3),
+    ("r += outer((struct pair *)((char *)buf + 4));", 1),
+])
+def test_alignment_tests_only_where_a_caller_may_misalign(tmp_path, calls, tests):
+    """A global function's memory argument may be the packet, whose offsets carry no alignment, so the
+    JIT tests the address of its multi-byte accesses at run time (CVA6 traps on misaligned ones) - unless
+    the verifier proved every caller's address aligned for them (stack, map values, and what a global
+    function passes on from its own callers)."""
+    image = load(compile_c(ALIGN_SRC % calls, tmp_path))
+    img = tmp_path / "a.nbpf"
+    img.write_bytes(image.to_bytes())
+    p = subprocess.run([str(RUN), "--image", str(img), "--jit", "--stats"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    stats = dict(ln.split()[:2] for ln in p.stdout.splitlines() if len(ln.split()) == 2)
+    assert int(stats["align_tests"]) == tests, p.stdout

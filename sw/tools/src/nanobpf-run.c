@@ -57,7 +57,8 @@ static const char usage[] =
     "                    (MAP by name; the frame gets --headroom bytes before it and 256 after)\n"
     "  --dump-jit FILE   write the JIT's RV64 code to FILE (raw bytes; objdump -b binary -m riscv:rv64 -D)\n"
     "  --stats           print the JIT's RV64 instructions per eBPF instruction class and the map\n"
-    "                    lookups it compiles inline, do not run\n"
+    "                    lookups it compiles inline and the accesses it tests for alignment,\n"
+    "                    do not run\n"
     "  -h, --help        this help\n"
     "Exit status: 0 ran, 1 program rejected or faulted, 2 usage or input error.\n";
 
@@ -518,6 +519,7 @@ int main(int argc, char **argv) {
             if (st.bpf_insns[c]) printf("%s %u %u %.2f\n", cls[c], st.bpf_insns[c], st.rv_insns[c], (double)st.rv_insns[c] / st.bpf_insns[c]);
         printf("total_bytes %u\n", st.rv_bytes);
         printf("inline_lookups %u\n", st.inline_lookups);
+        printf("align_tests %u\n", st.align_tests);
         return 0;
     }
     if (jit && ebpf_jit_compile(&prog, flags, &err)) return die(1, "jit", &err);
