@@ -37,10 +37,12 @@ void nb_aead_set_keys(unsigned slot, const void *value);
 int nb_aead_run(const struct nb_aead_req *r, uint32_t *cycles);
 /* One of the engine's counters (NANOBPF_AEAD_COUNTER_*). */
 uint64_t nb_aead_counter(unsigned index);
-/* Core cycles this hart has spent in engine requests (submitting, waiting for the engine, reading the
+/* Core cycles each hart has spent in engine requests (submitting, waiting for the engine, reading the
  * completion: nb_aead_run and what nb_aead_waited counts) since boot: where a packet's cycles go (the
- * dpu firmware's summary). */
-uint64_t nb_aead_wait_cycles(void);
+ * dpu firmware's summary). Each written only by its own hart, a cache line each; read and added to
+ * inline, twice a packet and at each request. */
+extern struct nb_aead_wait { uint64_t cycles; } __attribute__((aligned(64))) nb_aead_wait[NANOBPF_AEAD_CORE_CTL_COUNT];
+static inline uint64_t nb_aead_wait_cycles(void) { return nb_aead_wait[nb_hart_id()].cycles; }
 
 /* ---- The fast path, for callers that checked the request (the eBPF helpers): inline, the request as
  * scalars, no struct on the stack (the D-cache writes through: every store is a bus write). A hart's
@@ -79,5 +81,5 @@ static inline int nb_aead_collect(unsigned hart, uint16_t id, uint32_t *cycles) 
 }
 
 /* Add the core cycles a fast-path caller spent on requests to nb_aead_wait_cycles. */
-void nb_aead_waited(unsigned hart, uint64_t cycles);
+static inline void nb_aead_waited(unsigned hart, uint64_t cycles) { nb_aead_wait[hart].cycles += cycles; }
 #endif

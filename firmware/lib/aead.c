@@ -13,12 +13,8 @@ void nb_aead_set_keys(unsigned slot, const void *value) {
     }
 }
 
-/* per hart, each written only by its own hart (one cache line each) */
-static struct { uint64_t cycles; } __attribute__((aligned(64))) wait[NANOBPF_AEAD_CORE_CTL_COUNT];
+struct nb_aead_wait nb_aead_wait[NANOBPF_AEAD_CORE_CTL_COUNT];
 uint16_t nb_aead_ids[NANOBPF_AEAD_CORE_CTL_COUNT];
-
-uint64_t nb_aead_wait_cycles(void) { return wait[nb_hart_id()].cycles; }
-void nb_aead_waited(unsigned hart, uint64_t cycles) { wait[hart].cycles += cycles; }
 
 int nb_aead_run(const struct nb_aead_req *r, uint32_t *cycles) {
     size_t tail = r->op == NB_AEAD_HP_MASK ? 16 : (size_t)r->data_len + 16;
@@ -32,7 +28,7 @@ int nb_aead_run(const struct nb_aead_req *r, uint32_t *cycles) {
     uint16_t id = nb_aead_submit(hart, r->op, r->slot, r->next_phase, (uintptr_t)r->aad, r->aad_len,
                                  (uintptr_t)r->data, r->data_len, r->pn);
     int rc = nb_aead_collect(hart, id, cycles);
-    wait[hart].cycles += nb_cycles() - t0;
+    nb_aead_waited(hart, nb_cycles() - t0);
     return rc;
 }
 

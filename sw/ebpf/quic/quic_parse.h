@@ -180,6 +180,15 @@ static __always_inline int quic_copy_cid(const __u8 *data, const __u8 *end, __u3
         return -1;
     cid->len = len;
     const __u8 *p = data + off;
+    if (p + NANOBPF_KEYTABLE_CID_MAX <= end) {
+        /* the usual case (a packet goes on for at least 20 bytes after its CID starts): one bound check,
+         * and the copy unrolled (the loop below is not, and tests the bound for each byte) */
+        NB_UNROLL
+        for (__u32 i = 0; i < NANOBPF_KEYTABLE_CID_MAX; i++)
+            if (i < len)
+                cid->id[i] = p[i];
+        return 0;
+    }
     for (__u32 i = 0; i < NANOBPF_KEYTABLE_CID_MAX; i++) {
         if (i >= len)
             break;
