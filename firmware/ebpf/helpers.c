@@ -349,6 +349,18 @@ static const uint8_t *quic_key_nonce(const struct nanobpf_quic_keys *k, int next
     return k->key + (next ? 16 : 0);
 }
 
+void ebpf_quic_pn_commit(const void *keys, uint64_t pn, int next, int short_hdr) {
+    const struct nanobpf_quic_keys *k = keys;
+    volatile struct nanobpf_quic_pn_state *st = ebpf_keytable_pn(keys);
+    if (!st) return; /* no state kept for the entry (the program could not have decoded pn) */
+    if (pn + 1 > st->rx_next) st->rx_next = pn + 1;
+    if (!next && short_hdr) { /* where the current keys' phase began (quic_open_slot in quic_protect.h) */
+        uint32_t cur = 2 | (k->key_phase & 1);
+        if (st->phase != cur) st->phase = cur, st->phase_pn = pn;
+        else if (pn < st->phase_pn) st->phase_pn = pn;
+    }
+}
+
 /* The verifier proved the key table value (keytable_value: a whole struct nanobpf_quic_keys) and the
  * request or block (mem: size bytes). The request's packet ranges are checked here against
  * [data, data_end) with 64-bit sums of 32-bit fields, which cannot overflow. Checks come in this order:
@@ -362,7 +374,7 @@ static int64_t quic_aead(U64 ctx, U64 keys, U64 req_addr, U64 req_size, int seal
      * of unknown alignment was a call to memmove), or in the packet (no alignment) */
     if (req_addr & 7) memcpy(&r, PTR(req_addr), sizeof r);
     else r = *(const struct nanobpf_aead_req *)PTR(req_addr);
-    uint32_t known = NANOBPF_AEAD_NEXT_PHASE | (seal ? NANOBPF_AEAD_HP_MASK | NANOBPF_AEAD_HP_APPLY : 0);
+    uint32_t known = NANOBPF_AEAD_NEXT_PHASE | (seal ? NANOBPF_AEAD_HP_MASK | NANOBPF_AEAD_HP_APPLY : NANOBPF_AEAD_COMMIT);
     uint32_t hp = r.flags & (NANOBPF_AEAD_HP_MASK | NANOBPF_AEAD_HP_APPLY);
     if ((r.flags & ~known) || hp == (NANOBPF_AEAD_HP_MASK | NANOBPF_AEAD_HP_APPLY) || r.hdr_len == 0 || r.hdr_len > NANOBPF_AEAD_HDR_MAX ||
         r.payload_len > NANOBPF_AEAD_PAYLOAD_MAX || (r.pn >> NANOBPF_AEAD_PN_BITS))
@@ -399,16 +411,25 @@ static int64_t quic_aead(U64 ctx, U64 keys, U64 req_addr, U64 req_size, int seal
         for (uint32_t i = 0; i < pn_len; i++) hdr[r.hdr_len - pn_len + i] ^= (uint8_t)(m >> (8 * (i + 1)));
         return 0;
     }
+    int commit = (r.flags & NANOBPF_AEAD_COMMIT) != 0, short_hdr = !(hdr[0] & 0x80);
+    /* the engine's verdict after the program, where the caller lets it (aead_defer): the firmware holds
+     * the frame until then and records the packet number when it is authentic */
+    if (commit && x->aead_defer &&
+        ebpf_aead_engine_open_commit(k, next, r.pn, hdr, r.hdr_len, payload, r.payload_len, short_hdr, &x->aead_pending) == 0)
+        return 0;
     uint64_t mask = 0;
     int hw = ebpf_aead_engine(seal, k, next, r.pn, hdr, r.hdr_len, payload, r.payload_len, sample, &mask);
     if (hw < 0) {
         uint8_t nonce[EBPF_AEAD_NONCE_LEN];
         const uint8_t *key = quic_key_nonce(k, next, r.pn, nonce);
-        if (!seal) return ebpf_aead_open(key, nonce, hdr, r.hdr_len, payload, r.payload_len, tag) ? -NANOBPF_EBADMSG : 0;
-        ebpf_aead_seal(key, nonce, hdr, r.hdr_len, payload, r.payload_len, tag);
-        if (sample) mask = ebpf_hp_mask_soft(k->hp, sample);
-    } else if (!seal) {
-        return hw == 0 ? 0 : -NANOBPF_EBADMSG;
+        if (!seal) hw = ebpf_aead_open(key, nonce, hdr, r.hdr_len, payload, r.payload_len, tag) ? 1 : 0;
+        else ebpf_aead_seal(key, nonce, hdr, r.hdr_len, payload, r.payload_len, tag);
+        if (seal && sample) mask = ebpf_hp_mask_soft(k->hp, sample);
+    }
+    if (!seal) {
+        if (hw) return -NANOBPF_EBADMSG;
+        if (commit) ebpf_quic_pn_commit(k, r.pn, next, short_hdr);
+        return 0;
     }
     return sample ? (int64_t)mask_be40(mask) : 0;
 }

@@ -188,6 +188,33 @@ def test_quic_protection_wire_to_wire(tmp_path):
     assert core["encrypt_unsealed"] == 0 and core["bad_shim"] == 0
 
 
+def test_quic_forged_tags_never_reach_the_host(tmp_path):
+    """Frames from the network with a forged tag (one bit of it flipped) among authentic ones, six
+    connections (CIDs of 0 to 20 bytes, IPv4 and IPv6), through the 4-core DPU. xdp_quic_hw leaves the
+    verdict to the engine (quic_aead_open with NANOBPF_AEAD_COMMIT): the core holds the frame while it
+    runs the next and releases it once the engine is done. A forged frame is never delivered, and it
+    is counted as the program counts a forged tag when it sees the verdict itself: an XDP_DROP, in the
+    program's quic_drops as tag_mismatch and in quic_stats as dropped, never as opened; and frames in =
+    frames out + drops by reason, as in the device model."""
+    from nanobpf.quic.workload import workload
+    w = workload(seed=1)
+    forged = set(range(1, len(w.net), 3))
+    net = [f[:-1] + bytes([f[-1] ^ 0x20]) if i in forged else f for i, f in enumerate(w.net)]
+    dev = wire.run_sim(4, "dpu-quic_hw", w.host, net, workdir=tmp_path, max_cycles=60_000_000, timeout=2400)
+    assert dev.result.returncode == 0 and dev.result.bus_errors == 0, dev.result.output
+    assert dev.out["host"] == [f for i, f in enumerate(w.expect_host) if i not in forged]
+    assert dev.out["net"] == w.expect_net
+    ref = wire.run_model(QUIC_IMAGE, w.host, net, boot=w.boot)
+    assert not wire.compare(dev, ref)
+    accounted(dev, ref)
+    cores = [dev.counters[f"core{c}"] for c in (1, 2, 3)]
+    good = len(net) - len(forged)
+    assert sum(c["drop"] for c in cores) == len(forged) and sum(c["opened"] for c in cores) == good
+    stats, drops = dev.counters["quic_stats"], dev.counters["quic_drops"]
+    assert (stats["opened"], stats["dropped"], drops["tag_mismatch"]) == (good, len(forged), len(forged))
+    assert sum(drops.values()) == len(forged) and stats["sealed"] == len(w.host)
+
+
 # SJBSQ's run in make test-long (the policy's own checks are sim/cocotb/coresel's, in make test)
 @pytest.mark.parametrize("firmware", ["dpu-quic_hw", pytest.param("dpu-quic_hw_sjbsq", marks=pytest.mark.long)])
 def test_quic_one_connection_on_every_core(tmp_path, firmware):

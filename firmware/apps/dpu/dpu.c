@@ -172,14 +172,17 @@ static void parse_result(struct ebpf_xdp_buff *xdp, uint64_t d, uint64_t meta) {
     if (NANOBPF_GET(d, NANOBPF_PKT_DESC_CONN_VALID)) xdp->conn = 1 + (uint32_t)NANOBPF_GET(d, NANOBPF_PKT_DESC_CONN_SLOT);
 }
 
-/* A frame whose seal the engine finishes after the program returned (quic_aead_seal with
- * NANOBPF_AEAD_HP_APPLY): its completion word waits here while the core runs the next frame, and what
- * one_packet counted for it, to be taken back if the engine refused the request. */
+/* A frame whose seal or open the engine finishes after the program returned (quic_aead_seal with
+ * NANOBPF_AEAD_HP_APPLY, quic_aead_open with NANOBPF_AEAD_COMMIT): its completion word waits here while
+ * the core runs the next frame, and what one_packet counted for it, to be taken back if the engine
+ * refused the seal or found the open's tag forged. */
 struct held {
     uint64_t comp;
+    const struct ebpf_prog *prog; /* the program that ran it (its counters, for a forged tag) */
     uint32_t pending; /* 1 + the engine request's id; 0: nothing held */
     int8_t tx;        /* the stats.tx index counted, or -1 */
     int8_t sealed;    /* stats.sealed counted */
+    int8_t opened;    /* stats.opened counted (the program counted it opened: the DECRYPTED shim) */
 };
 
 /* One packet: the frame at its slot in packet memory, run in place; returns the completion word, and in
@@ -263,7 +266,7 @@ static uint64_t one_packet(unsigned hart, uint64_t d, const struct ebpf_prog *pr
             return drop;
         }
         if (g.done == DPU_GUARD_SEALED) s->sealed++, h->sealed = 1;
-        if (g.done == DPU_GUARD_OPENED) s->opened++;
+        if (g.done == DPU_GUARD_OPENED) s->opened++, h->opened = 1;
     }
     unsigned port = out == NANOBPF_IFINDEX_HOST ? HOST_LPORT : NET_LPORT;
     if (out) h->tx = out == NANOBPF_IFINDEX_HOST ? 0 : 1, s->tx[h->tx]++;
@@ -289,6 +292,27 @@ static uint64_t pkt_count(unsigned i) { return PKT(NANOBPF_PKT_COUNTER_OFFSET(i)
 static void stats_snapshot(unsigned c, struct core_stats *out) {
     uint64_t *src = (uint64_t *)(void *)&stats[c], *dst = (uint64_t *)(void *)out;
     for (size_t i = 0; i < sizeof *out / 8; i++) dst[i] = dpu_read_fresh(&src[i]);
+}
+
+/* The program's counter array `name` (quic_stats, quic_drops of the QUIC programs), summed over the
+ * cores, as a summary line; nothing when the program has no such map. */
+static void prog_counters(const struct ebpf_prog *prog, const char *name, const char *const *names, uint32_t count) {
+    struct ebpf_map *m = NULL;
+    for (uint32_t i = 0; prog && i < prog->n_maps; i++)
+        if (!strcmp(prog->maps[i]->name, name)) m = prog->maps[i];
+    if (!m || m->value_size != 8 || m->max_entries < count ||
+        (m->type != NANOBPF_MAP_TYPE_ARRAY && m->type != NANOBPF_MAP_TYPE_PERCPU_ARRAY))
+        return;
+    printf("DPU %s", name);
+    for (uint32_t k = 0; k < count; k++) {
+        uint64_t sum = 0;
+        for (uint32_t cpu = 0; cpu < m->n_cpus; cpu++) {
+            uint64_t *v = ebpf_map_value(m, &k, cpu);
+            if (v) sum += dpu_read_fresh(v); /* each core wrote its own through its cache */
+        }
+        printf(" %s=%llu", names[k], (unsigned long long)sum);
+    }
+    printf("\n");
 }
 
 /* The summary the tests parse: one `DPU key=value ...` line per subject. */
@@ -348,6 +372,9 @@ static int summary(unsigned cores) {
                    (unsigned long long)s->port_cycles[p], from[p], (unsigned long long)s->port_engine[p]);
         printf("\n");
     }
+    static const char *const stat_names[] = NANOBPF_QUIC_STAT_NAMES, *const drop_names[] = NANOBPF_QUIC_DROP_NAMES;
+    prog_counters(dpu_prog_current(), "quic_stats", stat_names, NANOBPF_QUIC_STAT_COUNT);
+    prog_counters(dpu_prog_current(), "quic_drops", drop_names, NANOBPF_QUIC_DROP_COUNT);
     return 0;
 }
 
@@ -360,16 +387,24 @@ static void complete(unsigned hart, uint64_t comp) {
 }
 
 /* The held frame's engine request is done (ebpf_aead_finish waits if need be): out it goes, or, if the
- * engine refused the seal, it is dropped and counted as never sealed (fail closed). */
+ * engine refused the seal, it is dropped and counted as never sealed (fail closed); an open whose tag
+ * the engine found forged is dropped too (unauthenticated data never reaches the host), counted as the
+ * program's XDP_DROP for a forged tag (and in the program's counters: dpu_guard_forged). */
 static void release(unsigned hart, struct held *h) {
     if (ebpf_aead_finish(h->pending)) {
         struct core_stats *s = &tally;
         unsigned slot = (unsigned)NANOBPF_GET(h->comp, NANOBPF_PKT_COMP_SLOT);
-        s->actions[NANOBPF_GET(h->comp, NANOBPF_PKT_COMP_ACTION)]--;
+        unsigned action = (unsigned)NANOBPF_GET(h->comp, NANOBPF_PKT_COMP_ACTION);
+        s->actions[action]--;
         s->actions[NANOBPF_XDP_DROP]++;
         if (h->tx >= 0) s->tx[h->tx]--;
-        if (h->sealed) s->sealed--;
-        s->drops[DPU_DROP_ENCRYPT_UNSEALED]++;
+        if (h->opened) {
+            s->opened--;
+            dpu_guard_forged(h->prog);
+        } else if (action != NANOBPF_XDP_DROP && action != NANOBPF_XDP_ABORTED) {
+            if (h->sealed) s->sealed--;
+            s->drops[DPU_DROP_ENCRYPT_UNSEALED]++;
+        }
         h->comp = NANOBPF_PUT(NANOBPF_PKT_COMP_SLOT, slot) | NANOBPF_PUT(NANOBPF_PKT_COMP_ACTION, NANOBPF_XDP_DROP);
     }
     complete(hart, h->comp);
@@ -380,8 +415,8 @@ static void data_loop(unsigned hart, int also_control) {
     const struct ebpf_prog *last = NULL;
     uint64_t started = __atomic_fetch_add(&pass[hart].started, 0, __ATOMIC_ACQUIRE); /* only this core writes them */
     uint64_t finished = started;
-    /* A frame the engine is still sealing waits here while the core runs the next one: the engine's
-     * time overlaps the next program instead of the core polling for it. */
+    /* A frame the engine is still sealing or opening waits here while the core runs the next one: the
+     * engine's time overlaps the next program instead of the core polling for it. */
     struct held held = {.pending = 0};
     unsigned unpublished = 0;
     for (;;) {
@@ -406,7 +441,7 @@ static void data_loop(unsigned hart, int also_control) {
                 if (held.pending) release(hart, &held), finished++;
                 publish(hart, finished);
             }
-            struct held now = {.pending = 0, .tx = -1, .sealed = 0};
+            struct held now = {.prog = prog, .pending = 0, .tx = -1, .sealed = 0, .opened = 0};
             now.comp = one_packet(hart, d, prog, &now);
             if (held.pending) release(hart, &held), finished++;
             if (now.pending) {

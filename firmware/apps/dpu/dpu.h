@@ -28,6 +28,10 @@ int dpu_guard_before(const struct ebpf_prog *prog, const struct ebpf_xdp_buff *x
 /* After the run with `action` towards `ifindex_out`: returns a dpu_drop, or -1 when the frame may leave;
  * a frame the program opened for the host gets the DECRYPTED shim (xdp->data moves back 4 bytes). */
 int dpu_guard_after(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, struct dpu_guard *g, uint32_t ifindex_out);
+/* A frame prog counted opened whose tag the engine found forged after the program returned (quic_aead_open
+ * with NANOBPF_AEAD_COMMIT): this core's counts in the program's maps become what the program counts for
+ * a forged tag itself (quic_stats OPENED back, DROPPED and quic_drops TAG_MISMATCH up). */
+void dpu_guard_forged(const struct ebpf_prog *prog);
 
 /* Write the boot configuration linked into the image (boot.c) into the program's maps: 0, or -1 after
  * printing why. */

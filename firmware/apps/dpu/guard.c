@@ -98,6 +98,27 @@ static uint64_t quic_stat(const struct ebpf_prog *prog, uint32_t index) {
     return v ? *v : 0;
 }
 
+/* This core's value `index` of prog's array map `name` (a counter) moved by delta, when there is one. */
+static void count_in(const struct ebpf_prog *prog, const char *name, uint32_t index, int delta) {
+    for (uint32_t i = 0; i < prog->n_maps; i++) {
+        struct ebpf_map *m = prog->maps[i];
+        if (strcmp(m->name, name) || m->value_size < 8 ||
+            (m->type != NANOBPF_MAP_TYPE_ARRAY && m->type != NANOBPF_MAP_TYPE_PERCPU_ARRAY))
+            continue;
+        volatile uint64_t *v = ebpf_map_lookup(m, &index);
+        if (v) *v += (uint64_t)(int64_t)delta;
+        return;
+    }
+}
+
+/* Rare (a forged tag), so the maps are looked up by name each time. */
+void dpu_guard_forged(const struct ebpf_prog *prog) {
+    if (!prog) return;
+    count_in(prog, "quic_stats", NANOBPF_QUIC_STAT_OPENED, -1);
+    count_in(prog, "quic_stats", NANOBPF_QUIC_STAT_DROPPED, 1);
+    count_in(prog, "quic_drops", NANOBPF_QUIC_DROP_TAG_MISMATCH, 1);
+}
+
 int dpu_guard_before(const struct ebpf_prog *prog, const struct ebpf_xdp_buff *xdp, struct dpu_guard *g) {
     g->seal = 0;
     g->watch = -1;

@@ -105,6 +105,13 @@ static volatile uint8_t *hp_scratch_here(void) {
  * engine completes a hart's requests in order, so every other request of this hart first collects the
  * pending one (settle). Thread-local: in the core's own RAM, no bus write. */
 static __thread uint32_t pending_id1, refused_id1[2];
+/* The pending request's packet number to record if it is an open and the tag is authentic
+ * (ebpf_aead_engine_open_commit; keys NULL: a seal). */
+static __thread struct {
+    const void *keys;
+    uint64_t pn;
+    uint8_t next, short_hdr;
+} commit;
 
 /* No fence after the completion (nb_aead_collect has one): this core reads nothing the engine wrote
  * for that frame, the egress does. */
@@ -115,6 +122,9 @@ static __attribute__((noinline)) void settle_now(unsigned hart) {
     if (NANOBPF_GET(c, NANOBPF_AEAD_COMP_ID) != (uint16_t)(pending_id1 - 1) ||
         NANOBPF_GET(c, NANOBPF_AEAD_COMP_STATUS) != NANOBPF_AEAD_STATUS_OK)
         refused_id1[refused_id1[0] != 0] = pending_id1;
+    else if (commit.keys)
+        ebpf_quic_pn_commit(commit.keys, commit.pn, commit.next, commit.short_hdr);
+    commit.keys = NULL;
     pending_id1 = 0;
 }
 static inline void settle(unsigned hart) {
@@ -157,6 +167,24 @@ int ebpf_aead_engine_seal_hp(const void *keys, int next, uint64_t pn, uint8_t *a
     int st = nb_aead_collect(hart, id, NULL);
     nb_aead_waited(hart, nb_cycles() - t0);
     return st == NANOBPF_AEAD_STATUS_OK ? 0 : -1; /* refused before writing anything: software then */
+}
+
+int ebpf_aead_engine_open_commit(const void *keys, int next, uint64_t pn, const uint8_t *aad, size_t aad_len,
+                                 uint8_t *text, size_t len, int short_hdr, uint32_t *pending) {
+    int slot = keys_slot(keys);
+    if (slot < 0 || !pending || *pending || aad_len > 255 || len > 4095 || !nb_in_packet_mem(aad, aad_len ? aad_len : 1) ||
+        !nb_in_packet_mem(text, len + 16))
+        return -1;
+    unsigned hart = nb_hart_id();
+    uint64_t t0 = nb_cycles();
+    settle(hart);
+    __asm__ volatile("fence w, w" ::: "memory"); /* the unmasked header in packet memory before the engine reads it */
+    uint16_t id = nb_aead_submit(hart, NB_AEAD_OPEN, (unsigned)slot, next, (uintptr_t)aad, (unsigned)aad_len,
+                                 (uintptr_t)text, (unsigned)len, pn);
+    *pending = pending_id1 = id + 1u;
+    commit.keys = keys, commit.pn = pn, commit.next = (uint8_t)next, commit.short_hdr = (uint8_t)short_hdr;
+    nb_aead_waited(hart, nb_cycles() - t0);
+    return 0;
 }
 
 /* The engine's fast path (nanobpf_aead.h): the ranges are checked here, once; the requests go out as

@@ -63,7 +63,10 @@ static __always_inline int quic_hp_mask(struct xdp_md *ctx, struct quic_crypto *
  * with the current (next = 0) or next keys and nonce IV XOR pn, check the tag, and leave the frame
  * ending where the ciphertext ends (pkt_end - 16) - also when the tag fails, the frame is dropped
  * then. *sum: the ones'-complement sum of the header and the plaintext (folded, from an even offset).
- * Returns 0 or QUIC_DROPPED(reason). */
+ * Returns 0, QUIC_COMMITTED (the backend records the packet number in the connection's state itself,
+ * once the tag proved authentic, and the tag decides the frame: the program must not read or write
+ * the QUIC packet any more, nor record the number) or QUIC_DROPPED(reason). */
+#define QUIC_COMMITTED 3
 static __always_inline int quic_open_payload(struct xdp_md *ctx, struct quic_crypto *c,
                                              const struct nanobpf_quic_keys *keys, int next, __u64 pn, __u32 q,
                                              __u32 hdr_len, __u32 ct_off, __u32 ct_len, __u32 pkt_end, __u64 *sum);
@@ -350,10 +353,14 @@ __noinline int quic_open(struct xdp_md *ctx, struct quic_pkt *pk, struct quic_cr
     if (rc < 0)
         return quic_drop(QUIC_DROPPED(0) - rc);
 
-    /* Authentic: fix lengths and checksum, then remember the packet number and, for the current keys,
-     * where their phase began (quic_open_slot). */
+    /* Authentic (or, QUIC_COMMITTED, the tag decides later): fix lengths and checksum, then remember the
+     * packet number and, for the current keys, where their phase began (quic_open_slot). */
     if (quic_fix_lengths(ctx, pk, -QUIC_TAG_LEN, sum))
         return quic_drop(NANOBPF_QUIC_DROP_TRUNCATED);
+    if (rc == QUIC_COMMITTED) {
+        quic_count(&quic_stats, NANOBPF_QUIC_STAT_OPENED);
+        return XDP_PASS;
+    }
     /* st is the state looked up above: the control plane removes an entry's state only after every
      * data core has finished the packet it had (ebpf_quiesce), so it is still this entry's */
     if (pn + 1 > st->rx_next)

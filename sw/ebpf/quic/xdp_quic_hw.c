@@ -46,12 +46,16 @@ static __always_inline int quic_helper_drop(long rc) {
     return QUIC_DROPPED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED); /* -EINVAL: a range outside the frame */
 }
 
+/* The tag decides the frame and the packet number is recorded by the device (NANOBPF_AEAD_COMMIT): the
+ * data-plane firmware lets the engine finish while the core runs the next frame, holds this one until
+ * the engine's verdict, and drops it if the tag is forged (counted as if the program had dropped it:
+ * TAG_MISMATCH). Elsewhere (the helper waits) -EBADMSG comes back as before. */
 static __always_inline int quic_open_payload(struct xdp_md *ctx, struct quic_crypto *c,
                                              const struct nanobpf_quic_keys *keys, int next, __u64 pn, __u32 q,
                                              __u32 hdr_len, __u32 ct_off, __u32 ct_len, __u32 pkt_end, __u64 *sum) {
     (void)c, (void)ct_off;
     struct nanobpf_aead_req req = {.hdr_off = q, .hdr_len = hdr_len, .payload_len = ct_len,
-                                   .flags = next ? NANOBPF_AEAD_NEXT_PHASE : 0, .pn = pn};
+                                   .flags = (next ? NANOBPF_AEAD_NEXT_PHASE : 0) | NANOBPF_AEAD_COMMIT, .pn = pn};
     long rc = bpf_quic_aead_open(ctx, keys, &req, sizeof req);
     /* the frame ends where the ciphertext ends, whatever the tag said (as with xdp_quic) */
     if (quic_set_len(ctx, pkt_end - QUIC_TAG_LEN))
@@ -59,7 +63,7 @@ static __always_inline int quic_open_payload(struct xdp_md *ctx, struct quic_cry
     if (rc)
         return quic_helper_drop(rc);
     *sum = 0; /* the egress sums (QUIC_CSUM_BY_EGRESS) */
-    return 0;
+    return QUIC_COMMITTED;
 }
 
 /* Header protection comes with the seal (NANOBPF_AEAD_HP_APPLY): the engine seals, computes the mask of

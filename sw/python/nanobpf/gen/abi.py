@@ -127,6 +127,10 @@ def c_header(defs):
         out.append(f"/* {g['desc']} */")
         for v in g["values"]:
             out.append(f"#define {g['prefix'] + v['name']} {v['value']:#x} /* {v['desc']} */")
+        count = next((v["value"] for v in g["values"] if v["name"] == "COUNT"), None)
+        if count is not None:  # an array's indices (counters): their names, for reports
+            names = {v["value"]: v["name"].lower() for v in g["values"] if v["value"] < count}
+            out.append(f"#define {g['prefix']}NAMES {{" + ", ".join(f'"{names.get(i, "")}"' for i in range(count)) + "}")
         out.append("")
     out.append(f'#define NANOBPF_KEYTABLE_MAP_NAME "{defs["keytable"]["map_name"]}"')
     out.append(f'#define NANOBPF_KEYTABLE_PN_MAP_NAME "{defs["keytable"]["pn_map_name"]}"')
