@@ -57,18 +57,20 @@ int ebpf_aead_engine_seal_hp(const void *keys, int next, uint64_t pn, uint8_t *a
 /* Open, left to finish after the program as ebpf_aead_engine_seal_hp does (pending not NULL, and no
  * request left pending for this frame yet; otherwise -1): 0 once the engine has the request. When the
  * engine finds the tag authentic, the connection's packet-number state records pn
- * (ebpf_quic_pn_commit(keys, pn, next, short_hdr), as soon as this hart collects the completion); a
+ * (ebpf_quic_pn_commit(keys, pn, phase), as soon as this hart collects the completion); a
  * forged tag makes ebpf_aead_finish return -1. -1 when the engine cannot take it (nothing written):
  * the caller opens another way. */
 int ebpf_aead_engine_open_commit(const void *keys, int next, uint64_t pn, const uint8_t *aad, size_t aad_len,
-                                 uint8_t *text, size_t len, int short_hdr, uint32_t *pending);
+                                 uint8_t *text, size_t len, int phase, uint32_t *pending);
 /* The result of a request ebpf_aead_engine_seal_hp or ebpf_aead_engine_open_commit left pending (1 + its
  * id), waiting for it if need be: 0 when the engine completed it (an open: the tag authentic), -1 when it
  * refused it or found the tag forged (the frame must be dropped). */
 int ebpf_aead_finish(uint32_t pending);
 /* An authentic open's packet number pn recorded in the packet-number state of the key table value keys
- * (quic_aead_open with NANOBPF_AEAD_COMMIT, hw/defs/ebpf.toml): what xdp_quic does after an open. */
-void ebpf_quic_pn_commit(const void *keys, uint64_t pn, int next, int short_hdr);
+ * (quic_aead_open with NANOBPF_AEAD_COMMIT, hw/defs/ebpf.toml): what xdp_quic does after an open. phase:
+ * the key phase bit of the current keys the open used (a short header), or -1 (next keys, a long
+ * header: no phase to record). */
+void ebpf_quic_pn_commit(const void *keys, uint64_t pn, int phase);
 /* block := AES-128-ECB(keys->hp, block) on the engine: 0, or -1 (compute in software). */
 int ebpf_hp_engine(const void *keys, uint8_t block[16]);
 /* The first 8 bytes of AES-128-ECB(keys->hp, the 16 bytes at sample) on the engine, which reads the

@@ -349,13 +349,12 @@ static const uint8_t *quic_key_nonce(const struct nanobpf_quic_keys *k, int next
     return k->key + (next ? 16 : 0);
 }
 
-void ebpf_quic_pn_commit(const void *keys, uint64_t pn, int next, int short_hdr) {
-    const struct nanobpf_quic_keys *k = keys;
+void ebpf_quic_pn_commit(const void *keys, uint64_t pn, int phase) {
     volatile struct nanobpf_quic_pn_state *st = ebpf_keytable_pn(keys);
     if (!st) return; /* no state kept for the entry (the program could not have decoded pn) */
     if (pn + 1 > st->rx_next) st->rx_next = pn + 1;
-    if (!next && short_hdr) { /* where the current keys' phase began (quic_open_slot in quic_protect.h) */
-        uint32_t cur = 2 | (k->key_phase & 1);
+    if (phase >= 0) { /* where the current keys' phase began (quic_open_slot in quic_protect.h) */
+        uint32_t cur = 2 | (uint32_t)phase;
         if (st->phase != cur) st->phase = cur, st->phase_pn = pn;
         else if (pn < st->phase_pn) st->phase_pn = pn;
     }
@@ -411,11 +410,13 @@ static int64_t quic_aead(U64 ctx, U64 keys, U64 req_addr, U64 req_size, int seal
         for (uint32_t i = 0; i < pn_len; i++) hdr[r.hdr_len - pn_len + i] ^= (uint8_t)(m >> (8 * (i + 1)));
         return 0;
     }
-    int commit = (r.flags & NANOBPF_AEAD_COMMIT) != 0, short_hdr = !(hdr[0] & 0x80);
+    /* the phase the open records: the current keys' (as they are now: a key update may come before a
+     * deferred verdict) for a short header opened with them, else none */
+    int commit = (r.flags & NANOBPF_AEAD_COMMIT) != 0, phase = !next && !(hdr[0] & 0x80) ? k->key_phase & 1 : -1;
     /* the engine's verdict after the program, where the caller lets it (aead_defer): the firmware holds
      * the frame until then and records the packet number when it is authentic */
     if (commit && x->aead_defer &&
-        ebpf_aead_engine_open_commit(k, next, r.pn, hdr, r.hdr_len, payload, r.payload_len, short_hdr, &x->aead_pending) == 0)
+        ebpf_aead_engine_open_commit(k, next, r.pn, hdr, r.hdr_len, payload, r.payload_len, phase, &x->aead_pending) == 0)
         return 0;
     uint64_t mask = 0;
     int hw = ebpf_aead_engine(seal, k, next, r.pn, hdr, r.hdr_len, payload, r.payload_len, sample, &mask);
@@ -428,7 +429,7 @@ static int64_t quic_aead(U64 ctx, U64 keys, U64 req_addr, U64 req_size, int seal
     }
     if (!seal) {
         if (hw) return -NANOBPF_EBADMSG;
-        if (commit) ebpf_quic_pn_commit(k, r.pn, next, short_hdr);
+        if (commit) ebpf_quic_pn_commit(k, r.pn, phase);
         return 0;
     }
     return sample ? (int64_t)mask_be40(mask) : 0;

@@ -181,6 +181,7 @@ struct held {
     const struct ebpf_prog *prog; /* the program that ran it (its counters, for a forged tag) */
     uint32_t pending; /* 1 + the engine request's id; 0: nothing held */
     int8_t tx;        /* the stats.tx index counted, or -1 */
+    int8_t encrypt;   /* the host asked for it to be sealed (the ENCRYPT shim) */
     int8_t sealed;    /* stats.sealed counted */
     int8_t opened;    /* stats.opened counted (the program counted it opened: the DECRYPTED shim) */
 };
@@ -228,6 +229,7 @@ static uint64_t one_packet(unsigned hart, uint64_t d, const struct ebpf_prog *pr
     s->rx[from]++;
     int why = dpu_guard_before(prog, &xdp, &g);
     if (g.seal || why == DPU_DROP_ENCRYPT_NO_PROG) s->encrypt_req++;
+    h->encrypt = (int8_t)g.seal;
     if (why >= 0) {
         s->drops[why]++;
         return drop;
@@ -386,10 +388,11 @@ static void complete(unsigned hart, uint64_t comp) {
     PKT(NANOBPF_PKT_CORE_COMP_OFFSET(hart)) = comp;
 }
 
-/* The held frame's engine request is done (ebpf_aead_finish waits if need be): out it goes, or, if the
- * engine refused the seal, it is dropped and counted as never sealed (fail closed); an open whose tag
- * the engine found forged is dropped too (unauthenticated data never reaches the host), counted as the
- * program's XDP_DROP for a forged tag (and in the program's counters: dpu_guard_forged). */
+/* The held frame's engine request is done (ebpf_aead_finish waits if need be): out it goes, or it is
+ * dropped. A frame to seal that the engine refused would have left unsealed: counted encrypt_unsealed
+ * (fail closed). An open whose tag the engine found forged: unauthenticated data never reaches the
+ * host; counted as the program's XDP_DROP for a forged tag (and in the program's counters:
+ * dpu_guard_forged). Otherwise (the program dropped the frame anyway) nothing more is counted. */
 static void release(unsigned hart, struct held *h) {
     if (ebpf_aead_finish(h->pending)) {
         struct core_stats *s = &tally;
@@ -401,7 +404,7 @@ static void release(unsigned hart, struct held *h) {
         if (h->opened) {
             s->opened--;
             dpu_guard_forged(h->prog);
-        } else if (action != NANOBPF_XDP_DROP && action != NANOBPF_XDP_ABORTED) {
+        } else if (h->encrypt && action != NANOBPF_XDP_DROP && action != NANOBPF_XDP_ABORTED) {
             if (h->sealed) s->sealed--;
             s->drops[DPU_DROP_ENCRYPT_UNSEALED]++;
         }
@@ -441,7 +444,7 @@ static void data_loop(unsigned hart, int also_control) {
                 if (held.pending) release(hart, &held), finished++;
                 publish(hart, finished);
             }
-            struct held now = {.prog = prog, .pending = 0, .tx = -1, .sealed = 0, .opened = 0};
+            struct held now = {.prog = prog, .pending = 0, .tx = -1, .encrypt = 0, .sealed = 0, .opened = 0};
             now.comp = one_packet(hart, d, prog, &now);
             if (held.pending) release(hart, &held), finished++;
             if (now.pending) {

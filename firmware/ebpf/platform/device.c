@@ -110,7 +110,7 @@ static __thread uint32_t pending_id1, refused_id1[2];
 static __thread struct {
     const void *keys;
     uint64_t pn;
-    uint8_t next, short_hdr;
+    int phase;
 } commit;
 
 /* No fence after the completion (nb_aead_collect has one): this core reads nothing the engine wrote
@@ -123,7 +123,7 @@ static __attribute__((noinline)) void settle_now(unsigned hart) {
         NANOBPF_GET(c, NANOBPF_AEAD_COMP_STATUS) != NANOBPF_AEAD_STATUS_OK)
         refused_id1[refused_id1[0] != 0] = pending_id1;
     else if (commit.keys)
-        ebpf_quic_pn_commit(commit.keys, commit.pn, commit.next, commit.short_hdr);
+        ebpf_quic_pn_commit(commit.keys, commit.pn, commit.phase);
     commit.keys = NULL;
     pending_id1 = 0;
 }
@@ -170,7 +170,7 @@ int ebpf_aead_engine_seal_hp(const void *keys, int next, uint64_t pn, uint8_t *a
 }
 
 int ebpf_aead_engine_open_commit(const void *keys, int next, uint64_t pn, const uint8_t *aad, size_t aad_len,
-                                 uint8_t *text, size_t len, int short_hdr, uint32_t *pending) {
+                                 uint8_t *text, size_t len, int phase, uint32_t *pending) {
     int slot = keys_slot(keys);
     if (slot < 0 || !pending || *pending || aad_len > 255 || len > 4095 || !nb_in_packet_mem(aad, aad_len ? aad_len : 1) ||
         !nb_in_packet_mem(text, len + 16))
@@ -182,7 +182,7 @@ int ebpf_aead_engine_open_commit(const void *keys, int next, uint64_t pn, const 
     uint16_t id = nb_aead_submit(hart, NB_AEAD_OPEN, (unsigned)slot, next, (uintptr_t)aad, (unsigned)aad_len,
                                  (uintptr_t)text, (unsigned)len, pn);
     *pending = pending_id1 = id + 1u;
-    commit.keys = keys, commit.pn = pn, commit.next = (uint8_t)next, commit.short_hdr = (uint8_t)short_hdr;
+    commit.keys = keys, commit.pn = pn, commit.phase = phase;
     nb_aead_waited(hart, nb_cycles() - t0);
     return 0;
 }
