@@ -181,7 +181,6 @@ struct held {
     const struct ebpf_prog *prog; /* the program that ran it (its counters, for a forged tag) */
     uint32_t pending; /* 1 + the engine request's id; 0: nothing held */
     int8_t tx;        /* the stats.tx index counted, or -1 */
-    int8_t encrypt;   /* the host asked for it to be sealed (the ENCRYPT shim) */
     int8_t sealed;    /* stats.sealed counted */
     int8_t opened;    /* stats.opened counted (the program counted it opened: the DECRYPTED shim) */
 };
@@ -229,7 +228,6 @@ static uint64_t one_packet(unsigned hart, uint64_t d, const struct ebpf_prog *pr
     s->rx[from]++;
     int why = dpu_guard_before(prog, &xdp, &g);
     if (g.seal || why == DPU_DROP_ENCRYPT_NO_PROG) s->encrypt_req++;
-    h->encrypt = (int8_t)g.seal;
     if (why >= 0) {
         s->drops[why]++;
         return drop;
@@ -393,23 +391,24 @@ static void complete(unsigned hart, uint64_t comp) {
  * (fail closed). An open whose tag the engine found forged: unauthenticated data never reaches the
  * host; counted as the program's XDP_DROP for a forged tag (and in the program's counters:
  * dpu_guard_forged). Otherwise (the program dropped the frame anyway) nothing more is counted. */
-static void release(unsigned hart, struct held *h) {
-    if (ebpf_aead_finish(h->pending)) {
-        struct core_stats *s = &tally;
-        unsigned slot = (unsigned)NANOBPF_GET(h->comp, NANOBPF_PKT_COMP_SLOT);
-        unsigned action = (unsigned)NANOBPF_GET(h->comp, NANOBPF_PKT_COMP_ACTION);
-        s->actions[action]--;
-        s->actions[NANOBPF_XDP_DROP]++;
-        if (h->tx >= 0) s->tx[h->tx]--;
-        if (h->opened) {
-            s->opened--;
-            dpu_guard_forged(h->prog);
-        } else if (h->encrypt && action != NANOBPF_XDP_DROP && action != NANOBPF_XDP_ABORTED) {
-            if (h->sealed) s->sealed--;
-            s->drops[DPU_DROP_ENCRYPT_UNSEALED]++;
-        }
-        h->comp = NANOBPF_PUT(NANOBPF_PKT_COMP_SLOT, slot) | NANOBPF_PUT(NANOBPF_PKT_COMP_ACTION, NANOBPF_XDP_DROP);
+static __attribute__((noinline, cold)) void refused(struct held *h) {
+    struct core_stats *s = &tally;
+    unsigned slot = (unsigned)NANOBPF_GET(h->comp, NANOBPF_PKT_COMP_SLOT);
+    unsigned action = (unsigned)NANOBPF_GET(h->comp, NANOBPF_PKT_COMP_ACTION);
+    s->actions[action]--;
+    s->actions[NANOBPF_XDP_DROP]++;
+    if (h->tx >= 0) s->tx[h->tx]--;
+    if (h->opened) {
+        s->opened--;
+        dpu_guard_forged(h->prog);
+    } else if (h->sealed) { /* leaving sealed: the guard lets a frame to seal leave only so */
+        s->sealed--;
+        s->drops[DPU_DROP_ENCRYPT_UNSEALED]++;
     }
+    h->comp = NANOBPF_PUT(NANOBPF_PKT_COMP_SLOT, slot) | NANOBPF_PUT(NANOBPF_PKT_COMP_ACTION, NANOBPF_XDP_DROP);
+}
+static void release(unsigned hart, struct held *h) {
+    if (ebpf_aead_finish(h->pending)) refused(h);
     complete(hart, h->comp);
     h->pending = 0;
 }
@@ -444,7 +443,7 @@ static void data_loop(unsigned hart, int also_control) {
                 if (held.pending) release(hart, &held), finished++;
                 publish(hart, finished);
             }
-            struct held now = {.prog = prog, .pending = 0, .tx = -1, .encrypt = 0, .sealed = 0, .opened = 0};
+            struct held now = {.prog = prog, .pending = 0, .tx = -1, .sealed = 0, .opened = 0};
             now.comp = one_packet(hart, d, prog, &now);
             if (held.pending) release(hart, &held), finished++;
             if (now.pending) {
