@@ -118,12 +118,13 @@ class Regs:
     async def put(self, name, index=0, **fields):
         await self.write(name, pack("pisa", name, **fields), index)
 
-    async def cid(self, op, cid=b"", slot=0):
-        """Run one CID table command; returns cid_result as read from the RTL (checked against the model)."""
+    async def cid(self, op, cid=b"", slot=0, seal=False):
+        """Run one CID table command (seal: on a sealing entry's CID); returns cid_result as read from the
+        RTL (checked against the model)."""
         key = bytes(cid).ljust(24, b"\0")
         for i in range(3):
             await self.write("cid_key", int.from_bytes(key[8 * i:8 * i + 8], "little"), i)
-        await self.put("cid_arg", len=len(cid), slot=slot)
+        await self.put("cid_arg", len=len(cid), seal=int(seal), slot=slot)
         await self.write("cid_cmd", pack("pisa", "cid_cmd", op=CID_OP[op]))
         while (r := await self.read("cid_result")) & 1:
             pass
@@ -187,8 +188,8 @@ def quic_payload(rng, cid, long=False):
 class Traffic:
     """Random frames of the kinds the issue lists; `cids` are CIDs the test knows about."""
 
-    def __init__(self, rng, cids, max_frame=1522):
-        self.rng, self.cids, self.max_frame = rng, cids, max_frame
+    def __init__(self, rng, cids, max_frame=1522, seal_cids=()):
+        self.rng, self.cids, self.max_frame, self.seal_cids = rng, cids, max_frame, list(seal_cids)
 
     def frame(self, size=None):
         r = self.rng
@@ -204,6 +205,8 @@ class Traffic:
         for v in tags:
             eth = eth / Dot1Q(vlan=v, prio=r.randrange(8))
         v6 = r.random() < 0.3
+        known = self.seal_cids if kind == "seal" and self.seal_cids else self.cids  # frames to seal: sealing entries'
+        cid = r.choice(known) if known and r.random() < 0.8 else r.randbytes(SHORT_CID)
         ip = IPv6(src="2001:db8::1", dst="2001:db8::2") if v6 else \
             IP(src="192.0.2.1", dst="198.51.100.2", id=r.randrange(65536),
                options=[] if r.random() < 0.8 else b"\x01" * (4 * r.randrange(1, 11)))
@@ -220,7 +223,6 @@ class Traffic:
             if kind == "seal":  # from the host's QUIC port, mostly; the shim goes in below
                 sport, dport = QUIC_PORT if r.random() < 0.8 else sport, dport if r.random() < 0.2 else sport
             if kind in ("quic_short", "seal"):
-                cid = r.choice(self.cids) if self.cids and r.random() < 0.8 else r.randbytes(SHORT_CID)
                 body = quic_payload(r, cid)
             elif kind == "quic_long":
                 body = quic_payload(r, r.randbytes(r.randrange(0, 21)), long=True)
@@ -237,7 +239,11 @@ class Traffic:
             if len(raw) < target:
                 raw += bytes(target - len(raw))  # Ethernet padding
         if kind == "seal":  # a frame to seal: the shim after the MAC addresses (before any tag)
-            raw = raw[:12] + struct.pack(">HBB", CTRL_DEFS.SHIM_ETHERTYPE, CTRL_DEFS.NANOBPF_SHIM_F_ENCRYPT, r.randrange(21)) + raw[12:]
+            # its CID length, mostly the CID's own (a sealing entry's CID is then looked up); now and then
+            # other flags
+            n = len(cid) if r.random() < 0.7 else r.randrange(24)
+            flags = CTRL_DEFS.NANOBPF_SHIM_F_ENCRYPT if r.random() < 0.9 else r.randrange(4)
+            raw = raw[:12] + struct.pack(">HBB", CTRL_DEFS.SHIM_ETHERTYPE, flags, n) + raw[12:]
             if not tags and r.random() < 0.8:
                 port = 3  # the two-port host link; else the network's port, where a shim is dropped
         return raw, port

@@ -226,9 +226,11 @@ def test_key_entries_per_direction_by_address_and_in_the_programs_map(dev):
 
 
 def test_open_entries_fill_pisas_cid_table_and_programs_see_conn(dev):
-    """Open entries of 1..20-byte CIDs go into PISA's CID table (CID, length) -> slot; a short-header
-    packet from the network with that destination CID reaches the program with conn = 1 + the slot
-    KEY_ADD answered, and with conn 0 once KEY_DEL removed it. Seal entries and zero-length CIDs stay
+    """Entries of 1..20-byte CIDs go into PISA's CID table (direction, CID, length) -> slot; a
+    short-header packet from the network with an open entry's destination CID reaches the program with
+    conn = 1 + the slot KEY_ADD answered, and with conn 0 once KEY_DEL removed it; a frame to seal from
+    the host (the ENCRYPT shim, its CID length) with a seal entry's CID reaches it with that entry's
+    slot. Each direction finds only its own entries, also for the same CID bytes; zero-length CIDs stay
     out of it. A full table refuses the insert (STATS cid_full): the entry still works. KEY_FLUSH and
     RESET empty it."""
     from nanobpf.models import pisa as pisa_model
@@ -240,14 +242,23 @@ def test_open_entries_fill_pisas_cid_table_and_programs_see_conn(dev):
     profile = pack("pisa", "profile_entry", valid=1, lport=DATAPATH["net_lport"], udp_port=443, short_cid_len=4)
     assert status(r.ask(M.NANOBPF_CTRL_MSG_TABLE_SET, D.pack("table_msg", table=D.NANOBPF_CTRL_TABLE_PROFILE, index=0,
                                                            value=profile))) == "ok"
+    # the host's QUIC port: frames to seal are parsed behind their shim (their CID length is the shim's)
+    profile = pack("pisa", "profile_entry", valid=1, lport=DATAPATH["host_lport"], udp_port=443, short_cid_len=0)
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_TABLE_SET, D.pack("table_msg", table=D.NANOBPF_CTRL_TABLE_PROFILE, index=1,
+                                                           value=profile))) == "ok"
     add = lambda cid, d=OPEN, **kw: r.ask(M.NANOBPF_CTRL_MSG_KEY_ADD, D.pack("key_msg", cid_len=kw.get("n", len(cid)), dir=d, cid=cid,
                                                                           keys=keys_for(cid if kw.get("n", len(cid)) else b"")))
     delete = lambda cid, d=OPEN: r.ask(M.NANOBPF_CTRL_MSG_KEY_DEL, D.pack("key_del", cid_len=len(cid), dir=d, cid=cid))
 
-    def conn_of(dcid):
-        """(conn, cid_len) the program saw for a short-header packet to dcid from the network."""
+    def conn_of(dcid, seal=False):
+        """(conn, cid_len) the program saw for a short-header packet to dcid from the network (seal: a
+        frame to seal from the host)."""
         r.ask(M.NANOBPF_CTRL_MSG_MAP_UPDATE, map_req("test_conn", bytes(4), struct.pack("<I", 0xFFFFFFFF)))
-        dev.net.send(udp_frame(bytes([0x41]) + dcid + bytes(range(30)), "192.0.2.9", "192.0.2.1", 4433, 443))
+        if seal:
+            frame = udp_frame(bytes([0x41]) + dcid + bytes(range(30)), "192.0.2.1", "192.0.2.9", 443, 4433)
+            dev.host.send(ctrl.add_shim(frame, D.NANOBPF_SHIM_F_ENCRYPT, len(dcid)))
+        else:
+            dev.net.send(udp_frame(bytes([0x41]) + dcid + bytes(range(30)), "192.0.2.9", "192.0.2.1", 4433, 443))
         for _ in range(100):
             v = struct.unpack("<I", r.ask(M.NANOBPF_CTRL_MSG_MAP_LOOKUP, map_req("test_conn", bytes(4))).body)[0]
             if v != 0xFFFFFFFF:
@@ -257,10 +268,17 @@ def test_open_entries_fill_pisas_cid_table_and_programs_see_conn(dev):
     x, y = b"\xa1\xa2\xa3\xa4", b"\xb1\xb2\xb3\xb4"
     f = add(x)
     slot = D.unpack("key_resp", f.body)["slot"]
-    assert status(f) == "ok" and status(add(y, SEAL)) == "ok"
+    g = add(y, SEAL)
+    assert status(f) == "ok" and status(g) == "ok"
     assert status(add(addr_id("192.0.2.9", 4433, 443), n=0)) == "ok"
     assert conn_of(x) == (1 + slot, 4)
     assert conn_of(y) == (0, 4)                                  # a seal entry's CID is not the device's
+    assert conn_of(y, seal=True) == (1 + D.unpack("key_resp", g.body)["slot"], 4)
+    assert conn_of(x, seal=True) == (0, 4)                       # nor an open entry's one to seal with
+    h = add(x, SEAL)                                             # the same bytes in both directions
+    assert status(h) == "ok" and conn_of(x, seal=True) == (1 + D.unpack("key_resp", h.body)["slot"], 4)
+    assert conn_of(x) == (1 + slot, 4)
+    assert status(delete(x, SEAL)) == "ok" and conn_of(x, seal=True) == (0, 4) and conn_of(x) == (1 + slot, 4)
     assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_UPDATE, D.pack("key_msg", cid_len=4, dir=OPEN, cid=x,
                                                            keys=keys_for(x, phase=1, fill=5)))) == "ok"
     assert conn_of(x) == (1 + slot, 4)                           # an update keeps the slot

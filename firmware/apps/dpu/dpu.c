@@ -110,13 +110,14 @@ int dpu_table_write(unsigned table, unsigned index, uint32_t value, struct ctrl_
 
 /* One command of PISA's CID table (the hardware takes 2..11 cycles; traffic keeps flowing, and a lookup sees
  * the table before or after it, never half of it): the pisa_cid_status it ended with. */
-unsigned dpu_cid_command(unsigned op, const uint8_t *cid, unsigned len, unsigned slot) {
+unsigned dpu_cid_command(unsigned op, const uint8_t *cid, unsigned len, int seal, unsigned slot) {
     for (unsigned w = 0; w < NANOBPF_PISA_CID_KEY_COUNT; w++) {
         uint64_t v = 0;
         for (unsigned b = 0; b < 8 && 8 * w + b < len; b++) v |= (uint64_t)cid[8 * w + b] << (8 * b);
         PISA(NANOBPF_PISA_CID_KEY_OFFSET(w)) = v;
     }
-    PISA(NANOBPF_PISA_CID_ARG_OFFSET) = NANOBPF_PUT(NANOBPF_PISA_CID_ARG_LEN, len) | NANOBPF_PUT(NANOBPF_PISA_CID_ARG_SLOT, slot);
+    PISA(NANOBPF_PISA_CID_ARG_OFFSET) = NANOBPF_PUT(NANOBPF_PISA_CID_ARG_LEN, len) | NANOBPF_PUT(NANOBPF_PISA_CID_ARG_SEAL, seal != 0) |
+                                        NANOBPF_PUT(NANOBPF_PISA_CID_ARG_SLOT, slot);
     PISA(NANOBPF_PISA_CID_CMD_OFFSET) = NANOBPF_PUT(NANOBPF_PISA_CID_CMD_OP, op);
     uint64_t r;
     while (NANOBPF_GET(r = PISA(NANOBPF_PISA_CID_RESULT_OFFSET), NANOBPF_PISA_CID_RESULT_BUSY)) {

@@ -120,7 +120,11 @@ async def mixed_traffic_with_cores_loop(dut):
     for i, c in enumerate(cids):
         await b.regs.cid("insert", c, slot=100 + i)
     await b.regs.cid("insert", rng.randbytes(12), slot=7)  # a long-header CID
-    t = Traffic(rng, cids, b.model.max_frame)
+    # sealing entries: two of the same bytes as opening ones (the direction tells them apart), two apart
+    seal_cids = cids[:2] + [rng.randbytes(8) for _ in range(2)]
+    for i, c in enumerate(seal_cids):
+        await b.regs.cid("insert", c, slot=200 + i, seal=True)
+    t = Traffic(rng, cids, b.model.max_frame, seal_cids=seal_cids + cids[2:4])
     returned = []
 
     async def cores_loop():
@@ -139,13 +143,23 @@ async def mixed_traffic_with_cores_loop(dut):
                 await RisingEdge(dut.clock)
     cocotb.start_soon(cores_loop())
     sealable = 0  # frames to seal from the host link whose profile matched their source port
-    for _ in range(int(os.environ.get("PISA_FRAMES", "400"))):
+    seal_hits = seal_misses = 0  # of those, CIDs of a sealing entry found (conn) and not
+    frames = int(os.environ.get("PISA_FRAMES", "400"))
+    for _ in range(frames):
         f, port = t.frame()
         f = t.malformed(f) if rng.random() < 0.25 else f
         p = parse(f, b.model.max_frame, step_shim=True, ingress=True)
         sealable += port == 3 and p.stepped and p.udp and p.sport == QUIC_PORT
+        hits = b.model.counters[COUNTER["cid_hit"]]
         await b.send(f, port)
-    assert sealable >= 5, sealable
+        if port == 3 and p.seal and p.udp and p.sport == QUIC_PORT:
+            if b.model.counters[COUNTER["cid_hit"]] > hits:
+                seal_hits += 1
+            else:
+                seal_misses += 1
+    least = max(2, frames // 80)  # 5 of the 400 frames of the default run
+    assert sealable >= least, sealable
+    assert seal_hits >= least and seal_misses >= 1, (seal_hits, seal_misses)
     await b.drain(returned)
     b.check_cores()
     check_out(outs(b), b.want_out, returned)
@@ -228,27 +242,28 @@ async def cid_table_under_traffic(dut):
     assert hits == b.model.counters[COUNTER["cid_hit"]] + b.model.counters[COUNTER["cid_miss"]]
     # Insert until a new CID's buckets are all taken (the small table of the wide build fills up; the
     # full-size one is filled 200 entries deep): every placement must be the model's (cid_result.index).
+    # Sealing and opening entries mixed (the direction is part of the key and of the hash).
     full, inserted = None, 0
     while full is None and inserted < 200:
-        c = rng.randbytes(rng.randrange(0, MAX_CID + 1))
-        if b.model.cid_find(c) is not None:
+        c, seal = rng.randbytes(rng.randrange(0, MAX_CID + 1)), rng.random() < 0.5
+        if b.model.cid_find(c, seal) is not None:
             continue
-        r = await b.regs.cid("insert", c, slot=rng.randrange(65536))
+        r = await b.regs.cid("insert", c, slot=rng.randrange(65536), seal=seal)
         inserted += 1
         if (r >> 1) & 3 == 2:
-            full = c
+            full, full_seal = c, seal
     assert await b.regs.read("cid_used") == b.model.reg_read("cid_used")
     if n <= 64:
         assert full is not None, "a 16-entry table took 200 new CIDs"
         used = b.model.reg_read("cid_used")
-        r = await b.regs.cid("insert", full, slot=1)  # refused again: nothing changed
+        r = await b.regs.cid("insert", full, slot=1, seal=full_seal)  # refused again: nothing changed
         assert (r >> 1) & 3 == 2 and await b.regs.read("cid_used") == used
         r = await b.regs.cid("insert", stable[0], slot=999)  # an existing CID can still be updated
         assert (r >> 1) & 3 == 0
         # free one of its buckets: now it goes in
-        victim = next(b.model.cid_table[i].cid for i in b.model.cid_candidates(full))
-        await b.regs.cid("delete", victim)
-        r = await b.regs.cid("insert", full, slot=1)
+        victim = next(b.model.cid_table[i] for i in b.model.cid_candidates(full, full_seal))
+        await b.regs.cid("delete", victim.cid, seal=victim.seal)
+        r = await b.regs.cid("insert", full, slot=1, seal=full_seal)
         assert (r >> 1) & 3 == 0
     await b.regs.put("cid_arg", len=21, slot=1)  # longer than a QUIC CID: refused
     await b.regs.write("cid_cmd", 1)

@@ -62,6 +62,8 @@ class Parsed:
     ctrl: bool = False  # EtherType of the control protocol (hw/defs/ctrl.toml)
     shim: bool = False  # EtherType of the data-frame shim, or its shim stepped over (step_shim)
     stepped: bool = False  # the shim was stepped over
+    seal: bool = False  # ingress: a stepped shim asking for sealing (ENCRYPT, CID length <= 20), headers parsed
+    seal_cid_len: int = 0  # its CID length
 
     @property
     def profile_port(self):
@@ -87,6 +89,8 @@ def parse(frame, max_frame, step_shim=False, ingress=False):
     trunc = n < 14
     if step_shim and et == SHIM_ETHERTYPE:
         p.stepped = True
+        p.seal = ingress and b[14] == CTRL_DEFS.NANOBPF_SHIM_F_ENCRYPT and b[15] <= MAX_CID
+        p.seal_cid_len = b[15] & 31
         trunc |= n < 18
         et = be16(b, 16)
         off = 18
@@ -139,7 +143,7 @@ def parse(frame, max_frame, step_shim=False, ingress=False):
             p.bad.add(reason)
     if ingress and p.stepped and p.bad - {"too_long"}:  # behind the shim: unparsed, not dropped
         p.bad &= {"too_long"}
-        p.ipver, p.udp, p.l4off = 0, False, 0
+        p.ipver, p.udp, p.l4off, p.seal = 0, False, 0, False
     p.drop = min((DROP[r] for r in p.bad), default=DROP["none"])
     return p
 
@@ -168,17 +172,18 @@ class Meta:
 class CidEntry:
     cid: bytes
     slot: int
+    seal: bool = False  # a sealing entry's CID (matched behind the host link's shim)
 
 
-def cid_key(cid: bytes) -> int:
-    """The CID table's hash key: CID byte i in bits 8i.. (zero past its length), the length in bits 160..164
-    (the hardware's `Cat(len, cid)`)."""
-    return int.from_bytes(bytes(cid).ljust(MAX_CID, b"\0"), "little") | len(cid) << 8 * MAX_CID
+def cid_key(cid: bytes, seal: bool = False) -> int:
+    """The CID table's hash key: CID byte i in bits 8i.. (zero past its length), the length in bits 160..164,
+    the direction (1: a sealing entry's CID) in bit 165 (the hardware's CidKey, `seal ## len ## cid`)."""
+    return int.from_bytes(bytes(cid).ljust(MAX_CID, b"\0"), "little") | len(cid) << 8 * MAX_CID | int(seal) << 8 * MAX_CID + 5
 
 
-def cid_bucket(cid: bytes, way: int, buckets: int) -> int:
+def cid_bucket(cid: bytes, way: int, buckets: int, seal: bool = False) -> int:
     """Bucket of `cid` in `way`: H3 hash, bit b = parity(key & CID_HASH[way][b]) (hw/defs/soc.toml cid_hash_seed)."""
-    return cid_bucket_of_key(cid_key(cid), way, buckets)
+    return cid_bucket_of_key(cid_key(cid, seal), way, buckets)
 
 
 def cid_bucket_of_key(key: int, way: int, buckets: int) -> int:
@@ -239,30 +244,31 @@ class Pisa:
     def cid_entries(self):
         return self.cid_ways * self.cid_buckets
 
-    def cid_candidates(self, cid):
+    def cid_candidates(self, cid, seal=False):
         """The entries `cid` may occupy, in the order an insert tries them: its bucket in way 0, 1, ..."""
-        return [w * self.cid_buckets + cid_bucket(cid, w, self.cid_buckets) for w in range(self.cid_ways)]
+        return [w * self.cid_buckets + cid_bucket(cid, w, self.cid_buckets, seal) for w in range(self.cid_ways)]
 
-    def cid_find(self, cid):
-        """Index of the entry holding `cid`, or None."""
-        return next((i for i in self.cid_candidates(cid) if self.cid_table[i] and self.cid_table[i].cid == cid), None)
+    def cid_find(self, cid, seal=False):
+        """Index of the entry holding `cid` (of a sealing entry with seal), or None."""
+        return next((i for i in self.cid_candidates(cid, seal)
+                     if self.cid_table[i] and self.cid_table[i].cid == cid and self.cid_table[i].seal == bool(seal)), None)
 
-    def cid_insert(self, cid, slot):
+    def cid_insert(self, cid, slot, seal=False):
         """Insert a CID that is not in the table, as the hardware does; its index, or None when refused (full).
         It takes the first free bucket in way order; when all are taken, one cuckoo move: the first occupant
         (in way order) with a free bucket in another way goes to the first such bucket, and the CID takes
         its place."""
-        cands = self.cid_candidates(cid)
+        cands = self.cid_candidates(cid, seal)
         at = next((i for i in cands if self.cid_table[i] is None), None)
         if at is None:
             for w, i in enumerate(cands):
                 y = self.cid_table[i]
-                to = next((j for u, j in enumerate(self.cid_candidates(y.cid)) if u != w and self.cid_table[j] is None), None)
+                to = next((j for u, j in enumerate(self.cid_candidates(y.cid, y.seal)) if u != w and self.cid_table[j] is None), None)
                 if to is not None:
                     self.cid_table[to], at = y, i
                     break
         if at is not None:
-            self.cid_table[at] = CidEntry(cid, slot)
+            self.cid_table[at] = CidEntry(cid, slot, bool(seal))
         return at
 
     # ------------------------------------------------------------------ registers
@@ -290,20 +296,20 @@ class Pisa:
         arg = self.field("cid_arg")
         n = arg["len"]
         key = b"".join(self.reg("cid_key", i).to_bytes(8, "little") for i in range(3))[:MAX_CID]
-        cid = key[:n]
+        cid, seal = key[:n], bool(arg["seal"])
         if op == CID_OP["nop"]:
             return
         if n > MAX_CID:
             self.cid_result = pack("pisa", "cid_result", status=CID_STATUS["bad_len"])
             return
-        found = self.cid_find(cid)
+        found = self.cid_find(cid, seal)
         status, index, slot = CID_STATUS["ok"], found or 0, 0
         if op == CID_OP["insert"]:
             slot = arg["slot"]
             if found is not None:
-                self.cid_table[found] = CidEntry(cid, slot)
+                self.cid_table[found] = CidEntry(cid, slot, seal)
             else:
-                index = self.cid_insert(cid, slot)
+                index = self.cid_insert(cid, slot, seal)
                 if index is None:
                     status, index, slot = CID_STATUS["full"], 0, 0
                     self.counters[COUNTER["cid_full"]] += 1
@@ -395,13 +401,13 @@ class Pisa:
                 return
             meta.quic, n, start = QUIC["long"], frame[q + 5], q + 6
         else:
-            n = prof["short_cid_len"]
+            n = p.seal_cid_len if p.seal else prof["short_cid_len"]  # a frame to seal: its shim's length
             if n > MAX_CID or avail < 1 + n:
                 return
             meta.quic, start = QUIC["short"], q + 1
         meta.cid_len = n
         meta.cid = frame[start:start + n] + bytes(MAX_CID - n)
-        at = self.cid_find(frame[start:start + n])
+        at = self.cid_find(frame[start:start + n], p.seal)  # behind the shim: the sealing entries
         hit = None if at is None else self.cid_table[at]
         self.count("cid_hit" if hit else "cid_miss")
         if hit:

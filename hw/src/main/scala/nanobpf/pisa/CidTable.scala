@@ -5,8 +5,11 @@ import chisel3.util._
 import nanobpf.common.SocMap
 import nanobpf.common.SocMap.{PisaCidOp, PisaCidStatus}
 
-/** What the CID table matches: a connection ID and its length (bytes past the length are zero). */
+/** What the CID table matches: a connection ID, its length (bytes past the length are zero) and its
+  * direction: `seal` for a sealing entry's CID (the peer's, matched behind the host link's shim), else
+  * the device's own CID of an opening entry (matched in packets from the network). */
 class CidKey(p: PisaParams) extends Bundle {
+  val seal = Bool()
   val len = UInt(5.W)
   val cid = UInt((8 * p.maxCid).W) // byte i in bits 8i+7..8i
 }
@@ -39,7 +42,7 @@ class CidOutcome(p: PisaParams) extends Bundle {
   val slot = UInt(16.W)
 }
 
-/** The connection-ID table (docs/pisa.md): exact match of (length, CID) -> connection slot, hashed into
+/** The connection-ID table (docs/pisa.md): exact match of (direction, length, CID) -> connection slot, hashed into
   * block RAM so it holds thousands of connections (a comparator per entry held 64 at 30K LUTs).
   *
   * d-left hashing: `cidWays` ways of `cidBuckets` one-entry buckets, each way its own simple dual-port
@@ -76,7 +79,7 @@ class CidTable(p: PisaParams) extends Module {
   val mems = Seq.fill(ways)(SyncReadMem(p.cidBuckets, UInt(entryWidth.W)))
   def bucket(k: CidKey, way: Int): UInt = CidTable.bucket(k, way, bucketBits)
   def entryOf(bits: UInt): CidEntry = bits.asTypeOf(new CidEntry(p))
-  def matches(e: CidEntry, k: CidKey): Bool = e.valid && e.key.len === k.len && e.key.cid === k.cid
+  def matches(e: CidEntry, k: CidKey): Bool = e.valid && e.key.asUInt === k.asUInt
 
   // ---- clear after reset, then commands: read the key's buckets, decide, write (and for an insert whose
   // buckets are all taken, one cuckoo move: an occupant with a free bucket in another way goes there
@@ -195,10 +198,11 @@ class CidTable(p: PisaParams) extends Module {
 }
 
 object CidTable {
-  /** Bucket of `k` in `way`: bit b is the parity of (len ## cid) AND the way's mask b (an H3 hash; the
-    * device model's nanobpf.models.pisa.cid_bucket computes the same from the same generated masks). */
+  /** Bucket of `k` in `way`: bit b is the parity of (seal ## len ## cid) AND the way's mask b (an H3
+    * hash; the device model's nanobpf.models.pisa.cid_bucket computes the same from the same generated
+    * masks). */
   def bucket(k: CidKey, way: Int, bits: Int): UInt = {
-    val key = Cat(k.len, k.cid)
+    val key = k.asUInt // seal ## len ## cid
     val all = (BigInt(1) << key.getWidth) - 1
     VecInit((0 until bits).map(b => (key & (SocMap.CidHash.Masks(way)(b) & all).U(key.getWidth.W)).xorR)).asUInt
   }

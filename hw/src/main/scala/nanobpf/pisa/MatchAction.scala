@@ -8,10 +8,11 @@ import nanobpf.common.SocMap.PisaRegs._
 /** Ingress match-action stages, one lookup per cycle, latency [[MatchAction.latency]]:
   *  1. port table: (physical port, outer VLAN) -> logical port (miss: drop no_lport);
   *  2. QUIC profile table: (logical port, UDP destination port; behind the host link's shim the source
-  *     port, [[Parser]]) -> short-header CID length;
+  *     port, [[Parser]]) -> short-header CID length (a frame to seal: its shim's);
   *  3. QUIC header: long or short form and the destination connection ID;
   *  4. CID table ([[CidTable]], looked up with stage 3's key, answering in stage 4): exact match
-  *     (length, bytes) -> connection slot; the action: a short-header packet
+  *     (direction, length, bytes) -> connection slot, a frame to seal among the sealing entries; the
+  *     action: a short-header packet
   *     whose CID hits goes to the cores, everything else follows the logical port's default action
   *     (drop: reason policy); parse errors drop with their reason.
   * `count` reports the frame's counter events in the cycle its metadata leaves.
@@ -66,9 +67,11 @@ class MatchAction(p: PisaParams) extends Module {
   val long = q(0)(7)
   val dcil = q(5)
   val longOk = avail >= 6.U && dcil <= p.maxCid.U && avail >= dcil +& 6.U
-  val shortOk = r2.cidLen <= p.maxCid.U && avail >= r2.cidLen +& 1.U
+  // a frame to seal: its short header's CID is as long as the host's shim says (the peer's choice)
+  val shortLen = Mux(r2.pr.seal, r2.pr.sealCidLen, r2.cidLen)
+  val shortOk = shortLen <= p.maxCid.U && avail >= shortLen +& 1.U
   val isQuic = r2.profHit && r2.pr.ulen > 8.U && Mux(long, longOk, shortOk)
-  val n = Mux(long, dcil, r2.cidLen)
+  val n = Mux(long, dcil, shortLen)
   val m3 = Wire(new M3)
   m3.pr := r2.pr
   m3.portHit := r2.portHit
@@ -81,6 +84,7 @@ class MatchAction(p: PisaParams) extends Module {
   val r3 = RegNext(m3)
   val v3 = RegNext(v2, false.B)
   io.cid.key.valid := v2 && isQuic
+  io.cid.key.bits.seal := r2.pr.seal // behind the shim: the sealing entries' CIDs
   io.cid.key.bits.len := m3.cidLen
   io.cid.key.bits.cid := m3.cid
 

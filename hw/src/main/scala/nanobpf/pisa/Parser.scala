@@ -22,7 +22,10 @@ import nanobpf.common._
   *    and the QUIC profile port of a stepped frame is its UDP source port (the host's own port, where a
   *    frame from the network names it as the destination).
   * `shim` is set for a stepped frame too (only the host link may carry one); a stepped frame is never a
-  * control frame.
+  * control frame. The ingress parser also reads the shim's flags and CID length: a stepped frame whose
+  * shim asks for sealing (flags ENCRYPT, CID length 0..20) and whose headers parse is `seal`, with the
+  * length of the destination CID its QUIC header carries in `sealCidLen` (the match-action stages look
+  * that CID up among the sealing entries).
   */
 class Parser[T <: Data](p: PisaParams, userGen: T, stepShim: Boolean = false, ingress: Boolean = false) extends Module {
   val io = IO(new Bundle {
@@ -36,6 +39,7 @@ class Parser[T <: Data](p: PisaParams, userGen: T, stepShim: Boolean = false, in
   class S1 extends Bundle {
     val length = UInt(16.W); val user = userGen.cloneType; val vlans = UInt(2.W); val outerTci = UInt(16.W)
     val et = UInt(16.W); val l3off = UInt(8.W); val tooLong = Bool(); val trunc = Bool(); val stepped = Bool()
+    val seal = Bool(); val sealCidLen = UInt(5.W)
     val l3 = Vec(l3Bytes, UInt(8.W))
   }
   val w = io.in.bits.window
@@ -58,6 +62,9 @@ class Parser[T <: Data](p: PisaParams, userGen: T, stepShim: Boolean = false, in
   s1.l3off := Mux(at22, 22.U, Mux(at18, 18.U, 14.U))
   s1.tooLong := len0 > p.maxFrame.U
   s1.stepped := shim
+  // the shim's flags (byte 14) and CID length (byte 15): a frame to seal, read by the ingress only
+  s1.seal := ingress.B && shim && w(14) === nanobpf.common.CtrlDefs.ShimFEncrypt.U && w(15) <= p.maxCid.U
+  s1.sealCidLen := w(15)(4, 0)
   s1.trunc := len0 < 14.U || (at18 && len0 < 18.U) || (at22 && len0 < 22.U)
   for (k <- 0 until l3Bytes) s1.l3(k) := Mux(at22, w(22 + k), Mux(at18, w(18 + k), w(14 + k)))
   val r1 = RegNext(s1)
@@ -68,6 +75,7 @@ class Parser[T <: Data](p: PisaParams, userGen: T, stepShim: Boolean = false, in
     val length = UInt(16.W); val user = userGen.cloneType; val vlans = UInt(2.W); val outerTci = UInt(16.W)
     val l3off = UInt(8.W); val isV4 = Bool(); val isV6 = Bool(); val l4off = UInt(8.W); val udp = Bool()
     val l4Short = Bool(); val l4len = UInt(16.W); val ctrl = Bool(); val shim = Bool(); val stepped = Bool()
+    val seal = Bool(); val sealCidLen = UInt(5.W)
     val tooLong = Bool(); val trunc = Bool(); val badHdr = Bool(); val badLen = Bool()
     val hdrParts = Vec(5, UInt(24.W)); val oldCsum = UInt(16.W); val addrParts = Vec(5, UInt(24.W))
     val l4 = Vec(8 + p.quicBytes, UInt(8.W))
@@ -92,6 +100,8 @@ class Parser[T <: Data](p: PisaParams, userGen: T, stepShim: Boolean = false, in
   s2.ctrl := r1.et === nanobpf.common.CtrlDefs.Ethertype.U && !r1.stepped
   s2.shim := r1.et === nanobpf.common.CtrlDefs.ShimEthertype.U || r1.stepped
   s2.stepped := r1.stepped
+  s2.seal := r1.seal
+  s2.sealCidLen := r1.sealCidLen
   s2.tooLong := r1.tooLong
   s2.trunc := r1.trunc || (isV4 && (len1 < r1.l3off +& 20.U || len1 < r1.l3off +& hl)) ||
     (isV6 && len1 < r1.l3off +& 40.U)
@@ -134,6 +144,8 @@ class Parser[T <: Data](p: PisaParams, userGen: T, stepShim: Boolean = false, in
   o.isV6 := r2.isV6 && !hidden
   o.ctrl := r2.ctrl
   o.shim := r2.shim
+  o.seal := r2.seal && !hidden
+  o.sealCidLen := r2.sealCidLen
   o.l4off := Mux(hidden, 0.U, r2.l4off)
   o.udp := r2.udp && !hidden
   o.profilePort := Mux(ingress.B && r2.stepped, be16(l4, 0), be16(l4, 2))

@@ -93,6 +93,10 @@ class Parsed[T <: Data](p: PisaParams, userGen: T) extends Bundle {
     * `shim` also for a frame whose shim the parser stepped over ([[Parser]]). */
   val ctrl = Bool()
   val shim = Bool()
+  /** The ingress parser stepped over a shim that asks for sealing (flags ENCRYPT, CID length <= 20) and
+    * parsed the headers behind it; `sealCidLen`: the shim's CID length ([[Parser]]). */
+  val seal = Bool()
+  val sealCidLen = UInt(5.W)
   val l4off = UInt(8.W)
   val udp = Bool()
   /** The UDP port the QUIC profile table matches: the destination port, or the source port of a frame

@@ -67,6 +67,7 @@ class PisaRegs(p: PisaParams) extends Module with RegSlave {
   val keyBytes = Bytes.bytesOf(cidKey.asUInt, 3 * 8).take(p.maxCid)
   table.io.cmd.valid := pending && argLen <= p.maxCid.U
   table.io.cmd.bits.op := pendingOp
+  table.io.cmd.bits.key.seal := field(cidArg, CidArgSeal).asBool
   table.io.cmd.bits.key.len := argLen
   table.io.cmd.bits.key.cid := VecInit(keyBytes.zipWithIndex.map { case (b, i) => Mux(i.U < argLen, b, 0.U) }).asUInt
   table.io.cmd.bits.slot := field(cidArg, CidArgSlot)
