@@ -118,13 +118,13 @@ class Regs:
     async def put(self, name, index=0, **fields):
         await self.write(name, pack("pisa", name, **fields), index)
 
-    async def cid(self, op, cid=b"", slot=0, seal=False):
-        """Run one CID table command (seal: on a sealing entry's CID); returns cid_result as read from the
-        RTL (checked against the model)."""
+    async def cid(self, op, cid=b"", slot=0, seal=False, n=None):
+        """Run one CID table command (seal: on a sealing entry's CID; n=0 with a peer's 20-byte address id
+        as cid); returns cid_result as read from the RTL (checked against the model)."""
         key = bytes(cid).ljust(24, b"\0")
         for i in range(3):
             await self.write("cid_key", int.from_bytes(key[8 * i:8 * i + 8], "little"), i)
-        await self.put("cid_arg", len=len(cid), seal=int(seal), slot=slot)
+        await self.put("cid_arg", len=len(cid) if n is None else n, seal=int(seal), slot=slot)
         await self.write("cid_cmd", pack("pisa", "cid_cmd", op=CID_OP[op]))
         while (r := await self.read("cid_result")) & 1:
             pass

@@ -230,8 +230,8 @@ def test_open_entries_fill_pisas_cid_table_and_programs_see_conn(dev):
     short-header packet from the network with an open entry's destination CID reaches the program with
     conn = 1 + the slot KEY_ADD answered, and with conn 0 once KEY_DEL removed it; a frame to seal from
     the host (the ENCRYPT shim, its CID length) with a seal entry's CID reaches it with that entry's
-    slot. Each direction finds only its own entries, also for the same CID bytes; zero-length CIDs stay
-    out of it. A full table refuses the insert (STATS cid_full): the entry still works. KEY_FLUSH and
+    slot. Each direction finds only its own entries, also for the same CID bytes; a zero-length CID's
+    entry is found by the peer's address id. A full table refuses the insert (STATS cid_full): the entry still works. KEY_FLUSH and
     RESET empty it."""
     from nanobpf.models import pisa as pisa_model
     from nanobpf.soc import DATAPATH, pack
@@ -279,6 +279,10 @@ def test_open_entries_fill_pisas_cid_table_and_programs_see_conn(dev):
     assert status(h) == "ok" and conn_of(x, seal=True) == (1 + D.unpack("key_resp", h.body)["slot"], 4)
     assert conn_of(x) == (1 + slot, 4)
     assert status(delete(x, SEAL)) == "ok" and conn_of(x, seal=True) == (0, 4) and conn_of(x) == (1 + slot, 4)
+    # a peer with zero-length CIDs: a frame to seal (shim length 0) is looked up by the peer's address id
+    assert conn_of(b"", seal=True) == (0, 0)
+    z = add(addr_id("192.0.2.9", 4433, 443), SEAL, n=0)
+    assert status(z) == "ok" and conn_of(b"", seal=True) == (1 + D.unpack("key_resp", z.body)["slot"], 0)
     assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_UPDATE, D.pack("key_msg", cid_len=4, dir=OPEN, cid=x,
                                                            keys=keys_for(x, phase=1, fill=5)))) == "ok"
     assert conn_of(x) == (1 + slot, 4)                           # an update keeps the slot

@@ -68,13 +68,14 @@ static int check_keys(const struct nanobpf_quic_cid *k, const uint8_t *keys, str
     return n ? ctrl_refuse(r, NANOBPF_CTRL_ST_INVALID, "keys: %s", text) : 0;
 }
 
-/* PISA's CID table follows the entries of 1..20-byte CIDs: an open entry's CID (packets from the
- * network carry the device's own CIDs) and a seal entry's, marked as such (frames to seal carry the
- * peer's CID behind the host link's shim): inserted once the entry is in the key table, removed before
- * it leaves it, so a packet's conn never names a slot without its entry. A full table refuses the
- * insert (PISA counts it, STATS CID_FULL): the entry works all the same, its packets get conn 0. */
+/* PISA's CID table follows the key table: an open entry's CID (packets from the network carry the
+ * device's own CIDs) and a seal entry's, marked as such (frames to seal carry the peer's CID behind the
+ * host link's shim); a zero-length CID's entry by its peer's address id (length 0, the 20 bytes of
+ * id). Inserted once the entry is in the key table, removed before it leaves it, so a packet's conn
+ * never names a slot without its entry. A full table refuses the insert (PISA counts it, STATS
+ * CID_FULL): the entry works all the same, its packets get conn 0. */
 static void cid_table(unsigned op, const struct nanobpf_quic_cid *k, unsigned slot) {
-    if (k->len) dpu_cid_command(op, k->id, k->len, k->dir == NANOBPF_QUIC_DIR_SEAL, slot);
+    dpu_cid_command(op, k->id, k->len, k->dir == NANOBPF_QUIC_DIR_SEAL, slot);
 }
 
 static uint32_t open_cid_lens(void) {

@@ -113,7 +113,8 @@ int dpu_table_write(unsigned table, unsigned index, uint32_t value, struct ctrl_
 unsigned dpu_cid_command(unsigned op, const uint8_t *cid, unsigned len, int seal, unsigned slot) {
     for (unsigned w = 0; w < NANOBPF_PISA_CID_KEY_COUNT; w++) {
         uint64_t v = 0;
-        for (unsigned b = 0; b < 8 && 8 * w + b < len; b++) v |= (uint64_t)cid[8 * w + b] << (8 * b);
+        /* length 0: the 20 bytes are a peer's address id (NANOBPF_QUIC_ADDR_*) */
+        for (unsigned b = 0; b < 8 && 8 * w + b < (len ? len : NANOBPF_KEYTABLE_CID_MAX); b++) v |= (uint64_t)cid[8 * w + b] << (8 * b);
         PISA(NANOBPF_PISA_CID_KEY_OFFSET(w)) = v;
     }
     PISA(NANOBPF_PISA_CID_ARG_OFFSET) = NANOBPF_PUT(NANOBPF_PISA_CID_ARG_LEN, len) | NANOBPF_PUT(NANOBPF_PISA_CID_ARG_SEAL, seal != 0) |

@@ -45,8 +45,8 @@ void dpu_prog_publish(const struct ebpf_prog *prog);
 unsigned dpu_data_cores(void); /* cores that run programs */
 /* The boot tables of PISA (every other table word 0). */
 void dpu_tables_default(void);
-/* A command (NANOBPF_PISA_CID_OP_*) of PISA's CID table on (cid, len, seal: a seal entry's) -> slot:
- * its NANOBPF_PISA_CID_STATUS_*. */
+/* A command (NANOBPF_PISA_CID_OP_*) of PISA's CID table on (cid, len, seal: a seal entry's) -> slot
+ * (len 0: cid is a peer's 20-byte address id): its NANOBPF_PISA_CID_STATUS_*. */
 unsigned dpu_cid_command(unsigned op, const uint8_t *cid, unsigned len, int seal, unsigned slot);
 /* Another core's 64-bit word as memory holds it. The L1 caches are not coherent, and with CVA6's
  * write-through D-cache (WT_DCACHE) a fence does not invalidate them: a plain load may return a line

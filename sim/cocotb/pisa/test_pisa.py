@@ -272,6 +272,47 @@ async def cid_table_under_traffic(dut):
     assert r == b.model.reg_read("cid_result") and (r >> 1) & 3 == 3, f"cid_result 0x{r:x}"
 
 
+@cocotb.test()
+async def zero_length_cids_by_address(dut):
+    """Peers that use zero-length CIDs: a profile of CID length 0 (and a frame to seal whose shim says 0)
+    looks the peer's address id up (struct nanobpf_quic_cid's id: its IPv6 or IPv4-mapped address, its
+    port, the local port): from the network the source, behind the shim the destination, each among
+    its direction's entries, IPv4 and IPv6; another port or address misses."""
+    import struct
+    import nanobpf_ctrl_defs as CTRL
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.inet6 import IPv6
+    from scapy.layers.l2 import Ether
+    from nanobpf.ctrl import addr_id
+    from pisa_common import HOST, NET
+    rng = random.Random(9)
+    b = Bench(dut, rng)
+    await b.start()
+    port = 4433
+    await b.regs.put("profile_entry", 2, valid=1, lport=NET, udp_port=port, short_cid_len=0)
+    await b.regs.put("profile_entry", 3, valid=1, lport=HOST, udp_port=port, short_cid_len=0)
+    peers = [("192.0.2.7", "198.51.100.1", 50001), ("2001:db8::7", "2001:db8::1", 50002)]
+    for i, (peer, me, pport) in enumerate(peers):
+        await b.regs.cid("insert", addr_id(peer, pport, port), slot=300 + i, n=0)             # open: peer = source
+        await b.regs.cid("insert", addr_id(peer, pport, port), slot=400 + i, seal=True, n=0)  # seal: the destination
+    frames = []
+    for peer, me, pport in peers:
+        ip = IP if ":" not in peer else IPv6
+        body = bytes([0x40 | rng.randrange(64)]) + rng.randbytes(60)
+        net = bytes(Ether() / ip(src=peer, dst=me) / UDP(sport=pport, dport=port) / body)
+        host = bytes(Ether() / ip(src=me, dst=peer) / UDP(sport=port, dport=pport) / body)
+        seal = host[:12] + struct.pack(">HBB", CTRL.SHIM_ETHERTYPE, CTRL.NANOBPF_SHIM_F_ENCRYPT, 0) + host[12:]
+        other = bytes(Ether() / ip(src=peer, dst=me) / UDP(sport=pport + 1, dport=port) / body)
+        frames += [(net, 1, 1), (seal, 3, 1), (host, 1, 0), (other, 1, 0)]  # (frame, port, hits PISA)
+    for f, p, hit in frames:
+        before = b.model.counters[COUNTER["cid_hit"]]
+        await b.send(f, p)
+        assert b.model.counters[COUNTER["cid_hit"]] - before == hit, f[:40].hex()
+    await b.drain()
+    b.check_cores()
+    await b.regs.check_counters()
+
+
 def test_pisa():
     from nanobpf.blocksim import run_block
     run_block("pisa", "w8", "Pisa", "test_pisa", os.path.dirname(__file__))

@@ -1,6 +1,7 @@
 """PISA parser (nanobpf.pisa.Capture + Parser, as the ingress builds it: stepping over the host link's
-shim) against the model's parse(): header fields and every error flag, for random traffic (frames to
-seal behind the shim among them), malformed frames and a QUIC frame cut at every length.
+shim) against the model's parse(): header fields, every error flag, a frame to seal's shim (seal,
+sealCidLen) and the peer's address id of a UDP packet, for random traffic (frames to seal behind the
+shim among them), malformed frames and a QUIC frame cut at every length.
 Run: make test-block BLOCK=pisa_parser."""
 import os
 import random
@@ -23,7 +24,9 @@ async def collect(dut, out):
         if dut.io_out_valid.value == 1:
             g = {k: int(getattr(dut, f"io_out_bits_{k}").value) for k in
                  ("length", "user", "vlans", "l3off", "isV4", "isV6", "l4off", "udp", "profilePort", "ulen", "drop",
-                  "ctrl", "shim")}
+                  "ctrl", "shim", "seal")}
+            g["sealCidLen"] = int(dut.io_out_bits_sealCidLen.value) if g["seal"] else None
+            g["addr"] = int(dut.io_addr.value).to_bytes(20, "little")
             g["bad"] = {v for k, v in FLAGS.items() if getattr(dut, f"io_out_bits_{k}").value == 1}
             out.append(g)
         await RisingEdge(dut.clock)
@@ -33,7 +36,8 @@ def expected(frame, port):
     p = parse(frame, 1522, step_shim=True, ingress=True)
     e = {"length": len(frame), "user": port, "vlans": p.vlans, "l3off": p.l3off, "isV4": int(p.ipver == 4),
          "isV6": int(p.ipver == 6), "l4off": p.l4off, "udp": int(p.udp), "drop": p.drop, "bad": p.bad,
-         "ctrl": int(p.ctrl), "shim": int(p.shim)}
+         "ctrl": int(p.ctrl), "shim": int(p.shim), "seal": int(p.seal),
+         "sealCidLen": p.seal_cid_len if p.seal else None, "addr": p.addr}
     if p.udp:
         e.update(profilePort=p.profile_port, ulen=p.ulen)
     return e
@@ -57,6 +61,7 @@ async def run(dut, frames, idle=0.0):
         want = expected(f, port)
         if not want["udp"]:
             got.pop("profilePort"), got.pop("ulen")
+            got.pop("addr"), want.pop("addr")  # the address id is the key of UDP (QUIC) packets only
         assert got == want, f"frame {i} ({len(f)} bytes {f[:64].hex()}): RTL {got} model {want}"
 
 

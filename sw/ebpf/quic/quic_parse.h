@@ -455,8 +455,9 @@ static __always_inline int quic_pisa_classify(struct xdp_md *ctx, struct quic_cr
 }
 
 /* The fast path of a short header from the network (NanoBPF only: the context fields past xdp_md):
- * PISA's CID table matched the destination CID at its profile's length (conn set, and PISA's QUIC
- * header is the one classification found). Sets pk->cid (direction OPEN) and pk->pn_off for that
+ * PISA's CID table matched the destination CID at its profile's length, or for length 0 the peer's
+ * address id (conn set, and PISA's QUIC header is the one classification found). Sets pk->cid
+ * (direction OPEN) and pk->pn_off for that
  * length and returns it; -1 without such a result, or for a length quic_config does not list (lens).
  * No lookup: the caller's one lookup decides, and a miss there takes the trials (quic_find_open).
  * A global function, so the caller sees one unknown result. */
@@ -467,10 +468,10 @@ __noinline int quic_pisa_cid(struct xdp_md *ctx, struct quic_pkt *pk, __u32 lens
     __u32 conn = pc->conn, l = pc->cid_len, pq = pc->quic_off;
     const __u8 *data = (const __u8 *)(long)ctx->data, *end = (const __u8 *)(long)ctx->data_end;
     __u32 q = pk->q & QUIC_OFF_MASK, udp_end = pk->udp_end & QUIC_OFF_MASK;
-    if (!conn || l == 0 || l > NANOBPF_KEYTABLE_CID_MAX || pq != q || !((lens >> l) & 1) || q + 1 + l > udp_end)
+    if (!conn || l > NANOBPF_KEYTABLE_CID_MAX || pq != q || !((lens >> l) & 1) || q + 1 + l > udp_end)
         return -1;
     __builtin_memset(&pk->cid, 0, sizeof pk->cid);
-    if (quic_copy_cid(data, end, q + 1, l, &pk->cid))
+    if (l == 0 ? quic_addr_id(ctx, pk, 1) : quic_copy_cid(data, end, q + 1, l, &pk->cid)) /* 0: by the peer's address */
         return -1;
     pk->cid.dir = NANOBPF_QUIC_DIR_OPEN;
     pk->pn_off = q + 1 + l;

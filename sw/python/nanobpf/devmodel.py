@@ -593,15 +593,13 @@ class DeviceModel:
             x.map_update("quic_config", key, bytes(value))
 
     def _cid_command(self, op, kid, slot=0):
-        """Entries of 1..20-byte CIDs go into PISA's CID table, an open entry's CID (packets from the
-        network carry the device's own CIDs) and a seal entry's marked as such (frames to seal carry the
-        peer's CID behind the shim): inserted after the entry is in the key table, removed before it
-        leaves, so a packet's conn never names a slot without its entry. A full table refuses the insert
-        (counted, cid_full): the entry still works, its packets get conn 0 and the program looks the keys
-        up by CID."""
-        if not kid.cid_len:
-            return
-        p, key = self._cid_pisa, kid.cid.ljust(24, b"\0")
+        """Every entry goes into PISA's CID table, an open entry's CID (packets from the network carry the
+        device's own CIDs) and a seal entry's marked as such (frames to seal carry the peer's CID behind
+        the shim); an entry of a zero-length CID by its peer's address id (length 0 and the 20 bytes):
+        inserted after the entry is in the key table, removed before it leaves, so a packet's conn never
+        names a slot without its entry. A full table refuses the insert (counted, cid_full): the entry
+        still works, its packets get conn 0 and the program looks the keys up by CID."""
+        p, key = self._cid_pisa, kid.id.ljust(24, b"\0")
         for i in range(3):
             p.reg_write("cid_key", int.from_bytes(key[8 * i:8 * i + 8], "little"), i)
         p.reg_write("cid_arg", pisa_model.pack("pisa", "cid_arg", len=kid.cid_len, seal=int(kid.dir == ctrl.SEAL), slot=slot))

@@ -64,6 +64,7 @@ class Parsed:
     stepped: bool = False  # the shim was stepped over
     seal: bool = False  # ingress: a stepped shim asking for sealing (ENCRYPT, CID length <= 20), headers parsed
     seal_cid_len: int = 0  # its CID length
+    addr: bytes = bytes(20)  # ingress: the peer's address id (source; behind a shim the destination)
 
     @property
     def profile_port(self):
@@ -141,6 +142,12 @@ def parse(frame, max_frame, step_shim=False, ingress=False):
                         ("bad_ip_len", bad_len), ("bad_ip_csum", bad_csum), ("bad_udp_len", bad_udp)):
         if bad:
             p.bad.add(reason)
+    if ingress and p.ipver:  # the peer's address id (struct nanobpf_quic_cid's id for zero-length CIDs)
+        a = (b[off + 24:off + 40] if p.stepped else b[off + 8:off + 24]) if p.ipver == 6 else \
+            bytes(10) + b"\xff\xff" + (b[off + 16:off + 20] if p.stepped else b[off + 12:off + 16])
+        u = p.l4off
+        ports = b[u + 2:u + 4] + b[u:u + 2] if p.stepped else b[u:u + 4]
+        p.addr = bytes(a) + bytes(ports)
     if ingress and p.stepped and p.bad - {"too_long"}:  # behind the shim: unparsed, not dropped
         p.bad &= {"too_long"}
         p.ipver, p.udp, p.l4off, p.seal = 0, False, 0, False
@@ -170,20 +177,28 @@ class Meta:
 
 @dataclass
 class CidEntry:
-    cid: bytes
+    cid: bytes  # the key's bytes: the CID, or for length 0 a peer's 20-byte address id
     slot: int
     seal: bool = False  # a sealing entry's CID (matched behind the host link's shim)
+    n: int = None  # the key's length (None: len(cid))
+
+    def __post_init__(self):
+        self.n = len(self.cid) if self.n is None else self.n
+        if self.n == 0:
+            self.cid = bytes(self.cid).ljust(MAX_CID, b"\0")
 
 
-def cid_key(cid: bytes, seal: bool = False) -> int:
-    """The CID table's hash key: CID byte i in bits 8i.. (zero past its length), the length in bits 160..164,
-    the direction (1: a sealing entry's CID) in bit 165 (the hardware's CidKey, `seal ## len ## cid`)."""
-    return int.from_bytes(bytes(cid).ljust(MAX_CID, b"\0"), "little") | len(cid) << 8 * MAX_CID | int(seal) << 8 * MAX_CID + 5
+def cid_key(cid: bytes, seal: bool = False, n: int = None) -> int:
+    """The CID table's hash key: CID byte i in bits 8i.. (zero past its length), the length n (default
+    len(cid); 0 with cid a peer's 20-byte address id) in bits 160..164, the direction (1: a sealing
+    entry's CID) in bit 165 (the hardware's CidKey, `seal ## len ## cid`)."""
+    n = len(cid) if n is None else n
+    return int.from_bytes(bytes(cid).ljust(MAX_CID, b"\0"), "little") | n << 8 * MAX_CID | int(seal) << 8 * MAX_CID + 5
 
 
-def cid_bucket(cid: bytes, way: int, buckets: int, seal: bool = False) -> int:
+def cid_bucket(cid: bytes, way: int, buckets: int, seal: bool = False, n: int = None) -> int:
     """Bucket of `cid` in `way`: H3 hash, bit b = parity(key & CID_HASH[way][b]) (hw/defs/soc.toml cid_hash_seed)."""
-    return cid_bucket_of_key(cid_key(cid, seal), way, buckets)
+    return cid_bucket_of_key(cid_key(cid, seal, n), way, buckets)
 
 
 def cid_bucket_of_key(key: int, way: int, buckets: int) -> int:
@@ -244,31 +259,34 @@ class Pisa:
     def cid_entries(self):
         return self.cid_ways * self.cid_buckets
 
-    def cid_candidates(self, cid, seal=False):
-        """The entries `cid` may occupy, in the order an insert tries them: its bucket in way 0, 1, ..."""
-        return [w * self.cid_buckets + cid_bucket(cid, w, self.cid_buckets, seal) for w in range(self.cid_ways)]
+    def cid_candidates(self, cid, seal=False, n=None):
+        """The entries `cid` may occupy, in the order an insert tries them: its bucket in way 0, 1, ...
+        (n: the key's length when it is not len(cid): 0 for a peer's address id)"""
+        return [w * self.cid_buckets + cid_bucket(cid, w, self.cid_buckets, seal, n) for w in range(self.cid_ways)]
 
-    def cid_find(self, cid, seal=False):
+    def cid_find(self, cid, seal=False, n=None):
         """Index of the entry holding `cid` (of a sealing entry with seal), or None."""
-        return next((i for i in self.cid_candidates(cid, seal)
-                     if self.cid_table[i] and self.cid_table[i].cid == cid and self.cid_table[i].seal == bool(seal)), None)
+        e = CidEntry(cid, 0, bool(seal), n)
+        return next((i for i in self.cid_candidates(cid, seal, n)
+                     if self.cid_table[i] and (self.cid_table[i].cid, self.cid_table[i].seal, self.cid_table[i].n) == (e.cid, e.seal, e.n)),
+                    None)
 
-    def cid_insert(self, cid, slot, seal=False):
+    def cid_insert(self, cid, slot, seal=False, n=None):
         """Insert a CID that is not in the table, as the hardware does; its index, or None when refused (full).
         It takes the first free bucket in way order; when all are taken, one cuckoo move: the first occupant
         (in way order) with a free bucket in another way goes to the first such bucket, and the CID takes
         its place."""
-        cands = self.cid_candidates(cid, seal)
+        cands = self.cid_candidates(cid, seal, n)
         at = next((i for i in cands if self.cid_table[i] is None), None)
         if at is None:
             for w, i in enumerate(cands):
                 y = self.cid_table[i]
-                to = next((j for u, j in enumerate(self.cid_candidates(y.cid, y.seal)) if u != w and self.cid_table[j] is None), None)
+                to = next((j for u, j in enumerate(self.cid_candidates(y.cid, y.seal, y.n)) if u != w and self.cid_table[j] is None), None)
                 if to is not None:
                     self.cid_table[to], at = y, i
                     break
         if at is not None:
-            self.cid_table[at] = CidEntry(cid, slot, bool(seal))
+            self.cid_table[at] = CidEntry(cid, slot, bool(seal), n)
         return at
 
     # ------------------------------------------------------------------ registers
@@ -296,20 +314,20 @@ class Pisa:
         arg = self.field("cid_arg")
         n = arg["len"]
         key = b"".join(self.reg("cid_key", i).to_bytes(8, "little") for i in range(3))[:MAX_CID]
-        cid, seal = key[:n], bool(arg["seal"])
+        cid, seal = key[:n] if n else key, bool(arg["seal"])  # length 0: the 20 bytes are a peer's address id
         if op == CID_OP["nop"]:
             return
         if n > MAX_CID:
             self.cid_result = pack("pisa", "cid_result", status=CID_STATUS["bad_len"])
             return
-        found = self.cid_find(cid, seal)
+        found = self.cid_find(cid, seal, n)
         status, index, slot = CID_STATUS["ok"], found or 0, 0
         if op == CID_OP["insert"]:
             slot = arg["slot"]
             if found is not None:
-                self.cid_table[found] = CidEntry(cid, slot, seal)
+                self.cid_table[found] = CidEntry(cid, slot, seal, n)
             else:
-                index = self.cid_insert(cid, slot, seal)
+                index = self.cid_insert(cid, slot, seal, n)
                 if index is None:
                     status, index, slot = CID_STATUS["full"], 0, 0
                     self.counters[COUNTER["cid_full"]] += 1
@@ -407,7 +425,8 @@ class Pisa:
             meta.quic, start = QUIC["short"], q + 1
         meta.cid_len = n
         meta.cid = frame[start:start + n] + bytes(MAX_CID - n)
-        at = self.cid_find(frame[start:start + n], p.seal)  # behind the shim: the sealing entries
+        # behind the shim: the sealing entries; a zero-length CID: the peer's address id is the key
+        at = self.cid_find(frame[start:start + n] if n else p.addr, p.seal, n)
         hit = None if at is None else self.cid_table[at]
         self.count("cid_hit" if hit else "cid_miss")
         if hit:

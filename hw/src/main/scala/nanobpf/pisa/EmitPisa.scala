@@ -11,6 +11,7 @@ class ParserBlock(p: PisaParams = PisaParams()) extends Module {
   val io = IO(new Bundle {
     val in = Flipped(Decoupled(new UserBeat(p, UInt(2.W))))
     val out = Valid(new Parsed(p, UInt(2.W)))
+    val addr = Output(UInt((8 * Parser.addrBytes).W)) // the peer's address id, byte 0 lowest
   })
   val capture = Module(new Capture(p, UInt(2.W)))
   val parser = Module(new Parser(p, UInt(2.W), stepShim = true, ingress = true))
@@ -19,6 +20,7 @@ class ParserBlock(p: PisaParams = PisaParams()) extends Module {
   capture.io.room := true.B
   parser.io.in := capture.io.hdr
   io.out := parser.io.out
+  io.addr := parser.io.addr.asUInt
 }
 
 /** Stand-alone deparser with its register block, for the deparser's cocotb block test. */

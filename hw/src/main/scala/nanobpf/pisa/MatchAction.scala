@@ -9,7 +9,8 @@ import nanobpf.common.SocMap.PisaRegs._
   *  1. port table: (physical port, outer VLAN) -> logical port (miss: drop no_lport);
   *  2. QUIC profile table: (logical port, UDP destination port; behind the host link's shim the source
   *     port, [[Parser]]) -> short-header CID length (a frame to seal: its shim's);
-  *  3. QUIC header: long or short form and the destination connection ID;
+  *  3. QUIC header: long or short form and the destination connection ID (a zero-length one: the
+  *     peer's address id, [[Parser]], is the key);
   *  4. CID table ([[CidTable]], looked up with stage 3's key, answering in stage 4): exact match
   *     (direction, length, bytes) -> connection slot, a frame to seal among the sealing entries; the
   *     action: a short-header packet
@@ -20,6 +21,8 @@ import nanobpf.common.SocMap.PisaRegs._
 class MatchAction(p: PisaParams) extends Module {
   val io = IO(new Bundle {
     val in = Flipped(Valid(new Parsed(p, UInt(2.W))))
+    /** The peer's address id ([[Parser]]), with `in`. */
+    val addr = Input(Vec(Parser.addrBytes, UInt(8.W)))
     val cfg = Input(new PisaConfig(p))
     val cid = new CidLookup(p)
     val out = Valid(new IngressResult(p))
@@ -30,6 +33,7 @@ class MatchAction(p: PisaParams) extends Module {
   // ---- 1: port table
   class M1 extends Bundle {
     val pr = new Parsed(p, UInt(2.W)); val portHit = Bool(); val lport = UInt(2.W)
+    val addr = Vec(Parser.addrBytes, UInt(8.W))
   }
   val in = io.in.bits
   val tagged = in.vlans =/= 0.U
@@ -39,6 +43,7 @@ class MatchAction(p: PisaParams) extends Module {
   }
   val m1 = Wire(new M1)
   m1.pr := in
+  m1.addr := io.addr
   m1.portHit := portHits.reduce(_ || _)
   m1.lport := PriorityMux(portHits :+ true.B, io.cfg.portEntry.map(field(_, PortEntryLport)) :+ 0.U)
   val r1 = RegNext(m1)
@@ -52,6 +57,7 @@ class MatchAction(p: PisaParams) extends Module {
   }
   val m2 = Wire(new M2)
   m2.pr := r1.pr
+  m2.addr := r1.addr
   m2.portHit := r1.portHit
   m2.lport := r1.lport
   m2.profHit := r1.pr.udp && profHits.reduce(_ || _)
@@ -74,6 +80,7 @@ class MatchAction(p: PisaParams) extends Module {
   val n = Mux(long, dcil, shortLen)
   val m3 = Wire(new M3)
   m3.pr := r2.pr
+  m3.addr := r2.addr
   m3.portHit := r2.portHit
   m3.lport := r2.lport
   m3.profHit := r2.profHit
@@ -86,7 +93,8 @@ class MatchAction(p: PisaParams) extends Module {
   io.cid.key.valid := v2 && isQuic
   io.cid.key.bits.seal := r2.pr.seal // behind the shim: the sealing entries' CIDs
   io.cid.key.bits.len := m3.cidLen
-  io.cid.key.bits.cid := m3.cid
+  // a zero-length CID: the key table names the peer by its address id (the key's 20 bytes, length 0)
+  io.cid.key.bits.cid := Mux(n === 0.U, r2.addr.asUInt, m3.cid)
 
   // ---- 4: CID table and the action
   val quic = r3.quic =/= PisaQuic.None.U

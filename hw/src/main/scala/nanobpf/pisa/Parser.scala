@@ -25,12 +25,18 @@ import nanobpf.common._
   * control frame. The ingress parser also reads the shim's flags and CID length: a stepped frame whose
   * shim asks for sealing (flags ENCRYPT, CID length 0..20) and whose headers parse is `seal`, with the
   * length of the destination CID its QUIC header carries in `sealCidLen` (the match-action stages look
-  * that CID up among the sealing entries).
+  * that CID up among the sealing entries). And it gives, beside each result, the peer's address id
+  * (`addr`: what the key table names a peer that uses zero-length CIDs by, struct nanobpf_quic_cid's id
+  * with NANOBPF_QUIC_ADDR_*: the peer's IPv6 address, an IPv4 one as ::ffff:a.b.c.d, the peer's UDP
+  * port and the local one, big-endian). The peer is the source of a frame from the network and the
+  * destination of a frame to seal.
   */
 class Parser[T <: Data](p: PisaParams, userGen: T, stepShim: Boolean = false, ingress: Boolean = false) extends Module {
   val io = IO(new Bundle {
     val in = Flipped(Valid(new HeaderRec(p, userGen)))
     val out = Valid(new Parsed(p, userGen))
+    /** The ingress parser's peer address id, with `out` (zero elsewhere). */
+    val addr = Output(Vec(Parser.addrBytes, UInt(8.W)))
   })
   import Bytes._
   val l3Bytes = 96 // IPv4 header with options (60) + UDP (8) + QUIC bytes, from the L3 start
@@ -78,7 +84,7 @@ class Parser[T <: Data](p: PisaParams, userGen: T, stepShim: Boolean = false, in
     val seal = Bool(); val sealCidLen = UInt(5.W)
     val tooLong = Bool(); val trunc = Bool(); val badHdr = Bool(); val badLen = Bool()
     val hdrParts = Vec(5, UInt(24.W)); val oldCsum = UInt(16.W); val addrParts = Vec(5, UInt(24.W))
-    val l4 = Vec(8 + p.quicBytes, UInt(8.W))
+    val l4 = Vec(8 + p.quicBytes, UInt(8.W)); val peer = Vec(16, UInt(8.W))
   }
   val l3 = r1.l3
   val isV4 = r1.et === 0x0800.U
@@ -120,6 +126,14 @@ class Parser[T <: Data](p: PisaParams, userGen: T, stepShim: Boolean = false, in
   val addr = (4 until 20).map(i => be16(l3, 2 * i))
   for (g <- 0 until 4) s2.addrParts(g) := Mux(isV4, 0.U, addr.slice(4 * g, 4 * g + 4).map(_.pad(24)).reduce(_ + _))
   s2.addrParts(4) := Mux(isV4, (6 until 10).map(i => be16(l3, 2 * i).pad(24)).reduce(_ + _), 0.U)
+  // The peer's address (ingress only): the source, or behind a shim (a frame to seal) the destination.
+  for (k <- 0 until 16) s2.peer(k) := {
+    if (!ingress) 0.U
+    else {
+      val v4 = if (k < 10) 0.U else if (k < 12) 0xff.U else Mux(r1.stepped, l3(16 + k - 12), l3(12 + k - 12))
+      Mux(isV6, Mux(r1.stepped, l3(24 + k), l3(8 + k)), Mux(isV4, v4, 0.U))
+    }
+  }
   val sel = Mux(isV6, 10.U, Mux(ihl < 5.U, 5.U, ihl))
   for (k <- 0 until 8 + p.quicBytes)
     s2.l4(k) := MuxLookup(sel, l3(20 + k))((5 to 15).map(i => i.U -> l3(4 * i + k)))
@@ -165,9 +179,15 @@ class Parser[T <: Data](p: PisaParams, userGen: T, stepShim: Boolean = false, in
     true.B -> PisaDrop.None.U))
   io.out.valid := RegNext(v2, false.B)
   io.out.bits := RegNext(o)
+  // the address id: the peer's address, its port, the local port (the UDP header's source and destination)
+  val ports = if (ingress) Seq(Mux(r2.stepped, l4(2), l4(0)), Mux(r2.stepped, l4(3), l4(1)),
+                               Mux(r2.stepped, l4(0), l4(2)), Mux(r2.stepped, l4(1), l4(3))) else Seq.fill(4)(0.U(8.W))
+  io.addr := RegNext(VecInit(r2.peer ++ ports))
 }
 
 object Parser {
   /** Cycles from `in` to `out`. */
   val latency = 3
+  /** Bytes of a peer's address id (hw/defs/ebpf.toml NANOBPF_QUIC_ADDR_*: 16 address, 2 + 2 port). */
+  val addrBytes = 20
 }

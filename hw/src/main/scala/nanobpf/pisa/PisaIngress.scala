@@ -38,6 +38,7 @@ class PisaIngress(p: PisaParams) extends Module {
   capture.io.room := meta.io.count < (p.metaDepth - PisaIngress.inFlight).U
   parser.io.in := capture.io.hdr
   ma.io.in := parser.io.out
+  ma.io.addr := parser.io.addr
   ma.io.cfg := io.cfg
   io.cid <> ma.io.cid
   meta.io.enq.valid := ma.io.out.valid

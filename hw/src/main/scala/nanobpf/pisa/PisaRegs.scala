@@ -69,7 +69,8 @@ class PisaRegs(p: PisaParams) extends Module with RegSlave {
   table.io.cmd.bits.op := pendingOp
   table.io.cmd.bits.key.seal := field(cidArg, CidArgSeal).asBool
   table.io.cmd.bits.key.len := argLen
-  table.io.cmd.bits.key.cid := VecInit(keyBytes.zipWithIndex.map { case (b, i) => Mux(i.U < argLen, b, 0.U) }).asUInt
+  // the bytes past the length are zero, except for length 0, whose 20 bytes are a peer's address id
+  table.io.cmd.bits.key.cid := VecInit(keyBytes.zipWithIndex.map { case (b, i) => Mux(i.U < argLen || argLen === 0.U, b, 0.U) }).asUInt
   table.io.cmd.bits.slot := field(cidArg, CidArgSlot)
   val cidFull = table.io.full
   /** A value placed in register field f (layout from hw/defs/soc.toml). */
