@@ -169,7 +169,7 @@ class Meta:
     udp: bool
     quic: int = QUIC["none"]
     cid_len: int = 0
-    cid: bytes = bytes(MAX_CID)
+    cid: bytes = bytes(MAX_CID)  # zero past cid_len; cid_len 0: the peer's address id (Parsed.addr)
     cid_hit: bool = False
     slot: int = 0
     ctrl: bool = False  # a control frame from the host (for the control core's queue)
@@ -424,8 +424,9 @@ class Pisa:
                 return
             meta.quic, start = QUIC["short"], q + 1
         meta.cid_len = n
-        meta.cid = frame[start:start + n] + bytes(MAX_CID - n)
-        # behind the shim: the sealing entries; a zero-length CID: the peer's address id is the key
+        # a zero-length CID: the peer's address id (the key table's name for such a peer) is the key
+        meta.cid = frame[start:start + n] + bytes(MAX_CID - n) if n else p.addr
+        # behind the shim: the sealing entries
         at = self.cid_find(frame[start:start + n] if n else p.addr, p.seal, n)
         hit = None if at is None else self.cid_table[at]
         self.count("cid_hit" if hit else "cid_miss")

@@ -87,14 +87,17 @@ class MatchAction(p: PisaParams) extends Module {
   m3.cidLen := Mux(isQuic, n(4, 0), 0.U)
   m3.dflt := r2.dflt
   m3.quic := Mux(!isQuic, PisaQuic.None.U, Mux(long, PisaQuic.Long.U, PisaQuic.Short.U))
-  m3.cid := VecInit((0 until p.maxCid).map(k => Mux(isQuic && k.U < n, Mux(long, q(6 + k), q(1 + k)), 0.U))).asUInt
+  // the CID's bytes (zero past its length); a zero-length CID: the peer's address id, which the key
+  // table names such a peer by (one mux per byte with the CID's sources)
+  val zeroLen = n === 0.U
+  m3.cid := VecInit((0 until p.maxCid).map(k =>
+    Mux(!isQuic, 0.U, Mux(zeroLen, r2.addr(k), Mux(k.U < n, Mux(long, q(6 + k), q(1 + k)), 0.U))))).asUInt
   val r3 = RegNext(m3)
   val v3 = RegNext(v2, false.B)
   io.cid.key.valid := v2 && isQuic
   io.cid.key.bits.seal := r2.pr.seal // behind the shim: the sealing entries' CIDs
   io.cid.key.bits.len := m3.cidLen
-  // a zero-length CID: the key table names the peer by its address id (the key's 20 bytes, length 0)
-  io.cid.key.bits.cid := Mux(n === 0.U, r2.addr.asUInt, m3.cid)
+  io.cid.key.bits.cid := m3.cid
 
   // ---- 4: CID table and the action
   val quic = r3.quic =/= PisaQuic.None.U

@@ -66,7 +66,7 @@ class PisaMeta(p: PisaParams) extends Bundle {
   val udp = Bool()
   val quic = UInt(2.W)
   val cidLen = UInt(5.W)
-  val cid = UInt((8 * p.maxCid).W) // byte i in bits 8i+7..8i, zero past cidLen
+  val cid = UInt((8 * p.maxCid).W) // byte i in bits 8i+7..8i, zero past cidLen; cidLen 0: the peer's address id
   val cidHit = Bool()
   val slot = UInt(16.W)
   /** A control frame from the host: for the control core's queue. */
