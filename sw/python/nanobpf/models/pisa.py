@@ -11,6 +11,7 @@ hardware registers, so a test can drive the model and the RTL with the same writ
 from dataclasses import dataclass, field
 
 import nanobpf_ctrl_defs as CTRL_DEFS
+import nanobpf_ebpf_defs as ABI
 
 from nanobpf.soc import CID_HASH, DATAPATH, ENUMS, REGS, pack, unpack
 
@@ -146,13 +147,23 @@ def parse(frame, max_frame, step_shim=False, ingress=False):
         a = (b[off + 24:off + 40] if p.stepped else b[off + 8:off + 24]) if p.ipver == 6 else \
             bytes(10) + b"\xff\xff" + (b[off + 16:off + 20] if p.stepped else b[off + 12:off + 16])
         u = p.l4off
-        ports = b[u + 2:u + 4] + b[u:u + 2] if p.stepped else b[u:u + 4]
-        p.addr = bytes(a) + bytes(ports)
+        src, dst = b[u:u + 2], b[u + 2:u + 4]
+        p.addr = addr_id_bytes(a, dst if p.stepped else src, src if p.stepped else dst)
     if ingress and p.stepped and p.bad - {"too_long"}:  # behind the shim: unparsed, not dropped
         p.bad &= {"too_long"}
         p.ipver, p.udp, p.l4off, p.seal = 0, False, 0, False
     p.drop = min((DROP[r] for r in p.bad), default=DROP["none"])
     return p
+
+
+def addr_id_bytes(address16, peer_port, local_port):
+    """A peer's 20-byte address id from its 16-byte address and the two ports (2 bytes each, big-endian),
+    placed as hw/defs/ebpf.toml's NANOBPF_QUIC_ADDR_* say (nanobpf.ctrl.addr_id from IP strings)."""
+    out = bytearray(ABI.NANOBPF_KEYTABLE_CID_MAX)
+    out[ABI.NANOBPF_QUIC_ADDR_IP_OFF:ABI.NANOBPF_QUIC_ADDR_IP_OFF + 16] = address16
+    out[ABI.NANOBPF_QUIC_ADDR_PEER_PORT_OFF:ABI.NANOBPF_QUIC_ADDR_PEER_PORT_OFF + 2] = peer_port
+    out[ABI.NANOBPF_QUIC_ADDR_LOCAL_PORT_OFF:ABI.NANOBPF_QUIC_ADDR_LOCAL_PORT_OFF + 2] = local_port
+    return bytes(out)
 
 
 @dataclass

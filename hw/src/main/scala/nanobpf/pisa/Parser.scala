@@ -179,15 +179,29 @@ class Parser[T <: Data](p: PisaParams, userGen: T, stepShim: Boolean = false, in
     true.B -> PisaDrop.None.U))
   io.out.valid := RegNext(v2, false.B)
   io.out.bits := RegNext(o)
-  // the address id: the peer's address, its port, the local port (the UDP header's source and destination)
-  val ports = if (ingress) Seq(Mux(r2.stepped, l4(2), l4(0)), Mux(r2.stepped, l4(3), l4(1)),
-                               Mux(r2.stepped, l4(0), l4(2)), Mux(r2.stepped, l4(1), l4(3))) else Seq.fill(4)(0.U(8.W))
-  io.addr := RegNext(VecInit(r2.peer ++ ports))
+  // the address id: the peer's address, its port, the local port (the UDP header's source and destination),
+  // placed as hw/defs/ebpf.toml's NANOBPF_QUIC_ADDR_* say
+  val peerPort = Seq(Mux(r2.stepped, l4(2), l4(0)), Mux(r2.stepped, l4(3), l4(1)))
+  val localPort = Seq(Mux(r2.stepped, l4(0), l4(2)), Mux(r2.stepped, l4(1), l4(3)))
+  io.addr := RegNext(VecInit((0 until Parser.addrBytes).map { i =>
+    if (!ingress) 0.U(8.W)
+    else if (i >= Parser.ipOff && i < Parser.ipOff + 16) r2.peer(i - Parser.ipOff)
+    else if (i >= Parser.peerPortOff && i < Parser.peerPortOff + 2) peerPort(i - Parser.peerPortOff)
+    else if (i >= Parser.localPortOff && i < Parser.localPortOff + 2) localPort(i - Parser.localPortOff)
+    else 0.U(8.W)
+  }))
 }
 
 object Parser {
   /** Cycles from `in` to `out`. */
   val latency = 3
-  /** Bytes of a peer's address id (hw/defs/ebpf.toml NANOBPF_QUIC_ADDR_*: 16 address, 2 + 2 port). */
-  val addrBytes = 20
+  /** A peer's address id: struct nanobpf_quic_cid's id (hw/defs/ebpf.toml: NANOBPF_KEYTABLE_CID_MAX bytes,
+    * laid out by NANOBPF_QUIC_ADDR_*: the 16-byte address, the peer's and the local UDP port). */
+  val addrBytes = nanobpf.common.EbpfAbi.KeytableCidMax.toInt
+  val ipOff = nanobpf.common.EbpfAbi.QuicAddrIpOff.toInt
+  val peerPortOff = nanobpf.common.EbpfAbi.QuicAddrPeerPortOff.toInt
+  val localPortOff = nanobpf.common.EbpfAbi.QuicAddrLocalPortOff.toInt
+  require(ipOff + 16 <= addrBytes && peerPortOff + 2 <= addrBytes && localPortOff + 2 <= addrBytes &&
+    Seq((ipOff, 16), (peerPortOff, 2), (localPortOff, 2)).combinations(2).forall { case Seq((a, n), (b, m)) => a + n <= b || b + m <= a },
+    "NANOBPF_QUIC_ADDR_*: the address and the two ports must fit the id and not overlap")
 }
