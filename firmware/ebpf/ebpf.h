@@ -126,6 +126,8 @@ struct ebpf_xdp_buff {
     uint32_t redirect_ifindex; /* set by bpf_redirect */
     /* what PISA parsed (struct nanobpf_xdp_ctx offsets 24..44, read-only): 0 = not found */
     uint32_t l3_off, l4_off, quic_off, pn_off, cid_len, conn;
+    /* data as PISA parsed the frame (the offsets above count from it), set by ebpf_xdp_exec */
+    uint64_t parse_data;
     /* set by bpf_xdp_csum_offload: the egress recomputes the IPv4/UDP checksums (pkt_comp.fix_csum) */
     uint32_t csum_offload;
     /* Set by the caller when it collects a seal the engine finishes after the program returns
@@ -411,6 +413,8 @@ int ebpf_map_is_keytable_pn(const struct ebpf_map *map);
 /* A key table lookup (as ebpf_map_lookup) that reads hash slot slot_hint first: PISA's CID table
  * gives a packet's entry's slot (struct ebpf_xdp_buff conn - 1), so its lookup needs no hash. */
 void *ebpf_keytable_lookup_at(const void *key, uint32_t slot_hint);
+/* The value at hash slot slot_i only when that slot holds key, else NULL (bpf_quic_keys_of). */
+void *ebpf_keytable_at(const void *key, uint32_t slot_i);
 /* The packet-number state of the key table entry whose value keys is (a lookup's result), or NULL
  * without the packet-number map: bpf_quic_pn_state. */
 void *ebpf_keytable_pn(const void *keys);

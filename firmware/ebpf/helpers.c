@@ -474,6 +474,82 @@ static U64 h_quic_pn_of(U64 map, U64 keys, U64 a3, U64 a4, U64 a5) {
     return (U64)(uintptr_t)ebpf_keytable_pn(PTR(keys));
 }
 
+/* n (1..8) bytes at address a, byte 0 lowest, by one or two aligned word loads (packet memory is
+ * uncached: every load is a bus transaction). The caller checked that the words lie in the frame's
+ * buffer [data_hard_start, frame_end); the bytes may lie past the frame there. */
+static inline __attribute__((always_inline)) uint64_t buf_bytes(uint64_t a, unsigned n) {
+    const uint64_t *w = PTR(a & ~7ull);
+    unsigned sh = (unsigned)(a & 7) * 8;
+    uint64_t v = w[0] >> sh;
+    if (sh && sh + 8 * n > 64) v |= w[1] << (64 - sh);
+    return n >= 8 ? v : v & ((1ull << 8 * n) - 1);
+}
+/* n bytes v (byte 0 lowest) at byte pos of a key's three little-endian words. */
+static inline __attribute__((always_inline)) void key_put(uint64_t k[3], unsigned pos, uint64_t v, unsigned n) {
+    unsigned w = pos / 8, sh = (pos % 8) * 8;
+    k[w] |= v << sh;
+    if (sh && sh + 8 * n > 64) k[w + 1] |= v >> (64 - sh);
+}
+
+/* The key table key the frame names for PISA's connection (bpf_quic_keys_of), as struct
+ * nanobpf_quic_cid's words: len and the CID PISA read (cid_len bytes after the short header's first
+ * byte), or for cid_len 0 the peer's address id (NANOBPF_QUIC_ADDR_*: its IPv6 address, IPv4 as
+ * ::ffff:a.b.c.d, its UDP port, the local one; the peer is the source of a frame to open, the
+ * destination of one to seal), then dir. The bytes are read where PISA parsed them and must still be
+ * inside the frame, and the words holding them inside its buffer: -1 otherwise. */
+#define KEY_ID 1 /* struct nanobpf_quic_cid: len, id[20], dir */
+#define KEY_DIR (KEY_ID + NANOBPF_KEYTABLE_CID_MAX)
+_Static_assert(offsetof(struct nanobpf_quic_cid, id) == KEY_ID && offsetof(struct nanobpf_quic_cid, dir) == KEY_DIR,
+               "the key's bytes");
+static int quic_frame_key(const struct ebpf_xdp_buff *x, uint32_t dir, uint64_t k[3]) {
+    uint64_t base = x->parse_data;
+    uint32_t len = x->cid_len;
+#define IN_FRAME(off, n) (base + (off) >= x->data && base + (off) + (n) <= x->data_end && \
+                          ((base + (off)) & ~7ull) >= x->data_hard_start && ((base + (off) + (n) + 7) & ~7ull) <= x->frame_end)
+    k[0] = len, k[1] = 0, k[2] = (uint64_t)dir << 8 * (KEY_DIR - 16);
+    if (len) {
+        uint64_t at = base + x->quic_off + 1;
+        if (len > NANOBPF_KEYTABLE_CID_MAX || !IN_FRAME(x->quic_off + 1, len)) return -1;
+        for (unsigned i = 0; i < len; i += 8) {
+            unsigned n = len - i < 8 ? len - i : 8;
+            key_put(k, KEY_ID + i, buf_bytes(at + i, n), n);
+        }
+        return 0;
+    }
+    /* the IP header and the UDP header's ports, PISA's: [l3, l4 + 4) holds both */
+    uint32_t l3 = x->l3_off, l4 = x->l4_off;
+    if (!l3 || l4 < l3 + 20 || !IN_FRAME(l3, l4 + 4 - l3)) return -1;
+    int v6 = *(const uint8_t *)PTR(base + l3) >> 4 == 6, peer_is_src = dir == NANOBPF_QUIC_DIR_OPEN;
+    if (v6) {
+        if (l4 < l3 + 40) return -1;
+        uint64_t a = base + l3 + (peer_is_src ? 8 : 24);
+        key_put(k, KEY_ID + NANOBPF_QUIC_ADDR_IP_OFF, buf_bytes(a, 8), 8);
+        key_put(k, KEY_ID + NANOBPF_QUIC_ADDR_IP_OFF + 8, buf_bytes(a + 8, 8), 8);
+    } else { /* ::ffff:a.b.c.d */
+        key_put(k, KEY_ID + NANOBPF_QUIC_ADDR_IP_OFF + 10, 0xffff, 2);
+        key_put(k, KEY_ID + NANOBPF_QUIC_ADDR_IP_OFF + 12, buf_bytes(base + l3 + (peer_is_src ? 12 : 16), 4), 4);
+    }
+    uint64_t ports = buf_bytes(base + l4, 4); /* source, destination: as on the wire */
+    key_put(k, KEY_ID + NANOBPF_QUIC_ADDR_PEER_PORT_OFF, peer_is_src ? ports & 0xffff : ports >> 16, 2);
+    key_put(k, KEY_ID + NANOBPF_QUIC_ADDR_LOCAL_PORT_OFF, peer_is_src ? ports >> 16 : ports & 0xffff, 2);
+    return 0;
+#undef IN_FRAME
+}
+
+/* The key table value of the frame's connection as PISA found it, checked against the key the frame
+ * names (the slot may hold another entry since: the control plane replaced it while the frame waited,
+ * or it is the other direction's); the verifier checked that ctx is the context. */
+static U64 h_quic_keys_of(U64 ctx, U64 map, U64 dir, U64 a4, U64 a5) {
+    (void)a4; (void)a5;
+    const struct ebpf_xdp_buff *x = PTR(ctx);
+    uint64_t k[3];
+    _Static_assert(sizeof k == NANOBPF_QUIC_CID_SIZE, "the key's words");
+    if (!x->conn || !x->pn_off || (dir != NANOBPF_QUIC_DIR_OPEN && dir != NANOBPF_QUIC_DIR_SEAL) ||
+        !ebpf_map_is_keytable(PTR(map)) || quic_frame_key(x, (uint32_t)dir, k))
+        return 0;
+    return (U64)(uintptr_t)ebpf_keytable_at(k, x->conn - 1);
+}
+
 #define HELPER_ENTRY(id_, name_, ret_, a1, a2, a3, a4, a5, pkt_) \
     {id_, #name_, h_##name_, ret_, {a1, a2, a3, a4, a5}, (pkt_) ? EBPF_HELPER_CHANGES_PKT : 0},
 static const struct ebpf_helper helpers[] = {NANOBPF_HELPERS(HELPER_ENTRY)};

@@ -174,6 +174,7 @@ int ebpf_xdp_exec(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, int u
         xdp->data_meta = xdp->data - sizeof m;
         memcpy((void *)(uintptr_t)xdp->data_meta, &m, sizeof m);
     }
+    xdp->parse_data = xdp->data;
     ebpf_current_xdp = xdp;
     ebpf_current_prog = prog;
     ebpf_tail_calls = 0;

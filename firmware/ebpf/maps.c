@@ -612,13 +612,22 @@ static int pn_delete(const void *key) { /* back to a fresh entry's state */
  * replaced while the packet waited, or conn may name another direction's entry - so its key is
  * compared whole, and anything else takes the hash search: the result is always the lookup's. */
 void *ebpf_keytable_lookup_at(const void *key, uint32_t slot_hint) {
-    if (slot_hint < KEYTABLE_SLOTS && !((uintptr_t)key & 7)) {
-        const uint8_t *s = slot(&keytable, slot_hint);
-        const uint64_t *a = (const uint64_t *)(const void *)(s + 8), *k = key;
-        _Static_assert(NANOBPF_QUIC_CID_SIZE == 24, "three key words");
-        if (s[0] == SLOT_USED && a[0] == k[0] && a[1] == k[1] && a[2] == k[2]) return hash_value(&keytable, slot_hint);
-    }
-    return hash_lookup(&keytable, key);
+    void *v = ebpf_keytable_at(key, slot_hint);
+    return v ? v : hash_lookup(&keytable, key);
+}
+/* That slot's value when the slot holds key (8-byte aligned), else NULL: no search. The slot is in
+ * uncached shared memory, every load a bus transaction: the key's three words, then the state and the
+ * value's place in one word (the acquire load hash_value makes of the place). */
+void *ebpf_keytable_at(const void *key, uint32_t slot_i) {
+    if (slot_i >= KEYTABLE_SLOTS || ((uintptr_t)key & 7) || !keytable.values) return NULL;
+    const uint8_t *s = keytable.storage + (size_t)slot_i * KEYTABLE_SLOT_SIZE;
+    const uint64_t *a = (const uint64_t *)(const void *)(s + 8), *k = key;
+    _Static_assert(NANOBPF_QUIC_CID_SIZE == 24, "three key words");
+    if (a[0] != k[0] || a[1] != k[1] || a[2] != k[2]) return NULL;
+    _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the state in the header word's low byte, the place in its high half");
+    uint64_t h = __atomic_load_n((const uint64_t *)(const void *)s, __ATOMIC_ACQUIRE);
+    if ((uint8_t)h != SLOT_USED) return NULL;
+    return keytable.values + (size_t)(uint32_t)(h >> 32) * NANOBPF_QUIC_KEYS_SIZE;
 }
 
 /* Tail calls only: a lookup saves no register of the caller's here (every store is a bus write). */

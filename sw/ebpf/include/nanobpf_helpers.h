@@ -50,4 +50,13 @@ static long (*bpf_quic_hp_mask_at)(struct xdp_md *ctx, const struct nanobpf_quic
  * packet-number map quic_pn (the verifier checks). NULL only when quic_pn is not bound. */
 static void *(*bpf_quic_pn_of)(void *map, const struct nanobpf_quic_keys *keys) = (void *)NANOBPF_HELPER_QUIC_PN_OF;
 
+/* The key table value (map: the device's nanobpf_quic_keys) of the frame's connection as PISA's CID
+ * table found it (the context's conn): what bpf_map_lookup_elem(map, &key) returns for the key the frame
+ * names with direction dir (NANOBPF_QUIC_DIR_*) - the destination CID of cid_len bytes after the short
+ * header's first byte at quic_off, or for cid_len 0 the peer's address id (the source of a frame from
+ * the network, the destination of one to seal) - read from the frame by the device, so the program
+ * builds no key. NULL when PISA found no connection, for a long header, when those bytes are no longer
+ * in the frame, or when the slot holds another key: then look the key up. */
+static void *(*bpf_quic_keys_of)(struct xdp_md *ctx, void *map, __u32 dir) = (void *)NANOBPF_HELPER_QUIC_KEYS_OF;
+
 #endif

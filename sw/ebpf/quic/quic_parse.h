@@ -113,6 +113,7 @@ struct quic_pkt {
     __u32 ipv6;
     __u32 long_hdr;
     __u32 lens; /* quic_find_open's working copy of quic_config.open_cid_lens */
+    __u32 pisa; /* classified by PISA's parse result (quic_pisa_classify): bpf_quic_keys_of may name the keys */
     /* the key table key: set by classification (long headers, or the shim's length), or by
      * quic_find_open; dir by the path. 8-byte aligned: the device's hash lookups then read it by words
      * (an unaligned key is copied byte by byte first) */
@@ -451,7 +452,27 @@ static __always_inline int quic_pisa_classify(struct xdp_md *ctx, struct quic_cr
     pk->pkt_end = pk->udp_end;
     if (!(first[0] & 0x40))
         return QUIC_DROPPED(NANOBPF_QUIC_DROP_NO_FIXED_BIT);
+    pk->pisa = 1;
     return QUIC_CANDIDATE;
+}
+
+/* The keys of a short header quic_pisa_classify classified, by PISA's connection (NanoBPF only): the
+ * device reads the key the frame names - the CID PISA read, or the peer's address id for length 0 -
+ * and compares it with the entry at conn's slot (bpf_quic_keys_of), so no key is built here. An open
+ * takes PISA's CID length only when quic_config lists it (lens) and sets pk->pn_off after it; a seal's
+ * length is the shim's, which PISA read too. NULL: the caller builds the key and looks it up. */
+static __always_inline const struct nanobpf_quic_keys *quic_pisa_keys(struct xdp_md *ctx, struct quic_pkt *pk, __u32 dir,
+                                                                      __u32 lens) {
+    if (!pk->pisa || pk->long_hdr)
+        return NULL;
+    const struct nanobpf_xdp_ctx *pc = (const struct nanobpf_xdp_ctx *)(void *)ctx;
+    __u32 l = pc->cid_len, q = pk->q & QUIC_OFF_MASK;
+    if (dir == NANOBPF_QUIC_DIR_OPEN && (l > NANOBPF_KEYTABLE_CID_MAX || !((lens >> l) & 1) || q + 1 + l > (pk->udp_end & QUIC_OFF_MASK)))
+        return NULL;
+    const struct nanobpf_quic_keys *keys = bpf_quic_keys_of(ctx, &nanobpf_quic_keys, dir);
+    if (keys && dir == NANOBPF_QUIC_DIR_OPEN)
+        pk->pn_off = q + 1 + l;
+    return keys;
 }
 
 /* The fast path of a short header from the network (NanoBPF only: the context fields past xdp_md):

@@ -298,8 +298,10 @@ __noinline int quic_open(struct xdp_md *ctx, struct quic_pkt *pk, struct quic_cr
     __u8 *data = (__u8 *)(long)ctx->data, *end = (__u8 *)(long)ctx->data_end;
     const struct nanobpf_quic_keys *keys = NULL;
 #ifdef QUIC_PISA_HINT
-    /* PISA's parse result first: one lookup at the length its CID table matched */
-    if (quic_pisa_cid(ctx, pk, lens) >= 0)
+    /* PISA's parse result first: its connection, checked by the device; else one lookup at the length
+     * its CID table matched */
+    keys = quic_pisa_keys(ctx, pk, NANOBPF_QUIC_DIR_OPEN, lens);
+    if (!keys && quic_pisa_cid(ctx, pk, lens) >= 0)
         keys = bpf_map_lookup_elem(&nanobpf_quic_keys, &pk->cid);
 #endif
     if (!keys) { /* each length of lens (the slow path) */
@@ -383,12 +385,20 @@ __noinline int quic_open(struct xdp_md *ctx, struct quic_pkt *pk, struct quic_cr
 __noinline int quic_seal(struct xdp_md *ctx, struct quic_pkt *pk, struct quic_crypto *c) {
     if (!pk || !c)
         return XDP_ABORTED;
-    if (pk->cid.len == 0 && quic_addr_id(ctx, pk, 0))
-        return quic_drop(NANOBPF_QUIC_DROP_TRUNCATED);
-    pk->cid.dir = NANOBPF_QUIC_DIR_SEAL;
-    const struct nanobpf_quic_keys *keys = quic_keys(pk);
-    if (!keys)
-        return quic_drop(NANOBPF_QUIC_DROP_NO_SEAL_KEYS);
+    const struct nanobpf_quic_keys *keys = NULL;
+#ifdef QUIC_PISA_HINT
+    keys = quic_pisa_keys(ctx, pk, NANOBPF_QUIC_DIR_SEAL, 0); /* PISA's connection: no key built */
+    if (keys)
+        quic_count(&quic_stats, NANOBPF_QUIC_STAT_ONE_RTT);
+#endif
+    if (!keys) {
+        if (pk->cid.len == 0 && quic_addr_id(ctx, pk, 0))
+            return quic_drop(NANOBPF_QUIC_DROP_TRUNCATED);
+        pk->cid.dir = NANOBPF_QUIC_DIR_SEAL;
+        keys = quic_keys(pk);
+        if (!keys)
+            return quic_drop(NANOBPF_QUIC_DROP_NO_SEAL_KEYS);
+    }
     __u32 q = BOUND(pk->q), pn_off = BOUND(pk->pn_off), pkt_end = BOUND(pk->pkt_end);
     /* room for the tag: the AAD reads whole blocks, 16 bytes must follow the header */
     if (quic_set_len(ctx, pkt_end + QUIC_TAG_LEN))

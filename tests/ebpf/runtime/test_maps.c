@@ -465,9 +465,164 @@ static void keytable_slot_hint_is_only_a_hint(void) {
     done("keytable_slot_hint_is_only_a_hint", f);
 }
 
+/* bpf_quic_keys_of (helpers.c): the key table value of PISA's connection (conn - 1: its slot) when the
+ * key the frame names there - the CID of cid_len bytes after the short header's first byte, or for
+ * cid_len 0 the peer's address id (the source of a frame to open, the destination of one to seal) with
+ * the direction asked - is the slot's, which is then what the lookup by that key returns; NULL for
+ * another slot, the other direction, conn 0, a long header (pn_off 0), one byte of the key changed, or
+ * its bytes no longer inside the frame. Frames at every alignment (the helper reads words). The
+ * expected keys are built here byte by byte from the frame, as docs/ebpf-abi.md lays them out. */
+enum { KO_ETH = 14, KO_BUF = 256 };
+struct ko_case {
+    const char *name;
+    int v6, seal_shim, cid_len, dir;
+};
+/* A frame of the case at buf + head: Ethernet (and the 4-byte shim of a frame to seal), IPv4 or IPv6,
+ * UDP 4433 -> 443, a short header whose CID is 0xc0.. ; addresses 10.0.0.s / 2001:db8::s with s 1
+ * (source) and 2 (destination). Fills x and the key the frame names. */
+static void ko_frame(const struct ko_case *c, uint8_t *buf, unsigned head, struct ebpf_xdp_buff *x, struct nanobpf_quic_cid *k) {
+    uint8_t *f = buf + head;
+    memset(buf, 0, KO_BUF);
+    unsigned l3 = KO_ETH + (c->seal_shim ? 4 : 0), l4 = l3 + (c->v6 ? 40 : 20), q = l4 + 8;
+    f[l3] = c->v6 ? 0x60 : 0x45;
+    const uint8_t *src, *dst;
+    static const uint8_t s4[4] = {10, 0, 0, 1}, d4[4] = {10, 0, 0, 2};
+    static const uint8_t s6[16] = {0x20, 0x01, 0x0d, 0xb8, [15] = 1}, d6[16] = {0x20, 0x01, 0x0d, 0xb8, [15] = 2};
+    src = c->v6 ? s6 : s4, dst = c->v6 ? d6 : d4;
+    unsigned alen = c->v6 ? 16 : 4;
+    memcpy(f + l3 + (c->v6 ? 8 : 12), src, alen);
+    memcpy(f + l3 + (c->v6 ? 24 : 16), dst, alen);
+    f[l4] = 4433 >> 8, f[l4 + 1] = 4433 & 0xff, f[l4 + 2] = 443 >> 8, f[l4 + 3] = 443 & 0xff;
+    f[q] = 0x41;
+    for (int i = 0; i < c->cid_len; i++) f[q + 1 + i] = (uint8_t)(0xc0 + i);
+    unsigned end = q + 1 + (unsigned)c->cid_len + 4 + 16 + 16;
+    memset(x, 0, sizeof *x);
+    x->data_hard_start = (uintptr_t)buf, x->frame_end = (uintptr_t)(buf + KO_BUF);
+    x->data = x->data_meta = x->parse_data = (uintptr_t)f, x->data_end = (uintptr_t)(f + end);
+    x->l3_off = l3, x->l4_off = l4, x->quic_off = q, x->pn_off = q + 1 + (unsigned)c->cid_len, x->cid_len = (unsigned)c->cid_len;
+    memset(k, 0, sizeof *k);
+    k->len = (uint8_t)c->cid_len;
+    k->dir = (uint8_t)c->dir;
+    if (c->cid_len) {
+        memcpy(k->id, f + q + 1, (size_t)c->cid_len);
+        return;
+    }
+    int peer_is_src = c->dir == NANOBPF_QUIC_DIR_OPEN;
+    const uint8_t *peer = peer_is_src ? src : dst;
+    if (c->v6) memcpy(k->id + NANOBPF_QUIC_ADDR_IP_OFF, peer, 16);
+    else {
+        k->id[NANOBPF_QUIC_ADDR_IP_OFF + 10] = k->id[NANOBPF_QUIC_ADDR_IP_OFF + 11] = 0xff;
+        memcpy(k->id + NANOBPF_QUIC_ADDR_IP_OFF + 12, peer, 4);
+    }
+    memcpy(k->id + NANOBPF_QUIC_ADDR_PEER_PORT_OFF, f + l4 + (peer_is_src ? 0 : 2), 2);
+    memcpy(k->id + NANOBPF_QUIC_ADDR_LOCAL_PORT_OFF, f + l4 + (peer_is_src ? 2 : 0), 2);
+}
+static void keys_of_reads_the_key_from_the_frame(void) {
+    int f = failed;
+    struct ebpf_error err = {-1, ""};
+    struct ebpf_map kdecl = map(NANOBPF_MAP_TYPE_HASH, NANOBPF_QUIC_CID_SIZE, NANOBPF_QUIC_KEYS_SIZE,
+                                NANOBPF_KEYTABLE_ENTRIES, NANOBPF_KEYTABLE_MAP_NAME);
+    struct ebpf_map *kt = ebpf_device_map_bind(&kdecl, &err);
+    struct ebpf_map other = map(NANOBPF_MAP_TYPE_HASH, NANOBPF_QUIC_CID_SIZE, NANOBPF_QUIC_KEYS_SIZE, 4, "other");
+    const struct ebpf_helper *h = ebpf_helper_find(NANOBPF_HELPER_QUIC_KEYS_OF);
+    check("keys_of", kt && h && ebpf_map_create(&other, &err) == 0, "key table bound, helper found");
+    if (!kt || !h) return;
+    static const struct ko_case cases[] = {
+        {"open, 8-byte CID, IPv4", 0, 0, 8, NANOBPF_QUIC_DIR_OPEN},
+        {"open, 20-byte CID, IPv6", 1, 0, 20, NANOBPF_QUIC_DIR_OPEN},
+        {"seal, 1-byte CID behind the shim, IPv4", 0, 1, 1, NANOBPF_QUIC_DIR_SEAL},
+        {"seal, 13-byte CID behind the shim, IPv6", 1, 1, 13, NANOBPF_QUIC_DIR_SEAL},
+        {"open, zero-length CID by the source, IPv4", 0, 0, 0, NANOBPF_QUIC_DIR_OPEN},
+        {"open, zero-length CID by the source, IPv6", 1, 0, 0, NANOBPF_QUIC_DIR_OPEN},
+        {"seal, zero-length CID by the destination, IPv4", 0, 1, 0, NANOBPF_QUIC_DIR_SEAL},
+        {"seal, zero-length CID by the destination, IPv6", 1, 1, 0, NANOBPF_QUIC_DIR_SEAL},
+    };
+    enum { N = sizeof cases / sizeof *cases };
+    static uint64_t store[KO_BUF / 8];
+    uint8_t *buf = (uint8_t *)store, keys[NANOBPF_QUIC_KEYS_SIZE];
+    struct ebpf_xdp_buff x;
+    struct nanobpf_quic_cid k[N], flip;
+    int64_t slot[N];
+    char what[160];
+    for (int i = 0; i < N; i++) { /* every case's key in the table, and one in the other direction too */
+        ko_frame(&cases[i], buf, 32, &x, &k[i]);
+        memset(keys, 0x20 + i, sizeof keys);
+        check("keys_of", ebpf_map_update(kt, &k[i], keys, NANOBPF_BPF_NOEXIST) == 0, "entry added");
+        slot[i] = ebpf_map_slot_of(kt, &k[i]);
+        flip = k[i];
+        flip.dir ^= 1;
+        memset(keys, 0x60 + i, sizeof keys);
+        check("keys_of", ebpf_map_update(kt, &flip, keys, NANOBPF_BPF_ANY) == 0, "the other direction's entry added");
+    }
+#define KEYS_OF(dir, m) ((const void *)(uintptr_t)h->fn((uintptr_t)&x, (uintptr_t)(m), (dir), 0, 0))
+    for (int i = 0; i < N; i++) {
+        const struct ko_case *c = &cases[i];
+        const void *want = ebpf_map_lookup(kt, &k[i]);
+        for (unsigned head = 32; head < 40; head++) {
+            struct nanobpf_quic_cid kk;
+            ko_frame(c, buf, head, &x, &kk);
+            snprintf(what, sizeof what, "%s, frame at +%u: the lookup's value at its slot", c->name, head);
+            x.conn = (uint32_t)slot[i] + 1;
+            check("keys_of", want && KEYS_OF((uint64_t)c->dir, kt) == want, what);
+        }
+        ko_frame(c, buf, 35, &x, &flip);
+        x.conn = (uint32_t)slot[i] + 1;
+        snprintf(what, sizeof what, "%s: NULL for", c->name);
+        check("keys_of", !KEYS_OF((uint64_t)(c->dir ^ 1), kt), what); /* the other direction: another slot */
+        check("keys_of", !KEYS_OF(2, kt) && !KEYS_OF((uint64_t)c->dir, &other), what);
+        x.conn = (uint32_t)slot[(i + 1) % N] + 1;
+        check("keys_of", !KEYS_OF((uint64_t)c->dir, kt), what);
+        x.conn = 0;
+        check("keys_of", !KEYS_OF((uint64_t)c->dir, kt), what);
+        x.conn = (uint32_t)slot[i] + 1;
+        x.pn_off = 0;
+        check("keys_of", !KEYS_OF((uint64_t)c->dir, kt), what);
+        /* a byte of the key changed: the CID's last, or the peer's port and address */
+        unsigned at[3], n_at = 0;
+        if (c->cid_len) at[n_at++] = x.quic_off + (unsigned)c->cid_len;
+        else {
+            int peer_is_src = c->dir == NANOBPF_QUIC_DIR_OPEN;
+            at[n_at++] = x.l4_off + (peer_is_src ? 1 : 3);
+            at[n_at++] = x.l4_off + (peer_is_src ? 2 : 0);
+            at[n_at++] = x.l3_off + (c->v6 ? (peer_is_src ? 23 : 39) : (peer_is_src ? 15 : 19));
+        }
+        for (unsigned a = 0; a < n_at; a++) {
+            ko_frame(c, buf, 35, &x, &flip);
+            x.conn = (uint32_t)slot[i] + 1;
+            buf[35 + at[a]] ^= 0x10;
+            snprintf(what, sizeof what, "%s: NULL with frame byte %u changed", c->name, at[a]);
+            check("keys_of", !KEYS_OF((uint64_t)c->dir, kt), what);
+        }
+        /* the key's bytes cut off the frame's end, or before its start (bpf_xdp_adjust_head) */
+        ko_frame(c, buf, 35, &x, &flip);
+        x.conn = (uint32_t)slot[i] + 1;
+        unsigned last = c->cid_len ? x.quic_off + 1 + (unsigned)c->cid_len : x.l4_off + 4;
+        x.data_end = x.parse_data + last - 1;
+        snprintf(what, sizeof what, "%s: NULL with the frame ending a byte before the key's end", c->name);
+        check("keys_of", !KEYS_OF((uint64_t)c->dir, kt), what);
+        x.data_end = x.parse_data + last;
+        check("keys_of", KEYS_OF((uint64_t)c->dir, kt) == want, what);
+        unsigned first = c->cid_len ? x.quic_off + 1 : x.l3_off;
+        x.data = x.parse_data + first + 1;
+        snprintf(what, sizeof what, "%s: NULL with the frame starting after the key's first byte", c->name);
+        check("keys_of", !KEYS_OF((uint64_t)c->dir, kt), what);
+    }
+#undef KEYS_OF
+    for (int i = 0; i < N; i++) {
+        ebpf_map_delete(kt, &k[i]);
+        flip = k[i];
+        flip.dir ^= 1;
+        ebpf_map_delete(kt, &flip);
+    }
+    ebpf_map_destroy(&other);
+    ebpf_device_map_unbind(kt);
+    done("keys_of_reads_the_key_from_the_frame", f);
+}
+
 int main(void) {
     pn_map_follows_the_key_table_slots();
     keytable_slot_hint_is_only_a_hint();
+    keys_of_reads_the_key_from_the_frame();
     hash_keys_found_at_any_alignment();
     adjust_meta_limits_like_linux();
     prog_array_and_tail_call_limit();

@@ -93,6 +93,9 @@ struct tcase {
 /* map 2: the key table's packet-number map */
 #define PN_MAP(n) {NANOBPF_MAP_TYPE_HASH, NANOBPF_QUIC_CID_SIZE, NANOBPF_QUIC_PN_STATE_SIZE, n, NANOBPF_KEYTABLE_PN_MAP_NAME}
 #define QUIC_PN_MAPS {KEYTABLE(4), HASH(NANOBPF_QUIC_CID_SIZE, NANOBPF_QUIC_KEYS_SIZE, 4), PN_MAP(4)}
+#define KEYS_OF NANOBPF_HELPER_QUIC_KEYS_OF
+/* r0 = bpf_quic_keys_of(ctx, map m, dir 1), then when not NULL the access acc to it: 8 insns */
+#define KEYS_OF_PROG(m, acc) PROG(LD_MAP(2, m), MOV64_IMM(3, 1), CALL(KEYS_OF), JMP_IMM(JEQ, 0, 0, 1), acc, MOV64_IMM(0, 0), EXIT())
 /* keys in r0 from map k, then r0 = bpf_quic_pn_of(map m, keys), read when not NULL: 18 insns */
 #define PN_OF_PROG(k, m) PROG(KT_LOOKUP(k), JMP_IMM(JEQ, 0, 0, 7), MOV64_REG(2, 0), LD_MAP(1, m), CALL(PN_OF), \
                               JMP_IMM(JEQ, 0, 0, 2), LDX(DW, 1, 0, 0), MOV64_IMM(0, 0), EXIT())
@@ -980,6 +983,18 @@ static const struct tcase tests[] = {
      PROG(KT_LOOKUP(0), JMP_IMM(JEQ, 0, 0, 6), MOV64_REG(2, 0), LD_MAP(1, 2), CALL(PN_OF), LDX(DW, 1, 0, 0),
           MOV64_IMM(0, 0), EXIT()),
      QUIC_PN_MAPS, REJECT(14, "R0 invalid mem access 'map_value_or_null'")},
+    /* bpf_quic_keys_of: the context and the key table in, the key table's value or NULL out, read-only */
+    {"quic_keys_of_args", KEYS_OF_PROG(0, LDX(DW, 1, 0, 0)), QUIC_MAPS, ACCEPT},
+    {"quic_keys_of_other_map", KEYS_OF_PROG(1, LDX(DW, 1, 0, 0)), QUIC_MAPS,
+     REJECT(3, "helper quic_keys_of: map map1 is not the key table nanobpf_quic_keys")},
+    {"quic_keys_of_result_maybe_null",
+     PROG(LD_MAP(2, 0), MOV64_IMM(3, 1), CALL(KEYS_OF), LDX(DW, 1, 0, 0), MOV64_IMM(0, 0), EXIT()), QUIC_MAPS,
+     REJECT(4, "R0 invalid mem access 'map_value_or_null'")},
+    {"quic_keys_of_value_read_only", KEYS_OF_PROG(0, ST(DW, 0, 0, 1)), QUIC_MAPS,
+     REJECT(5, "the key table nanobpf_quic_keys is read-only for programs")},
+    {"quic_keys_of_not_ctx",
+     PROG(MOV64_REG(1, 10), LD_MAP(2, 0), MOV64_IMM(3, 1), CALL(KEYS_OF), MOV64_IMM(0, 0), EXIT()), QUIC_MAPS,
+     REJECT(4, "R1 type=fp expected=ctx")},
     {"atomic_on_packet",
      PROG(PKT_PTRS(), MOV64_REG(4, 2), ALU64_IMM(ADD, 4, 8), JMP_REG(JGT, 4, 3, 3), MOV64_IMM(5, 1),
           ATOMIC(DW, EBPF_ATOMIC_ADD, 2, 5, 0), MOV64_IMM(0, 1), EXIT()),
