@@ -118,6 +118,38 @@ def test_bus_statistics_add_up(cores):
     assert (waited > 0) == (cores > 1), waited
 
 
+@pytest.mark.parametrize("cores", CORES)
+def test_bus_trace_agrees_with_the_statistics(cores, tmp_path):
+    """--bus-trace writes one line per transaction the interconnect grants: as many per core and per
+    slave as --bus-stats counts over the run, in cycle order; each core's first one an instruction
+    fetch from the boot ROM (CVA6's reset vector), the boot ROM only ever read and only by fetches, and
+    every main-memory address inside main memory."""
+    import re
+    import nanobpf_soc as soc
+    names = [n for n, reg in soc.REGIONS.items() if "detached" not in reg.attrs]  # the slave numbers
+    boot, main_mem = soc.REGIONS[soc.RESET_VECTOR], soc.REGIONS["main_mem"]
+    trace = tmp_path / "bus.txt"
+    r = sim.run(cores, "hello", max_cycles=2_000_000, args=["--bus-stats", "--bus-trace", str(trace)])
+    assert r.returncode == 0, r.output
+    lines = [ln.split() for ln in trace.read_text().splitlines()]
+    assert lines and all(len(x) == 6 and x[3] in "rw" and x[4] in "id" for x in lines), lines[:3]
+    cycles = [int(x[0]) for x in lines]
+    assert cycles == sorted(cycles)
+    per_core = {int(m[1]): int(m[2]) for m in re.finditer(r"nanobpf-sim: bus core (\d+) +(\d+) transactions", r.output)}
+    assert {c: sum(1 for x in lines if int(x[1]) == c) for c in range(cores)} == per_core
+    slaves = {m[1]: (int(m[2]), int(m[3])) for m in
+              re.finditer(r"nanobpf-sim: bus slave (\S+) +(\d+) transactions \((\d+) writes\)", r.output)}
+    for name, (t, w) in slaves.items():
+        mine = [x for x in lines if names[int(x[2])] == name]
+        assert (len(mine), sum(1 for x in mine if x[3] == "w")) == (t, w), name
+    for c in range(cores):
+        first = next(x for x in lines if int(x[1]) == c)
+        assert first[3:5] == ["r", "i"] and int(first[5], 16) == boot.base, first
+    assert all(x[3:5] == ["r", "i"] for x in lines if names[int(x[2])] == "bootrom")
+    main = [int(x[5], 16) for x in lines if names[int(x[2])] == "main_mem"]
+    assert main and all(main_mem.base <= a < main_mem.base + main_mem.size for a in main)
+
+
 @pytest.mark.parametrize("cores", [1, 4])
 def test_atomics_through_the_interconnect(cores):
     """AMOs (AXI atomics) and LR/SC (AXI exclusives) are exact, alone and under contention."""

@@ -60,6 +60,8 @@ const char kUsage[] =
     "  --bus-stats       print what the interconnect did from the first frame in to the last frame out\n"
     "                    (the whole run without frames): transactions and cycles per slave and per core,\n"
     "                    and the cycles each core waited while the bus served another\n"
+    "  --bus-trace FILE  write every transaction the interconnect grants to FILE, one line each:\n"
+    "                    cycle, core, slave, r/w, i/d (CVA6's instruction or data cache), address (hex)\n"
     "exit code: the firmware's sim_end code (0 = pass), or the harness's own codes listed in\n"
     "docs/memory-map.md (timeout, bus_error, usage, finish)\n";
 
@@ -71,6 +73,7 @@ struct Options {
     uint64_t max_cycles = 20000000;
     bool quiet = false;
     bool bus_stats = false;
+    std::string bus_trace; // --bus-trace FILE; empty: none
     std::string eth_in[EthPorts::kPorts], eth_out[EthPorts::kPorts], tap[EthPorts::kPorts];
     double gbps = 0;
     uint64_t drain_cycles = 200000;
@@ -113,6 +116,8 @@ Options parse(int argc, char **argv) {
             o.uart = value();
         } else if (a == "--bus-stats") {
             o.bus_stats = true;
+        } else if (a == "--bus-trace") {
+            o.bus_trace = value();
         } else if (a == "--quiet") {
             o.quiet = true;
         } else if (a == "--host-in") {
@@ -298,6 +303,12 @@ int main(int argc, char **argv) {
     }
     uint64_t cycle = 0, bus_errors = 0, rx_stalls = 0;
     BusStats bus;
+    std::unique_ptr<FILE, int (*)(FILE *)> bus_trace_file(nullptr, std::fclose);
+    if (!opt.bus_trace.empty()) {
+        bus_trace_file.reset(std::fopen(opt.bus_trace.c_str(), "w"));
+        if (!bus_trace_file) usage_error("cannot write bus trace " + opt.bus_trace);
+    }
+    FILE *bus_trace = bus_trace_file.get();
     bool frames_in = !eth;  // bus statistics count from the first input beat (without ports: the whole run)
     bool ended = false;
     int code = 0;
@@ -353,6 +364,10 @@ int main(int argc, char **argv) {
                 if (tx.last) bus.frame_out();
             }
         }
+        if (bus_trace && top->io_busActivity_start)
+            std::fprintf(bus_trace, "%" PRIu64 " %u %u %c %c %08x\n", cycle, (unsigned)top->io_busActivity_master,
+                         (unsigned)top->io_busActivity_slave, top->io_busActivity_write ? 'w' : 'r',
+                         top->io_busActivity_id0 ? 'd' : 'i', (unsigned)top->io_busActivity_addr);
         if (opt.bus_stats)
             bus.cycle(frames_in, top->io_busActivity_busy, top->io_busActivity_start, top->io_busActivity_write,
                       top->io_busActivity_master,

@@ -75,16 +75,18 @@ QUIC_SIZES = [80, 256, 512, 1200, 1500]   # protected frame bytes; an 8-byte CID
 QUIC_FRAMES = 16                           # packets each way per run
 
 
-def measure_quic(cores, firmware, policy, size, tmp, gbps=0.0):
-    """dpu-quic_hw on one connection (IPv4, 8-byte server CID, zero-length client CID) with QUIC_FRAMES
+def measure_quic(cores, firmware, policy, size, tmp, gbps=0.0, packets=QUIC_FRAMES):
+    """dpu-quic_hw on one connection (IPv4, 8-byte server CID, zero-length client CID) with `packets`
     packets each way, every protected frame `size` bytes: open (network -> host) and seal (host ->
     network). Output frames are matched to their input by position (the reorder keeps arrival order
-    per ingress port; the run checks that nothing was dropped and every byte is the reference's).
-    gbps: each input port paced at that rate (0: back to back, the DPU saturated)."""
+    per ingress port; the run checks that every byte is the reference's, gaps for dropped frames).
+    gbps: each input port paced at that rate (0: back to back, the DPU saturated). Besides the row,
+    "totals" holds the cores' sums (for warm_rate) and "pps_second_half" the rate over the later half
+    of the frames out."""
     from nanobpf.quic.workload import workload
     import nanobpf_soc as soc
-    w = workload(seed=1, connections=1, packets=QUIC_FRAMES, frame_size=size)
-    d = Path(tmp) / f"{firmware}-{cores}-{size}-{gbps}"
+    w = workload(seed=1, connections=1, packets=packets, frame_size=size)
+    d = Path(tmp) / f"{firmware}-{cores}-{size}-{gbps}-{packets}"
     times = d / "bench-rx-times.txt"          # runs go on in parallel: each its own files
     dev = wire.run_sim(cores, firmware, w.host, w.net, workdir=d, max_cycles=200_000_000, timeout=3600, gbps=gbps,
                        extra_args=["--rx-times", str(times)])
@@ -99,7 +101,7 @@ def measure_quic(cores, firmware, policy, size, tmp, gbps=0.0):
     from nanobpf.pcap import read_pcap
     rx = {(p, i): c for p, i, c in (tuple(int(x) for x in ln.split()) for ln in times.read_text().splitlines() if ln.strip())}
     cyc = 1e-9 * CORE_CLOCK_HZ
-    lat, last = [], 0
+    lat, last, outs = [], 0, []
     for in_port, out_name, want in ((soc.DATAPATH["net_port"], "host", w.expect_host),
                                     (soc.DATAPATH["host_port"], "net", w.expect_net)):
         k = 0
@@ -109,7 +111,10 @@ def measure_quic(cores, firmware, policy, size, tmp, gbps=0.0):
             out_cycle = round(ts * 1e9 * cyc)
             lat.append(out_cycle - rx[(in_port, k)])
             last = max(last, out_cycle)
+            outs.append(out_cycle)
             k += 1
+    outs.sort()
+    half = len(outs) // 2
     span = max(1, last - min(rx.values()))
     cs = [v for k, v in dev.counters.items() if k.startswith("core") and v["packets"]]
     tot = {k: sum(c[k] for c in cs) for k in ("packets", "busy", "cycles", "host_packets", "host_cycles", "host_engine",
@@ -124,7 +129,23 @@ def measure_quic(cores, firmware, policy, size, tmp, gbps=0.0):
                 seal_engine=tot["host_engine"] / max(1, tot["host_packets"]),
                 open_cycles=tot["net_cycles"] / max(1, tot["net_packets"]),
                 open_engine=tot["net_engine"] / max(1, tot["net_packets"]),
-                firmware_cycles=(tot["busy"] - tot["cycles"]) / max(1, tot["packets"]))
+                firmware_cycles=(tot["busy"] - tot["cycles"]) / max(1, tot["packets"]), totals=tot,
+                pps_second_half=(len(outs) - half) / (max(1, outs[-1] - outs[half - 1]) / CORE_CLOCK_HZ) if half else 0.0)
+
+
+def warm_rate(short, long):
+    """Per packet in the steady state: the cycles the longer run (more packets each way) took beyond
+    the shorter one's, per packet beyond its packets, for seal, open and the firmware around the
+    program. What both runs share - each core's first packets, which fetch the code into a cold
+    instruction cache (the 16 KB cache holds less than the JIT code and the firmware's hot path), and
+    the boot - cancels out. Packets/s: the longer run's rate over its later half of frames out."""
+    a, b = short["totals"], long["totals"]
+    def per(cyc, pk):
+        n = b[pk] - a[pk]
+        return (b[cyc] - a[cyc]) / n if n > 0 else float("nan")
+    return dict(warm_seal=per("host_cycles", "host_packets"), warm_open=per("net_cycles", "net_packets"),
+                warm_firmware=((b["busy"] - b["cycles"]) - (a["busy"] - a["cycles"])) / max(1, b["packets"] - a["packets"]),
+                warm_pps=long["pps_second_half"], warm_packets=long["frames_out"])
 
 
 def plot(rows, path):
@@ -146,6 +167,9 @@ def plot(rows, path):
         ax[2].bar([x - 0.2 for x in xs], [r["seal_engine"] for r in sweep], 0.4, label="of which AEAD engine")
         ax[2].bar([x + 0.2 for x in xs], [r["open_cycles"] for r in sweep], 0.4, label="open: program")
         ax[2].bar([x + 0.2 for x in xs], [r["open_engine"] for r in sweep], 0.4, label="of which AEAD engine")
+        if all("warm_seal" in r for r in sweep):
+            ax[2].plot([x - 0.2 for x in xs], [r["warm_seal"] for r in sweep], "kv", label="seal, warm (steady state)")
+            ax[2].plot([x + 0.2 for x in xs], [r["warm_open"] for r in sweep], "k^", label="open, warm (steady state)")
         ax[2].axhline(1500, color="k", linestyle=":", label="goal at 1200 B")
         ax[2].set_xticks(list(xs), [str(r["size"]) for r in sweep])
         ax[2].set_xlabel("protected frame bytes"), ax[2].set_ylabel("core cycles per packet"), ax[2].legend(fontsize=7)
@@ -191,8 +215,12 @@ def main(argv=None):
             from concurrent.futures import ProcessPoolExecutor
             with ProcessPoolExecutor(max_workers=a.jobs) as pool:
                 futs = [pool.submit(measure_quic, *r, tmp) for r in runs]
-                for (cores, fw, policy, size), fut in zip(runs, futs):
-                    rows.append(fut.result())
+                # the same with twice the packets: the steady state is what the second run adds (warm_rate)
+                longer = [pool.submit(measure_quic, *r, tmp, 0.0, 2 * QUIC_FRAMES) for r in runs]
+                for (cores, fw, policy, size), fut, fut2 in zip(runs, futs, longer):
+                    row = fut.result()
+                    row.update(warm_rate(row, fut2.result()))
+                    rows.append(row)
                     print(f"[bench-dpu] QUIC done: {fw}, {cores} core(s), {size} bytes", flush=True)
                 if a.half_load:
                     # each port offered half of what the two ports together got through, per port
@@ -202,6 +230,8 @@ def main(argv=None):
                     for h, fut in zip(half, futs):
                         rows.append(fut.result())
                         print(f"[bench-dpu] QUIC done at half load: {h[3]} bytes", flush=True)
+    for r in rows:
+        r.pop("totals", None)
     (out / "dpu.json").write_text(json.dumps(rows, indent=1))
     md = ["| firmware | cores | frame B | frames in/out | dropped (no slot) | packets/s | Gbit/s | latency p50 | p99 (cycles) "
           "| core cycles/packet: program | firmware around it |",
@@ -214,13 +244,16 @@ def main(argv=None):
     quic = [r for r in rows if r["firmware"] != "dpu-wire"]
     if quic:
         md += ["", "| firmware | cores | select | load | frame B | frames in/out | packets/s | Gbit/s | latency p50 | p99 (cycles) "
-               "| seal: program cycles/packet | of which engine | open: program | of which engine | firmware around | dropped |",
-               "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+               "| seal: program cycles/packet | of which engine | open: program | of which engine | firmware around | dropped "
+               "| warm: seal | open | firmware around | packets/s |",
+               "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for r in quic:
+            warm = (f"{r['warm_seal']:.0f} | {r['warm_open']:.0f} | {r['warm_firmware']:.0f} | {r['warm_pps']:,.0f}"
+                    if "warm_seal" in r else "- | - | - | -")
             md.append(f"| {r['firmware']} | {r['cores']} | {r['policy']} | {r['load']} | {r['size']} | {r['frames_in']}/{r['frames_out']} | "
                       f"{r['pps']:,.0f} | {r['gbps']:.2f} | {r['lat_p50']:.0f} | {r['lat_p99']:.0f} | {r['seal_cycles']:.0f} | "
                       f"{r['seal_engine']:.0f} | {r['open_cycles']:.0f} | {r['open_engine']:.0f} | {r['firmware_cycles']:.0f} | "
-                      f"{r['dropped']} |")
+                      f"{r['dropped']} | {warm} |")
     (out / "dpu.md").write_text("\n".join(md) + "\n")
     plot(rows, out / "dpu.png")
     print("\n".join(md))

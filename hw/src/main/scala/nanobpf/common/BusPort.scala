@@ -45,6 +45,10 @@ class BusActivity(nMasters: Int, nSlaves: Int) extends Bundle {
   /** The slave of its current beat; nSlaves when the address is unmapped. */
   val slave = UInt(log2Ceil(nSlaves + 1).W)
   val write = Bool()
+  /** The address of the transaction granted this cycle (with start). */
+  val addr = UInt(32.W)
+  /** Its AXI ID's low bit: CVA6 sends instruction-cache refills with 0, data-cache accesses with 1. */
+  val id0 = Bool()
   /** Managers with an AW or AR waiting that the bus does not serve this cycle. */
   val waiting = UInt(nMasters.W)
 }

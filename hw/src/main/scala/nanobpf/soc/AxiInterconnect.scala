@@ -148,17 +148,21 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
   val nextAddr = Axi4.nextAddr(addr, size, len, burst)
 
   // --- what the bus does this cycle, when built withActivity (the simulation's SoC): a cycle that
-  // ends one transaction and starts the next counts for the one it ends
+  // ends one transaction (a write's B) and starts the next counts for the one it starts, whose
+  // manager, slave, direction, address and ID it names (curAddr is the new request's then)
   for (a <- io.activity) {
     val starting = acc && wants.asUInt.orR
     val idle = state === S.idle
     val addrHits = VecInit(regions.map(inRegion(addr, _)))
     a.busy := !idle || starting
     a.start := starting
-    a.master := Mux(idle, pick, mIdx)
-    a.slave := Mux(idle, Mux(mapped, sel, regions.size.U), Mux(addrHits.asUInt.orR, OHToUInt(addrHits), regions.size.U))
-    a.write := Mux(idle, aw.valid, isWrite)
-    a.waiting := Mux(a.busy, wants.asUInt & ~UIntToOH(Mux(idle, pick, mIdx), nMasters), 0.U)
+    val fresh = idle || starting
+    a.master := Mux(fresh, pick, mIdx)
+    a.slave := Mux(fresh, Mux(mapped, sel, regions.size.U), Mux(addrHits.asUInt.orR, OHToUInt(addrHits), regions.size.U))
+    a.write := Mux(fresh, aw.valid, isWrite)
+    a.addr := Mux(aw.valid, aw.bits.addr, ar.bits.addr)(31, 0)
+    a.id0 := Mux(aw.valid, aw.bits.id, ar.bits.id)(0)
+    a.waiting := Mux(a.busy, wants.asUInt & ~UIntToOH(Mux(fresh, pick, mIdx), nMasters), 0.U)
   }
 
   /** The R beat was taken: the next beat's request, or the end of the burst. Unlike B, the last R does
