@@ -92,6 +92,8 @@ BAD = {
                    "[[reg]]\nblock='a'\nname='r'\noffset=0\nwidth=32\naccess='rx'\ndesc='r'\n", "access must be"),
     "cva6 unknown key": ("[cva6]\nscoreboard=4\n", "[cva6] has no key 'scoreboard'"),
     "cva6 too few ways": ("[cva6]\ndcache_ways=2\n", "dcache_ways must be a power of two >= 4"),
+    "cva6 icache ways beyond a page with the MMU": ("[cva6]\nicache_kib=32\nmmu=true\n", "icache_kib above 16 needs mmu = false"),
+    "cva6 icache not a power of two": ("[cva6]\nicache_kib=24\n", "icache_kib must be a power of two >= 4"),
     "cva6 not a power of two": ("[cva6]\nscoreboard_entries=6\n", "scoreboard_entries must be a power of two"),
     "cva6 switch": ("[cva6]\nperf_counters=0\n", "perf_counters must be true or false"),
 }

@@ -43,14 +43,17 @@ SRAM_WRAPPER = "common/local/util/tc_sram_wrapper.sv"
 #  - load_store_unit.sv: the MMU's 16-entry instruction and data TLBs (Sv39, and Sv32 for 32-bit builds);
 #    the firmware runs in M-mode with translation off, so the TLBs are never filled.
 #  - ariane_pkg.sv: the scoreboard (instructions in flight), the data cache's ways (same 32 KiB: 4
-#    ways of 512 lines fill the block RAMs that 8 ways of 256 lines half-used) and the frontend's
-#    instruction queue.
+#    ways of 512 lines fill the block RAMs that 8 ways of 256 lines half-used), the frontend's
+#    instruction queue and the instruction cache's size (4 ways: 32 KiB are 512 lines a way, which fill
+#    the block RAMs that 16 KiB's 256 lines half-use; a way larger than a 4 KiB page needs the MMU off,
+#    as CVA6 indexes the cache by the virtual address - soc.toml's check).
 #  - wt_cache_pkg.sv: the data cache's write buffer (stores waiting for the bus).
 LITERALS = {
     "core/load_store_unit.sv": [(r"(\.(?:INSTR|DATA)_TLB_ENTRIES\s*\(\s*)16(\s*\))", "tlb_entries", 4)],
     "core/include/ariane_pkg.sv": [(r"(localparam NR_SB_ENTRIES\s*=\s*)8(\s*;)", "scoreboard_entries", 1),
                                    (r"(localparam int unsigned DCACHE_SET_ASSOC\s*=\s*)8(\s*;)", "dcache_ways", 1),
-                                   (r"(localparam int unsigned FETCH_FIFO_DEPTH\s*=\s*)4(\s*;)", "fetch_fifo_depth", 1)],
+                                   (r"(localparam int unsigned FETCH_FIFO_DEPTH\s*=\s*)4(\s*;)", "fetch_fifo_depth", 1),
+                                   (r"(`define CONFIG_L1I_SIZE\s+)16(\*1024)", "icache_kib", 1)],
     "core/include/wt_cache_pkg.sv": [(r"(localparam DCACHE_WBUF_DEPTH\s*=\s*)8(\s*;)", "dcache_wbuf_depth", 1)],
 }
 # Code changed when a [cva6] switch says so: file -> [(key, the value that selects the change, pattern,
