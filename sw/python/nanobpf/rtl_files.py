@@ -53,7 +53,7 @@ LITERALS = {
     "core/include/ariane_pkg.sv": [(r"(localparam NR_SB_ENTRIES\s*=\s*)8(\s*;)", "scoreboard_entries", 1),
                                    (r"(localparam int unsigned DCACHE_SET_ASSOC\s*=\s*)8(\s*;)", "dcache_ways", 1),
                                    (r"(localparam int unsigned FETCH_FIFO_DEPTH\s*=\s*)4(\s*;)", "fetch_fifo_depth", 1),
-                                   (r"(`define CONFIG_L1I_SIZE\s+)16(\*1024)", "icache_kib", 1)],
+                                   (r"(localparam int unsigned CONFIG_L1I_SIZE\s*=\s*)16(\*1024;)", "icache_kib", 1)],
     "core/include/wt_cache_pkg.sv": [(r"(localparam DCACHE_WBUF_DEPTH\s*=\s*)8(\s*;)", "dcache_wbuf_depth", 1)],
 }
 # Code changed when a [cva6] switch says so: file -> [(key, the value that selects the change, pattern,
