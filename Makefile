@@ -180,7 +180,7 @@ bench: $(VENV_STAMP) ## run the benchmarks (tables + PNGs under build/bench: SoC
 	@$(BIN)/nanobpf-bench-ctrl --out $(BUILD)/bench
 	@$(BIN)/nanobpf-bench-paper --out $(BUILD)/bench/paper
 
-bench-dpu: $(VENV_STAMP) firmware ebpf-tools ## the DPU wire to wire in the cycle-accurate model: packets/s, Gbit/s, latency p50/p99 per frame size and core count (QUIC=1 adds QUIC seal and open with dpu-quic_hw at 80-1500 bytes, 1 and 4 cores, JBSQ and SJBSQ, saturated and at half load, about 35 min)
+bench-dpu: $(VENV_STAMP) firmware ebpf-tools ## the DPU wire to wire in the cycle-accurate model: packets/s, Gbit/s, latency p50/p99 per frame size and core count (QUIC=1 adds QUIC seal and open with dpu-quic_hw at 80-1500 bytes, 1 and 4 cores, JBSQ and SJBSQ, saturated, warm and at half load, about 55 min)
 	@$(MAKE) -s sim CORES=1 && $(MAKE) -s sim CORES=4
 	@$(BIN)/nanobpf-bench-dpu --out $(BUILD)/bench $(if $(QUIC),--quic --half-load)
 bench-ctrl: $(VENV_STAMP) firmware ebpf-tools ## the control plane on the RTL DPU's core 0: cycles per message, PROG_COMMIT split into CRC/load/verify (static passes, exploration)/JIT (QUIC=1 adds xdp_quic_hw: about 10 min more; needs root for the TAPs)

@@ -9,7 +9,8 @@ offered back to back on the network port, so what comes out is the datapath's sa
 light program. `--quic` adds QUIC protection (`dpu-quic_hw`: xdp_quic_hw with the AEAD engine as
 helper): one connection, packets of 80..1500 bytes each way through the 4-core DPU (JBSQ), and at
 1200 bytes also 1 core and SJBSQ; per packet, the program's cycles for seal and open and how many of
-them the core waited for the engine. Every run's output is checked against the reference protection.
+them the core waited for the engine, and warm (the steady state: what a run with twice the packets
+adds, see warm_rate). Every run's output is checked against the reference protection.
 Needs `make sim CORES=1` and `CORES=4` and `make firmware`.
 """
 import argparse
@@ -188,7 +189,7 @@ def main(argv=None):
     ap.add_argument("--cores", default=",".join(map(str, CORES)), help="SoC core counts, comma separated")
     ap.add_argument("--jobs", type=int, default=2, help="QUIC runs at once (default 2: one per host core here)")
     ap.add_argument("--no-wire", action="store_true", help="skip the dpu-wire runs")
-    ap.add_argument("--quic", action="store_true", help="also QUIC protection with dpu-quic_hw (7 runs, about 20 minutes)")
+    ap.add_argument("--quic", action="store_true", help="also QUIC protection with dpu-quic_hw (7 runs and 7 with twice the packets for the warm columns, about 35 minutes)")
     ap.add_argument("--quic-sizes", default=",".join(map(str, QUIC_SIZES)),
                     help="QUIC frame sizes on the 4-core DPU, comma separated (the 1-core and SJBSQ runs come with 1200)")
     ap.add_argument("--no-quic-extra", action="store_true", help="without the 1-core and SJBSQ runs at 1200 bytes")
