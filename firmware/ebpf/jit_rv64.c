@@ -398,16 +398,22 @@ static void emit_load(struct jit *j, int size, int sx, uint8_t rd, uint8_t base,
     }
 }
 /* A packet access the verifier flagged: packet offsets have no known alignment and CVA6 traps on
- * misaligned loads and stores, so test the address and take a byte-by-byte path when it is not
- * aligned. Fixed-size 32-bit instructions only, so the branch distances are known here.
- *   t1 = base + off; t0 = t1 & (n-1); bnez t0, slow; <access>; j done; slow: <bytes>; done: */
+ * misaligned loads and stores, so test the address and take another path when it is not aligned.
+ * Fixed-size 32-bit instructions only, so the branch distances are known here.
+ *   t1 = base + off; t0 = t1 & (n-1); bnez t0, slow; <access>; j done; slow: <...>; done:
+ * A misaligned store goes byte by byte. A misaligned 4- or 8-byte load reads the two aligned 8-byte
+ * words that hold its bytes (the same word twice when it does not cross one) and shifts them
+ * together: two loads instead of 4 or 8, each a bus transaction in the device's uncached packet
+ * memory. Those words hold the bytes asked for, so they lie inside the same aligned 8 bytes of the
+ * buffer as they do, never in another page or slot. A 2-byte load takes two byte loads either way. */
 static void emit_unaligned_access(struct jit *j, int size, int sx, int store, uint8_t reg, uint8_t base, int32_t off) {
     static const int bytes[4] = {4, 2, 1, 8};
     int n = bytes[size];
     j->stats.align_tests++;
     emit_addi_any(j, T1, base, off, T1);
     emit32(j, rv_andi(T0, T1, n - 1));
-    int slow_len = store ? 1 + 2 * (n - 1) : 1 + 3 * (n - 1) + (sx ? 2 : 0) + 1;
+    int words = !store && n >= 4;
+    int slow_len = store ? 1 + 2 * (n - 1) : words ? 11 + (n == 4 ? 2 : 0) + 1 : 1 + 3 * (n - 1) + (sx ? 2 : 0) + 1;
     emit32(j, rv_bne(T0, ZERO, 12));
     if (store) {
         uint32_t (*const st[4])(uint8_t, int32_t, uint8_t) = {rv_sw, rv_sh, rv_sb, rv_sd};
@@ -426,6 +432,25 @@ static void emit_unaligned_access(struct jit *j, int size, int sx, int store, ui
     default: emit32(j, rv_ld(reg, T1, 0)); break;
     }
     emit32(j, rv_jal(ZERO, 4 * (slow_len + 1)));
+    if (words) { /* t0 = (lo >> sh | hi << (64 - sh)), sh = 8 * (t1 & 7), never 0 here */
+        emit32(j, rv_andi(T2, T1, -8));
+        emit32(j, rv_ld(T2, T2, 0));
+        emit32(j, rv_andi(T0, T1, 7));
+        emit32(j, rv_slli(T0, T0, 3));
+        emit32(j, rv_srl(T2, T2, T0));
+        emit32(j, rv_addi(T1, T1, n - 1));
+        emit32(j, rv_andi(T1, T1, -8));
+        emit32(j, rv_ld(T1, T1, 0));
+        emit32(j, rv_sub(T0, ZERO, T0)); /* sll takes the low 6 bits: 64 - sh */
+        emit32(j, rv_sll(T1, T1, T0));
+        emit32(j, rv_or(T0, T2, T1));
+        if (n == 4) { /* the low 4 bytes, zero- or sign-extended */
+            emit32(j, rv_slli(T0, T0, 32));
+            emit32(j, sx ? rv_srai(T0, T0, 32) : rv_srli(T0, T0, 32));
+        }
+        emit32(j, rv_addi(reg, T0, 0));
+        return;
+    }
     emit32(j, rv_lbu(T0, T1, 0));
     for (int k = 1; k < n; k++) {
         emit32(j, rv_lbu(T2, T1, k));

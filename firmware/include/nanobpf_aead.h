@@ -39,23 +39,23 @@ int nb_aead_run(const struct nb_aead_req *r, uint32_t *cycles);
 uint64_t nb_aead_counter(unsigned index);
 /* Core cycles each hart has spent in engine requests (submitting, waiting for the engine, reading the
  * completion: nb_aead_run and what nb_aead_waited counts) since boot: where a packet's cycles go (the
- * dpu firmware's summary). Each written only by its own hart, a cache line each; read and added to
- * inline, twice a packet and at each request. */
-extern struct nb_aead_wait { uint64_t cycles; } __attribute__((aligned(64))) nb_aead_wait[NANOBPF_AEAD_CORE_CTL_COUNT];
-static inline uint64_t nb_aead_wait_cycles(void) { return nb_aead_wait[nb_hart_id()].cycles; }
+ * dpu firmware's summary). Thread-local, in the hart's own RAM (core_local): read and added to inline,
+ * twice a packet and at each request, with no bus write. */
+extern __thread uint64_t nb_aead_wait;
+static inline uint64_t nb_aead_wait_cycles(void) { return nb_aead_wait; }
 
 /* ---- The fast path, for callers that checked the request (the eBPF helpers): inline, the request as
  * scalars, no struct on the stack (the D-cache writes through: every store is a bus write). A hart's
  * requests are served in the order it submits them (all harts share one FIFO), so a request may read
  * what the one before wrote, and their completions come in that order. */
 #define NB_AEAD_REG(off) NB_REG64(NANOBPF_AEAD_BASE + (off))
-extern uint16_t nb_aead_ids[NANOBPF_AEAD_CORE_CTL_COUNT]; /* each hart's next request id */
+extern __thread uint16_t nb_aead_next_id; /* this hart's next request id (thread-local: no bus write) */
 
 /* Submit a request (aad and data: packet memory addresses; nb_in_packet_mem and the field ranges are
  * the caller's): its id. The packet's bytes must be in packet memory already (a fence w, w before). */
 static inline uint16_t nb_aead_submit(unsigned hart, unsigned op, unsigned slot, int next, uintptr_t aad,
                                       unsigned aad_len, uintptr_t data, unsigned data_len, uint64_t pn) {
-    uint16_t id = nb_aead_ids[hart]++;
+    uint16_t id = nb_aead_next_id++;
     NB_AEAD_REG(NANOBPF_AEAD_CORE_CTL_OFFSET(hart)) =
         NANOBPF_PUT(NANOBPF_AEAD_CTL_OP, op) | NANOBPF_PUT(NANOBPF_AEAD_CTL_NEXT_PHASE, !!next) |
         NANOBPF_PUT(NANOBPF_AEAD_CTL_SLOT, slot) | NANOBPF_PUT(NANOBPF_AEAD_CTL_AAD_LEN, aad_len) |
@@ -81,5 +81,8 @@ static inline int nb_aead_collect(unsigned hart, uint16_t id, uint32_t *cycles) 
 }
 
 /* Add the core cycles a fast-path caller spent on requests to nb_aead_wait_cycles. */
-static inline void nb_aead_waited(unsigned hart, uint64_t cycles) { nb_aead_wait[hart].cycles += cycles; }
+static inline void nb_aead_waited(unsigned hart, uint64_t cycles) {
+    (void)hart;
+    nb_aead_wait += cycles;
+}
 #endif

@@ -13,8 +13,8 @@ void nb_aead_set_keys(unsigned slot, const void *value) {
     }
 }
 
-struct nb_aead_wait nb_aead_wait[NANOBPF_AEAD_CORE_CTL_COUNT];
-uint16_t nb_aead_ids[NANOBPF_AEAD_CORE_CTL_COUNT];
+__thread uint64_t nb_aead_wait;
+__thread uint16_t nb_aead_next_id;
 
 int nb_aead_run(const struct nb_aead_req *r, uint32_t *cycles) {
     size_t tail = r->op == NB_AEAD_HP_MASK ? 16 : (size_t)r->data_len + 16;

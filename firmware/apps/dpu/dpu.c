@@ -34,19 +34,25 @@ extern const uint8_t dpu_prog_image[], dpu_prog_image_end[], dpu_prog_record[], 
 #define CTRL_IDLE_CYCLES 1024
 #define CTRL_SHED_FREE_SLOTS (NANOBPF_DATAPATH_SLOTS / 4) /* control frames are dropped at or below this (one_packet) */
 
-/* The attached program: written by core 0 (dpu_prog_publish), read by every core once per packet with
- * an atomic operation (AMOs reach memory; a plain load could hit a stale line of a non-coherent cache). */
-static uint64_t attached;
+/* The gate: core 0's word to the data cores, mailbox 0 (uncached: every core reads what core 0 wrote
+ * last), the attached program in its low half and an epoch in its high half. Only core 0 writes it
+ * (dpu_prog_publish, ebpf_quiesce); every core reads it once a packet and once each time it finds its
+ * queue empty. A data core that sees a new epoch first finishes the frame it holds, publishes its
+ * tallies and takes the program, then writes the epoch to its own mailbox: its acknowledgement. So
+ * when core 0 has every data core's acknowledgement, no core still runs a packet with what was there
+ * before (the old program, a key table value's old place): each one finished those before it said
+ * so, and reads the gate again before its next packet. A packet costs one uncached load here, with
+ * no atomic operation and no store (each store is a bus write: the D-cache writes through). */
+#define GATE_PROG(g) ((const struct ebpf_prog *)(uintptr_t)(uint32_t)(g))
+#define GATE_EPOCH(g) ((g) >> 32)
+_Static_assert((uint64_t)NANOBPF_MAIN_MEM_BASE + NANOBPF_MAIN_MEM_SIZE <= 1ull << 32, "a program's address fits the gate's low half");
+static const struct ebpf_prog *attached; /* core 0's: what the gate says */
+static uint64_t epoch;                   /* core 0's: the gate's epoch; 0 until the data cores run */
 
-/* Per core: the packets it has started and those it has finished (completion written, the engine done
- * with the frame), in order. Core 0 waits until every core has finished what it had started before
- * it reuses what it unpublished (ebpf_quiesce), reading them with atomic operations; each core writes
- * its own with plain stores, which its write-through cache sends to memory (data_loop). One cache
- * line each. */
-static struct {
-    uint64_t started, finished;
-    uint64_t published; /* `finished` when the core last published its tallies (publish) */
-} __attribute__((aligned(64))) pass[NANOBPF_MAX_CORES];
+static void gate_write(void) {
+    __asm__ volatile("fence rw, rw" ::: "memory"); /* what the new epoch stands for is in memory first */
+    nb_mailbox_write(0, ++epoch << 32 | (uint32_t)(uintptr_t)attached);
+}
 
 /* Per-core tallies. Each core counts in its own RAM (`tally`, thread-local: off the shared bus) and
  * publishes the whole set to `stats` in main memory, which core 0 reads (STATS, the summary), when its
@@ -65,12 +71,10 @@ static struct core_stats stats[NANOBPF_MAX_CORES];
 static __thread struct core_stats tally;
 #define PUBLISH_EVERY 32
 
-static void publish(unsigned hart, uint64_t finished) {
+static void publish(unsigned hart) {
     const uint64_t *src = (const uint64_t *)(const void *)&tally;
     volatile uint64_t *dst = (volatile uint64_t *)(void *)&stats[hart];
     for (size_t i = 0; i < sizeof tally / 8; i++) dst[i] = src[i];
-    __asm__ volatile("fence w, w" ::: "memory");
-    *(volatile uint64_t *)&pass[hart].published = finished;
 }
 
 /* The host's own port entry: control frames from the host reach core 0 through it. */
@@ -126,24 +130,24 @@ unsigned dpu_cid_command(unsigned op, const uint8_t *cid, unsigned len, int seal
     return (unsigned)NANOBPF_GET(r, NANOBPF_PISA_CID_RESULT_STATUS);
 }
 
-const struct ebpf_prog *dpu_prog_current(void) { return (const struct ebpf_prog *)(uintptr_t)attached; }
+const struct ebpf_prog *dpu_prog_current(void) { return attached; }
 
 unsigned dpu_data_cores(void) { return nb_num_cores() > 1 ? nb_num_cores() - 1 : 1; }
 
+/* Core 0 only (the control plane; programs cannot change the key table): a new epoch, then every
+ * other core's acknowledgement of it. Core 0 itself is between packets while it runs this. Before
+ * the data cores run (boot) there is nobody to wait for. */
 void ebpf_quiesce(void) {
-    unsigned me = nb_hart_id(), cores = nb_num_cores();
     __asm__ volatile("fence rw, rw" ::: "memory");
-    for (unsigned h = 0; h < cores; h++) {
-        if (h == me) continue; /* this core is between packets: it is running this */
-        uint64_t n = __atomic_fetch_add(&pass[h].started, 0, __ATOMIC_ACQUIRE);
-        while (__atomic_fetch_add(&pass[h].finished, 0, __ATOMIC_ACQUIRE) < n) {
+    if (!epoch) return;
+    gate_write();
+    for (unsigned h = 1; h < nb_num_cores(); h++)
+        while (nb_mailbox_read(h) != epoch) {
         }
-    }
 }
 
 void dpu_prog_publish(const struct ebpf_prog *prog) {
-    __asm__ volatile("fence rw, rw" ::: "memory"); /* the program's code and data are in memory first */
-    __atomic_exchange_n(&attached, (uint64_t)(uintptr_t)prog, __ATOMIC_SEQ_CST);
+    attached = prog; /* the program's code and data reach memory before the gate (gate_write's fence) */
     ebpf_quiesce();
 }
 
@@ -319,11 +323,9 @@ static void prog_counters(const struct ebpf_prog *prog, const char *name, const 
 
 /* The summary the tests parse: one `DPU key=value ...` line per subject. */
 static int summary(unsigned cores) {
-    /* every slot is free: each data core has finished its frames; wait until it published its
-     * tallies of them (it does so as soon as it finds its queue empty) */
-    for (unsigned c = 1; c < cores; c++)
-        while (dpu_read_fresh(&pass[c].published) != dpu_read_fresh(&pass[c].finished)) {
-        }
+    /* every slot is free: each data core has finished its frames; a new epoch, which each one
+     * acknowledges only once it has published its tallies */
+    ebpf_quiesce();
     printf("DPU pisa rx=%llu to_cores=%llu to_host=%llu to_network=%llu dropped=%llu tx=%llu tx_dropped=%llu\n",
            (unsigned long long)pisa_count(NANOBPF_PISA_COUNTER_RX_FRAMES),
            (unsigned long long)pisa_count(NANOBPF_PISA_COUNTER_TO_CORES),
@@ -416,58 +418,53 @@ static void release(unsigned hart, struct held *h) {
 }
 
 static void data_loop(unsigned hart, int also_control) {
-    const struct ebpf_prog *last = NULL;
-    uint64_t started = __atomic_fetch_add(&pass[hart].started, 0, __ATOMIC_ACQUIRE); /* only this core writes them */
-    uint64_t finished = started;
+    const struct ebpf_prog *prog = NULL;
+    uint64_t seen = 0; /* the gate's epoch this core took last */
     /* A frame the engine is still sealing or opening waits here while the core runs the next one: the
      * engine's time overlaps the next program instead of the core polling for it. */
     struct held held = {.pending = 0};
     unsigned unpublished = 0;
     for (;;) {
         uint64_t t0 = nb_cycles();
-        uint64_t d = PKT(NANOBPF_PKT_CORE_DESC_OFFSET(hart));
-        if (NANOBPF_GET(d, NANOBPF_PKT_DESC_VALID)) {
-            /* Started. A store, not an AMO: the read of the attached program is sequentially
-             * consistent (a fence, then the AMO), so the store is in memory before it; core 0 then
-             * either counts this packet as started or this core reads the program core 0 published
-             * before it looked (ebpf_quiesce). */
-            *(volatile uint64_t *)&pass[hart].started = ++started;
-            const struct ebpf_prog *prog = (const struct ebpf_prog *)(uintptr_t)__atomic_fetch_or(&attached, 0, __ATOMIC_SEQ_CST);
-            if (prog != last) {
+        uint64_t g = nb_mailbox_read(0);
+        if (GATE_EPOCH(g) != seen) { /* rare: core 0 waits for this core (the gate, above) */
+            if (held.pending) release(hart, &held), tally.busy += nb_cycles() - t0;
+            publish(hart), unpublished = 0;
+            if (GATE_PROG(g) != prog) {
                 /* another program: its code and data may sit where an old one's were cached here */
                 __asm__ volatile("fence rw, rw\n\tfence.i" ::: "memory");
                 dpu_guard_reset();
-                last = prog;
+                prog = GATE_PROG(g);
             }
+            seen = GATE_EPOCH(g);
+            __asm__ volatile("fence rw, rw" ::: "memory"); /* every access of the frames before, first */
+            if (hart) nb_mailbox_write(hart, seen);
+            continue;
+        }
+        uint64_t d = PKT(NANOBPF_PKT_CORE_DESC_OFFSET(hart));
+        if (NANOBPF_GET(d, NANOBPF_PKT_DESC_VALID)) {
             if (NANOBPF_GET(d, NANOBPF_PKT_DESC_CTRL)) {
                 /* a control frame may change keys: no seal of this core is left in the engine then;
                  * and it may ask for STATS, which this core's counts are part of */
-                if (held.pending) release(hart, &held), finished++;
-                publish(hart, finished);
+                if (held.pending) release(hart, &held);
+                publish(hart);
             }
             struct held now = {.prog = prog, .pending = 0, .tx = -1, .sealed = 0, .opened = 0};
             now.comp = one_packet(hart, d, prog, &now);
-            if (held.pending) release(hart, &held), finished++;
-            if (now.pending) {
-                held = now;
-            } else {
-                complete(hart, now.comp);
-                finished++;
-            }
-            /* finished, in order; the fences above put every access of those packets before it */
-            *(volatile uint64_t *)&pass[hart].finished = finished;
+            if (held.pending) release(hart, &held);
+            if (now.pending) held = now;
+            else complete(hart, now.comp);
             tally.busy += nb_cycles() - t0; /* descriptor read to completion written */
-            if (++unpublished == PUBLISH_EVERY) publish(hart, finished), unpublished = 0;
+            if (++unpublished == PUBLISH_EVERY) publish(hart), unpublished = 0;
             continue;
         }
         if (held.pending) { /* nothing to overlap with: wait for the engine now */
             release(hart, &held);
-            *(volatile uint64_t *)&pass[hart].finished = ++finished;
             tally.busy += nb_cycles() - t0;
             unpublished++;
             continue;
         }
-        if (unpublished) publish(hart, finished), unpublished = 0;
+        if (unpublished) publish(hart), unpublished = 0;
         if (also_control && drained()) return;
         idle(hart, also_control && nb_num_cores() > 1 ? CTRL_IDLE_CYCLES : IDLE_CYCLES);
     }
@@ -567,8 +564,7 @@ int hart_main(unsigned hart) {
     ctrl_power_on();
     dpu_tables_default(); /* first: the boot configuration may add table words (@table) */
     if (boot_program()) return 1;
-    __asm__ volatile("fence" ::: "memory");
-    nb_mailbox_write(0, 1);
+    gate_write(); /* the first epoch: the data cores start */
     for (unsigned h = 1; h < cores; h++) nb_wake(h);
     NB_REG32(NANOBPF_DPU_BASE + NANOBPF_DPU_DATAPATH_READY_OFFSET) = 1;
     printf("dpu: ready at cycle %llu\n", (unsigned long long)nb_cycles());

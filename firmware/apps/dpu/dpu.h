@@ -15,6 +15,7 @@ enum dpu_drop { DPU_DROP_BAD_SHIM, DPU_DROP_ENCRYPT_NO_PROG, DPU_DROP_ENCRYPT_UN
 struct dpu_guard {
     int seal;          /* a host frame with the ENCRYPT shim: it may leave only sealed, towards the network */
     int watch;         /* quic_stats index whose rise this run is judged by (-1: none) */
+    const volatile uint64_t *counter; /* where it is, when quic_stats is an array (else looked up) */
     uint64_t before;   /* its value before the run */
     int done;          /* after the run: DPU_GUARD_SEALED, _OPENED (for the host, with the shim) or _NONE */
 };

@@ -51,51 +51,37 @@ static void add_decrypted_shim(uint64_t data) {
 
 /* The program's quic_stats map (NULL: none) and, when it is an array, this core's two values the guard
  * reads, found once per program and core: a program's maps do not change, and an array's values do not
- * move (the map lookup cost two calls a packet). One cache line per core, written only by that core (L1
- * caches are not coherent). */
-static struct {
+ * move (the map lookup cost two calls a packet). Thread-local: in the core's own RAM. */
+static __thread struct {
     const struct ebpf_prog *prog;
     struct ebpf_map *map;
     const volatile uint64_t *sealed, *opened;
-} __attribute__((aligned(64))) stats_cache[NANOBPF_MAX_CORES];
+} stats_cache;
 
-void dpu_guard_reset(void) { stats_cache[nb_hart_id()].prog = NULL; }
+void dpu_guard_reset(void) { stats_cache.prog = NULL; }
 
-/* Find the program's quic_stats map and this core's two counters (once per program and core: apart, so
- * that the per-packet path below keeps no registers on the stack, each store a bus write). */
-static __attribute__((noinline)) void find_quic_stats(__typeof__(stats_cache[0]) *c, const struct ebpf_prog *prog) {
+/* Find the program's quic_stats map and this core's two counters (once per program and core). */
+static __attribute__((noinline)) void find_quic_stats(const struct ebpf_prog *prog) {
     struct ebpf_map *m = NULL;
     for (uint32_t i = 0; i < prog->n_maps; i++)
         if (!strcmp(prog->maps[i]->name, "quic_stats") && prog->maps[i]->value_size >= 8) m = prog->maps[i];
     int array = m && (m->type == NANOBPF_MAP_TYPE_ARRAY || m->type == NANOBPF_MAP_TYPE_PERCPU_ARRAY);
     uint32_t sealed = NANOBPF_QUIC_STAT_SEALED, opened = NANOBPF_QUIC_STAT_OPENED;
-    c->map = m;
-    c->sealed = array ? ebpf_map_lookup(m, &sealed) : NULL;
-    c->opened = array ? ebpf_map_lookup(m, &opened) : NULL;
-    c->prog = prog;
+    stats_cache.map = m;
+    stats_cache.sealed = array ? ebpf_map_lookup(m, &sealed) : NULL;
+    stats_cache.opened = array ? ebpf_map_lookup(m, &opened) : NULL;
+    stats_cache.prog = prog;
 }
 
+/* This core's quic_stats[index] of the program's map m, another kind than an array (its value may move). */
 static __attribute__((noinline)) uint64_t map_stat(struct ebpf_map *m, uint32_t index) {
     const volatile uint64_t *v = ebpf_map_lookup(m, &index);
     return v ? *v : 0;
 }
 
-static uint64_t quic_stat(const struct ebpf_prog *prog, uint32_t index);
-static __attribute__((noinline)) uint64_t quic_stat_first(__typeof__(stats_cache[0]) *c, const struct ebpf_prog *prog,
-                                                          uint32_t index) {
-    find_quic_stats(c, prog);
-    return quic_stat(prog, index);
-}
-
-/* This core's quic_stats[index] of the program (0 when it has no such map). The calls are tail calls:
- * the path of every packet saves no register. */
-static uint64_t quic_stat(const struct ebpf_prog *prog, uint32_t index) {
-    if (!prog) return 0;
-    __typeof__(stats_cache[0]) *c = &stats_cache[nb_hart_id()];
-    if (c->prog != prog) return quic_stat_first(c, prog, index);
-    const volatile uint64_t *v = index == NANOBPF_QUIC_STAT_SEALED ? c->sealed : index == NANOBPF_QUIC_STAT_OPENED ? c->opened : NULL;
-    if (!v && c->map) return map_stat(c->map, index); /* another map kind: its value may move */
-    return v ? *v : 0;
+/* This core's quic_stats[g->watch] of the program the guard watches (g->watch >= 0). */
+static inline uint64_t watched(const struct dpu_guard *g) {
+    return g->counter ? *g->counter : map_stat(stats_cache.map, (uint32_t)g->watch);
 }
 
 /* This core's value `index` of prog's array map `name` (a counter) moved by delta, when there is one. */
@@ -128,19 +114,21 @@ int dpu_guard_before(const struct ebpf_prog *prog, const struct ebpf_xdp_buff *x
             return DPU_DROP_BAD_SHIM;
         if (!prog) return DPU_DROP_ENCRYPT_NO_PROG;
         g->seal = 1;
-        g->watch = NANOBPF_QUIC_STAT_SEALED;
-    } else if (xdp->ingress_ifindex == NANOBPF_IFINDEX_NET && prog) {
-        /* a program without quic_stats never counts a frame opened: no counter to read before and after */
-        __typeof__(stats_cache[0]) *c = &stats_cache[nb_hart_id()];
-        if (c->prog != prog) find_quic_stats(c, prog);
-        if (c->map) g->watch = NANOBPF_QUIC_STAT_OPENED;
+    } else if (xdp->ingress_ifindex != NANOBPF_IFINDEX_NET || !prog) {
+        return -1;
     }
-    if (g->watch >= 0) g->before = quic_stat(prog, (uint32_t)g->watch);
+    /* a program without quic_stats never counts a frame sealed or opened: nothing to read before and after */
+    if (stats_cache.prog != prog) find_quic_stats(prog);
+    if (!stats_cache.map) return -1;
+    g->watch = g->seal ? NANOBPF_QUIC_STAT_SEALED : NANOBPF_QUIC_STAT_OPENED;
+    g->counter = g->seal ? stats_cache.sealed : stats_cache.opened;
+    g->before = watched(g);
     return -1;
 }
 
 int dpu_guard_after(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, struct dpu_guard *g, uint32_t ifindex_out) {
-    int counted = g->watch >= 0 && quic_stat(prog, (uint32_t)g->watch) > g->before;
+    (void)prog;
+    int counted = g->watch >= 0 && watched(g) > g->before;
     int shim = has_shim(xdp->data, xdp->data_end);
     g->done = DPU_GUARD_NONE;
     if (g->seal && !(ifindex_out == NANOBPF_IFINDEX_NET && counted && !shim))

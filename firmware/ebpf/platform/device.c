@@ -82,9 +82,9 @@ uint8_t *ebpf_keytable_values(void) {
  * the program's stack, so it goes through 32 bytes of packet memory: the hart's scratch set by
  * ebpf_set_hp_scratch (the data-plane loop gives the end of the packet's own slot, which no other core
  * touches), else this hart's 32 bytes at the top of packet memory. */
-static volatile uint8_t *hp_scratch[NANOBPF_MAX_CORES];
+static __thread volatile uint8_t *hp_scratch; /* thread-local: set each packet with no bus write */
 
-void ebpf_set_hp_scratch(void *scratch) { hp_scratch[ebpf_cpu_id()] = scratch; }
+void ebpf_set_hp_scratch(void *scratch) { hp_scratch = scratch; }
 
 static int keys_slot(const void *keys) {
     uintptr_t a = (uintptr_t)keys;
@@ -95,49 +95,63 @@ static int keys_slot(const void *keys) {
 }
 
 static volatile uint8_t *hp_scratch_here(void) {
-    volatile uint8_t *scratch = hp_scratch[ebpf_cpu_id()];
+    volatile uint8_t *scratch = hp_scratch;
     return scratch ? scratch
                    : (volatile uint8_t *)(uintptr_t)(NANOBPF_PACKET_MEM_BASE + NANOBPF_PACKET_MEM_SIZE - 32u * (ebpf_cpu_id() + 1));
 }
 
-/* A seal_hp request left to the caller (1 + its id; 0: none), and the ones collected while a later
- * request of this hart came first that the engine refused (1 + id; their frames must be dropped): the
- * engine completes a hart's requests in order, so every other request of this hart first collects the
- * pending one (settle). Thread-local: in the core's own RAM, no bus write. */
-static __thread uint32_t pending_id1, refused_id1[2];
-/* The pending request's packet number to record if it is an open and the tag is authentic
- * (ebpf_aead_engine_open_commit; keys NULL: a seal). */
-static __thread struct {
-    const void *keys;
+/* The requests of this hart left to their callers (seal_hp, open with commit), oldest first: at most
+ * two, the frame the data loop holds and the one the program running now submitted; and the ones
+ * collected that the engine refused (1 + id; their frames must be dropped). The engine completes a
+ * hart's requests in order, so a request the caller waits for first collects every pending one
+ * (settle), and a third one left pending collects the oldest (make_room). Thread-local: in the core's
+ * own RAM, no bus write. */
+#define PENDING_MAX 2
+static __thread struct pending {
+    uint32_t id1;      /* 1 + the request's id */
+    const void *keys;  /* an open's: the packet number to record if the tag is authentic (NULL: a seal) */
     uint64_t pn;
     int phase;
-} commit;
+} pend[PENDING_MAX];
+static __thread unsigned n_pend;
+static __thread uint32_t refused_id1[PENDING_MAX];
 
-/* No fence after the completion (nb_aead_collect has one): this core reads nothing the engine wrote
- * for that frame, the egress does. */
-static __attribute__((noinline)) void settle_now(unsigned hart) {
+/* Collect the oldest pending request. No fence after the completion (nb_aead_collect has one): this
+ * core reads nothing the engine wrote for that frame, the egress does. */
+static __attribute__((noinline)) void settle_oldest(unsigned hart) {
     uint64_t c;
     do c = NB_AEAD_REG(NANOBPF_AEAD_CORE_COMP_OFFSET(hart));
     while (!NANOBPF_GET(c, NANOBPF_AEAD_COMP_VALID));
-    if (NANOBPF_GET(c, NANOBPF_AEAD_COMP_ID) != (uint16_t)(pending_id1 - 1) ||
+    struct pending p = pend[0];
+    pend[0] = pend[1];
+    n_pend--;
+    if (NANOBPF_GET(c, NANOBPF_AEAD_COMP_ID) != (uint16_t)(p.id1 - 1) ||
         NANOBPF_GET(c, NANOBPF_AEAD_COMP_STATUS) != NANOBPF_AEAD_STATUS_OK)
-        refused_id1[refused_id1[0] != 0] = pending_id1;
-    else if (commit.keys)
-        ebpf_quic_pn_commit(commit.keys, commit.pn, commit.phase);
-    commit.keys = NULL;
-    pending_id1 = 0;
+        refused_id1[refused_id1[0] != 0] = p.id1;
+    else if (p.keys)
+        ebpf_quic_pn_commit(p.keys, p.pn, p.phase);
 }
 static inline void settle(unsigned hart) {
-    if (pending_id1) settle_now(hart);
+    while (n_pend) settle_oldest(hart);
+}
+static inline void make_room(unsigned hart) {
+    if (n_pend == PENDING_MAX) settle_oldest(hart);
+}
+static inline uint32_t push_pending(uint16_t id, const void *keys, uint64_t pn, int phase) {
+    struct pending *p = &pend[n_pend++];
+    p->id1 = id + 1u, p->keys = keys, p->pn = pn, p->phase = phase;
+    return p->id1;
 }
 
 int ebpf_aead_finish(uint32_t pending) {
-    if (pending == pending_id1) { /* still in the engine: the only wait of a held frame */
-        unsigned hart = nb_hart_id();
-        uint64_t t0 = nb_cycles();
-        settle_now(hart);
-        nb_aead_waited(hart, nb_cycles() - t0);
-    }
+    for (unsigned i = 0; i < n_pend; i++)
+        if (pend[i].id1 == pending) { /* still in the engine: the only wait of a held frame */
+            unsigned hart = nb_hart_id();
+            uint64_t t0 = nb_cycles();
+            for (unsigned k = 0; k <= i; k++) settle_oldest(hart);
+            nb_aead_waited(hart, nb_cycles() - t0);
+            break;
+        }
     if (!(refused_id1[0] | refused_id1[1])) return 0;
     for (int i = 0; i < 2; i++)
         if (refused_id1[i] == pending) {
@@ -154,13 +168,14 @@ int ebpf_aead_engine_seal_hp(const void *keys, int next, uint64_t pn, uint8_t *a
         return -1;
     unsigned hart = nb_hart_id();
     uint64_t t0 = nb_cycles();
-    settle(hart);
     if (pending && *pending) pending = NULL; /* one left to the caller per frame: a second one waits */
+    if (pending) make_room(hart);
+    else settle(hart);
     __asm__ volatile("fence w, w" ::: "memory"); /* the packet's bytes in packet memory before the engine reads them */
     uint16_t id = nb_aead_submit(hart, NB_AEAD_SEAL_HP, (unsigned)slot, next, (uintptr_t)aad, (unsigned)aad_len,
                                  (uintptr_t)text, (unsigned)len, pn);
     if (pending) {
-        *pending = pending_id1 = id + 1u;
+        *pending = push_pending(id, NULL, 0, -1);
         nb_aead_waited(hart, nb_cycles() - t0);
         return 0;
     }
@@ -177,12 +192,11 @@ int ebpf_aead_engine_open_commit(const void *keys, int next, uint64_t pn, const 
         return -1;
     unsigned hart = nb_hart_id();
     uint64_t t0 = nb_cycles();
-    settle(hart);
+    make_room(hart);
     __asm__ volatile("fence w, w" ::: "memory"); /* the unmasked header in packet memory before the engine reads it */
     uint16_t id = nb_aead_submit(hart, NB_AEAD_OPEN, (unsigned)slot, next, (uintptr_t)aad, (unsigned)aad_len,
                                  (uintptr_t)text, (unsigned)len, pn);
-    *pending = pending_id1 = id + 1u;
-    commit.keys = keys, commit.pn = pn, commit.phase = phase;
+    *pending = push_pending(id, keys, pn, phase);
     nb_aead_waited(hart, nb_cycles() - t0);
     return 0;
 }

@@ -114,6 +114,7 @@ struct quic_pkt {
     __u32 long_hdr;
     __u32 lens; /* quic_find_open's working copy of quic_config.open_cid_lens */
     __u32 pisa; /* classified by PISA's parse result (quic_pisa_classify): bpf_quic_keys_of may name the keys */
+    __u32 cid_at; /* 0, or where the destination CID still is in the frame: not copied into cid yet (quic_short_cid_at) */
     /* the key table key: set by classification (long headers, or the shim's length), or by
      * quic_find_open; dir by the path. 8-byte aligned: the device's hash lookups then read it by words
      * (an unaligned key is copied byte by byte first) */
@@ -391,6 +392,20 @@ static __always_inline int quic_classify(struct xdp_md *ctx, const struct nanobp
     if (short_cid_len == QUIC_CID_UNKNOWN)
         return QUIC_CANDIDATE;
     return quic_short_cid(data, end, pk, short_cid_len);
+}
+
+/* quic_short_cid for a frame PISA classified (NanoBPF only): the CID's length checked as quic_short_cid
+ * checks it (the same drop where its copy would fail: past the frame's end or the datagram's), the CID
+ * itself left in the frame, where bpf_quic_keys_of reads it; quic_seal copies it (pk->cid_at) only when
+ * it has to look the keys up itself. Packet memory is uncached: each byte copied was a bus read. */
+static __always_inline int quic_short_cid_at(const __u8 *data, const __u8 *end, struct quic_pkt *pk, __u32 len) {
+    __u32 off = pk->q + 1;
+    if (len > NANOBPF_KEYTABLE_CID_MAX || off > QUIC_MAX_FRAME || data + off + len > end || off + len > pk->udp_end)
+        return QUIC_DROPPED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
+    pk->cid.len = len;
+    pk->cid_at = off;
+    pk->pn_off = off + len;
+    return QUIC_CANDIDATE;
 }
 
 /* Whether a short header's destination CID of l bytes has an OPEN entry, when pk->lens has bit l

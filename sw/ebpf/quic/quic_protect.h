@@ -392,6 +392,10 @@ __noinline int quic_seal(struct xdp_md *ctx, struct quic_pkt *pk, struct quic_cr
         quic_count(&quic_stats, NANOBPF_QUIC_STAT_ONE_RTT);
 #endif
     if (!keys) {
+        /* the CID PISA's classification left in the frame (quic_short_cid_at), copied for the lookup */
+        if (pk->cid_at && quic_copy_cid((const __u8 *)(long)ctx->data, (const __u8 *)(long)ctx->data_end, pk->cid_at,
+                                        pk->cid.len, &pk->cid))
+            return quic_drop(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
         if (pk->cid.len == 0 && quic_addr_id(ctx, pk, 0))
             return quic_drop(NANOBPF_QUIC_DROP_TRUNCATED);
         pk->cid.dir = NANOBPF_QUIC_DIR_SEAL;
@@ -531,7 +535,7 @@ static __always_inline int quic_xdp(struct xdp_md *ctx) {
     } else {
         cls = quic_pisa_classify(ctx, c, &pk, QUIC_SHIM_LEN);
         if (cls == QUIC_CANDIDATE)
-            cls = quic_short_cid((const __u8 *)(long)ctx->data, (const __u8 *)(long)ctx->data_end, &pk, cid_len);
+            cls = quic_short_cid_at((const __u8 *)(long)ctx->data, (const __u8 *)(long)ctx->data_end, &pk, cid_len);
     }
 #endif
     if (cls == QUIC_NO_HINT) {
