@@ -143,16 +143,8 @@ int ebpf_prog_resolve(struct ebpf_prog *prog, struct ebpf_error *err) {
     return 0;
 }
 
-int ebpf_xdp_exec(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, int use_jit, uint64_t *action,
-                  struct ebpf_error *err) {
-    uint64_t ctx = (uint64_t)(uintptr_t)xdp;
-    int rc = 0;
-    *action = NANOBPF_XDP_ABORTED;
-    if (err) err->insn = -1, err->msg[0] = 0;
-    /* What the verifier assumed: the metadata and the packet lie inside their buffer, in that order
-     * (metadata bounds are proven against data, packet bounds against data_end; the helpers move
-     * data_meta, data and data_end within the buffer), and the metadata is no longer than
-     * bpf_xdp_adjust_meta lets it grow. */
+/* Why ebpf_xdp_exec refused a context (apart: the per-packet path then saves fewer registers). */
+static __attribute__((noinline, cold)) int xdp_ctx_refused(const struct ebpf_xdp_buff *xdp, struct ebpf_error *err) {
     if (xdp->data_hard_start > xdp->data_meta || xdp->data_meta > xdp->data || xdp->data > xdp->data_end ||
         xdp->data_end > xdp->frame_end || xdp->data - xdp->data_meta > NANOBPF_XDP_META_MAX)
         return ebpf_fail(err, -1, "context: not data_hard_start <= data_meta <= data <= data_end <= frame_end with "
@@ -160,28 +152,45 @@ int ebpf_xdp_exec(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, int u
                          (unsigned long long)xdp->data_hard_start, (unsigned long long)xdp->data_meta,
                          (unsigned long long)xdp->data, (unsigned long long)xdp->data_end,
                          (unsigned long long)xdp->frame_end);
-    /* and the parse result lies in the ranges the verifier gave its fields */
-    if (xdp->l3_off > EBPF_CTX_OFF_MAX || xdp->l4_off > EBPF_CTX_OFF_MAX || xdp->quic_off > EBPF_CTX_OFF_MAX ||
-        xdp->pn_off > EBPF_CTX_OFF_MAX || xdp->cid_len > NANOBPF_KEYTABLE_CID_MAX || xdp->conn > EBPF_CTX_CONN_MAX)
-        return ebpf_fail(err, -1, "context: parse result out of range (offsets %u %u %u %u, cid_len %u, conn %u)",
-                         xdp->l3_off, xdp->l4_off, xdp->quic_off, xdp->pn_off, xdp->cid_len, xdp->conn);
-    /* a program that reads data_meta finds PISA's parse result there, where the headroom has room for it
-     * (the verifier proved every metadata access against data, which stays where it is) */
+    return ebpf_fail(err, -1, "context: parse result out of range (offsets %u %u %u %u, cid_len %u, conn %u)",
+                     xdp->l3_off, xdp->l4_off, xdp->quic_off, xdp->pn_off, xdp->cid_len, xdp->conn);
+}
+
+/* A program that reads data_meta finds PISA's parse result there, where the headroom has room for it
+ * (the verifier proved every metadata access against data, which stays where it is). */
+static __attribute__((noinline)) void xdp_parse_in_meta(struct ebpf_xdp_buff *xdp) {
+    struct nanobpf_xdp_meta m = {.l3_off = xdp->l3_off, .l4_off = xdp->l4_off, .quic_off = xdp->quic_off,
+                                 .pn_off = xdp->pn_off, .cid_len = xdp->cid_len, .conn = xdp->conn};
+    xdp->data_meta = xdp->data - sizeof m;
+    memcpy((void *)(uintptr_t)xdp->data_meta, &m, sizeof m);
+}
+
+int ebpf_xdp_exec(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, int use_jit, uint64_t *action,
+                  struct ebpf_error *err) {
+    int rc = 0;
+    *action = NANOBPF_XDP_ABORTED;
+    if (err) err->insn = -1, err->msg[0] = 0;
+    /* What the verifier assumed: the metadata and the packet lie inside their buffer, in that order
+     * (metadata bounds are proven against data, packet bounds against data_end; the helpers move
+     * data_meta, data and data_end within the buffer), and the metadata is no longer than
+     * bpf_xdp_adjust_meta lets it grow; and the parse result lies in the ranges the verifier gave its
+     * fields. */
+    if (xdp->data_hard_start > xdp->data_meta || xdp->data_meta > xdp->data || xdp->data > xdp->data_end ||
+        xdp->data_end > xdp->frame_end || xdp->data - xdp->data_meta > NANOBPF_XDP_META_MAX ||
+        (xdp->l3_off | xdp->l4_off | xdp->quic_off | xdp->pn_off) > EBPF_CTX_OFF_MAX ||
+        xdp->cid_len > NANOBPF_KEYTABLE_CID_MAX || xdp->conn > EBPF_CTX_CONN_MAX)
+        return xdp_ctx_refused(xdp, err);
     if (prog->parse_in_meta && xdp->data_meta == xdp->data &&
-        xdp->data - xdp->data_hard_start >= sizeof(struct nanobpf_xdp_meta)) {
-        struct nanobpf_xdp_meta m = {.l3_off = xdp->l3_off, .l4_off = xdp->l4_off, .quic_off = xdp->quic_off,
-                                     .pn_off = xdp->pn_off, .cid_len = xdp->cid_len, .conn = xdp->conn};
-        xdp->data_meta = xdp->data - sizeof m;
-        memcpy((void *)(uintptr_t)xdp->data_meta, &m, sizeof m);
-    }
+        xdp->data - xdp->data_hard_start >= sizeof(struct nanobpf_xdp_meta))
+        xdp_parse_in_meta(xdp);
     xdp->parse_data = xdp->data;
     ebpf_current_xdp = xdp;
     ebpf_current_prog = prog;
     ebpf_tail_calls = 0;
     xdp->redirect_ifindex = 0;
     xdp->csum_offload = 0;
-    if (use_jit && prog->jit_code) *action = ebpf_jit_run(prog, ctx, 0);
-    else if ((rc = ebpf_interp(prog, ctx, 0, action, err)) != 0) *action = NANOBPF_XDP_ABORTED;
+    if (use_jit && prog->jit_code) *action = ebpf_jit_run(prog, (uint64_t)(uintptr_t)xdp, 0);
+    else if ((rc = ebpf_interp(prog, (uint64_t)(uintptr_t)xdp, 0, action, err)) != 0) *action = NANOBPF_XDP_ABORTED;
     ebpf_current_xdp = NULL;
     ebpf_current_prog = NULL;
     return rc;

@@ -48,12 +48,14 @@ static inline uint64_t nb_aead_wait_cycles(void) { return nb_aead_wait; }
  * scalars, no struct on the stack (the D-cache writes through: every store is a bus write). A hart's
  * requests are served in the order it submits them (all harts share one FIFO), so a request may read
  * what the one before wrote, and their completions come in that order. */
+/* off: a register's offset, from a hart number of type uintptr_t (32-bit arithmetic on an unsigned hart
+ * number costs a zero extension at each use) */
 #define NB_AEAD_REG(off) NB_REG64(NANOBPF_AEAD_BASE + (off))
 extern __thread uint16_t nb_aead_next_id; /* this hart's next request id (thread-local: no bus write) */
 
 /* Submit a request (aad and data: packet memory addresses; nb_in_packet_mem and the field ranges are
  * the caller's): its id. The packet's bytes must be in packet memory already (a fence w, w before). */
-static inline uint16_t nb_aead_submit(unsigned hart, unsigned op, unsigned slot, int next, uintptr_t aad,
+static inline uint16_t nb_aead_submit(uintptr_t hart, unsigned op, unsigned slot, int next, uintptr_t aad,
                                       unsigned aad_len, uintptr_t data, unsigned data_len, uint64_t pn) {
     uint16_t id = nb_aead_next_id++;
     NB_AEAD_REG(NANOBPF_AEAD_CORE_CTL_OFFSET(hart)) =
@@ -69,7 +71,7 @@ static inline uint16_t nb_aead_submit(unsigned hart, unsigned op, unsigned slot,
 
 /* Wait for this hart's next completion, which must be request id's: its aead_status, or -1 (someone
  * else's request on the queue); *cycles (if not NULL) the engine cycles it took. */
-static inline int nb_aead_collect(unsigned hart, uint16_t id, uint32_t *cycles) {
+static inline int nb_aead_collect(uintptr_t hart, uint16_t id, uint32_t *cycles) {
     for (;;) {
         uint64_t c = NB_AEAD_REG(NANOBPF_AEAD_CORE_COMP_OFFSET(hart));
         if (!NANOBPF_GET(c, NANOBPF_AEAD_COMP_VALID)) continue;

@@ -343,7 +343,7 @@ def test_shim_codec():
 
 
 # ---------------------------------------------------------------- packet-number state and open_cid_lens
-PN_STATE = pack("quic_pn_state", 100, 50, 3, 0, 0)
+PN_STATE = pack("quic_pn_state", 100, 50, 3, 0, 0, bytes(32))
 
 
 def pn(host, kid):

@@ -130,7 +130,7 @@ class Device:
     def set_pn(self, cid, rx_next=0, tx_next=0, direction=OPEN, frame=None):
         """Packet-number state as if numbers below rx_next had been opened (OPEN entry) or below tx_next
         sealed (SEAL entry: every claim word at tx_next, so none of them can be sealed again)."""
-        value = (pack("quic_pn_state", rx_next, 0, 0, 0, 0) if direction == OPEN else
+        value = (pack("quic_pn_state", rx_next, 0, 0, 0, 0, bytes(32)) if direction == OPEN else
                  pack("quic_seal_pn", *[tx_next] * abi.NANOBPF_QUIC_PN_CLAIMS))
         self.x.map_update("quic_pn", self.key(cid, direction, frame), value)
 

@@ -118,7 +118,7 @@ static __thread uint32_t refused_id1[PENDING_MAX];
 
 /* Collect the oldest pending request. No fence after the completion (nb_aead_collect has one): this
  * core reads nothing the engine wrote for that frame, the egress does. */
-static __attribute__((noinline)) void settle_oldest(unsigned hart) {
+static __attribute__((noinline)) void settle_oldest(uintptr_t hart) {
     uint64_t c;
     do c = NB_AEAD_REG(NANOBPF_AEAD_CORE_COMP_OFFSET(hart));
     while (!NANOBPF_GET(c, NANOBPF_AEAD_COMP_VALID));
@@ -131,10 +131,10 @@ static __attribute__((noinline)) void settle_oldest(unsigned hart) {
     else if (p.keys)
         ebpf_quic_pn_commit(p.keys, p.pn, p.phase);
 }
-static inline void settle(unsigned hart) {
+static inline void settle(uintptr_t hart) {
     while (n_pend) settle_oldest(hart);
 }
-static inline void make_room(unsigned hart) {
+static inline void make_room(uintptr_t hart) {
     if (n_pend == PENDING_MAX) settle_oldest(hart);
 }
 static inline uint32_t push_pending(uint16_t id, const void *keys, uint64_t pn, int phase) {
@@ -146,7 +146,7 @@ static inline uint32_t push_pending(uint16_t id, const void *keys, uint64_t pn, 
 int ebpf_aead_finish(uint32_t pending) {
     for (unsigned i = 0; i < n_pend; i++)
         if (pend[i].id1 == pending) { /* still in the engine: the only wait of a held frame */
-            unsigned hart = nb_hart_id();
+            uintptr_t hart = nb_hart_id();
             uint64_t t0 = nb_cycles();
             for (unsigned k = 0; k <= i; k++) settle_oldest(hart);
             nb_aead_waited(hart, nb_cycles() - t0);
@@ -166,7 +166,7 @@ int ebpf_aead_engine_seal_hp(const void *keys, int next, uint64_t pn, uint8_t *a
     int slot = keys_slot(keys);
     if (slot < 0 || aad_len > 255 || len > 4095 || !nb_in_packet_mem(aad, aad_len ? aad_len : 1) || !nb_in_packet_mem(text, len + 16))
         return -1;
-    unsigned hart = nb_hart_id();
+    uintptr_t hart = nb_hart_id();
     uint64_t t0 = nb_cycles();
     if (pending && *pending) pending = NULL; /* one left to the caller per frame: a second one waits */
     if (pending) make_room(hart);
@@ -190,7 +190,7 @@ int ebpf_aead_engine_open_commit(const void *keys, int next, uint64_t pn, const 
     if (slot < 0 || !pending || *pending || aad_len > 255 || len > 4095 || !nb_in_packet_mem(aad, aad_len ? aad_len : 1) ||
         !nb_in_packet_mem(text, len + 16))
         return -1;
-    unsigned hart = nb_hart_id();
+    uintptr_t hart = nb_hart_id();
     uint64_t t0 = nb_cycles();
     make_room(hart);
     __asm__ volatile("fence w, w" ::: "memory"); /* the unmasked header in packet memory before the engine reads it */
@@ -209,7 +209,7 @@ int ebpf_aead_engine(int seal, const void *keys, int next, uint64_t pn, const ui
     if (slot < 0 || aad_len > 255 || len > 4095 || !nb_in_packet_mem(aad, aad_len ? aad_len : 1) ||
         !nb_in_packet_mem(text, len + 16) || (sample && !nb_in_packet_mem(sample, 16)))
         return -1;
-    unsigned hart = nb_hart_id();
+    uintptr_t hart = nb_hart_id();
     uint64_t t0 = nb_cycles();
     settle(hart);
     __asm__ volatile("fence w, w" ::: "memory"); /* the packet's bytes in packet memory before the engine reads them */
@@ -258,7 +258,7 @@ int ebpf_hp_engine_at(const void *keys, const uint8_t *sample, uint64_t *mask) {
     int slot = keys_slot(keys);
     if (slot < 0 || !nb_in_packet_mem(sample, 16)) return -1;
     volatile uint8_t *scratch = hp_scratch_here();
-    unsigned hart = nb_hart_id();
+    uintptr_t hart = nb_hart_id();
     uint64_t t0 = nb_cycles();
     settle(hart);
     __asm__ volatile("fence w, w" ::: "memory"); /* what the program wrote into the sample, first */

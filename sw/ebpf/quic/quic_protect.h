@@ -270,18 +270,23 @@ static __always_inline int quic_claim_word(__u64 *word, __u64 pn) {
 }
 static __always_inline int quic_claim_pn(struct nanobpf_quic_seal_pn *sp, __u64 pn) {
     /* each word at a constant offset: the verifier proves an atomic access aligned only so */
+    _Static_assert(NANOBPF_QUIC_PN_CLAIMS == 8, "a case per claim word");
     switch (pn & (NANOBPF_QUIC_PN_CLAIMS - 1)) {
     case 0: return quic_claim_word(&sp->claim0, pn);
     case 1: return quic_claim_word(&sp->claim1, pn);
     case 2: return quic_claim_word(&sp->claim2, pn);
-    default: return quic_claim_word(&sp->claim3, pn);
+    case 3: return quic_claim_word(&sp->claim3, pn);
+    case 4: return quic_claim_word(&sp->claim4, pn);
+    case 5: return quic_claim_word(&sp->claim5, pn);
+    case 6: return quic_claim_word(&sp->claim6, pn);
+    default: return quic_claim_word(&sp->claim7, pn);
     }
 }
 /* The largest packet number sealed + 1 (0: none): the reference for decoding the host's numbers. */
+static __always_inline __u64 quic_max(__u64 a, __u64 b) { return a > b ? a : b; }
 static __always_inline __u64 quic_sealed_next(const struct nanobpf_quic_seal_pn *sp) {
-    __u64 a = sp->claim0 > sp->claim1 ? sp->claim0 : sp->claim1;
-    __u64 b = sp->claim2 > sp->claim3 ? sp->claim2 : sp->claim3;
-    return a > b ? a : b;
+    return quic_max(quic_max(quic_max(sp->claim0, sp->claim1), quic_max(sp->claim2, sp->claim3)),
+                    quic_max(quic_max(sp->claim4, sp->claim5), quic_max(sp->claim6, sp->claim7)));
 }
 _Static_assert(sizeof(struct nanobpf_quic_seal_pn) == sizeof(struct nanobpf_quic_pn_state), "one quic_pn value");
 
