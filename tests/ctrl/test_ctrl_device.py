@@ -207,7 +207,7 @@ def test_key_entries_per_direction_by_address_and_in_the_programs_map(dev):
     assert config() == (1, 2, (1 << 2) | 1, 4)
     # packet-number state: kept by KEY_UPDATE, removed by KEY_ADD (fresh keys) and KEY_DEL
     seal = KeyId(SEAL, 2, cid.ljust(20, b"\0"))
-    pn = struct.pack("<QQQQ", 7, 0, 0, 0)
+    pn = struct.pack("<Q", 7).ljust(abi.STRUCTS["quic_seal_pn"].size, b"\0")
     assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_UPDATE, map_req("quic_pn", seal.pack(), pn))) == "ok"
     new = keys_for(cid, phase=1, fill=8, nxt=True)
     assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_UPDATE, D.pack("key_msg", cid_len=2, dir=SEAL, cid=cid, keys=new))) == "ok"
@@ -358,7 +358,7 @@ def test_map_messages(dev):
     assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_DELETE, map_req("test_mode", zero))) == "invalid"       # arrays
     # quic_pn holds a state per key table entry: none for a key without one, zero from KEY_ADD
     pk = KeyId(OPEN, 1, b"\x05".ljust(20, b"\0")).pack()
-    pv = struct.pack("<QQQQ", 1, 2, 3, 4)
+    pv = struct.pack("<QQQQ", 1, 2, 3, 4).ljust(abi.STRUCTS["quic_pn_state"].size, b"\0")
     assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_UPDATE, map_req("quic_pn", pk, pv, flags=2))) == "noent"
     assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_UPDATE, map_req("quic_pn", pk, pv))) == "noent"
     assert status(r.ask(M.NANOBPF_CTRL_MSG_MAP_NEXT, map_req("quic_pn"))) == "noent"
@@ -505,7 +505,7 @@ def test_packet_number_state_outlives_program_swaps(dev):
     host.prog_load(image, name="xdp_ctrl_test")
     cid = b"\x0c\x1d\x2e"
     host.key_add(cid, keys_for(cid, fill=5), dir=SEAL)
-    claims = struct.pack("<QQQQ", 13, 10, 11, 12)                 # numbers up to 12 sealed
+    claims = struct.pack("<QQQQ", 13, 10, 11, 12).ljust(abi.STRUCTS["quic_seal_pn"].size, b"\0")  # a seal entry's claim words
     host.map_update(PN_MAP, key_id(cid, SEAL).pack(), claims)
 
     def pn_state():

@@ -625,12 +625,10 @@ static void sweep_mem(void) {
     printf("%s  sweep memory: %d programs against the interpreter\n", failures == before ? "ok " : "FAIL", count);
 }
 
-/* Packet loads the verifier flagged (EBPF_INSN_PKT_ACCESS: compiled with a run-time alignment test)
- * at every offset from an 8-byte boundary, every size, zero- and sign-extended: two known words are
- * stored, then one load reads across or inside them (a misaligned 4- or 8-byte load reads the two
- * aligned words that hold its bytes and shifts them together). The interpreter and the value
- * expected here must agree. qemu-riscv64 does misaligned accesses itself, so the aligned path would
- * pass too; the JIT's statistics show the test was compiled in. */
+/* Packet loads the verifier flagged (EBPF_INSN_PKT_ACCESS: a run-time alignment test) at every offset
+ * from an 8-byte boundary, every size, zero- and sign-extended, across or inside two known words (a
+ * misaligned 4- or 8-byte load reads the two aligned words that hold its bytes and shifts them
+ * together): the interpreter and the value expected here must agree. */
 static void sweep_pkt_loads(void) {
     int before = failures, count = 0;
     static const int sizes[4] = {EBPF_SIZE_B, EBPF_SIZE_H, EBPF_SIZE_W, EBPF_SIZE_DW};
