@@ -277,7 +277,7 @@ static uint64_t one_packet(unsigned hart, uint64_t d, const struct ebpf_prog *pr
         return drop; /* no such port */
     }
     if (out) {
-        why = dpu_guard_after(prog, xdp, &g, out);
+        why = dpu_guard_after(xdp, &g, out);
         if (why >= 0) {
             s->drops[why]++;
             return drop;

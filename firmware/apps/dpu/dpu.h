@@ -28,7 +28,7 @@ void dpu_guard_reset(void);
 int dpu_guard_before(const struct ebpf_prog *prog, const struct ebpf_xdp_buff *xdp, struct dpu_guard *g);
 /* After the run with `action` towards `ifindex_out`: returns a dpu_drop, or -1 when the frame may leave;
  * a frame the program opened for the host gets the DECRYPTED shim (xdp->data moves back 4 bytes). */
-int dpu_guard_after(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, struct dpu_guard *g, uint32_t ifindex_out);
+int dpu_guard_after(struct ebpf_xdp_buff *xdp, struct dpu_guard *g, uint32_t ifindex_out);
 /* A frame prog counted opened whose tag the engine found forged after the program returned (quic_aead_open
  * with NANOBPF_AEAD_COMMIT): this core's counts in the program's maps become what the program counts for
  * a forged tag itself (quic_stats OPENED back, DROPPED and quic_drops TAG_MISMATCH up). */

@@ -126,8 +126,7 @@ int dpu_guard_before(const struct ebpf_prog *prog, const struct ebpf_xdp_buff *x
     return -1;
 }
 
-int dpu_guard_after(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, struct dpu_guard *g, uint32_t ifindex_out) {
-    (void)prog;
+int dpu_guard_after(struct ebpf_xdp_buff *xdp, struct dpu_guard *g, uint32_t ifindex_out) {
     int counted = g->watch >= 0 && watched(g) > g->before;
     int shim = has_shim(xdp->data, xdp->data_end);
     g->done = DPU_GUARD_NONE;

@@ -114,6 +114,8 @@ static __thread struct pending {
     int phase;
 } pend[PENDING_MAX];
 static __thread unsigned n_pend;
+/* Each refused id belongs to a frame not finished yet whose request was pending: never more than
+ * PENDING_MAX at once, so a free place is always there (a lost one would let the frame out). */
 static __thread uint32_t refused_id1[PENDING_MAX];
 
 /* Collect the oldest pending request. No fence after the completion (nb_aead_collect has one): this
@@ -123,12 +125,14 @@ static __attribute__((noinline)) void settle_oldest(uintptr_t hart) {
     do c = NB_AEAD_REG(NANOBPF_AEAD_CORE_COMP_OFFSET(hart));
     while (!NANOBPF_GET(c, NANOBPF_AEAD_COMP_VALID));
     struct pending p = pend[0];
-    pend[0] = pend[1];
+    for (unsigned i = 1; i < n_pend; i++) pend[i - 1] = pend[i];
     n_pend--;
     if (NANOBPF_GET(c, NANOBPF_AEAD_COMP_ID) != (uint16_t)(p.id1 - 1) ||
-        NANOBPF_GET(c, NANOBPF_AEAD_COMP_STATUS) != NANOBPF_AEAD_STATUS_OK)
-        refused_id1[refused_id1[0] != 0] = p.id1;
-    else if (p.keys)
+        NANOBPF_GET(c, NANOBPF_AEAD_COMP_STATUS) != NANOBPF_AEAD_STATUS_OK) {
+        unsigned i = 0;
+        while (i < PENDING_MAX - 1 && refused_id1[i]) i++;
+        refused_id1[i] = p.id1;
+    } else if (p.keys)
         ebpf_quic_pn_commit(p.keys, p.pn, p.phase);
 }
 static inline void settle(uintptr_t hart) {
@@ -144,6 +148,7 @@ static inline uint32_t push_pending(uint16_t id, const void *keys, uint64_t pn, 
 }
 
 int ebpf_aead_finish(uint32_t pending) {
+    if (!pending) return 0; /* nothing was left to the engine */
     for (unsigned i = 0; i < n_pend; i++)
         if (pend[i].id1 == pending) { /* still in the engine: the only wait of a held frame */
             uintptr_t hart = nb_hart_id();
@@ -152,8 +157,7 @@ int ebpf_aead_finish(uint32_t pending) {
             nb_aead_waited(hart, nb_cycles() - t0);
             break;
         }
-    if (!(refused_id1[0] | refused_id1[1])) return 0;
-    for (int i = 0; i < 2; i++)
+    for (unsigned i = 0; i < PENDING_MAX; i++)
         if (refused_id1[i] == pending) {
             refused_id1[i] = 0;
             return -1;
