@@ -360,19 +360,27 @@ void ebpf_quic_pn_commit(const void *keys, uint64_t pn, int phase) {
     }
 }
 
+/* Seal with header protection applied (NANOBPF_AEAD_HP_APPLY), the request checked: the header's last
+ * pn_len bytes are the packet number, the sample 4 bytes after it lies before the tag's end. One engine
+ * request; where the caller lets it (aead_defer), it finishes after the program. Returns 0. */
+static int64_t seal_hp_apply(struct ebpf_xdp_buff *x, const struct nanobpf_quic_keys *k, int next, uint64_t pn, uint8_t *hdr,
+                             uint32_t hdr_len, uint32_t payload_len, uint32_t pn_len) {
+    uint8_t *payload = hdr + hdr_len;
+    if (ebpf_aead_engine_seal_hp(k, next, pn, hdr, hdr_len, payload, payload_len, x->aead_defer ? &x->aead_pending : NULL) == 0)
+        return 0;
+    uint8_t nonce[EBPF_AEAD_NONCE_LEN];
+    ebpf_aead_seal(quic_key_nonce(k, next, pn, nonce), nonce, hdr, hdr_len, payload, payload_len, payload + payload_len);
+    uint64_t m = ebpf_hp_mask_soft(k->hp, hdr + hdr_len - pn_len + 4); /* byte 0 the lowest */
+    hdr[0] ^= (uint8_t)m & (hdr[0] & 0x80 ? 0x0f : 0x1f);
+    for (uint32_t i = 0; i < pn_len; i++) hdr[hdr_len - pn_len + i] ^= (uint8_t)(m >> (8 * (i + 1)));
+    return 0;
+}
+
 /* The verifier proved the key table value (keytable_value: a whole struct nanobpf_quic_keys) and the
  * request or block (mem: size bytes). The request's packet ranges are checked here against
  * [data, data_end) with 64-bit sums of 32-bit fields, which cannot overflow. Checks come in this order:
  * the request (-EINVAL), then the next keys (-ENOKEY); nothing is written on an error. */
-static int64_t quic_aead(U64 ctx, U64 keys, U64 req_addr, U64 req_size, int seal) {
-    struct ebpf_xdp_buff *x = PTR(ctx);
-    const struct nanobpf_quic_keys *k = PTR(keys);
-    struct nanobpf_aead_req r;
-    if (req_size != sizeof r) return -NANOBPF_EINVAL;
-    /* anywhere the verifier allows: on the program's stack (aligned: one copy of words, where a memcpy
-     * of unknown alignment was a call to memmove), or in the packet (no alignment) */
-    if (req_addr & 7) memcpy(&r, PTR(req_addr), sizeof r);
-    else r = *(const struct nanobpf_aead_req *)PTR(req_addr);
+static int64_t quic_aead_req(struct ebpf_xdp_buff *x, const struct nanobpf_quic_keys *k, struct nanobpf_aead_req r, int seal) {
     uint32_t known = NANOBPF_AEAD_NEXT_PHASE | (seal ? NANOBPF_AEAD_HP_MASK | NANOBPF_AEAD_HP_APPLY : NANOBPF_AEAD_COMMIT);
     uint32_t hp = r.flags & (NANOBPF_AEAD_HP_MASK | NANOBPF_AEAD_HP_APPLY);
     if ((r.flags & ~known) || hp == (NANOBPF_AEAD_HP_MASK | NANOBPF_AEAD_HP_APPLY) || r.hdr_len == 0 || r.hdr_len > NANOBPF_AEAD_HDR_MAX ||
@@ -398,18 +406,7 @@ static int64_t quic_aead(U64 ctx, U64 keys, U64 req_addr, U64 req_size, int seal
     }
     int next = (r.flags & NANOBPF_AEAD_NEXT_PHASE) != 0;
     if (next && !(k->flags & (NANOBPF_QUIC_KEY_NEXT | NANOBPF_QUIC_KEY_PREV))) return -NANOBPF_ENOKEY; /* second slot empty */
-    if (hp == NANOBPF_AEAD_HP_APPLY) {
-        /* one engine request; where the caller lets it (aead_defer), it finishes after the program */
-        if (ebpf_aead_engine_seal_hp(k, next, r.pn, hdr, r.hdr_len, payload, r.payload_len,
-                                     x->aead_defer ? &x->aead_pending : NULL) == 0)
-            return 0;
-        uint8_t nonce[EBPF_AEAD_NONCE_LEN];
-        ebpf_aead_seal(quic_key_nonce(k, next, r.pn, nonce), nonce, hdr, r.hdr_len, payload, r.payload_len, tag);
-        uint64_t m = ebpf_hp_mask_soft(k->hp, sample); /* byte 0 the lowest */
-        hdr[0] ^= (uint8_t)m & (hdr[0] & 0x80 ? 0x0f : 0x1f);
-        for (uint32_t i = 0; i < pn_len; i++) hdr[r.hdr_len - pn_len + i] ^= (uint8_t)(m >> (8 * (i + 1)));
-        return 0;
-    }
+    if (hp == NANOBPF_AEAD_HP_APPLY) return seal_hp_apply(x, k, next, r.pn, hdr, r.hdr_len, r.payload_len, pn_len);
     /* the phase the open records: the current keys' (as they are now: a key update may come before a
      * deferred verdict) for a short header opened with them, else none */
     int commit = (r.flags & NANOBPF_AEAD_COMMIT) != 0, phase = !next && !(hdr[0] & 0x80) ? k->key_phase & 1 : -1;
@@ -433,6 +430,15 @@ static int64_t quic_aead(U64 ctx, U64 keys, U64 req_addr, U64 req_size, int seal
         return 0;
     }
     return sample ? (int64_t)mask_be40(mask) : 0;
+}
+static int64_t quic_aead(U64 ctx, U64 keys, U64 req_addr, U64 req_size, int seal) {
+    struct nanobpf_aead_req r;
+    if (req_size != sizeof r) return -NANOBPF_EINVAL;
+    /* anywhere the verifier allows: on the program's stack (aligned: one copy of words, where a memcpy
+     * of unknown alignment was a call to memmove), or in the packet (no alignment) */
+    if (req_addr & 7) memcpy(&r, PTR(req_addr), sizeof r);
+    else r = *(const struct nanobpf_aead_req *)PTR(req_addr);
+    return quic_aead_req(PTR(ctx), PTR(keys), r, seal);
 }
 static U64 h_quic_aead_seal(U64 ctx, U64 keys, U64 req, U64 req_size, U64 a5) {
     (void)a5;
@@ -508,12 +514,14 @@ static int quic_frame_key(const struct ebpf_xdp_buff *x, uint32_t dir, uint64_t 
                           ((base + (off)) & ~7ull) >= x->data_hard_start && ((base + (off) + (n) + 7) & ~7ull) <= x->frame_end)
     k[0] = len, k[1] = 0, k[2] = (uint64_t)dir << 8 * (KEY_DIR - 16);
     if (len) {
-        uint64_t at = base + x->quic_off + 1;
-        if (len > NANOBPF_KEYTABLE_CID_MAX || !IN_FRAME(x->quic_off + 1, len)) return -1;
-        for (unsigned i = 0; i < len; i += 8) {
-            unsigned n = len - i < 8 ? len - i : 8;
-            key_put(k, KEY_ID + i, buf_bytes(at + i, n), n);
-        }
+        /* the first byte and the CID are the key's bytes 0..len, byte 0 replaced by len: word by word */
+        uint64_t at = base + x->quic_off;
+        unsigned n = len + 1;
+        _Static_assert(KEY_ID == 1 && KEY_DIR == 21, "the key's bytes 0..len in its first words, dir after them");
+        if (len > NANOBPF_KEYTABLE_CID_MAX || !IN_FRAME(x->quic_off, n)) return -1;
+        k[0] = (buf_bytes(at, n < 8 ? n : 8) & ~0xffull) | len;
+        if (n > 8) k[1] = buf_bytes(at + 8, n < 16 ? n - 8 : 8);
+        if (n > 16) k[2] |= buf_bytes(at + 16, n - 16);
         return 0;
     }
     /* the IP header and the UDP header's ports, PISA's: [l3, l4 + 4) holds both */
@@ -548,6 +556,189 @@ static U64 h_quic_keys_of(U64 ctx, U64 map, U64 dir, U64 a4, U64 a5) {
         !ebpf_map_is_keytable(PTR(map)) || quic_frame_key(x, (uint32_t)dir, k))
         return 0;
     return (U64)(uintptr_t)ebpf_keytable_at(k, x->conn - 1);
+}
+
+/* ---- bpf_quic_seal_conn: a frame to seal that PISA classified, sealed in one call (quic_seal of
+ * sw/ebpf/quic/quic_protect.h, step for step and drop for drop) ---- */
+
+/* 16 bits big-endian at a, and stored there: one access when aligned (packet memory is uncached). */
+static inline __attribute__((always_inline)) uint32_t ld_be16(uint64_t a) {
+    if (a & 1) return (uint32_t)*(const uint8_t *)PTR(a) << 8 | *(const uint8_t *)PTR(a + 1);
+    uint32_t v = *(const volatile uint16_t *)PTR(a); /* volatile: one load, not one per byte swapped */
+    return (v >> 8 | v << 8) & 0xffff;
+}
+static inline __attribute__((always_inline)) void st_be16(uint64_t a, uint32_t v) {
+    if (a & 1) *(uint8_t *)PTR(a) = (uint8_t)(v >> 8), *(uint8_t *)PTR(a + 1) = (uint8_t)v;
+    else *(uint16_t *)PTR(a) = __builtin_bswap16((uint16_t)v);
+}
+
+/* RFC 9000 appendix A.3 (quic_decode_pn in quic_protect.h). */
+static uint64_t quic_decode_pn(uint64_t expected, uint64_t truncated, uint32_t pn_len) {
+    uint64_t win = 1ull << (8 * pn_len), hwin = win / 2, mask = win - 1, cand = (expected & ~mask) | truncated;
+    if (cand + hwin <= expected && cand < (1ull << 62) - win) return cand + win;
+    if (cand > expected + hwin && cand >= win) return cand - win;
+    return cand;
+}
+
+/* The claim of a SEAL entry's packet number (quic_claim_pn): the largest claim word is one past the
+ * largest number sealed, the reference for decoding; pn is claimed by one compare-and-swap on its
+ * class's word, which only grows. 0, or -1 when pn may have been sealed (the nonce could repeat). */
+static uint64_t seal_next(volatile uint64_t *w) {
+    uint64_t m = 0;
+    for (unsigned i = 0; i < NANOBPF_QUIC_PN_CLAIMS; i++) {
+        uint64_t v = w[i];
+        m = v > m ? v : m;
+    }
+    return m;
+}
+static int seal_claim(volatile uint64_t *w, uint64_t pn) {
+    uint64_t *word = (uint64_t *)(uintptr_t)&w[pn & (NANOBPF_QUIC_PN_CLAIMS - 1)];
+    for (int i = 0; i < 2; i++) { /* a failed swap: another core claimed in this class meanwhile */
+        uint64_t old = __atomic_load_n(word, __ATOMIC_RELAXED);
+        if (pn < old) return -1;
+        if (__atomic_compare_exchange_n(word, &old, pn + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) return 0;
+    }
+    return -1;
+}
+_Static_assert(sizeof(struct nanobpf_quic_seal_pn) == NANOBPF_QUIC_PN_CLAIMS * 8, "the claim words, in order");
+
+#define SEAL_DROP(reason) ((U64) - (int64_t)(1 + (reason)))
+#define SEAL_DROP_KEYED(reason) SEAL_DROP(NANOBPF_QUIC_SEAL_KEYED | (reason))
+/* The checks come in quic_xdp's order for such a frame (quic_pisa_classify, quic_short_cid_at,
+ * quic_pisa_keys, quic_seal, quic_fix_lengths): a frame the general path would treat otherwise before
+ * its keys are known gets SLOW with nothing changed, and every later failure is the general path's drop
+ * with the frame as it leaves it. Offsets count from where PISA parsed the frame (parse_data): the shim
+ * the program removed was before the IP header, whose bytes stay where they were. */
+static U64 h_quic_seal_conn(U64 ctx, U64 map, U64 cid_len, U64 max_payload, U64 max_hdr) {
+    struct ebpf_xdp_buff *x = PTR(ctx);
+    const uint64_t base = x->parse_data;
+    const uint32_t l3 = x->l3_off, l4 = x->l4_off, q = x->quic_off, pn_off = x->pn_off;
+    if (!x->conn || !pn_off || cid_len != x->cid_len || l4 < l3 + 20 || q != l4 + 8 || pn_off != q + 1 + cid_len ||
+        base + l3 < x->data + 14 || base + q + 1 > x->data_end || !ebpf_map_is_keytable(PTR(map)))
+        return NANOBPF_QUIC_SEAL_SLOW;
+    /* quic_pisa_classify: a short header inside the UDP datagram, the fixed bit set */
+    const uint32_t ulen = ld_be16(base + l4 + 4), pkt_end = l4 + ulen, b0 = *(const uint8_t *)PTR(base + q);
+    const int v6 = *(const uint8_t *)PTR(base + l3) >> 4 == 6;
+    if (q >= pkt_end || (b0 & 0x80) || (v6 && l4 < l3 + 40)) return NANOBPF_QUIC_SEAL_SLOW;
+    if (!(b0 & 0x40)) return SEAL_DROP(NANOBPF_QUIC_DROP_NO_FIXED_BIT);
+    /* quic_short_cid_at: the CID inside the frame and the datagram */
+    if (base + pn_off > x->data_end || pn_off > pkt_end) return SEAL_DROP(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
+    /* quic_pisa_keys: the entry at PISA's slot, if it holds the key the frame names */
+    uint64_t k[3];
+    if (quic_frame_key(x, NANOBPF_QUIC_DIR_SEAL, k)) return NANOBPF_QUIC_SEAL_SLOW;
+    const struct nanobpf_quic_keys *keys = ebpf_keytable_at(k, x->conn - 1);
+    if (!keys) return NANOBPF_QUIC_SEAL_SLOW;
+    /* quic_seal: room for the tag, the header's bytes inside the frame, the sample inside the packet */
+    const uint64_t end = base + pkt_end + NANOBPF_AEAD_TAG_LEN;
+    if (end > x->frame_end || end < x->data + 14) return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_OVERSIZE);
+    x->data_end = end;
+    const uint64_t pnp = base + pn_off;
+    if (pnp + 4 > end || pn_off + 4 + 16 > pkt_end + NANOBPF_AEAD_TAG_LEN)
+        return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
+    const uint32_t pn_len = (b0 & 3) + 1;
+    /* the 4 bytes from the packet number on: by aligned word loads where those words lie in the frame's
+     * buffer (the device's slots are whole words), else two by two */
+    const uint32_t pnw = (pnp & ~7ull) >= x->data_hard_start && ((pnp + 4 + 7) & ~7ull) <= x->frame_end
+                             ? __builtin_bswap32((uint32_t)buf_bytes(pnp, 4))
+                             : ld_be16(pnp) << 16 | ld_be16(pnp + 2);
+    const uint64_t trunc = pnw >> (8 * (4 - pn_len));
+    /* quic_seal_slot: the current keys for their key phase bit, the next ones when installed */
+    const uint32_t kw = *(const volatile uint32_t *)&keys->key_phase; /* key_phase, flags: one load */
+    _Static_assert(offsetof(struct nanobpf_quic_keys, flags) == 1, "key_phase and flags in one word");
+    int next = ((b0 >> 2) & 1) != (kw & 1);
+    if (next && !((kw >> 8) & NANOBPF_QUIC_KEY_NEXT)) return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_NO_KEYS);
+    volatile uint64_t *claims = ebpf_keytable_pn(keys);
+    if (!claims) return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_NO_PN_STATE);
+    const uint64_t pn = quic_decode_pn(seal_next(claims), trunc, pn_len);
+    if (seal_claim(claims, pn)) return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_PN_REUSED);
+    const uint32_t ct_off = pn_off + pn_len, hdr_len = ct_off - q;
+    if (ct_off > pkt_end) return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
+    if (pkt_end - ct_off > max_payload) return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_OVERSIZE);
+    if (hdr_len > max_hdr) return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
+    /* quic_seal_payload of xdp_quic_hw.c: what bpf_quic_aead_seal would refuse (-EINVAL, which the
+     * program drops as QUIC_TRUNCATED), then the one request, header protection applied; the frame's
+     * ranges are the ones checked above */
+    if (hdr_len > NANOBPF_AEAD_HDR_MAX || pkt_end - ct_off > NANOBPF_AEAD_PAYLOAD_MAX || (pn >> NANOBPF_AEAD_PN_BITS))
+        return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
+    seal_hp_apply(x, keys, next, pn, PTR(base + q), hdr_len, pkt_end - ct_off, pn_len);
+    /* quic_fix_lengths (QUIC_CSUM_BY_EGRESS): the lengths grow by the tag, the egress sums */
+    st_be16(base + l4 + 4, ulen + NANOBPF_AEAD_TAG_LEN);
+    const uint64_t iplen = base + l3 + (v6 ? 4 : 2);
+    st_be16(iplen, ld_be16(iplen) + NANOBPF_AEAD_TAG_LEN);
+    x->csum_offload = 1;
+    return 0;
+}
+
+/* bpf_quic_open_conn: a frame from the network that PISA classified with its connection, opened in one
+ * call (quic_open of quic_protect.h, step for step and drop for drop, with xdp_quic_hw's backend: the
+ * mask by the engine, the open committed by the device). The same rules as h_quic_seal_conn's. */
+static U64 h_quic_open_conn(U64 ctx, U64 map, U64 lens, U64 max_payload, U64 max_hdr) {
+    struct ebpf_xdp_buff *x = PTR(ctx);
+    const uint64_t base = x->parse_data;
+    const uint32_t l3 = x->l3_off, l4 = x->l4_off, q = x->quic_off, pn_off = x->pn_off, l = x->cid_len;
+    if (!x->conn || !pn_off || l4 < l3 + 20 || q != l4 + 8 || pn_off != q + 1 + l || base + l3 < x->data + 14 ||
+        base + q + 1 > x->data_end || !((lens >> l) & 1) || !ebpf_map_is_keytable(PTR(map)))
+        return NANOBPF_QUIC_SEAL_SLOW;
+    /* quic_pisa_classify */
+    const uint32_t ulen = ld_be16(base + l4 + 4), pkt_end = l4 + ulen;
+    uint8_t *const first = PTR(base + q);
+    const uint32_t b0m = *first;
+    if (q >= pkt_end || (b0m & 0x80)) return NANOBPF_QUIC_SEAL_SLOW;
+    if (!(b0m & 0x40)) return SEAL_DROP(NANOBPF_QUIC_DROP_NO_FIXED_BIT);
+    /* quic_pisa_keys: PISA's CID length inside the datagram, the entry at its slot */
+    uint64_t k[3];
+    if (pn_off > pkt_end || quic_frame_key(x, NANOBPF_QUIC_DIR_OPEN, k)) return NANOBPF_QUIC_SEAL_SLOW;
+    const struct nanobpf_quic_keys *keys = ebpf_keytable_at(k, x->conn - 1);
+    if (!keys) return NANOBPF_QUIC_SEAL_SLOW;
+    /* quic_open */
+    volatile struct nanobpf_quic_pn_state *st = ebpf_keytable_pn(keys);
+    if (!st) return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_NO_PN_STATE);
+    if (pn_off + 4 + 16 > pkt_end) return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
+    const uint8_t *sample = PTR(base + pn_off + 4);
+    if (base + pn_off + 4 + NANOBPF_AEAD_HP_BLOCK_LEN > x->data_end) return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
+    uint64_t m;
+    if (ebpf_hp_engine_at(keys, sample, &m) != 0) m = ebpf_hp_mask_soft(keys->hp, sample); /* byte 0 the lowest */
+    /* the header unmasked in place (the AAD is the unprotected header; a dropped frame never leaves) */
+    const uint32_t b0 = b0m ^ ((uint32_t)m & 0x1f), pn_len = (b0 & 3) + 1;
+    *first = (uint8_t)b0;
+    uint8_t *const pnp = PTR(base + pn_off);
+    uint64_t trunc = 0;
+    for (uint32_t i = 0; i < pn_len; i++) {
+        uint8_t v = pnp[i] ^ (uint8_t)(m >> (8 * (i + 1)));
+        pnp[i] = v;
+        trunc = trunc << 8 | v;
+    }
+    /* RFC 9000 A.3 against the largest number opened; quic_open_slot (RFC 9001 section 6) */
+    const uint64_t pn = quic_decode_pn(st->rx_next, trunc, pn_len);
+    const uint32_t kw = *(const volatile uint32_t *)&keys->key_phase, kp = kw & 1, kf = kw >> 8;
+    int next = ((b0 >> 2) & 1) != kp;
+    if (next && !(kf & NANOBPF_QUIC_KEY_NEXT) && !((kf & NANOBPF_QUIC_KEY_PREV) && (st->phase != (2 | kp) || pn < st->phase_pn)))
+        return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_NO_KEYS);
+    const uint32_t ct_off = pn_off + pn_len, hdr_len = ct_off - q;
+    if (ct_off + NANOBPF_AEAD_TAG_LEN > pkt_end) return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
+    const uint32_t ct_len = pkt_end - NANOBPF_AEAD_TAG_LEN - ct_off;
+    if (ct_len > max_payload) return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_OVERSIZE);
+    if (hdr_len > max_hdr) return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
+    /* quic_open_payload of xdp_quic_hw.c: the open, committed by the device; then the frame ends where
+     * the ciphertext ends, whatever the tag said */
+    struct nanobpf_aead_req r = {.hdr_off = (uint32_t)(base + q - x->data), .hdr_len = hdr_len, .payload_len = ct_len,
+                                 .flags = (next ? NANOBPF_AEAD_NEXT_PHASE : 0) | NANOBPF_AEAD_COMMIT, .pn = pn};
+    const int64_t rc = quic_aead_req(x, keys, r, 0);
+    const uint64_t end = base + pkt_end - NANOBPF_AEAD_TAG_LEN;
+    if (end > x->frame_end || end < x->data + 14) return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_TRUNCATED);
+    x->data_end = end;
+    if (rc < 0)
+        return SEAL_DROP_KEYED(rc == -NANOBPF_EBADMSG  ? NANOBPF_QUIC_DROP_TAG_MISMATCH
+                               : rc == -NANOBPF_ENOKEY ? NANOBPF_QUIC_DROP_NO_KEYS
+                                                       : NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
+    /* quic_fix_lengths (QUIC_CSUM_BY_EGRESS): the lengths shrink by the tag, the egress sums */
+    const int v6 = *(const uint8_t *)PTR(base + l3) >> 4 == 6;
+    if (base + l4 + 8 > end || base + l3 + (v6 ? 40 : 20) > end) return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_TRUNCATED);
+    st_be16(base + l4 + 4, ulen - NANOBPF_AEAD_TAG_LEN);
+    const uint64_t iplen = base + l3 + (v6 ? 4 : 2);
+    st_be16(iplen, ld_be16(iplen) - NANOBPF_AEAD_TAG_LEN);
+    x->csum_offload = 1;
+    return 0;
 }
 
 #define HELPER_ENTRY(id_, name_, ret_, a1, a2, a3, a4, a5, pkt_) \

@@ -3432,10 +3432,11 @@ static int map_helper_compatible(struct env *e, uint32_t i, const struct ebpf_he
         if (h->id == events[k].helper && m->type != events[k].map_type)
             return fail(e, (int)i, "helper %s: map %s is not a %s", h->name, m->name, events[k].type);
     }
-    if (h->id == NANOBPF_HELPER_QUIC_KEYS_OF && !is_keytable(m))
+    int keytable_helper = h->id == NANOBPF_HELPER_QUIC_KEYS_OF || h->id == NANOBPF_HELPER_QUIC_SEAL_CONN ||
+                          h->id == NANOBPF_HELPER_QUIC_OPEN_CONN;
+    if (keytable_helper && !is_keytable(m))
         return fail(e, (int)i, "helper %s: map %s is not the key table %s", h->name, m->name, NANOBPF_KEYTABLE_MAP_NAME);
-    if (readonly_map(m) && h->id != NANOBPF_HELPER_MAP_LOOKUP_ELEM && h->id != NANOBPF_HELPER_REDIRECT_MAP &&
-        h->id != NANOBPF_HELPER_QUIC_KEYS_OF)
+    if (readonly_map(m) && h->id != NANOBPF_HELPER_MAP_LOOKUP_ELEM && h->id != NANOBPF_HELPER_REDIRECT_MAP && !keytable_helper)
         return fail(e, (int)i, "helper %s: %s %s is read-only for programs (%s)", h->name, readonly_map(m), m->name,
                     readonly_map_why(m));
     if (h->id == NANOBPF_HELPER_QUIC_PN_OF && !is_keytable_pn(m))

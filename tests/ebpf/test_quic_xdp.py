@@ -19,7 +19,7 @@ from nanobpf.pcap import fix_udp_checksum, parse_udp, read_pcap, udp_frame
 from nanobpf.quic import PacketKeys, next_secret, unprotect
 from nanobpf.quic.vectors import A2_PROTECTED, A3_PLAIN, A3_PROTECTED, SERVER_KEYS
 from quic_device import backend, obj, prog, pytest_generate_tests  # noqa: F401 (fixtures, parametrisation)
-from quic_device import (BACKENDS, CID, DEVICE_ONLY, K0, K1, LO, MAX_PAYLOAD, NET, OPEN, XDP_DROP,
+from quic_device import (BACKENDS, CID, DEVICE_ONLY, K0, K1, LO, MAX_PAYLOAD, NET, OPEN, SEAL, XDP_DROP,
                          XDP_PASS, XDP_TX, Device, available, build, const, frame_of, short_packet, shim, with_payload)
 
 
@@ -473,6 +473,171 @@ def test_pisa_parse_result_for_frames_to_seal(tmp_path_factory, backend_name):
         assert devs[0].x.run(shim(a3, 0), ingress_ifindex=LO) == (XDP_TX, udp_frame(A3_PROTECTED, "192.0.2.1", "192.0.2.2", 443, 50000))
         assert devs[1].x.run(shim(a3, 0), ingress_ifindex=LO, parse=pisa_parse(False, None, long=True))[0] == XDP_DROP
         assert devs[1].drops()["NOT_SEALABLE"] == 1
+    finally:
+        for d in devs:
+            d.close()
+
+
+@pytest.mark.parametrize("backend_name", ["interp", "jit"])
+def test_pisa_connection_seals_in_one_call(tmp_path_factory, backend_name):
+    """A frame to seal that PISA classified with its connection (conn: 1 + the SEAL entry's key table
+    slot, cid_len: the shim's, as the ingress parser gives them) is sealed by one device helper,
+    bpf_quic_seal_conn, which does quic_seal's steps itself: xdp_quic_hw leaves the same bytes, takes
+    the same action and counts the same as without the parse result (the program's own way), for every
+    way it can end - sealed with the current and with the next keys (IPv4 and IPv6, a VLAN tag behind
+    the shim, 8-byte and zero-length CIDs), a packet number sealed before (PN_REUSED), the next key
+    phase without next keys (NO_KEYS), a payload over the program's limit (OVERSIZE), the fixed bit
+    clear (NO_FIXED_BIT), a CID past the frame's end (QUIC_TRUNCATED) - and for a conn that names
+    another entry's slot (the helper leaves it to the program's way)."""
+    ok, why = available(backend_name)
+    if not ok:
+        pytest.skip(why)
+    obj = build("xdp_quic_hw", tmp_path_factory.mktemp("seal_conn"))
+    devs = [Device(obj, backend_name, host_ifindex=LO) for _ in range(2)]
+    combos = [(v6, vlan) for v6 in (False, True) for vlan in (None, 5)]
+    frames = [frame_of(b"\x40", v6, vlan) for v6, vlan in combos]
+    try:
+        for d in devs:
+            d.add_keys(CID, K0, K1, dirs=(SEAL,))
+            for f in frames:
+                d.add_keys(b"", K0, dirs=(SEAL,), frame=f)
+        x = devs[1].x
+
+        def parse(frame, cid_len, conn_of=None):
+            """PISA's parse of frame marked for sealing (offsets count the shim) and the slot of the SEAL
+            entry its CID (or address) names: conn_of, a key, names another."""
+            u = parse_udp(frame)
+            l3 = 14 + 4 + (4 if u.vlan is not None else 0)
+            l4 = l3 + (40 if u.ip_version == 6 else 20)
+            key = conn_of or Device.key(CID if cid_len else b"", SEAL, frame)
+            slot = x.map_slot("nanobpf_quic_keys", key)
+            assert slot is not None
+            return (l3, l4, l4 + 8, l4 + 8 + 1 + cid_len, cid_len, 1 + slot)
+
+        cases, pn = [], 40
+        for v6, vlan in combos:
+            for cid in (CID, b""):
+                pn += 1
+                plain, prot = short_packet(pn, b"s" * 200, cid=cid)
+                cases.append(("sealed", frame_of(plain, v6, vlan), len(cid), None, frame_of(prot, v6, vlan)))
+                cases.append(("again", frame_of(plain, v6, vlan), len(cid), None, None))
+            pn += 1
+            plain, prot = short_packet(pn, b"n" * 100, keys=K1, phase=1)
+            cases.append(("next keys", frame_of(plain, v6, vlan), len(CID), None, frame_of(prot, v6, vlan)))
+            pn += 1
+            plain, _ = short_packet(pn, b"p" * 50, cid=b"", phase=1)
+            cases.append(("no next keys", frame_of(plain, v6, vlan), 0, None, None))
+            pn += 1
+            plain, _ = short_packet(pn, b"o" * (MAX_PAYLOAD + 1))
+            cases.append(("oversize", frame_of(plain, v6, vlan), len(CID), None, None))
+            pn += 1
+            plain, _ = short_packet(pn, b"f" * 40)
+            cases.append(("no fixed bit", frame_of(bytes([plain[0] & ~0x40]) + plain[1:], v6, vlan), len(CID), None, None))
+            cases.append(("cid cut", frame_of(plain[:1 + 8 + 1 + 10], v6, vlan), 20, Device.key(CID, SEAL), None))
+            pn += 1
+            plain, prot = short_packet(pn, b"t" * 30)
+            cases.append(("stale conn", frame_of(plain, v6, vlan), len(CID), Device.key(b"", SEAL, frames[0]),
+                          frame_of(prot, v6, vlan)))
+        for name, frame, n, conn_of, want in cases:
+            plain_run = devs[0].x.run(shim(frame, n), ingress_ifindex=LO)
+            hinted = x.run(shim(frame, n), ingress_ifindex=LO, parse=parse(frame, n, conn_of))
+            assert hinted == plain_run, name
+            if want:
+                assert hinted == (XDP_TX, want), name
+        assert devs[1].counters("quic_stats") == devs[0].counters("quic_stats")
+        assert devs[1].drops() == devs[0].drops()
+        assert devs[0].stat("SEALED") == 4 * 4
+        assert devs[0].stat("ONE_RTT") == 4 * 8
+        assert devs[0].drops() == {"PN_REUSED": 8, "NO_KEYS": 4, "OVERSIZE": 4, "NO_FIXED_BIT": 4, "QUIC_TRUNCATED": 4}
+    finally:
+        for d in devs:
+            d.close()
+
+
+@pytest.mark.parametrize("backend_name", ["interp", "jit"])
+def test_pisa_connection_opens_in_one_call(tmp_path_factory, backend_name):
+    """A frame from the network that PISA classified with its connection (conn: 1 + the OPEN entry's key
+    table slot) is opened by one device helper, bpf_quic_open_conn, which does quic_open's steps
+    itself: xdp_quic_hw leaves the same bytes, takes the same action, counts the same and keeps the same
+    packet-number state as without the parse result, for every way it can end - opened with the
+    current keys and across a key update with the next ones, then a late packet with the previous
+    ones (IPv4 and IPv6, VLAN-tagged, 8-byte and zero-length CIDs), a forged tag (TAG_MISMATCH), the
+    next key phase without next keys (NO_KEYS), a ciphertext over the program's limit (OVERSIZE), the
+    fixed bit clear (NO_FIXED_BIT), the sample cut short (QUIC_TRUNCATED) - and for a conn that names
+    another entry's slot or a CID length quic_config does not list (the helper leaves those to the
+    program's way)."""
+    ok, why = available(backend_name)
+    if not ok:
+        pytest.skip(why)
+    obj = build("xdp_quic_hw", tmp_path_factory.mktemp("open_conn"))
+    devs = [Device(obj, backend_name, cid_lens=(0, 8)) for _ in range(2)]
+    combos = [(v6, vlan) for v6 in (False, True) for vlan in (None, 5)]
+    frames = [frame_of(b"\x40", v6, vlan) for v6, vlan in combos]
+    try:
+        for d in devs:
+            d.add_keys(CID, K0, K1, dirs=(OPEN,))
+            for f in frames:
+                d.add_keys(b"", K0, dirs=(OPEN,), frame=f)
+        x = devs[1].x
+
+        def parse(frame, cid_len, conn_of=None):
+            u = parse_udp(frame)
+            l3 = 14 + (4 if u.vlan is not None else 0)
+            l4 = l3 + (40 if u.ip_version == 6 else 20)
+            key = conn_of or Device.key(CID if cid_len else b"", OPEN, frame)
+            slot = x.map_slot("nanobpf_quic_keys", key)
+            assert slot is not None
+            return (l3, l4, l4 + 8, l4 + 8 + 1 + cid_len, cid_len, 1 + slot)
+
+        def run_both(name, frame, cid_len, conn_of=None, want=None):
+            plain_run = devs[0].x.run(frame, ingress_ifindex=NET)
+            hinted = x.run(frame, ingress_ifindex=NET, parse=parse(frame, cid_len, conn_of))
+            assert hinted == plain_run, name
+            if want:
+                assert hinted == (XDP_PASS, want), name
+
+        pn = 100
+        for v6, vlan in combos:
+            for cid in (CID, b""):
+                pn += 1
+                plain, prot = short_packet(pn, b"o" * 200, cid=cid, largest=pn - 1)
+                run_both("opened", frame_of(prot, v6, vlan), len(cid), want=frame_of(plain, v6, vlan))
+                forged = bytearray(prot)
+                forged[-1] ^= 1
+                run_both("forged", frame_of(bytes(forged), v6, vlan), len(cid))
+            pn += 1
+            _, prot = short_packet(pn, b"p" * 50, cid=b"", phase=1, largest=pn - 1)
+            run_both("no next keys", frame_of(prot, v6, vlan), 0)
+            pn += 1
+            _, prot = short_packet(pn, b"b" * (MAX_PAYLOAD + 1), largest=pn - 1)
+            run_both("oversize", frame_of(prot, v6, vlan), len(CID))
+            pn += 1
+            _, prot = short_packet(pn, b"f" * 40, largest=pn - 1)
+            run_both("no fixed bit", frame_of(bytes([prot[0] & ~0x40]) + prot[1:], v6, vlan), len(CID))
+            run_both("sample cut", frame_of(prot[:1 + 8 + 4 + 10], v6, vlan), len(CID))
+            pn += 1
+            plain, prot = short_packet(pn, b"s" * 30, largest=pn - 1)
+            run_both("stale conn", frame_of(prot, v6, vlan), len(CID), conn_of=Device.key(b"", OPEN, frames[0]),
+                     want=frame_of(plain, v6, vlan))
+        # a key update (the next phase's keys open, then the old phase's late packet with the kept
+        # previous keys), both ways: by the helper and by the program
+        for d in devs:
+            d.add_keys(CID, K1, prev=K0, key_phase=1, dirs=(OPEN,))
+        plain, prot = short_packet(pn + 10, b"u" * 64, keys=K1, phase=1, largest=pn)
+        run_both("next phase", frame_of(prot), len(CID), want=frame_of(plain))
+        plain, prot = short_packet(pn + 5, b"l" * 64, keys=K0, phase=0, pn_len=2)
+        run_both("late, previous keys", frame_of(prot), len(CID), want=frame_of(plain))
+        # a CID length quic_config does not list: the program's way, whose one trial (length 0) finds
+        # the address's entry, whose keys have no next phase (NO_KEYS)
+        for d in devs:
+            d.config(cid_lens=(0,))
+        _, prot = short_packet(pn + 11, b"n" * 64, keys=K1, phase=1, largest=pn + 10)
+        run_both("length not listed", frame_of(prot), len(CID))
+        assert devs[1].counters("quic_stats") == devs[0].counters("quic_stats")
+        assert devs[1].drops() == devs[0].drops()
+        assert devs[1].pn_state(CID) == devs[0].pn_state(CID)
+        assert devs[0].stat("OPENED") == 4 * 3 + 2
+        assert devs[0].drops() == {"TAG_MISMATCH": 8, "NO_KEYS": 5, "OVERSIZE": 4, "NO_FIXED_BIT": 4, "QUIC_TRUNCATED": 4}
     finally:
         for d in devs:
             d.close()

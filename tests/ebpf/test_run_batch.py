@@ -75,27 +75,32 @@ def test_commands_and_results(image, jit):
         "run 7 aa",
         "lookup seen 07000000",
         "lookup verdict 00000000",
+        "slot seen 08000000",
+        "slot seen 07000000",
     ]) + "\n", *(["--jit"] if jit else []))
     assert rc == 0, err
-    assert out == ["none", "ok", "result 2 ff11 0 0 0", "result 2 55 0 0 0", "value 0200000000000000", "value 02000000"]
+    assert out[:6] == ["none", "ok", "result 2 ff11 0 0 0", "result 2 55 0 0 0", "value 0200000000000000", "value 02000000"]
+    # the hash slot of an entry (none without one), what PISA's conn names for the key table
+    assert out[6] == "none" and out[7].startswith("slot ") and 0 <= int(out[7].split()[1]) < 64, out[6:]
 
 
 def test_errors_leave_the_session_usable(image):
     rc, out, _ = batch(image, "\n".join([
         "frobnicate", "update nosuch 00 00", "update seen 0000 0000000000000000", "update seen zz 00",
-        "lookup seen", "run x 00", "run 1 0g", "run 1 00 1,2,3", "run 1 00 1,2,3,4,5,6,7", "run 1 00 0,0,0,0,0,99999",
+        "lookup seen", "slot seen", "slot nosuch 00", "run x 00", "run 1 0g", "run 1 00 1,2,3", "run 1 00 1,2,3,4,5,6,7", "run 1 00 0,0,0,0,0,99999",
         "update verdict 00000000 01000000", "run 1 00", "run 1 00 14,34,0,0,0,0",
     ]))  # no final newline: the last line still counts
     assert rc == 0
-    assert out[:7] == ["error unknown command 'frobnicate' (info, update, lookup, delete, next, events, run)", "error no map named 'nosuch'",
-                       "error map seen: key of 2 bytes, expected 4", "error map seen: the key is not hex bytes",
-                       "error lookup takes MAP KEY", "error run takes IFINDEX FRAME [L3_OFF,L4_OFF,QUIC_OFF,PN_OFF,CID_LEN,CONN]",
+    assert out[:9] == ["error unknown command 'frobnicate' (info, update, lookup, delete, next, slot, events, run)",
+                       "error no map named 'nosuch'", "error map seen: key of 2 bytes, expected 4",
+                       "error map seen: the key is not hex bytes", "error lookup takes MAP KEY", "error slot takes MAP KEY",
+                       "error no map named 'nosuch'", "error run takes IFINDEX FRAME [L3_OFF,L4_OFF,QUIC_OFF,PN_OFF,CID_LEN,CONN]",
                        "error the frame is not hex bytes"]
     parse_usage = "error PARSE is six comma-separated numbers: L3_OFF,L4_OFF,QUIC_OFF,PN_OFF,CID_LEN,CONN"
-    assert out[7:9] == [parse_usage, parse_usage]
+    assert out[9:11] == [parse_usage, parse_usage]
     # a parse result outside the verifier's ranges: refused, the program does not run
-    assert out[9].startswith("error fault: insn -1: context: parse result out of range"), out[9]
-    assert out[10:] == ["ok", "result 1 ff 0 0 0", "result 1 ff 0 0 0"]
+    assert out[11].startswith("error fault: insn -1: context: parse result out of range"), out[11]
+    assert out[12:] == ["ok", "result 1 ff 0 0 0", "result 1 ff 0 0 0"]
 
 
 @pytest.mark.parametrize("args", [["--batch", "-"], ["--image", "x.nbpf", "--batch", "-", "00"],

@@ -59,4 +59,21 @@ static void *(*bpf_quic_pn_of)(void *map, const struct nanobpf_quic_keys *keys) 
  * in the frame, or when the slot holds another key: then look the key up. */
 static void *(*bpf_quic_keys_of)(struct xdp_md *ctx, void *map, __u32 dir) = (void *)NANOBPF_HELPER_QUIC_KEYS_OF;
 
+/* Seal a frame to seal that PISA classified, whole, with the SEAL entry at PISA's connection (map: the
+ * device's nanobpf_quic_keys; cid_len: the shim's, which the program removed): xdp_quic's quic_seal in
+ * one call, with the limits max_payload (plaintext bytes) and max_hdr (header bytes). 0 when sealed
+ * (the checksums left to the egress), NANOBPF_QUIC_SEAL_SLOW when nothing was done (seal it the general
+ * way), else -(1 + reason): a NANOBPF_QUIC_DROP_* reason, with NANOBPF_QUIC_SEAL_KEYED when the keys
+ * were found first (docs/ebpf.md). */
+static long (*bpf_quic_seal_conn)(struct xdp_md *ctx, void *map, __u32 cid_len, __u32 max_payload, __u32 max_hdr) =
+    (void *)NANOBPF_HELPER_QUIC_SEAL_CONN;
+
+/* Open a frame from the network that PISA classified with its connection, whole, with the OPEN entry at
+ * PISA's connection (lens: quic_config.open_cid_lens): xdp_quic's quic_open in one call, with the
+ * limits max_payload (ciphertext bytes) and max_hdr (header bytes). 0 when opened (on the device the
+ * tag may decide after the program: NANOBPF_AEAD_COMMIT), NANOBPF_QUIC_SEAL_SLOW when nothing was
+ * done, else -(1 + reason) as bpf_quic_seal_conn. */
+static long (*bpf_quic_open_conn)(struct xdp_md *ctx, void *map, __u32 lens, __u32 max_payload, __u32 max_hdr) =
+    (void *)NANOBPF_HELPER_QUIC_OPEN_CONN;
+
 #endif

@@ -91,6 +91,16 @@ static __always_inline int quic_seal_payload(struct xdp_md *ctx, struct quic_cry
 static __always_inline struct nanobpf_quic_pn_state *quic_pn_of(const struct nanobpf_quic_keys *keys,
                                                                 const struct quic_pkt *pk);
 
+#ifdef QUIC_BY_CONN
+/* A frame to seal (the shim taken, naming a CID of cid_len bytes) sealed whole by the backend when PISA
+ * classified it with its connection: QUIC_SEALED, XDP_DROP (counted), or QUIC_NO_HINT when the general
+ * path seals it (nothing was done or counted). */
+static __always_inline int quic_seal_conn(struct xdp_md *ctx, __u32 cid_len);
+/* A frame from the network opened whole by the backend when PISA classified it with its connection
+ * (lens: quic_config.open_cid_lens): XDP_PASS (opened), XDP_DROP (counted), or QUIC_NO_HINT as above. */
+static __always_inline int quic_open_conn(struct xdp_md *ctx, __u32 lens);
+#endif
+
 /* ---- Shared by both backends ---- */
 
 /* RFC 9000 appendix A.3: the packet number closest to expected whose low bits are truncated. */
@@ -530,6 +540,17 @@ static __always_inline int quic_xdp(struct xdp_md *ctx) {
             return quic_to_network(cfg);
         }
     }
+#ifdef QUIC_BY_CONN
+    if (from_host) {
+        int rc = quic_seal_conn(ctx, cid_len);
+        if (rc != QUIC_NO_HINT)
+            return rc == QUIC_SEALED ? quic_to_network(cfg) : XDP_DROP;
+    } else {
+        int rc = quic_open_conn(ctx, cfg->open_cid_lens);
+        if (rc != QUIC_NO_HINT)
+            return rc;
+    }
+#endif
     struct quic_pkt pk = {};
     int cls = QUIC_NO_HINT;
 #ifdef QUIC_PISA_HINT

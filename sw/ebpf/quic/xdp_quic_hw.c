@@ -12,6 +12,9 @@
 /* Packets from the network: PISA's parse result (conn, cid_len) names the CID length to look up
  * first; without it, or on a miss, each length of quic_config.open_cid_lens is tried. */
 #define QUIC_PISA_HINT
+/* Frames PISA classified with their connection: the device seals or opens them in one helper call
+ * (quic_seal_conn, quic_open_conn). */
+#define QUIC_BY_CONN
 #include "quic_common.h"
 #include "nanobpf_helpers.h"
 #include "quic_protect.h"
@@ -81,6 +84,40 @@ static __always_inline int quic_seal_payload(struct xdp_md *ctx, struct quic_cry
         return quic_helper_drop(rc);
     *hdr_sum = *body_sum = 0; /* the egress sums (QUIC_CSUM_BY_EGRESS) */
     return QUIC_PROTECTED;
+}
+
+/* bpf_quic_seal_conn and bpf_quic_open_conn do quic_seal's and quic_open's steps for a frame PISA
+ * classified with its connection, in their order and with their drop reasons (and those of
+ * quic_pisa_classify before them); the counters are the program's. Frames longer than QUIC_MAX_FRAME
+ * take the general path, which drops them (OVERSIZE). A result: 0, NANOBPF_QUIC_SEAL_SLOW, or
+ * -(1 + reason), with NANOBPF_QUIC_SEAL_KEYED in reason once the keys were found. */
+static __always_inline int quic_conn_result(long rc, __u32 done) {
+    if (rc == NANOBPF_QUIC_SEAL_SLOW)
+        return QUIC_NO_HINT;
+    __u32 why = (__u32)(-1 - rc);
+    if (rc == 0 || (rc < 0 && (why & NANOBPF_QUIC_SEAL_KEYED)))
+        quic_count(&quic_stats, NANOBPF_QUIC_STAT_ONE_RTT);
+    if (rc == 0) {
+        quic_count(&quic_stats, done);
+        return 0;
+    }
+    return quic_drop(rc < 0 ? why & ~NANOBPF_QUIC_SEAL_KEYED : NANOBPF_QUIC_DROP_NOT_SEALABLE);
+}
+
+static __always_inline int quic_seal_conn(struct xdp_md *ctx, __u32 cid_len) {
+    if (quic_frame_len(ctx) > QUIC_MAX_FRAME)
+        return QUIC_NO_HINT;
+    int rc = quic_conn_result(bpf_quic_seal_conn(ctx, &nanobpf_quic_keys, cid_len, QUIC_MAX_BLOCKS * 16, QUIC_MAX_AAD),
+                              NANOBPF_QUIC_STAT_SEALED);
+    return rc == 0 ? QUIC_SEALED : rc;
+}
+
+static __always_inline int quic_open_conn(struct xdp_md *ctx, __u32 lens) {
+    if (quic_frame_len(ctx) > QUIC_MAX_FRAME)
+        return QUIC_NO_HINT;
+    int rc = quic_conn_result(bpf_quic_open_conn(ctx, &nanobpf_quic_keys, lens, QUIC_MAX_BLOCKS * 16, QUIC_MAX_AAD),
+                              NANOBPF_QUIC_STAT_OPENED);
+    return rc == 0 ? XDP_PASS : rc;
 }
 
 SEC("xdp")

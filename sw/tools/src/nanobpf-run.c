@@ -42,6 +42,8 @@ static const char usage[] =
     "                      lookup MAP KEY        -> value HEX | none\n"
     "                      delete MAP KEY        -> ok | none | error MSG\n"
     "                      next MAP [KEY]        -> key HEX | none   (the key after KEY, or the first)\n"
+    "                      slot MAP KEY          -> slot N | none   (a hash map's slot of KEY: for the key\n"
+    "                                            table, PISA's connection is 1 + it, PARSE's CONN)\n"
     "                      info                  -> info INSNS MAPS   (the program was verified)\n"
     "                      events MAP [MAX [BYTES]] -> events LOST PENDING [INDEX:HEX ...]\n"
     "                                            (drain an event map, RINGBUF or PERF_EVENT_ARRAY: its oldest\n"
@@ -216,6 +218,20 @@ static void batch_command(struct ebpf_prog *prog, char *line, int jit, long head
                 putchar('\n');
             }
         }
+    } else if (!strcmp(argv[0], "slot")) {
+        struct ebpf_map *m = argc > 1 ? map_named(prog, argv[1]) : NULL;
+        if (argc != 3) {
+            printf("error slot takes MAP KEY\n");
+        } else if (!m) {
+            printf("error no map named '%s'\n", argv[1]);
+        } else if ((klen = parse_hex(argv[2], &key)) != (long)m->key_size) {
+            if (klen < 0) printf("error map %s: the key is not hex bytes\n", m->name);
+            else printf("error map %s: key of %ld bytes, expected %u\n", m->name, klen, m->key_size);
+        } else {
+            int64_t slot = ebpf_map_slot_of(m, key);
+            if (slot < 0) printf("none\n");
+            else printf("slot %lld\n", (long long)slot);
+        }
     } else if (!strcmp(argv[0], "events")) {
         struct ebpf_map *m = argc > 1 ? map_named(prog, argv[1]) : NULL;
         char *e1 = NULL, *e2 = NULL;
@@ -298,7 +314,7 @@ static void batch_command(struct ebpf_prog *prog, char *line, int jit, long head
             free(buf);
         }
     } else {
-        printf("error unknown command '%s' (info, update, lookup, delete, next, events, run)\n", argv[0]);
+        printf("error unknown command '%s' (info, update, lookup, delete, next, slot, events, run)\n", argv[0]);
     }
     free(key);
     free(val);

@@ -619,10 +619,97 @@ static void keys_of_reads_the_key_from_the_frame(void) {
     done("keys_of_reads_the_key_from_the_frame", f);
 }
 
+/* bpf_quic_seal_conn (helpers.c): a frame to seal that PISA classified (ko_frame's, the shim still in it:
+ * the helper counts from parse_data) is sealed in place by one call - the frame made to end 16 bytes
+ * after its datagram, the UDP and IP lengths grown by the tag, the checksums left to the egress, its
+ * packet number's claim word past it - and a second call with the same number is PN_REUSED; the next
+ * key phase without next keys is NO_KEYS (both after the keys were found: KEYED), the fixed bit clear
+ * NO_FIXED_BIT (before); a conn naming another slot, a cid_len that is not PISA's or a frame PISA did
+ * not parse (pn_off 0) leave the frame as it was (SLOW). The bytes sealed are the program's tests'
+ * (tests/ebpf/test_quic_xdp.py: against xdp_quic and the reference). */
+static void seal_conn_seals_or_says_why(void) {
+    int f = failed;
+    struct ebpf_error err = {-1, ""};
+    struct ebpf_map kdecl = map(NANOBPF_MAP_TYPE_HASH, NANOBPF_QUIC_CID_SIZE, NANOBPF_QUIC_KEYS_SIZE,
+                                NANOBPF_KEYTABLE_ENTRIES, NANOBPF_KEYTABLE_MAP_NAME);
+    struct ebpf_map pdecl = map(NANOBPF_MAP_TYPE_HASH, NANOBPF_QUIC_CID_SIZE, NANOBPF_QUIC_PN_STATE_SIZE,
+                                NANOBPF_KEYTABLE_ENTRIES, NANOBPF_KEYTABLE_PN_MAP_NAME);
+    struct ebpf_map *pn = ebpf_device_map_bind(&pdecl, &err), *kt = ebpf_device_map_bind(&kdecl, &err);
+    const struct ebpf_helper *h = ebpf_helper_find(NANOBPF_HELPER_QUIC_SEAL_CONN);
+    check("seal_conn", pn && kt && h, "device maps bound, helper found");
+    if (!pn || !kt || !h) return;
+    static const struct ko_case cases[] = {
+        {"seal, 8-byte CID behind the shim, IPv4", 0, 1, 8, NANOBPF_QUIC_DIR_SEAL},
+        {"seal, zero-length CID by the destination, IPv6", 1, 1, 0, NANOBPF_QUIC_DIR_SEAL},
+    };
+    static uint64_t store[KO_BUF / 8];
+    uint8_t *buf = (uint8_t *)store, keys[NANOBPF_QUIC_KEYS_SIZE] = {0};
+    struct ebpf_xdp_buff x;
+    struct nanobpf_quic_cid k[2], other, scratch;
+    char what[160];
+    for (int i = 0; i < 2; i++) {
+        ko_frame(&cases[i], buf, 32, &x, &k[i]);
+        check("seal_conn", ebpf_map_update(kt, &k[i], keys, NANOBPF_BPF_NOEXIST) == 0, "entry added");
+    }
+    other = k[0], other.dir = NANOBPF_QUIC_DIR_OPEN;
+    check("seal_conn", ebpf_map_update(kt, &other, keys, NANOBPF_BPF_NOEXIST) == 0, "another entry added");
+#define SEAL(cid_len) ((int64_t)h->fn((uintptr_t)&x, (uintptr_t)kt, (cid_len), 1504, 64))
+#define DROP(why) (-1 - (int64_t)(why))
+    for (int i = 0; i < 2; i++) {
+        const struct ko_case *c = &cases[i];
+        for (unsigned head = 32; head < 40; head += 3) {
+            /* the datagram's lengths as a frame carries them; packet number 0x0102 (2 bytes) */
+            ko_frame(c, buf, head, &x, &scratch);
+            uint8_t *f = (uint8_t *)(uintptr_t)x.parse_data;
+            unsigned end = (unsigned)(x.data_end - x.parse_data), ulen = end - x.l4_off, iplen = end - x.l3_off - (c->v6 ? 40 : 0);
+            f[x.l4_off + 4] = (uint8_t)(ulen >> 8), f[x.l4_off + 5] = (uint8_t)ulen;
+            f[x.l3_off + (c->v6 ? 4 : 2)] = (uint8_t)(iplen >> 8), f[x.l3_off + (c->v6 ? 5 : 3)] = (uint8_t)iplen;
+            f[x.pn_off] = 1, f[x.pn_off + 1] = 2 + (uint8_t)head; /* a new number each time */
+            uint64_t pn_want = 0x0102 + head;
+            int64_t slot = ebpf_map_slot_of(kt, &k[i]), other_slot = ebpf_map_slot_of(kt, &other);
+            snprintf(what, sizeof what, "%s, frame at +%u", c->name, head);
+            x.conn = (uint32_t)other_slot + 1;
+            check("seal_conn", SEAL((uint64_t)c->cid_len) == NANOBPF_QUIC_SEAL_SLOW, what); /* another slot */
+            x.conn = (uint32_t)slot + 1;
+            check("seal_conn", SEAL((uint64_t)c->cid_len + 1) == NANOBPF_QUIC_SEAL_SLOW, what); /* not PISA's length */
+            x.pn_off = 0;
+            check("seal_conn", SEAL((uint64_t)c->cid_len) == NANOBPF_QUIC_SEAL_SLOW, what); /* not parsed */
+            x.pn_off = x.quic_off + 1 + (uint32_t)c->cid_len;
+            check("seal_conn", x.data_end == x.parse_data + end && !x.csum_offload, what); /* untouched so far */
+            f[x.quic_off] &= (uint8_t)~0x40;
+            check("seal_conn", SEAL((uint64_t)c->cid_len) == DROP(NANOBPF_QUIC_DROP_NO_FIXED_BIT), what);
+            f[x.quic_off] |= 0x44; /* key phase 1: no next keys */
+            check("seal_conn", SEAL((uint64_t)c->cid_len) == DROP(NANOBPF_QUIC_SEAL_KEYED | NANOBPF_QUIC_DROP_NO_KEYS), what);
+            f[x.quic_off] &= (uint8_t)~0x04;
+            x.data_end = x.parse_data + end;
+            check("seal_conn", SEAL((uint64_t)c->cid_len) == 0, what);
+            const uint64_t *claims = ebpf_map_lookup(pn, &k[i]);
+            check("seal_conn", x.data_end == x.parse_data + end + 16 && x.csum_offload &&
+                                   (unsigned)(f[x.l4_off + 4] << 8 | f[x.l4_off + 5]) == ulen + 16 &&
+                                   (unsigned)(f[x.l3_off + (c->v6 ? 4 : 2)] << 8 | f[x.l3_off + (c->v6 ? 5 : 3)]) == iplen + 16 &&
+                                   claims && claims[pn_want % NANOBPF_QUIC_PN_CLAIMS] == pn_want + 1,
+                  what);
+            /* the same number again (the frame as the host sent it) */
+            ko_frame(c, buf, head, &x, &scratch);
+            f[x.l4_off + 4] = (uint8_t)(ulen >> 8), f[x.l4_off + 5] = (uint8_t)ulen;
+            f[x.pn_off] = 1, f[x.pn_off + 1] = 2 + (uint8_t)head;
+            x.conn = (uint32_t)slot + 1;
+            check("seal_conn", SEAL((uint64_t)c->cid_len) == DROP(NANOBPF_QUIC_SEAL_KEYED | NANOBPF_QUIC_DROP_PN_REUSED), what);
+        }
+    }
+#undef SEAL
+#undef DROP
+    ebpf_map_delete(kt, &k[0]), ebpf_map_delete(kt, &k[1]), ebpf_map_delete(kt, &other);
+    ebpf_device_map_unbind(kt);
+    ebpf_device_map_unbind(pn);
+    done("seal_conn_seals_or_says_why", f);
+}
+
 int main(void) {
     pn_map_follows_the_key_table_slots();
     keytable_slot_hint_is_only_a_hint();
     keys_of_reads_the_key_from_the_frame();
+    seal_conn_seals_or_says_why();
     hash_keys_found_at_any_alignment();
     adjust_meta_limits_like_linux();
     prog_array_and_tail_call_limit();

@@ -164,6 +164,13 @@ class DeviceXdp:
         self.map_info(name)
         return self._command(f"delete {name} {bytes(key).hex()}") == "ok"
 
+    def map_slot(self, name, key):
+        """The hash slot of key in map name, or None without the entry: for the key table, PISA's
+        connection of the entry's frames is 1 + it (the context field conn)."""
+        self.map_info(name)
+        reply = self._command(f"slot {name} {bytes(key).hex()}")
+        return None if reply == "none" else int(reply.split()[1])
+
     def map_next_key(self, name, key=None):
         """Linux BPF_MAP_GET_NEXT_KEY: the key after key (None or absent: the first), None after the last."""
         self.map_info(name)
