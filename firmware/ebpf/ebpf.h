@@ -418,6 +418,9 @@ void *ebpf_keytable_at(const void *key, uint32_t slot_i);
 /* The packet-number state of the key table entry whose value keys is (a lookup's result), or NULL
  * without the packet-number map: bpf_quic_pn_state. */
 void *ebpf_keytable_pn(const void *keys);
+/* The packet-number state of the entry at hash slot slot_i (found there by ebpf_keytable_at), or NULL
+ * without the packet-number map. */
+void *ebpf_keytable_pn_at(uint32_t slot_i);
 /* Pinned maps (NANOBPF_PIN_BY_NAME): one map per name, created by the first program that declares it
  * and shared by every later declaration of the same shape (else NULL with err naming the map), until
  * the last program holding it is freed. */

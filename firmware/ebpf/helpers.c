@@ -572,6 +572,11 @@ static inline __attribute__((always_inline)) void st_be16(uint64_t a, uint32_t v
     else *(uint16_t *)PTR(a) = __builtin_bswap16((uint16_t)v);
 }
 
+/* Bytes 0..3 (byte 0 the lowest) as a big-endian number: shifts, not libgcc's __bswapsi2 (no Zbb). */
+static inline __attribute__((always_inline)) uint32_t be32_of_bytes(uint32_t v) {
+    return v << 24 | (v & 0xff00) << 8 | (v >> 8 & 0xff00) | v >> 24;
+}
+
 /* RFC 9000 appendix A.3 (quic_decode_pn in quic_protect.h). */
 static uint64_t quic_decode_pn(uint64_t expected, uint64_t truncated, uint32_t pn_len) {
     uint64_t win = 1ull << (8 * pn_len), hwin = win / 2, mask = win - 1, cand = (expected & ~mask) | truncated;
@@ -639,7 +644,7 @@ static U64 h_quic_seal_conn(U64 ctx, U64 map, U64 cid_len, U64 max_payload, U64 
     /* the 4 bytes from the packet number on: by aligned word loads where those words lie in the frame's
      * buffer (the device's slots are whole words), else two by two */
     const uint32_t pnw = (pnp & ~7ull) >= x->data_hard_start && ((pnp + 4 + 7) & ~7ull) <= x->frame_end
-                             ? __builtin_bswap32((uint32_t)buf_bytes(pnp, 4))
+                             ? be32_of_bytes((uint32_t)buf_bytes(pnp, 4))
                              : ld_be16(pnp) << 16 | ld_be16(pnp + 2);
     const uint64_t trunc = pnw >> (8 * (4 - pn_len));
     /* quic_seal_slot: the current keys for their key phase bit, the next ones when installed */
@@ -647,7 +652,7 @@ static U64 h_quic_seal_conn(U64 ctx, U64 map, U64 cid_len, U64 max_payload, U64 
     _Static_assert(offsetof(struct nanobpf_quic_keys, flags) == 1, "key_phase and flags in one word");
     int next = ((b0 >> 2) & 1) != (kw & 1);
     if (next && !((kw >> 8) & NANOBPF_QUIC_KEY_NEXT)) return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_NO_KEYS);
-    volatile uint64_t *claims = ebpf_keytable_pn(keys);
+    volatile uint64_t *claims = ebpf_keytable_pn_at(x->conn - 1); /* the slot that holds the key */
     if (!claims) return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_NO_PN_STATE);
     const uint64_t pn = quic_decode_pn(seal_next(claims), trunc, pn_len);
     if (seal_claim(claims, pn)) return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_PN_REUSED);
@@ -691,7 +696,7 @@ static U64 h_quic_open_conn(U64 ctx, U64 map, U64 lens, U64 max_payload, U64 max
     const struct nanobpf_quic_keys *keys = ebpf_keytable_at(k, x->conn - 1);
     if (!keys) return NANOBPF_QUIC_SEAL_SLOW;
     /* quic_open */
-    volatile struct nanobpf_quic_pn_state *st = ebpf_keytable_pn(keys);
+    volatile struct nanobpf_quic_pn_state *st = ebpf_keytable_pn_at(x->conn - 1); /* the slot that holds the key */
     if (!st) return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_NO_PN_STATE);
     if (pn_off + 4 + 16 > pkt_end) return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
     const uint8_t *sample = PTR(base + pn_off + 4);

@@ -167,6 +167,12 @@ _Static_assert(NANOBPF_QUIC_PN_STATE_SIZE % 8 == 0, "packet-number states are pa
 
 static uint8_t *pn_state(uint32_t slot) { return pn_map.storage + (size_t)slot * NANOBPF_QUIC_PN_STATE_SIZE; }
 
+/* The packet-number state of hash slot slot_i (one whose entry the caller found there:
+ * ebpf_keytable_at), or NULL without the map: no load at all. */
+void *ebpf_keytable_pn_at(uint32_t slot_i) {
+    return pn_map.storage && slot_i < KEYTABLE_SLOTS ? pn_state(slot_i) : NULL;
+}
+
 /* A key table value (as a lookup returned it) -> its entry's packet-number state; NULL without the map
  * or for a pointer that is not the start of a value place. One division by the constant value size
  * (a multiply) and one load of shared memory: the path of every packet of xdp_quic_hw. */

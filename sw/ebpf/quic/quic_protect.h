@@ -526,8 +526,7 @@ static __always_inline int quic_take_shim(struct xdp_md *ctx) {
 static __always_inline int quic_xdp(struct xdp_md *ctx) {
     __u32 zero = 0;
     struct nanobpf_quic_config *cfg = bpf_map_lookup_elem(&quic_config, &zero);
-    struct quic_crypto *c = bpf_map_lookup_elem(&quic_scratch, &zero);
-    if (!cfg || !c)
+    if (!cfg)
         return XDP_ABORTED;
     int from_host = cfg->host_ifindex && ctx->ingress_ifindex == cfg->host_ifindex;
     int cid_len = QUIC_CID_UNKNOWN;
@@ -551,6 +550,9 @@ static __always_inline int quic_xdp(struct xdp_md *ctx) {
             return rc;
     }
 #endif
+    struct quic_crypto *c = bpf_map_lookup_elem(&quic_scratch, &zero); /* the working memory: not needed above */
+    if (!c)
+        return XDP_ABORTED;
     struct quic_pkt pk = {};
     int cls = QUIC_NO_HINT;
 #ifdef QUIC_PISA_HINT
