@@ -56,11 +56,11 @@ int ebpf_aead_engine_seal_hp(const void *keys, int next, uint64_t pn, uint8_t *a
                              size_t len, uint32_t *pending);
 /* Open, left to finish after the program as ebpf_aead_engine_seal_hp does (pending not NULL, and no
  * request left pending for this frame yet; otherwise -1): 0 once the engine has the request. When the
- * engine finds the tag authentic, the connection's packet-number state records pn
- * (ebpf_quic_pn_commit(keys, pn, phase), as soon as this hart collects the completion); a
- * forged tag makes ebpf_aead_finish return -1. -1 when the engine cannot take it (nothing written):
- * the caller opens another way. */
-int ebpf_aead_engine_open_commit(const void *keys, int next, uint64_t pn, const uint8_t *aad, size_t aad_len,
+ * engine finds the tag authentic, the connection's packet-number state (state: keys' entry's, as
+ * ebpf_keytable_pn gives it) records pn (ebpf_quic_pn_record(state, pn, phase), as soon as this hart
+ * collects the completion); a forged tag makes ebpf_aead_finish return -1. -1 when the engine cannot
+ * take it (nothing written): the caller opens another way. */
+int ebpf_aead_engine_open_commit(const void *keys, void *state, int next, uint64_t pn, const uint8_t *aad, size_t aad_len,
                                  uint8_t *text, size_t len, int phase, uint32_t *pending);
 /* The result of a request ebpf_aead_engine_seal_hp or ebpf_aead_engine_open_commit left pending (1 + its
  * id), waiting for it if need be: 0 when the engine completed it (an open: the tag authentic), -1 when it
@@ -71,6 +71,8 @@ int ebpf_aead_finish(uint32_t pending);
  * the key phase bit of the current keys the open used (a short header), or -1 (next keys, a long
  * header: no phase to record). */
 void ebpf_quic_pn_commit(const void *keys, uint64_t pn, int phase);
+/* The same in the packet-number state state (NULL: none kept, nothing recorded). */
+void ebpf_quic_pn_record(void *state, uint64_t pn, int phase);
 /* block := AES-128-ECB(keys->hp, block) on the engine: 0, or -1 (compute in software). */
 int ebpf_hp_engine(const void *keys, uint8_t block[16]);
 /* The first 8 bytes of AES-128-ECB(keys->hp, the 16 bytes at sample) on the engine, which reads the

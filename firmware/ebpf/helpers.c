@@ -349,8 +349,9 @@ static const uint8_t *quic_key_nonce(const struct nanobpf_quic_keys *k, int next
     return k->key + (next ? 16 : 0);
 }
 
-void ebpf_quic_pn_commit(const void *keys, uint64_t pn, int phase) {
-    volatile struct nanobpf_quic_pn_state *st = ebpf_keytable_pn(keys);
+void ebpf_quic_pn_commit(const void *keys, uint64_t pn, int phase) { ebpf_quic_pn_record(ebpf_keytable_pn(keys), pn, phase); }
+void ebpf_quic_pn_record(void *state, uint64_t pn, int phase) {
+    volatile struct nanobpf_quic_pn_state *st = state;
     if (!st) return; /* no state kept for the entry (the program could not have decoded pn) */
     if (pn + 1 > st->rx_next) st->rx_next = pn + 1;
     if (phase >= 0) { /* where the current keys' phase began (quic_open_slot in quic_protect.h) */
@@ -379,8 +380,11 @@ static int64_t seal_hp_apply(struct ebpf_xdp_buff *x, const struct nanobpf_quic_
 /* The verifier proved the key table value (keytable_value: a whole struct nanobpf_quic_keys) and the
  * request or block (mem: size bytes). The request's packet ranges are checked here against
  * [data, data_end) with 64-bit sums of 32-bit fields, which cannot overflow. Checks come in this order:
- * the request (-EINVAL), then the next keys (-ENOKEY); nothing is written on an error. */
-static int64_t quic_aead_req(struct ebpf_xdp_buff *x, const struct nanobpf_quic_keys *k, struct nanobpf_aead_req r, int seal) {
+ * the request (-EINVAL), then the next keys (-ENOKEY); nothing is written on an error. state: the
+ * entry's packet-number state an open with NANOBPF_AEAD_COMMIT records in, when the caller has it
+ * (NULL: found from k). */
+static int64_t quic_aead_req(struct ebpf_xdp_buff *x, const struct nanobpf_quic_keys *k, struct nanobpf_aead_req r, int seal,
+                             void *state) {
     uint32_t known = NANOBPF_AEAD_NEXT_PHASE | (seal ? NANOBPF_AEAD_HP_MASK | NANOBPF_AEAD_HP_APPLY : NANOBPF_AEAD_COMMIT);
     uint32_t hp = r.flags & (NANOBPF_AEAD_HP_MASK | NANOBPF_AEAD_HP_APPLY);
     if ((r.flags & ~known) || hp == (NANOBPF_AEAD_HP_MASK | NANOBPF_AEAD_HP_APPLY) || r.hdr_len == 0 || r.hdr_len > NANOBPF_AEAD_HDR_MAX ||
@@ -413,7 +417,8 @@ static int64_t quic_aead_req(struct ebpf_xdp_buff *x, const struct nanobpf_quic_
     /* the engine's verdict after the program, where the caller lets it (aead_defer): the firmware holds
      * the frame until then and records the packet number when it is authentic */
     if (commit && x->aead_defer &&
-        ebpf_aead_engine_open_commit(k, next, r.pn, hdr, r.hdr_len, payload, r.payload_len, phase, &x->aead_pending) == 0)
+        ebpf_aead_engine_open_commit(k, state ? state : ebpf_keytable_pn(k), next, r.pn, hdr, r.hdr_len, payload, r.payload_len,
+                                     phase, &x->aead_pending) == 0)
         return 0;
     uint64_t mask = 0;
     int hw = ebpf_aead_engine(seal, k, next, r.pn, hdr, r.hdr_len, payload, r.payload_len, sample, &mask);
@@ -426,7 +431,7 @@ static int64_t quic_aead_req(struct ebpf_xdp_buff *x, const struct nanobpf_quic_
     }
     if (!seal) {
         if (hw) return -NANOBPF_EBADMSG;
-        if (commit) ebpf_quic_pn_commit(k, r.pn, phase);
+        if (commit) ebpf_quic_pn_record(state ? state : ebpf_keytable_pn(k), r.pn, phase);
         return 0;
     }
     return sample ? (int64_t)mask_be40(mask) : 0;
@@ -438,7 +443,7 @@ static int64_t quic_aead(U64 ctx, U64 keys, U64 req_addr, U64 req_size, int seal
      * of unknown alignment was a call to memmove), or in the packet (no alignment) */
     if (req_addr & 7) memcpy(&r, PTR(req_addr), sizeof r);
     else r = *(const struct nanobpf_aead_req *)PTR(req_addr);
-    return quic_aead_req(PTR(ctx), PTR(keys), r, seal);
+    return quic_aead_req(PTR(ctx), PTR(keys), r, seal, NULL);
 }
 static U64 h_quic_aead_seal(U64 ctx, U64 keys, U64 req, U64 req_size, U64 a5) {
     (void)a5;
@@ -728,7 +733,7 @@ static U64 h_quic_open_conn(U64 ctx, U64 map, U64 lens, U64 max_payload, U64 max
      * the ciphertext ends, whatever the tag said */
     struct nanobpf_aead_req r = {.hdr_off = (uint32_t)(base + q - x->data), .hdr_len = hdr_len, .payload_len = ct_len,
                                  .flags = (next ? NANOBPF_AEAD_NEXT_PHASE : 0) | NANOBPF_AEAD_COMMIT, .pn = pn};
-    const int64_t rc = quic_aead_req(x, keys, r, 0);
+    const int64_t rc = quic_aead_req(x, keys, r, 0, (void *)(uintptr_t)st);
     const uint64_t end = base + pkt_end - NANOBPF_AEAD_TAG_LEN;
     if (end > x->frame_end || end < x->data + 14) return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_TRUNCATED);
     x->data_end = end;

@@ -109,7 +109,7 @@ static volatile uint8_t *hp_scratch_here(void) {
 #define PENDING_MAX 2
 static __thread struct pending {
     uint32_t id1;      /* 1 + the request's id */
-    const void *keys;  /* an open's: the packet number to record if the tag is authentic (NULL: a seal) */
+    void *state;       /* an open's packet-number state, to record pn in if the tag is authentic (NULL: a seal, or none kept) */
     uint64_t pn;
     int phase;
 } pend[PENDING_MAX];
@@ -132,8 +132,8 @@ static __attribute__((noinline)) void settle_oldest(uintptr_t hart) {
         unsigned i = 0;
         while (i < PENDING_MAX - 1 && refused_id1[i]) i++;
         refused_id1[i] = p.id1;
-    } else if (p.keys)
-        ebpf_quic_pn_commit(p.keys, p.pn, p.phase);
+    } else if (p.state)
+        ebpf_quic_pn_record(p.state, p.pn, p.phase);
 }
 static inline void settle(uintptr_t hart) {
     while (n_pend) settle_oldest(hart);
@@ -141,9 +141,9 @@ static inline void settle(uintptr_t hart) {
 static inline void make_room(uintptr_t hart) {
     if (n_pend == PENDING_MAX) settle_oldest(hart);
 }
-static inline uint32_t push_pending(uint16_t id, const void *keys, uint64_t pn, int phase) {
+static inline uint32_t push_pending(uint16_t id, void *state, uint64_t pn, int phase) {
     struct pending *p = &pend[n_pend++];
-    p->id1 = id + 1u, p->keys = keys, p->pn = pn, p->phase = phase;
+    p->id1 = id + 1u, p->state = state, p->pn = pn, p->phase = phase;
     return p->id1;
 }
 
@@ -188,7 +188,7 @@ int ebpf_aead_engine_seal_hp(const void *keys, int next, uint64_t pn, uint8_t *a
     return st == NANOBPF_AEAD_STATUS_OK ? 0 : -1; /* refused before writing anything: software then */
 }
 
-int ebpf_aead_engine_open_commit(const void *keys, int next, uint64_t pn, const uint8_t *aad, size_t aad_len,
+int ebpf_aead_engine_open_commit(const void *keys, void *state, int next, uint64_t pn, const uint8_t *aad, size_t aad_len,
                                  uint8_t *text, size_t len, int phase, uint32_t *pending) {
     int slot = keys_slot(keys);
     if (slot < 0 || !pending || *pending || aad_len > 255 || len > 4095 || !nb_in_packet_mem(aad, aad_len ? aad_len : 1) ||
@@ -200,7 +200,7 @@ int ebpf_aead_engine_open_commit(const void *keys, int next, uint64_t pn, const 
     __asm__ volatile("fence w, w" ::: "memory"); /* the unmasked header in packet memory before the engine reads it */
     uint16_t id = nb_aead_submit(hart, NB_AEAD_OPEN, (unsigned)slot, next, (uintptr_t)aad, (unsigned)aad_len,
                                  (uintptr_t)text, (unsigned)len, pn);
-    *pending = push_pending(id, keys, pn, phase);
+    *pending = push_pending(id, state, pn, phase);
     nb_aead_waited(hart, nb_cycles() - t0);
     return 0;
 }

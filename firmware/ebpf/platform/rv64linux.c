@@ -171,9 +171,9 @@ int ebpf_aead_engine_seal_hp(const void *keys, int next, uint64_t pn, uint8_t *a
     (void)keys; (void)next; (void)pn; (void)aad; (void)aad_len; (void)text; (void)len; (void)pending;
     return -1;
 }
-int ebpf_aead_engine_open_commit(const void *keys, int next, uint64_t pn, const uint8_t *aad, size_t aad_len,
+int ebpf_aead_engine_open_commit(const void *keys, void *state, int next, uint64_t pn, const uint8_t *aad, size_t aad_len,
                                  uint8_t *text, size_t len, int phase, uint32_t *pending) {
-    (void)keys; (void)next; (void)pn; (void)aad; (void)aad_len; (void)text; (void)len; (void)phase; (void)pending;
+    (void)keys; (void)state; (void)next; (void)pn; (void)aad; (void)aad_len; (void)text; (void)len; (void)phase; (void)pending;
     return -1;
 }
 int ebpf_aead_finish(uint32_t pending) {
