@@ -478,6 +478,30 @@ def test_pisa_parse_result_for_frames_to_seal(tmp_path_factory, backend_name):
             d.close()
 
 
+def conn_devices(obj, backend_name, direction, **config):
+    """Two devices with the same keys in one direction: CID's (K0, next K1) and, for a zero-length CID,
+    K0 under the address of each frame of IPv4/IPv6, untagged/VLAN-tagged (combos, frames)."""
+    devs = [Device(obj, backend_name, **config) for _ in range(2)]
+    combos = [(v6, vlan) for v6 in (False, True) for vlan in (None, 5)]
+    frames = [frame_of(b"\x40", v6, vlan) for v6, vlan in combos]
+    for d in devs:
+        d.add_keys(CID, K0, K1, dirs=(direction,))
+        for f in frames:
+            d.add_keys(b"", K0, dirs=(direction,), frame=f)
+    return devs, combos, frames
+
+
+def conn_parse(x, frame, cid_len, direction, conn_of=None):
+    """PISA's parse of frame (a frame to seal: offsets that count the shim) and its connection, 1 + the
+    key table slot of the entry its CID (or address) names in direction; conn_of, a key, names another."""
+    u = parse_udp(frame)
+    l3 = 14 + (4 if direction == SEAL else 0) + (4 if u.vlan is not None else 0)
+    l4 = l3 + (40 if u.ip_version == 6 else 20)
+    slot = x.map_slot("nanobpf_quic_keys", conn_of or Device.key(CID if cid_len else b"", direction, frame))
+    assert slot is not None
+    return (l3, l4, l4 + 8, l4 + 8 + 1 + cid_len, cid_len, 1 + slot)
+
+
 @pytest.mark.parametrize("backend_name", ["interp", "jit"])
 def test_pisa_connection_seals_in_one_call(tmp_path_factory, backend_name):
     """A frame to seal that PISA classified with its connection (conn: 1 + the SEAL entry's key table
@@ -493,26 +517,12 @@ def test_pisa_connection_seals_in_one_call(tmp_path_factory, backend_name):
     if not ok:
         pytest.skip(why)
     obj = build("xdp_quic_hw", tmp_path_factory.mktemp("seal_conn"))
-    devs = [Device(obj, backend_name, host_ifindex=LO) for _ in range(2)]
-    combos = [(v6, vlan) for v6 in (False, True) for vlan in (None, 5)]
-    frames = [frame_of(b"\x40", v6, vlan) for v6, vlan in combos]
+    devs, combos, frames = conn_devices(obj, backend_name, SEAL, host_ifindex=LO)
     try:
-        for d in devs:
-            d.add_keys(CID, K0, K1, dirs=(SEAL,))
-            for f in frames:
-                d.add_keys(b"", K0, dirs=(SEAL,), frame=f)
         x = devs[1].x
 
         def parse(frame, cid_len, conn_of=None):
-            """PISA's parse of frame marked for sealing (offsets count the shim) and the slot of the SEAL
-            entry its CID (or address) names: conn_of, a key, names another."""
-            u = parse_udp(frame)
-            l3 = 14 + 4 + (4 if u.vlan is not None else 0)
-            l4 = l3 + (40 if u.ip_version == 6 else 20)
-            key = conn_of or Device.key(CID if cid_len else b"", SEAL, frame)
-            slot = x.map_slot("nanobpf_quic_keys", key)
-            assert slot is not None
-            return (l3, l4, l4 + 8, l4 + 8 + 1 + cid_len, cid_len, 1 + slot)
+            return conn_parse(x, frame, cid_len, SEAL, conn_of)
 
         cases, pn = [], 40
         for v6, vlan in combos:
@@ -570,24 +580,12 @@ def test_pisa_connection_opens_in_one_call(tmp_path_factory, backend_name):
     if not ok:
         pytest.skip(why)
     obj = build("xdp_quic_hw", tmp_path_factory.mktemp("open_conn"))
-    devs = [Device(obj, backend_name, cid_lens=(0, 8)) for _ in range(2)]
-    combos = [(v6, vlan) for v6 in (False, True) for vlan in (None, 5)]
-    frames = [frame_of(b"\x40", v6, vlan) for v6, vlan in combos]
+    devs, combos, frames = conn_devices(obj, backend_name, OPEN, cid_lens=(0, 8))
     try:
-        for d in devs:
-            d.add_keys(CID, K0, K1, dirs=(OPEN,))
-            for f in frames:
-                d.add_keys(b"", K0, dirs=(OPEN,), frame=f)
         x = devs[1].x
 
         def parse(frame, cid_len, conn_of=None):
-            u = parse_udp(frame)
-            l3 = 14 + (4 if u.vlan is not None else 0)
-            l4 = l3 + (40 if u.ip_version == 6 else 20)
-            key = conn_of or Device.key(CID if cid_len else b"", OPEN, frame)
-            slot = x.map_slot("nanobpf_quic_keys", key)
-            assert slot is not None
-            return (l3, l4, l4 + 8, l4 + 8 + 1 + cid_len, cid_len, 1 + slot)
+            return conn_parse(x, frame, cid_len, OPEN, conn_of)
 
         def run_both(name, frame, cid_len, conn_of=None, want=None):
             plain_run = devs[0].x.run(frame, ingress_ifindex=NET)

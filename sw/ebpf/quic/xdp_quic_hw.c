@@ -90,34 +90,29 @@ static __always_inline int quic_seal_payload(struct xdp_md *ctx, struct quic_cry
  * classified with its connection, in their order and with their drop reasons (and those of
  * quic_pisa_classify before them); the counters are the program's. Frames longer than QUIC_MAX_FRAME
  * take the general path, which drops them (OVERSIZE). A result: 0, NANOBPF_QUIC_SEAL_SLOW, or
- * -(1 + reason), with NANOBPF_QUIC_SEAL_KEYED in reason once the keys were found. */
-static __always_inline int quic_conn_result(long rc, __u32 done) {
+ * -(1 + reason), with NANOBPF_QUIC_SEAL_KEYED in reason once the keys were found. done: what the
+ * frame is then (QUIC_SEALED or XDP_PASS), counted as stat. */
+static __always_inline int quic_by_conn(struct xdp_md *ctx, int seal, __u32 arg, int done, __u32 stat) {
+    if (quic_frame_len(ctx) > QUIC_MAX_FRAME)
+        return QUIC_NO_HINT;
+    long rc = seal ? bpf_quic_seal_conn(ctx, &nanobpf_quic_keys, arg, QUIC_MAX_BLOCKS * 16, QUIC_MAX_AAD)
+                   : bpf_quic_open_conn(ctx, &nanobpf_quic_keys, arg, QUIC_MAX_BLOCKS * 16, QUIC_MAX_AAD);
     if (rc == NANOBPF_QUIC_SEAL_SLOW)
         return QUIC_NO_HINT;
     __u32 why = (__u32)(-1 - rc);
     if (rc == 0 || (rc < 0 && (why & NANOBPF_QUIC_SEAL_KEYED)))
         quic_count(&quic_stats, NANOBPF_QUIC_STAT_ONE_RTT);
     if (rc == 0) {
-        quic_count(&quic_stats, done);
-        return 0;
+        quic_count(&quic_stats, stat);
+        return done;
     }
     return quic_drop(rc < 0 ? why & ~NANOBPF_QUIC_SEAL_KEYED : NANOBPF_QUIC_DROP_NOT_SEALABLE);
 }
-
 static __always_inline int quic_seal_conn(struct xdp_md *ctx, __u32 cid_len) {
-    if (quic_frame_len(ctx) > QUIC_MAX_FRAME)
-        return QUIC_NO_HINT;
-    int rc = quic_conn_result(bpf_quic_seal_conn(ctx, &nanobpf_quic_keys, cid_len, QUIC_MAX_BLOCKS * 16, QUIC_MAX_AAD),
-                              NANOBPF_QUIC_STAT_SEALED);
-    return rc == 0 ? QUIC_SEALED : rc;
+    return quic_by_conn(ctx, 1, cid_len, QUIC_SEALED, NANOBPF_QUIC_STAT_SEALED);
 }
-
 static __always_inline int quic_open_conn(struct xdp_md *ctx, __u32 lens) {
-    if (quic_frame_len(ctx) > QUIC_MAX_FRAME)
-        return QUIC_NO_HINT;
-    int rc = quic_conn_result(bpf_quic_open_conn(ctx, &nanobpf_quic_keys, lens, QUIC_MAX_BLOCKS * 16, QUIC_MAX_AAD),
-                              NANOBPF_QUIC_STAT_OPENED);
-    return rc == 0 ? XDP_PASS : rc;
+    return quic_by_conn(ctx, 0, lens, XDP_PASS, NANOBPF_QUIC_STAT_OPENED);
 }
 
 SEC("xdp")

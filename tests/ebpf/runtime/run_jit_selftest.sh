@@ -19,7 +19,7 @@ mkdir -p "$out"
 "${CROSS}gcc" -march=rv64imac -mabi=lp64 -misa-spec=2.2 -mcmodel=medany -O2 -g -Wall -Wextra -Werror \
     -I"$ebpf" -I"$gen/include" --specs=picolibc.specs -nostartfiles -static -Wl,--no-warn-rwx-segments \
     -T "$ebpf/platform/rv64linux.ld" "$ebpf/platform/rv64linux_start.S" "$ebpf/platform/rv64linux.c" \
-    "$ebpf/error.c" "$ebpf/interp.c" "$ebpf/maps.c" "$ebpf/helpers.c" "$ebpf/aead_soft.c" "$ebpf/jit_rv64.c" \
+    "$ebpf/error.c" "$ebpf/interp.c" "$ebpf/maps.c" "$ebpf/helpers.c" "$ebpf/quic_helpers.c" "$ebpf/aead_soft.c" "$ebpf/jit_rv64.c" \
     "$root/tests/ebpf/runtime/jit_selftest.c" -o "$out/jit-selftest.$$"
 mv -f "$out/jit-selftest.$$" "$out/jit-selftest"
 

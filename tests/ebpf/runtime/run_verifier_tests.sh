@@ -19,7 +19,7 @@ mkdir -p "$OUT"
 [ -f build/generated/.stamp ] || make -s defs
 E=firmware/ebpf
 T=tests/ebpf/runtime
-RUNTIME="$E/verifier.c $E/error.c $E/helpers.c $E/aead_soft.c $E/maps.c $E/interp.c $E/image.c $E/platform/host.c"
+RUNTIME="$E/verifier.c $E/error.c $E/helpers.c $E/quic_helpers.c $E/aead_soft.c $E/maps.c $E/interp.c $E/image.c $E/platform/host.c"
 CFLAGS="-O2 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-sanitize-recover=undefined -I$E -Ibuild/generated/include"
 
 case "$1" in
