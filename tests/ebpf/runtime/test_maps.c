@@ -350,6 +350,18 @@ static void hash_keys_found_at_any_alignment(void) {
     done("hash_keys_found_at_any_alignment", f);
 }
 
+/* The device maps as a program declaring them gets them: the packet-number map and the key table
+ * (NULL where the binding failed). */
+static void bind_device_maps(struct ebpf_map **pn, struct ebpf_map **kt) {
+    struct ebpf_error err = {-1, ""};
+    struct ebpf_map kdecl = map(NANOBPF_MAP_TYPE_HASH, NANOBPF_QUIC_CID_SIZE, NANOBPF_QUIC_KEYS_SIZE,
+                                NANOBPF_KEYTABLE_ENTRIES, NANOBPF_KEYTABLE_MAP_NAME);
+    struct ebpf_map pdecl = map(NANOBPF_MAP_TYPE_HASH, NANOBPF_QUIC_CID_SIZE, NANOBPF_QUIC_PN_STATE_SIZE,
+                                NANOBPF_KEYTABLE_ENTRIES, NANOBPF_KEYTABLE_PN_MAP_NAME);
+    *pn = ebpf_device_map_bind(&pdecl, &err);
+    *kt = ebpf_device_map_bind(&kdecl, &err);
+}
+
 /* The packet-number map is the key table's companion (maps.c pn_bind): a state per key table slot. A key
  * has a state exactly while it has an entry, zero from the insert that gave it its slot; the state a
  * key table value leads to (ebpf_keytable_pn, bpf_quic_pn_of) is the one a lookup by key finds, and a
@@ -358,12 +370,8 @@ static void hash_keys_found_at_any_alignment(void) {
  * place -> slot step is wrong: checked by returning the state of the place instead of its slot. */
 static void pn_map_follows_the_key_table_slots(void) {
     int f = failed;
-    struct ebpf_error err = {-1, ""};
-    struct ebpf_map kdecl = map(NANOBPF_MAP_TYPE_HASH, NANOBPF_QUIC_CID_SIZE, NANOBPF_QUIC_KEYS_SIZE,
-                                NANOBPF_KEYTABLE_ENTRIES, NANOBPF_KEYTABLE_MAP_NAME);
-    struct ebpf_map pdecl = map(NANOBPF_MAP_TYPE_HASH, NANOBPF_QUIC_CID_SIZE, NANOBPF_QUIC_PN_STATE_SIZE,
-                                NANOBPF_KEYTABLE_ENTRIES, NANOBPF_KEYTABLE_PN_MAP_NAME);
-    struct ebpf_map *pn = ebpf_device_map_bind(&pdecl, &err), *kt = ebpf_device_map_bind(&kdecl, &err);
+    struct ebpf_map *pn, *kt;
+    bind_device_maps(&pn, &kt);
     check("pn", pn && kt && ebpf_map_is_keytable_pn(pn), "both device maps bound");
     if (!pn || !kt) return;
     enum { N = 40 };
@@ -629,12 +637,8 @@ static void keys_of_reads_the_key_from_the_frame(void) {
  * (tests/ebpf/test_quic_xdp.py: against xdp_quic and the reference). */
 static void seal_conn_seals_or_says_why(void) {
     int f = failed;
-    struct ebpf_error err = {-1, ""};
-    struct ebpf_map kdecl = map(NANOBPF_MAP_TYPE_HASH, NANOBPF_QUIC_CID_SIZE, NANOBPF_QUIC_KEYS_SIZE,
-                                NANOBPF_KEYTABLE_ENTRIES, NANOBPF_KEYTABLE_MAP_NAME);
-    struct ebpf_map pdecl = map(NANOBPF_MAP_TYPE_HASH, NANOBPF_QUIC_CID_SIZE, NANOBPF_QUIC_PN_STATE_SIZE,
-                                NANOBPF_KEYTABLE_ENTRIES, NANOBPF_KEYTABLE_PN_MAP_NAME);
-    struct ebpf_map *pn = ebpf_device_map_bind(&pdecl, &err), *kt = ebpf_device_map_bind(&kdecl, &err);
+    struct ebpf_map *pn, *kt;
+    bind_device_maps(&pn, &kt);
     const struct ebpf_helper *h = ebpf_helper_find(NANOBPF_HELPER_QUIC_SEAL_CONN);
     check("seal_conn", pn && kt && h, "device maps bound, helper found");
     if (!pn || !kt || !h) return;
