@@ -136,9 +136,9 @@ struct ebpf_xdp_buff {
     uint32_t aead_defer, aead_pending;
 };
 /* The ranges the verifier gives the parse-result fields, which ebpf_xdp_exec enforces: offsets below
- * 4 KiB (the largest frame offset, pkt_comp.offset), cid_len <= NANOBPF_KEYTABLE_CID_MAX, conn = 1 + a 16-bit slot. */
+ * 4 KiB (the largest frame offset, pkt_comp.offset), cid_len <= NANOBPF_KEYTABLE_CID_MAX, conn = 1 + a connection tag. */
 #define EBPF_CTX_OFF_MAX 0xfffu
-#define EBPF_CTX_CONN_MAX 0x10000u
+#define EBPF_CTX_CONN_MAX (1u << NANOBPF_KEYTABLE_CONN_BITS)
 /* The verifier's rewrite of a 4-byte load of context field `field` (its xdp_md/nanobpf_xdp_ctx offset
  * / 4): the load's opcode and its offset in struct ebpf_xdp_buff; -1 when there is no such field. */
 int ebpf_ctx_field_load(uint32_t field, uint8_t *code, int16_t *off);
@@ -410,8 +410,20 @@ void ebpf_device_map_unbind(struct ebpf_map *map);
 int ebpf_map_is_device(const struct ebpf_map *map);
 int ebpf_map_is_keytable(const struct ebpf_map *map);
 int ebpf_map_is_keytable_pn(const struct ebpf_map *map);
+/* Connection tags (NANOBPF_KEYTABLE_CONN_BITS): what PISA's CID table gives an entry's frames (the
+ * context field conn is 1 + it), the entry's hash slot in the low bits and the slot's generation above,
+ * which changes each time the slot takes another entry. */
+_Static_assert(NANOBPF_KEYTABLE_SLOTS == 1u << NANOBPF_KEYTABLE_SLOT_BITS, "a slot index's bits");
+_Static_assert(NANOBPF_KEYTABLE_CONN_BITS > NANOBPF_KEYTABLE_SLOT_BITS && NANOBPF_KEYTABLE_CONN_BITS - NANOBPF_KEYTABLE_SLOT_BITS <= 8,
+               "a generation of 1..8 bits (one byte of the hash slot's header)");
+static inline uint32_t ebpf_conn_slot(uint32_t conn) { return (conn - 1) & (NANOBPF_KEYTABLE_SLOTS - 1); }
+/* 1 + the connection tag of key's entry (what PISA's CID table is given for it), or 0 without one. */
+uint32_t ebpf_keytable_conn_of(const void *key);
+/* The value of the dir entry (NANOBPF_QUIC_DIR_*) conn names, when its slot still holds the entry the
+ * tag was made for (the generation), else NULL: one load, no key compared (bpf_quic_seal_conn). */
+void *ebpf_keytable_by_conn(uint32_t conn, uint32_t dir);
 /* A key table lookup (as ebpf_map_lookup) that reads hash slot slot_hint first: PISA's CID table
- * gives a packet's entry's slot (struct ebpf_xdp_buff conn - 1), so its lookup needs no hash. */
+ * gives a packet's entry's slot (ebpf_conn_slot of struct ebpf_xdp_buff conn), so its lookup needs no hash. */
 void *ebpf_keytable_lookup_at(const void *key, uint32_t slot_hint);
 /* The value at hash slot slot_i only when that slot holds key, else NULL (bpf_quic_keys_of). */
 void *ebpf_keytable_at(const void *key, uint32_t slot_i);

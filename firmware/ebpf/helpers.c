@@ -12,7 +12,7 @@ static U64 h_map_lookup_elem(U64 map, U64 key, U64 a3, U64 a4, U64 a5) {
     (void)a3; (void)a4; (void)a5;
     const struct ebpf_xdp_buff *x = ebpf_current_xdp;
     if (x && x->conn && ebpf_map_is_keytable(PTR(map))) /* PISA found the packet's entry: its slot first */
-        return (U64)(uintptr_t)ebpf_keytable_lookup_at(PTR(key), x->conn - 1);
+        return (U64)(uintptr_t)ebpf_keytable_lookup_at(PTR(key), ebpf_conn_slot(x->conn));
     return (U64)(uintptr_t)ebpf_map_lookup(PTR(map), PTR(key));
 }
 static U64 h_map_update_elem(U64 map, U64 key, U64 value, U64 flags, U64 a5) {

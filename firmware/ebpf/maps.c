@@ -85,6 +85,19 @@ static uint32_t keytable_place(void) {
     return UINT32_MAX; /* cannot happen: at most ENTRIES live values and ENTRIES places spare */
 }
 static void keytable_unplace(uint32_t i) { keytable_used[i / 64] &= ~(1ull << (i % 64)); }
+/* A key table slot's header word: the state (byte 0), the slot's generation (TAG_GEN) and its entry's
+ * direction (TAG_DIR), the value's place (bytes 4..7). The generation is 1 .. GEN_MAX, the next one
+ * each time the slot takes a new entry (an update keeps it): with the slot, the connection tag PISA's
+ * CID table gives the entry's frames. A frame classified before its entry left, waiting while the slot
+ * took another, carries the old generation, and ebpf_keytable_by_conn finds nothing for it; the tag
+ * repeats only after GEN_MAX new entries in that one slot, each inserted and deleted by the control
+ * plane (a host request each, and every data core finished its packet at each delete: ebpf_quiesce). */
+enum { TAG_GEN = 1, TAG_DIR = 2 };
+#define GEN_MAX ((1u << (NANOBPF_KEYTABLE_CONN_BITS - NANOBPF_KEYTABLE_SLOT_BITS)) - 1)
+static void keytable_new_tag(uint8_t *s, const void *key) {
+    s[TAG_GEN] = (uint8_t)(s[TAG_GEN] % GEN_MAX + 1);
+    s[TAG_DIR] = ((const struct nanobpf_quic_cid *)key)->dir;
+}
 
 /* A program's declaration of a device map (key struct nanobpf_quic_cid, the given value size) against
  * the device's shape. */
@@ -636,6 +649,22 @@ void *ebpf_keytable_at(const void *key, uint32_t slot_i) {
     return keytable.values + (size_t)(uint32_t)(h >> 32) * NANOBPF_QUIC_KEYS_SIZE;
 }
 
+uint32_t ebpf_keytable_conn_of(const void *key) {
+    int64_t r = keytable.values ? hash_search(&keytable, key) : -1;
+    if (r < 0 || (r & PROBE_FREE)) return 0;
+    return 1 + ((uint32_t)r | (uint32_t)slot(&keytable, (uint32_t)r)[TAG_GEN] << NANOBPF_KEYTABLE_SLOT_BITS);
+}
+/* The header word holds the state, the generation and the direction in its low bytes (TAG_*). */
+void *ebpf_keytable_by_conn(uint32_t conn, uint32_t dir) {
+    uint32_t tag = conn - 1, i = tag & (KEYTABLE_SLOTS - 1);
+    if (!conn || tag >> NANOBPF_KEYTABLE_CONN_BITS || !keytable.values) return NULL;
+    const uint8_t *s = keytable.storage + (size_t)i * KEYTABLE_SLOT_SIZE;
+    uint64_t h = __atomic_load_n((const uint64_t *)(const void *)s, __ATOMIC_ACQUIRE);
+    uint64_t want = SLOT_USED | (uint64_t)(tag >> NANOBPF_KEYTABLE_SLOT_BITS) << 8 * TAG_GEN | (uint64_t)(dir & 0xff) << 8 * TAG_DIR;
+    if ((h & 0xffffff) != want) return NULL;
+    return keytable.values + (size_t)(uint32_t)(h >> 32) * NANOBPF_QUIC_KEYS_SIZE;
+}
+
 /* Tail calls only: a lookup saves no register of the caller's here (every store is a bus write). */
 void *ebpf_map_lookup(struct ebpf_map *m, const void *key) {
     if (m->type != NANOBPF_MAP_TYPE_HASH) return lookup_this_cpu(m, key);
@@ -700,7 +729,8 @@ int ebpf_map_update(struct ebpf_map *m, const void *key, const void *value, uint
         if (is_lru(m)) lru_touch(m, (uint32_t)i);
         if (!found) {
             memcpy(s + 8, key, m->key_size);
-            __atomic_store_n(&s[0], SLOT_USED, __ATOMIC_RELEASE); /* key and value before the state */
+            if (m->values) keytable_new_tag(s, key);
+            __atomic_store_n(&s[0], SLOT_USED, __ATOMIC_RELEASE); /* key, value and tag before the state */
             __atomic_fetch_add(&m->count, 1, __ATOMIC_RELAXED);
         }
         if (old != UINT32_MAX) {

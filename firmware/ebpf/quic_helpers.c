@@ -245,7 +245,7 @@ U64 h_quic_keys_of(U64 ctx, U64 map, U64 dir, U64 a4, U64 a5) {
     if (!x->conn || !x->pn_off || (dir != NANOBPF_QUIC_DIR_OPEN && dir != NANOBPF_QUIC_DIR_SEAL) ||
         !ebpf_map_is_keytable(PTR(map)) || quic_frame_key(x, (uint32_t)dir, k))
         return 0;
-    return (U64)(uintptr_t)ebpf_keytable_at(k, x->conn - 1);
+    return (U64)(uintptr_t)ebpf_keytable_at(k, ebpf_conn_slot(x->conn));
 }
 
 /* ---- bpf_quic_seal_conn: a frame to seal that PISA classified, sealed in one call (quic_seal of
@@ -318,10 +318,8 @@ U64 h_quic_seal_conn(U64 ctx, U64 map, U64 cid_len, U64 max_payload, U64 max_hdr
     if (!(b0 & 0x40)) return SEAL_DROP(NANOBPF_QUIC_DROP_NO_FIXED_BIT);
     /* quic_short_cid_at: the CID inside the frame and the datagram */
     if (base + pn_off > x->data_end || pn_off > pkt_end) return SEAL_DROP(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
-    /* quic_pisa_keys: the entry at PISA's slot, if it holds the key the frame names */
-    uint64_t k[3];
-    if (quic_frame_key(x, NANOBPF_QUIC_DIR_SEAL, k)) return NANOBPF_QUIC_SEAL_SLOW;
-    const struct nanobpf_quic_keys *keys = ebpf_keytable_at(k, x->conn - 1);
+    /* quic_pisa_keys: the SEAL entry PISA matched the frame to, if its slot still holds it */
+    const struct nanobpf_quic_keys *keys = ebpf_keytable_by_conn(x->conn, NANOBPF_QUIC_DIR_SEAL);
     if (!keys) return NANOBPF_QUIC_SEAL_SLOW;
     /* quic_seal: room for the tag, the header's bytes inside the frame, the sample inside the packet */
     const uint64_t end = base + pkt_end + NANOBPF_AEAD_TAG_LEN;
@@ -342,7 +340,7 @@ U64 h_quic_seal_conn(U64 ctx, U64 map, U64 cid_len, U64 max_payload, U64 max_hdr
     _Static_assert(offsetof(struct nanobpf_quic_keys, flags) == 1, "key_phase and flags in one word");
     int next = ((b0 >> 2) & 1) != (kw & 1);
     if (next && !((kw >> 8) & NANOBPF_QUIC_KEY_NEXT)) return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_NO_KEYS);
-    volatile uint64_t *claims = ebpf_keytable_pn_at(x->conn - 1); /* the slot that holds the key */
+    volatile uint64_t *claims = ebpf_keytable_pn_at(ebpf_conn_slot(x->conn)); /* the slot that holds the key */
     if (!claims) return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_NO_PN_STATE);
     const uint64_t pn = quic_decode_pn(seal_next(claims), trunc, pn_len);
     if (seal_claim(claims, pn)) return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_PN_REUSED);
@@ -380,13 +378,12 @@ U64 h_quic_open_conn(U64 ctx, U64 map, U64 lens, U64 max_payload, U64 max_hdr) {
     const uint32_t b0m = *first;
     if (q >= pkt_end || (b0m & 0x80)) return NANOBPF_QUIC_SEAL_SLOW;
     if (!(b0m & 0x40)) return SEAL_DROP(NANOBPF_QUIC_DROP_NO_FIXED_BIT);
-    /* quic_pisa_keys: PISA's CID length inside the datagram, the entry at its slot */
-    uint64_t k[3];
-    if (pn_off > pkt_end || quic_frame_key(x, NANOBPF_QUIC_DIR_OPEN, k)) return NANOBPF_QUIC_SEAL_SLOW;
-    const struct nanobpf_quic_keys *keys = ebpf_keytable_at(k, x->conn - 1);
+    /* quic_pisa_keys: PISA's CID length inside the datagram, the OPEN entry PISA matched */
+    if (pn_off > pkt_end || base + pn_off > x->data_end) return NANOBPF_QUIC_SEAL_SLOW;
+    const struct nanobpf_quic_keys *keys = ebpf_keytable_by_conn(x->conn, NANOBPF_QUIC_DIR_OPEN);
     if (!keys) return NANOBPF_QUIC_SEAL_SLOW;
     /* quic_open */
-    volatile struct nanobpf_quic_pn_state *st = ebpf_keytable_pn_at(x->conn - 1); /* the slot that holds the key */
+    volatile struct nanobpf_quic_pn_state *st = ebpf_keytable_pn_at(ebpf_conn_slot(x->conn)); /* the slot that holds the key */
     if (!st) return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_NO_PN_STATE);
     if (pn_off + 4 + 16 > pkt_end) return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
     const uint8_t *sample = PTR(base + pn_off + 4);

@@ -262,7 +262,7 @@ def test_open_entries_fill_pisas_cid_table_and_programs_see_conn(dev):
         for _ in range(100):
             v = struct.unpack("<I", r.ask(M.NANOBPF_CTRL_MSG_MAP_LOOKUP, map_req("test_conn", bytes(4))).body)[0]
             if v != 0xFFFFFFFF:
-                return v & 0xFFFF, v >> 16
+                return v & 0x1FFFF, v >> 17
         raise AssertionError("the program never saw the packet")
 
     x, y = b"\xa1\xa2\xa3\xa4", b"\xb1\xb2\xb3\xb4"

@@ -20,7 +20,7 @@ enum {
     MODE_OPEN = 6,          /* OPENED counted, XDP_PASS */
     MODE_DROP = 7,          /* XDP_DROP */
     MODE_LOOKUP = 8,        /* XDP_PASS after looking into every map (the loader keeps referenced maps only) */
-    MODE_CONN = 9,          /* test_conn[0] = what PISA parsed: conn | cid_len << 16; XDP_DROP */
+    MODE_CONN = 9,          /* test_conn[0] = what PISA parsed: conn | cid_len << 17 (conn: up to 2^16); XDP_DROP */
 };
 
 struct {
@@ -118,7 +118,7 @@ int xdp_ctrl_test(struct xdp_md *ctx) {
         return XDP_DROP;
     case MODE_CONN: {
         const struct nanobpf_xdp_ctx *pc = (const void *)ctx;
-        __u32 v = pc->conn | pc->cid_len << 16;
+        __u32 v = pc->conn | pc->cid_len << 17;
         bpf_map_update_elem(&test_conn, &zero, &v, BPF_ANY);
         return XDP_DROP;
     }

@@ -493,13 +493,27 @@ def conn_devices(obj, backend_name, direction, **config):
 
 def conn_parse(x, frame, cid_len, direction, conn_of=None):
     """PISA's parse of frame (a frame to seal: offsets that count the shim) and its connection, 1 + the
-    key table slot of the entry its CID (or address) names in direction; conn_of, a key, names another."""
+    connection tag of the entry its CID (or address) names in direction; conn_of, a key, names another
+    entry, a number is the connection itself."""
     u = parse_udp(frame)
     l3 = 14 + (4 if direction == SEAL else 0) + (4 if u.vlan is not None else 0)
     l4 = l3 + (40 if u.ip_version == 6 else 20)
-    slot = x.map_slot("nanobpf_quic_keys", conn_of or Device.key(CID if cid_len else b"", direction, frame))
-    assert slot is not None
-    return (l3, l4, l4 + 8, l4 + 8 + 1 + cid_len, cid_len, 1 + slot)
+    conn = conn_of if isinstance(conn_of, int) else x.map_conn("nanobpf_quic_keys",
+                                                              conn_of or Device.key(CID if cid_len else b"", direction, frame))
+    assert conn
+    return (l3, l4, l4 + 8, l4 + 8 + 1 + cid_len, cid_len, conn)
+
+
+def stale_conn(devs, direction, keys):
+    """The connection PISA gave the CID entry's frames before the entry left and came back (on every
+    device alike: a fresh entry, its packet numbers anew), in the same slot or not: it names no entry now."""
+    x = devs[-1].x
+    old = x.map_conn("nanobpf_quic_keys", Device.key(CID, direction))
+    for d in devs:
+        d.del_keys(CID, dirs=(direction,))
+        d.add_keys(CID, *keys, dirs=(direction,))
+    assert x.map_conn("nanobpf_quic_keys", Device.key(CID, direction)) != old
+    return old
 
 
 @pytest.mark.parametrize("backend_name", ["interp", "jit"])
@@ -511,8 +525,8 @@ def test_pisa_connection_seals_in_one_call(tmp_path_factory, backend_name):
     way it can end - sealed with the current and with the next keys (IPv4 and IPv6, a VLAN tag behind
     the shim, 8-byte and zero-length CIDs), a packet number sealed before (PN_REUSED), the next key
     phase without next keys (NO_KEYS), a payload over the program's limit (OVERSIZE), the fixed bit
-    clear (NO_FIXED_BIT), a CID past the frame's end (QUIC_TRUNCATED) - and for a conn that names
-    another entry's slot (the helper leaves it to the program's way)."""
+    clear (NO_FIXED_BIT), a CID past the frame's end (QUIC_TRUNCATED) - and for a stale conn, PISA's
+    for an entry that has left its slot since (the helper leaves it to the program's way)."""
     ok, why = available(backend_name)
     if not ok:
         pytest.skip(why)
@@ -546,9 +560,10 @@ def test_pisa_connection_seals_in_one_call(tmp_path_factory, backend_name):
             cases.append(("cid cut", frame_of(plain[:1 + 8 + 1 + 10], v6, vlan), 20, Device.key(CID, SEAL), None))
             pn += 1
             plain, prot = short_packet(pn, b"t" * 30)
-            cases.append(("stale conn", frame_of(plain, v6, vlan), len(CID), Device.key(b"", SEAL, frames[0]),
-                          frame_of(prot, v6, vlan)))
+            cases.append(("stale conn", frame_of(plain, v6, vlan), len(CID), "stale", frame_of(prot, v6, vlan)))
         for name, frame, n, conn_of, want in cases:
+            if conn_of == "stale":
+                conn_of = stale_conn(devs, SEAL, (K0, K1))
             plain_run = devs[0].x.run(shim(frame, n), ingress_ifindex=LO)
             hinted = x.run(shim(frame, n), ingress_ifindex=LO, parse=parse(frame, n, conn_of))
             assert hinted == plain_run, name
@@ -573,9 +588,9 @@ def test_pisa_connection_opens_in_one_call(tmp_path_factory, backend_name):
     current keys and across a key update with the next ones, then a late packet with the previous
     ones (IPv4 and IPv6, VLAN-tagged, 8-byte and zero-length CIDs), a forged tag (TAG_MISMATCH), the
     next key phase without next keys (NO_KEYS), a ciphertext over the program's limit (OVERSIZE), the
-    fixed bit clear (NO_FIXED_BIT), the sample cut short (QUIC_TRUNCATED) - and for a conn that names
-    another entry's slot or a CID length quic_config does not list (the helper leaves those to the
-    program's way)."""
+    fixed bit clear (NO_FIXED_BIT), the sample cut short (QUIC_TRUNCATED) - and for a stale conn (an
+    entry that has left its slot since PISA's lookup) or a CID length quic_config does not list (the
+    helper leaves those to the program's way)."""
     ok, why = available(backend_name)
     if not ok:
         pytest.skip(why)
@@ -615,7 +630,7 @@ def test_pisa_connection_opens_in_one_call(tmp_path_factory, backend_name):
             run_both("sample cut", frame_of(prot[:1 + 8 + 4 + 10], v6, vlan), len(CID))
             pn += 1
             plain, prot = short_packet(pn, b"s" * 30, largest=pn - 1)
-            run_both("stale conn", frame_of(prot, v6, vlan), len(CID), conn_of=Device.key(b"", OPEN, frames[0]),
+            run_both("stale conn", frame_of(prot, v6, vlan), len(CID), conn_of=stale_conn(devs, OPEN, (K0, K1)),
                      want=frame_of(plain, v6, vlan))
         # a key update (the next phase's keys open, then the old phase's late packet with the kept
         # previous keys), both ways: by the helper and by the program

@@ -5,7 +5,7 @@
  * same one. Its values live in the AEAD engine's key storage; a
  * changed entry's value is written beside the old one and published with one store (maps.c), so a
  * packet in flight on a data core uses the whole old entry or the whole new one. Open entries of 1..20-byte
- * CIDs also go into PISA's CID table, (CID, length) -> the entry's slot, which programs get as conn
+ * CIDs also go into PISA's CID table, (CID, length) -> the entry's connection tag (its slot and the slot's generation), which programs get as conn
  * (the model's _cid_command). */
 #include <errno.h>
 #include <stddef.h>
@@ -74,8 +74,10 @@ static int check_keys(const struct nanobpf_quic_cid *k, const uint8_t *keys, str
  * id). Inserted once the entry is in the key table, removed before it leaves it, so a packet's conn
  * never names a slot without its entry. A full table refuses the insert (PISA counts it, STATS
  * CID_FULL): the entry works all the same, its packets get conn 0. */
-static void cid_table(unsigned op, const struct nanobpf_quic_cid *k, unsigned slot) {
-    dpu_cid_command(op, k->id, k->len, k->dir == NANOBPF_QUIC_DIR_SEAL, slot);
+static void cid_table(unsigned op, const struct nanobpf_quic_cid *k, unsigned tag) {
+    _Static_assert(NANOBPF_PISA_CID_ARG_SLOT_WIDTH == NANOBPF_KEYTABLE_CONN_BITS && NANOBPF_PKT_DESC_CONN_SLOT_WIDTH == NANOBPF_KEYTABLE_CONN_BITS,
+                   "PISA's CID table and the descriptor carry a whole connection tag");
+    dpu_cid_command(op, k->id, k->len, k->dir == NANOBPF_QUIC_DIR_SEAL, tag);
 }
 
 static uint32_t open_cid_lens(void) {
@@ -104,8 +106,8 @@ void ctrl_keys_sync_config(const struct ebpf_prog *prog) {
 void ctrl_keys_booted(const void *key) {
     struct nanobpf_quic_cid k;
     memcpy(&k, key, sizeof k);
-    int64_t slot = ebpf_map_slot_of(table, &k);
-    if (slot >= 0) cid_table(NANOBPF_PISA_CID_OP_INSERT, &k, (unsigned)slot);
+    uint32_t conn = ebpf_keytable_conn_of(&k);
+    if (conn) cid_table(NANOBPF_PISA_CID_OP_INSERT, &k, conn - 1);
 }
 
 int ctrl_key_set(const uint8_t *b, unsigned len, struct ctrl_reply *r, int update) {
@@ -118,12 +120,12 @@ int ctrl_key_set(const uint8_t *b, unsigned len, struct ctrl_reply *r, int updat
     if (rc == -ENOENT) return ctrl_refuse(r, NANOBPF_CTRL_ST_NOENT, "no such entry");
     if (rc == -EEXIST) return ctrl_refuse(r, NANOBPF_CTRL_ST_EXIST, "entry already present (KEY_UPDATE replaces keys)");
     if (rc) return ctrl_refuse(r, NANOBPF_CTRL_ST_FULL, "key table full (%u entries)", NANOBPF_KEYTABLE_ENTRIES);
-    uint32_t slot = (uint32_t)ebpf_map_slot_of(table, &k);
+    uint32_t tag = ebpf_keytable_conn_of(&k) - 1; /* its slot and the slot's generation */
     if (!update) { /* fresh keys: the insert started its packet-number state at zero (an update keeps it) */
         ctrl_keys_sync_config(dpu_prog_current());
-        cid_table(NANOBPF_PISA_CID_OP_INSERT, &k, slot);
+        cid_table(NANOBPF_PISA_CID_OP_INSERT, &k, tag);
     }
-    ctrl_put32(r->body, slot);
+    ctrl_put32(r->body, tag);
     r->len = NANOBPF_KEY_RESP_SIZE;
     return 0;
 }

@@ -42,8 +42,8 @@ static const char usage[] =
     "                      lookup MAP KEY        -> value HEX | none\n"
     "                      delete MAP KEY        -> ok | none | error MSG\n"
     "                      next MAP [KEY]        -> key HEX | none   (the key after KEY, or the first)\n"
-    "                      slot MAP KEY          -> slot N | none   (a hash map's slot of KEY: for the key\n"
-    "                                            table, PISA's connection is 1 + it, PARSE's CONN)\n"
+    "                      slot MAP KEY          -> slot N | none   (a hash map's slot of KEY; the key table's\n"
+    "                                            entry: slot N conn C, C PISA's connection for it, PARSE's CONN)\n"
     "                      info                  -> info INSNS MAPS   (the program was verified)\n"
     "                      events MAP [MAX [BYTES]] -> events LOST PENDING [INDEX:HEX ...]\n"
     "                                            (drain an event map, RINGBUF or PERF_EVENT_ARRAY: its oldest\n"
@@ -230,6 +230,7 @@ static void batch_command(struct ebpf_prog *prog, char *line, int jit, long head
         } else {
             int64_t slot = ebpf_map_slot_of(m, key);
             if (slot < 0) printf("none\n");
+            else if (ebpf_map_is_keytable(m)) printf("slot %lld conn %u\n", (long long)slot, ebpf_keytable_conn_of(key));
             else printf("slot %lld\n", (long long)slot);
         }
     } else if (!strcmp(argv[0], "events")) {

@@ -632,7 +632,8 @@ static void keys_of_reads_the_key_from_the_frame(void) {
  * after its datagram, the UDP and IP lengths grown by the tag, the checksums left to the egress, its
  * packet number's claim word past it - and a second call with the same number is PN_REUSED; the next
  * key phase without next keys is NO_KEYS (both after the keys were found: KEYED), the fixed bit clear
- * NO_FIXED_BIT (before); a conn naming another slot, a cid_len that is not PISA's or a frame PISA did
+ * NO_FIXED_BIT (before); a conn naming an OPEN entry, one with the slot's earlier generation (the entry
+ * left and came back), a bare slot (no generation), a cid_len that is not PISA's or a frame PISA did
  * not parse (pn_off 0) leave the frame as it was (SLOW). The bytes sealed are the program's tests'
  * (tests/ebpf/test_quic_xdp.py: against xdp_quic and the reference). */
 static void seal_conn_seals_or_says_why(void) {
@@ -670,11 +671,21 @@ static void seal_conn_seals_or_says_why(void) {
             f[x.l3_off + (c->v6 ? 4 : 2)] = (uint8_t)(iplen >> 8), f[x.l3_off + (c->v6 ? 5 : 3)] = (uint8_t)iplen;
             f[x.pn_off] = 1, f[x.pn_off + 1] = 2 + (uint8_t)head; /* a new number each time */
             uint64_t pn_want = 0x0102 + head;
-            int64_t slot = ebpf_map_slot_of(kt, &k[i]), other_slot = ebpf_map_slot_of(kt, &other);
+            uint32_t before = ebpf_keytable_conn_of(&k[i]);
+            /* the entry leaves and comes back (keys and claims anew): PISA's tag of before names nothing */
+            check("seal_conn", ebpf_map_delete(kt, &k[i]) == 0 && ebpf_map_update(kt, &k[i], keys, NANOBPF_BPF_NOEXIST) == 0,
+                  "entry deleted and added again");
+            uint32_t conn = ebpf_keytable_conn_of(&k[i]);
+            int64_t slot = ebpf_map_slot_of(kt, &k[i]);
             snprintf(what, sizeof what, "%s, frame at +%u", c->name, head);
-            x.conn = (uint32_t)other_slot + 1;
-            check("seal_conn", SEAL((uint64_t)c->cid_len) == NANOBPF_QUIC_SEAL_SLOW, what); /* another slot */
-            x.conn = (uint32_t)slot + 1;
+            check("seal_conn", conn && before && conn != before && ebpf_conn_slot(conn) == (uint32_t)slot &&
+                                   ebpf_keytable_by_conn(conn, NANOBPF_QUIC_DIR_SEAL) == ebpf_map_lookup(kt, &k[i]), what);
+            const uint32_t stale[] = {ebpf_keytable_conn_of(&other), before, (uint32_t)slot + 1};
+            for (unsigned j = 0; j < sizeof stale / sizeof *stale; j++) {
+                x.conn = stale[j];
+                check("seal_conn", SEAL((uint64_t)c->cid_len) == NANOBPF_QUIC_SEAL_SLOW, what); /* names no SEAL entry now */
+            }
+            x.conn = conn;
             check("seal_conn", SEAL((uint64_t)c->cid_len + 1) == NANOBPF_QUIC_SEAL_SLOW, what); /* not PISA's length */
             x.pn_off = 0;
             check("seal_conn", SEAL((uint64_t)c->cid_len) == NANOBPF_QUIC_SEAL_SLOW, what); /* not parsed */
@@ -697,7 +708,7 @@ static void seal_conn_seals_or_says_why(void) {
             ko_frame(c, buf, head, &x, &scratch);
             f[x.l4_off + 4] = (uint8_t)(ulen >> 8), f[x.l4_off + 5] = (uint8_t)ulen;
             f[x.pn_off] = 1, f[x.pn_off + 1] = 2 + (uint8_t)head;
-            x.conn = (uint32_t)slot + 1;
+            x.conn = conn;
             check("seal_conn", SEAL((uint64_t)c->cid_len) == DROP(NANOBPF_QUIC_SEAL_KEYED | NANOBPF_QUIC_DROP_PN_REUSED), what);
         }
     }

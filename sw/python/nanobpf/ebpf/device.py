@@ -165,11 +165,21 @@ class DeviceXdp:
         return self._command(f"delete {name} {bytes(key).hex()}") == "ok"
 
     def map_slot(self, name, key):
-        """The hash slot of key in map name, or None without the entry: for the key table, PISA's
-        connection of the entry's frames is 1 + it (the context field conn)."""
+        """The hash slot of key in map name, or None without the entry."""
         self.map_info(name)
         reply = self._command(f"slot {name} {bytes(key).hex()}")
         return None if reply == "none" else int(reply.split()[1])
+
+    def map_conn(self, name, key):
+        """PISA's connection (the context field conn: 1 + the connection tag, the slot and its
+        generation) of the key table entry key, or None without the entry."""
+        self.map_info(name)
+        reply = self._command(f"slot {name} {bytes(key).hex()}").split()
+        if reply == ["none"]:
+            return None
+        if len(reply) != 4 or reply[2] != "conn":
+            raise DeviceError(f"map {name} is not the key table: no connection for its entries")
+        return int(reply[3])
 
     def map_next_key(self, name, key=None):
         """Linux BPF_MAP_GET_NEXT_KEY: the key after key (None or absent: the first), None after the last."""
