@@ -386,6 +386,20 @@ void ebpf_console_write(const char *s, size_t n); /* trace_printk output */
 /* The key table storage: NANOBPF_KEYTABLE_SLOTS values of NANOBPF_QUIC_KEYS_SIZE bytes, slot i's
  * at i * NANOBPF_QUIC_KEYS_SIZE (device: the AEAD engine's key table storage, which reads them). */
 uint8_t *ebpf_keytable_values(void);
+/* The place (slot index) of the value at byte off of the key table storage, or -1 when off is not the
+ * start of a value there: a multiply and a shift, not a division (GCC divides by a constant with the
+ * core's serial divider, tens of cycles, and this runs for every engine request). Exact for every off
+ * below 2^KEYS_DIV_SHIFT / (KEYS_DIV_MUL * NANOBPF_QUIC_KEYS_SIZE - 2^KEYS_DIV_SHIFT). */
+#define EBPF_KEYS_DIV_SHIFT 22
+#define EBPF_KEYS_DIV_MUL (((1ull << EBPF_KEYS_DIV_SHIFT) + NANOBPF_QUIC_KEYS_SIZE - 1) / NANOBPF_QUIC_KEYS_SIZE)
+_Static_assert((1ull << EBPF_KEYS_DIV_SHIFT) / (EBPF_KEYS_DIV_MUL * NANOBPF_QUIC_KEYS_SIZE - (1ull << EBPF_KEYS_DIV_SHIFT)) >=
+                   (unsigned long long)NANOBPF_KEYTABLE_SLOTS * NANOBPF_QUIC_KEYS_SIZE,
+               "the reciprocal divides every offset of the key table storage exactly");
+static inline int32_t ebpf_keytable_place(uint64_t off) {
+    if (off >= (uint64_t)NANOBPF_KEYTABLE_SLOTS * NANOBPF_QUIC_KEYS_SIZE) return -1;
+    uint32_t q = (uint32_t)((off * EBPF_KEYS_DIV_MUL) >> EBPF_KEYS_DIV_SHIFT);
+    return (uint64_t)q * NANOBPF_QUIC_KEYS_SIZE == off ? (int32_t)q : -1;
+}
 
 /* Wait until no core is still running a program on a packet it started before this call (device: the
  * data cores have each finished their packet or are between packets; elsewhere nothing runs alongside).

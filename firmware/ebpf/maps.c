@@ -187,16 +187,14 @@ void *ebpf_keytable_pn_at(uint32_t slot_i) {
 }
 
 /* A key table value (as a lookup returned it) -> its entry's packet-number state; NULL without the map
- * or for a pointer that is not the start of a value place. One division by the constant value size
- * (a multiply) and one load of shared memory: the path of every packet of xdp_quic_hw. */
+ * or for a pointer that is not the start of a value place. A multiply for the place (ebpf_keytable_place)
+ * and one load of shared memory: the path of every packet of xdp_quic_hw. */
 void *ebpf_keytable_pn(const void *keys) {
-    uintptr_t off = (uintptr_t)keys - (uintptr_t)keytable.values;
-    if (!pn_map.storage || !keytable.values || off >= (uintptr_t)KEYTABLE_SLOTS * NANOBPF_QUIC_KEYS_SIZE ||
-        off % NANOBPF_QUIC_KEYS_SIZE)
-        return NULL;
+    int32_t place = ebpf_keytable_place((uintptr_t)keys - (uintptr_t)keytable.values);
+    if (!pn_map.storage || !keytable.values || place < 0) return NULL;
     /* a plain load: the lookup that returned keys read the place with an acquire, and the place's slot
      * was written before the place was published */
-    return pn_state(((volatile const uint16_t *)keytable_slot_of)[off / NANOBPF_QUIC_KEYS_SIZE]);
+    return pn_state(((volatile const uint16_t *)keytable_slot_of)[place]);
 }
 
 int ebpf_device_map_named(const char *name) {

@@ -36,28 +36,41 @@ void ebpf_quic_pn_record(void *state, uint64_t pn, int phase) {
 /* Seal with header protection applied (NANOBPF_AEAD_HP_APPLY), the request checked: the header's last
  * pn_len bytes are the packet number, the sample 4 bytes after it lies before the tag's end. One engine
  * request; where the caller lets it (aead_defer), it finishes after the program. Returns 0. */
-static int64_t seal_hp_apply(struct ebpf_xdp_buff *x, const struct nanobpf_quic_keys *k, int next, uint64_t pn, uint8_t *hdr,
-                             uint32_t hdr_len, uint32_t payload_len, uint32_t pn_len) {
+static __attribute__((noinline)) void seal_hp_soft(const struct nanobpf_quic_keys *k, int next, uint64_t pn, uint8_t *hdr,
+                                                   uint32_t hdr_len, uint32_t payload_len, uint32_t pn_len);
+static inline int64_t seal_hp_apply(struct ebpf_xdp_buff *x, const struct nanobpf_quic_keys *k, int next, uint64_t pn, uint8_t *hdr,
+                                    uint32_t hdr_len, uint32_t payload_len, uint32_t pn_len) {
+    if (ebpf_aead_engine_seal_hp(k, next, pn, hdr, hdr_len, hdr + hdr_len, payload_len, x->aead_defer ? &x->aead_pending : NULL))
+        seal_hp_soft(k, next, pn, hdr, hdr_len, payload_len, pn_len); /* out of line: the engine's way keeps few registers */
+    return 0;
+}
+/* The same in software (no engine, or it refused the request). */
+static void seal_hp_soft(const struct nanobpf_quic_keys *k, int next, uint64_t pn, uint8_t *hdr, uint32_t hdr_len,
+                         uint32_t payload_len, uint32_t pn_len) {
     uint8_t *payload = hdr + hdr_len;
-    if (ebpf_aead_engine_seal_hp(k, next, pn, hdr, hdr_len, payload, payload_len, x->aead_defer ? &x->aead_pending : NULL) == 0)
-        return 0;
     uint8_t nonce[EBPF_AEAD_NONCE_LEN];
     ebpf_aead_seal(quic_key_nonce(k, next, pn, nonce), nonce, hdr, hdr_len, payload, payload_len, payload + payload_len);
     uint64_t m = ebpf_hp_mask_soft(k->hp, hdr + hdr_len - pn_len + 4); /* byte 0 the lowest */
     hdr[0] ^= (uint8_t)m & (hdr[0] & 0x80 ? 0x0f : 0x1f);
     for (uint32_t i = 0; i < pn_len; i++) hdr[hdr_len - pn_len + i] ^= (uint8_t)(m >> (8 * (i + 1)));
-    return 0;
 }
 
 /* An open whose tag decides the frame and records pn in the packet-number state (NANOBPF_AEAD_COMMIT),
  * the request checked: where the caller lets it (aead_defer) the engine's verdict comes after the
  * program (the firmware holds the frame until then and records the number when it is authentic);
  * otherwise now, on the engine or in software. 0, or -EBADMSG for a forged tag (nothing recorded). */
-static int64_t open_commit(struct ebpf_xdp_buff *x, const struct nanobpf_quic_keys *k, void *state, int next, uint64_t pn,
-                           uint8_t *hdr, uint32_t hdr_len, uint32_t len, int phase) {
-    uint8_t *payload = hdr + hdr_len;
-    if (x->aead_defer && ebpf_aead_engine_open_commit(k, state, next, pn, hdr, hdr_len, payload, len, phase, &x->aead_pending) == 0)
+static __attribute__((noinline)) int64_t open_now(const struct nanobpf_quic_keys *k, void *state, int next, uint64_t pn,
+                                                  uint8_t *hdr, uint32_t hdr_len, uint32_t len, int phase);
+static inline int64_t open_commit(struct ebpf_xdp_buff *x, const struct nanobpf_quic_keys *k, void *state, int next, uint64_t pn,
+                                  uint8_t *hdr, uint32_t hdr_len, uint32_t len, int phase) {
+    if (x->aead_defer && ebpf_aead_engine_open_commit(k, state, next, pn, hdr, hdr_len, hdr + hdr_len, len, phase, &x->aead_pending) == 0)
         return 0;
+    return open_now(k, state, next, pn, hdr, hdr_len, len, phase); /* out of line: the deferred way keeps few registers */
+}
+/* The open and its verdict now: on the engine, or in software. */
+static int64_t open_now(const struct nanobpf_quic_keys *k, void *state, int next, uint64_t pn, uint8_t *hdr, uint32_t hdr_len,
+                        uint32_t len, int phase) {
+    uint8_t *payload = hdr + hdr_len;
     uint64_t mask = 0;
     int hw = ebpf_aead_engine(0, k, next, pn, hdr, hdr_len, payload, len, NULL, &mask);
     if (hw < 0) {
@@ -288,12 +301,21 @@ static uint64_t seal_next(volatile uint64_t *w) {
 }
 static int seal_claim(volatile uint64_t *w, uint64_t pn) {
     uint64_t *word = (uint64_t *)(uintptr_t)&w[pn & (NANOBPF_QUIC_PN_CLAIMS - 1)];
+#if defined(__riscv) && __riscv_xlen == 64
+    /* The word becomes max(word, pn + 1) in one atomic operation (on the device: one bus transaction,
+     * where the load and the LR/SC pair of a compare-and-swap were three): pn is claimed when the word
+     * was at most pn, and a word above pn is left as it was, so the outcome is the swap's. */
+    uint64_t old;
+    __asm__ volatile("amomaxu.d.aqrl %0, %2, %1" : "=r"(old), "+A"(*word) : "r"(pn + 1) : "memory");
+    return old <= pn ? 0 : -1;
+#else
     for (int i = 0; i < 2; i++) { /* a failed swap: another core claimed in this class meanwhile */
         uint64_t old = __atomic_load_n(word, __ATOMIC_RELAXED);
         if (pn < old) return -1;
         if (__atomic_compare_exchange_n(word, &old, pn + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) return 0;
     }
     return -1;
+#endif
 }
 _Static_assert(sizeof(struct nanobpf_quic_seal_pn) == NANOBPF_QUIC_PN_CLAIMS * 8, "the claim words, in order");
 

@@ -86,13 +86,7 @@ static __thread volatile uint8_t *hp_scratch; /* thread-local: set each packet w
 
 void ebpf_set_hp_scratch(void *scratch) { hp_scratch = scratch; }
 
-static int keys_slot(const void *keys) {
-    uintptr_t a = (uintptr_t)keys;
-    if (a < NANOBPF_KEYTABLE_BASE || a - NANOBPF_KEYTABLE_BASE >= (uintptr_t)NANOBPF_KEYTABLE_SLOTS * NANOBPF_QUIC_KEYS_SIZE ||
-        (a - NANOBPF_KEYTABLE_BASE) % NANOBPF_QUIC_KEYS_SIZE)
-        return -1;
-    return (int)((a - NANOBPF_KEYTABLE_BASE) / NANOBPF_QUIC_KEYS_SIZE);
-}
+static int keys_slot(const void *keys) { return ebpf_keytable_place((uintptr_t)keys - NANOBPF_KEYTABLE_BASE); }
 
 static volatile uint8_t *hp_scratch_here(void) {
     volatile uint8_t *scratch = hp_scratch;
@@ -165,43 +159,62 @@ int ebpf_aead_finish(uint32_t pending) {
     return 0;
 }
 
-int ebpf_aead_engine_seal_hp(const void *keys, int next, uint64_t pn, uint8_t *aad, size_t aad_len, uint8_t *text,
-                             size_t len, uint32_t *pending) {
-    int slot = keys_slot(keys);
-    if (slot < 0 || aad_len > 255 || len > 4095 || !nb_in_packet_mem(aad, aad_len ? aad_len : 1) || !nb_in_packet_mem(text, len + 16))
-        return -1;
+/* A request left pending (seal_hp, open with commit): room for it (at most PENDING_MAX) made by collecting
+ * the oldest, then submitted. Out of line: the common way (room already there) is the callers', in
+ * few instructions and registers. */
+static __attribute__((noinline)) uint32_t submit_pending(unsigned op, int slot, int next, uint64_t pn, const uint8_t *aad,
+                                                         size_t aad_len, uint8_t *text, size_t len, void *state, int phase) {
     uintptr_t hart = nb_hart_id();
     uint64_t t0 = nb_cycles();
-    if (pending && *pending) pending = NULL; /* one left to the caller per frame: a second one waits */
-    if (pending) make_room(hart);
-    else settle(hart);
+    make_room(hart);
+    __asm__ volatile("fence w, w" ::: "memory"); /* the packet's bytes in packet memory before the engine reads them */
+    uint16_t id = nb_aead_submit(hart, op, (unsigned)slot, next, (uintptr_t)aad, (unsigned)aad_len, (uintptr_t)text, (unsigned)len, pn);
+    nb_aead_waited(hart, nb_cycles() - t0);
+    return push_pending(id, state, pn, phase);
+}
+static inline uint32_t submit_pending_now(unsigned op, int slot, int next, uint64_t pn, const uint8_t *aad, size_t aad_len,
+                                          uint8_t *text, size_t len, void *state, int phase) {
+    if (n_pend == PENDING_MAX) return submit_pending(op, slot, next, pn, aad, aad_len, text, len, state, phase);
+    uint64_t t0 = nb_cycles();
+    __asm__ volatile("fence w, w" ::: "memory");
+    uint16_t id = nb_aead_submit(nb_hart_id(), op, (unsigned)slot, next, (uintptr_t)aad, (unsigned)aad_len, (uintptr_t)text,
+                                 (unsigned)len, pn);
+    nb_aead_waited(0, nb_cycles() - t0);
+    return push_pending(id, state, pn, phase);
+}
+static int req_fits(int slot, const void *aad, size_t aad_len, const void *text, size_t len) {
+    return slot >= 0 && aad_len <= 255 && len <= 4095 && nb_in_packet_mem(aad, aad_len ? aad_len : 1) && nb_in_packet_mem(text, len + 16);
+}
+
+/* A seal the caller does not leave pending (or a second one for its frame): every request before it
+ * collected, then this one. */
+static __attribute__((noinline)) int seal_hp_now(int slot, int next, uint64_t pn, uint8_t *aad, size_t aad_len, uint8_t *text,
+                                                 size_t len) {
+    uintptr_t hart = nb_hart_id();
+    uint64_t t0 = nb_cycles();
+    settle(hart);
     __asm__ volatile("fence w, w" ::: "memory"); /* the packet's bytes in packet memory before the engine reads them */
     uint16_t id = nb_aead_submit(hart, NB_AEAD_SEAL_HP, (unsigned)slot, next, (uintptr_t)aad, (unsigned)aad_len,
                                  (uintptr_t)text, (unsigned)len, pn);
-    if (pending) {
-        *pending = push_pending(id, NULL, 0, -1);
-        nb_aead_waited(hart, nb_cycles() - t0);
-        return 0;
-    }
     int st = nb_aead_collect(hart, id, NULL);
     nb_aead_waited(hart, nb_cycles() - t0);
     return st == NANOBPF_AEAD_STATUS_OK ? 0 : -1; /* refused before writing anything: software then */
 }
 
+int ebpf_aead_engine_seal_hp(const void *keys, int next, uint64_t pn, uint8_t *aad, size_t aad_len, uint8_t *text,
+                             size_t len, uint32_t *pending) {
+    int slot = keys_slot(keys);
+    if (!req_fits(slot, aad, aad_len, text, len)) return -1;
+    if (!pending || *pending) return seal_hp_now(slot, next, pn, aad, aad_len, text, len); /* one left to the caller per frame */
+    *pending = submit_pending_now(NB_AEAD_SEAL_HP, slot, next, pn, aad, aad_len, text, len, NULL, -1);
+    return 0;
+}
+
 int ebpf_aead_engine_open_commit(const void *keys, void *state, int next, uint64_t pn, const uint8_t *aad, size_t aad_len,
                                  uint8_t *text, size_t len, int phase, uint32_t *pending) {
     int slot = keys_slot(keys);
-    if (slot < 0 || !pending || *pending || aad_len > 255 || len > 4095 || !nb_in_packet_mem(aad, aad_len ? aad_len : 1) ||
-        !nb_in_packet_mem(text, len + 16))
-        return -1;
-    uintptr_t hart = nb_hart_id();
-    uint64_t t0 = nb_cycles();
-    make_room(hart);
-    __asm__ volatile("fence w, w" ::: "memory"); /* the unmasked header in packet memory before the engine reads it */
-    uint16_t id = nb_aead_submit(hart, NB_AEAD_OPEN, (unsigned)slot, next, (uintptr_t)aad, (unsigned)aad_len,
-                                 (uintptr_t)text, (unsigned)len, pn);
-    *pending = push_pending(id, state, pn, phase);
-    nb_aead_waited(hart, nb_cycles() - t0);
+    if (!pending || *pending || !req_fits(slot, aad, aad_len, text, len)) return -1;
+    *pending = submit_pending_now(NB_AEAD_OPEN, slot, next, pn, aad, aad_len, text, len, state, phase);
     return 0;
 }
 

@@ -720,7 +720,23 @@ static void seal_conn_seals_or_says_why(void) {
     done("seal_conn_seals_or_says_why", f);
 }
 
+/* ebpf_keytable_place (a multiply instead of the divider) is the division for every offset of the key
+ * table storage and a little past it: the place of a value's first byte, -1 for any other. */
+static void keytable_place_is_the_division(void) {
+    int f = failed;
+    const uint64_t end = (uint64_t)NANOBPF_KEYTABLE_SLOTS * NANOBPF_QUIC_KEYS_SIZE;
+    unsigned wrong = 0;
+    for (uint64_t off = 0; off < end + 4 * NANOBPF_QUIC_KEYS_SIZE; off++) {
+        int32_t want = off < end && off % NANOBPF_QUIC_KEYS_SIZE == 0 ? (int32_t)(off / NANOBPF_QUIC_KEYS_SIZE) : -1;
+        wrong += ebpf_keytable_place(off) != want;
+    }
+    check("place", wrong == 0 && ebpf_keytable_place(UINT64_MAX - 79) == -1 && ebpf_keytable_place((uint64_t)-80) == -1,
+          "every offset");
+    done("keytable_place_is_the_division", f);
+}
+
 int main(void) {
+    keytable_place_is_the_division();
     pn_map_follows_the_key_table_slots();
     keytable_slot_hint_is_only_a_hint();
     keys_of_reads_the_key_from_the_frame();
