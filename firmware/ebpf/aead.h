@@ -79,6 +79,11 @@ int ebpf_hp_engine(const void *keys, uint8_t block[16]);
  * sample where it lies (packet memory, any alignment), as one word (byte 0 the lowest): 0, or -1
  * (compute in software). */
 int ebpf_hp_engine_at(const void *keys, const uint8_t *sample, uint64_t *mask);
+/* The same in two steps, so that the caller works while the engine computes: submit (a ticket, or -1:
+ * compute in software), then collect the mask (0, or -1: compute in software). No other engine request
+ * of this hart's between them. */
+int ebpf_hp_engine_submit(const void *keys, const uint8_t *sample);
+int ebpf_hp_engine_collect(int ticket, uint64_t *mask);
 /* The 32 bytes of packet memory this hart's header-protection requests go through (NULL: this hart's
  * 32 bytes at the top of packet memory). Device builds only. */
 void ebpf_set_hp_scratch(void *scratch);

@@ -410,8 +410,13 @@ U64 h_quic_open_conn(U64 ctx, U64 map, U64 lens, U64 max_payload, U64 max_hdr) {
     if (pn_off + 4 + 16 > pkt_end) return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
     const uint8_t *sample = PTR(base + pn_off + 4);
     if (base + pn_off + 4 + NANOBPF_AEAD_HP_BLOCK_LEN > x->data_end) return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
+    /* the mask by the engine, which computes it while the keys' phase word and the largest number
+     * opened are read (uncached loads each) */
+    const int hp = ebpf_hp_engine_submit(keys, sample);
+    const uint64_t rx_next = st->rx_next;
+    const uint32_t kw = *(const volatile uint32_t *)&keys->key_phase, kp = kw & 1, kf = kw >> 8;
     uint64_t m;
-    if (ebpf_hp_engine_at(keys, sample, &m) != 0) m = ebpf_hp_mask_soft(keys->hp, sample); /* byte 0 the lowest */
+    if (hp < 0 || ebpf_hp_engine_collect(hp, &m) != 0) m = ebpf_hp_mask_soft(keys->hp, sample); /* byte 0 the lowest */
     /* the header unmasked in place (the AAD is the unprotected header; a dropped frame never leaves) */
     const uint32_t b0 = b0m ^ ((uint32_t)m & 0x1f), pn_len = (b0 & 3) + 1;
     *first = (uint8_t)b0;
@@ -423,8 +428,7 @@ U64 h_quic_open_conn(U64 ctx, U64 map, U64 lens, U64 max_payload, U64 max_hdr) {
         trunc = trunc << 8 | v;
     }
     /* RFC 9000 A.3 against the largest number opened; quic_open_slot (RFC 9001 section 6) */
-    const uint64_t pn = quic_decode_pn(st->rx_next, trunc, pn_len);
-    const uint32_t kw = *(const volatile uint32_t *)&keys->key_phase, kp = kw & 1, kf = kw >> 8;
+    const uint64_t pn = quic_decode_pn(rx_next, trunc, pn_len);
     int next = ((b0 >> 2) & 1) != kp;
     if (next && !(kf & NANOBPF_QUIC_KEY_NEXT) && !((kf & NANOBPF_QUIC_KEY_PREV) && (st->phase != (2 | kp) || pn < st->phase_pn)))
         return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_NO_KEYS);

@@ -271,18 +271,28 @@ int ebpf_hp_engine(const void *keys, uint8_t block[16]) {
     return 0;
 }
 
-int ebpf_hp_engine_at(const void *keys, const uint8_t *sample, uint64_t *mask) {
+int ebpf_hp_engine_submit(const void *keys, const uint8_t *sample) {
     int slot = keys_slot(keys);
     if (slot < 0 || !nb_in_packet_mem(sample, 16)) return -1;
-    volatile uint8_t *scratch = hp_scratch_here();
     uintptr_t hart = nb_hart_id();
     uint64_t t0 = nb_cycles();
-    settle(hart);
+    settle(hart); /* its completion is the next one this hart collects */
     __asm__ volatile("fence w, w" ::: "memory"); /* what the program wrote into the sample, first */
-    uint16_t id = nb_aead_submit(hart, NB_AEAD_HP_MASK, (unsigned)slot, 0, (uintptr_t)sample, 0, (uintptr_t)(scratch + 16), 0, 0);
-    int st = nb_aead_collect(hart, id, NULL);
+    uint16_t id = nb_aead_submit(hart, NB_AEAD_HP_MASK, (unsigned)slot, 0, (uintptr_t)sample, 0,
+                                 (uintptr_t)(hp_scratch_here() + 16), 0, 0);
+    nb_aead_waited(hart, nb_cycles() - t0);
+    return id;
+}
+int ebpf_hp_engine_collect(int ticket, uint64_t *mask) {
+    uintptr_t hart = nb_hart_id();
+    uint64_t t0 = nb_cycles();
+    int st = nb_aead_collect(hart, (uint16_t)ticket, NULL);
     nb_aead_waited(hart, nb_cycles() - t0);
     if (st != NANOBPF_AEAD_STATUS_OK) return -1;
-    *mask = *(volatile uint64_t *)(scratch + 16); /* one load: the mask's bytes 0..7 */
+    *mask = *(volatile uint64_t *)(hp_scratch_here() + 16); /* one load: the mask's bytes 0..7 */
     return 0;
+}
+int ebpf_hp_engine_at(const void *keys, const uint8_t *sample, uint64_t *mask) {
+    int ticket = ebpf_hp_engine_submit(keys, sample);
+    return ticket < 0 ? -1 : ebpf_hp_engine_collect(ticket, mask);
 }

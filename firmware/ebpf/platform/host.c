@@ -71,3 +71,11 @@ int ebpf_hp_engine_at(const void *keys, const uint8_t *sample, uint64_t *mask) {
     (void)keys; (void)sample; (void)mask;
     return -1;
 }
+int ebpf_hp_engine_submit(const void *keys, const uint8_t *sample) {
+    (void)keys; (void)sample;
+    return -1;
+}
+int ebpf_hp_engine_collect(int ticket, uint64_t *mask) {
+    (void)ticket; (void)mask;
+    return -1;
+}
