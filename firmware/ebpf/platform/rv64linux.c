@@ -157,42 +157,4 @@ void ebpf_console_write(const char *s, size_t n) {
         done += (size_t)r;
     }
 }
-static uint8_t keytable_values[NANOBPF_KEYTABLE_SLOTS * NANOBPF_QUIC_KEYS_SIZE] __attribute__((aligned(8)));
-uint8_t *ebpf_keytable_values(void) { return keytable_values; }
-void ebpf_quiesce(void) {} /* one thread runs programs and changes maps */
-/* No AEAD engine here: the helpers compute in software (aead.h). */
-int ebpf_aead_engine(int seal, const void *keys, int next, uint64_t pn, const uint8_t *aad, size_t aad_len,
-                     uint8_t *text, size_t len, const uint8_t *sample, uint64_t *mask) {
-    (void)seal; (void)keys; (void)next; (void)pn; (void)aad; (void)aad_len; (void)text; (void)len; (void)sample; (void)mask;
-    return -1;
-}
-int ebpf_aead_engine_seal_hp(const void *keys, int next, uint64_t pn, uint8_t *aad, size_t aad_len, uint8_t *text,
-                             size_t len, uint32_t *pending) {
-    (void)keys; (void)next; (void)pn; (void)aad; (void)aad_len; (void)text; (void)len; (void)pending;
-    return -1;
-}
-int ebpf_aead_engine_open_commit(const void *keys, void *state, int next, uint64_t pn, const uint8_t *aad, size_t aad_len,
-                                 uint8_t *text, size_t len, int phase, uint32_t *pending) {
-    (void)keys; (void)state; (void)next; (void)pn; (void)aad; (void)aad_len; (void)text; (void)len; (void)phase; (void)pending;
-    return -1;
-}
-int ebpf_aead_finish(uint32_t pending) {
-    (void)pending;
-    return 0;
-}
-int ebpf_hp_engine(const void *keys, uint8_t block[16]) {
-    (void)keys; (void)block;
-    return -1;
-}
-int ebpf_hp_engine_at(const void *keys, const uint8_t *sample, uint64_t *mask) {
-    (void)keys; (void)sample; (void)mask;
-    return -1;
-}
-int ebpf_hp_engine_submit(const void *keys, const uint8_t *sample) {
-    (void)keys; (void)sample;
-    return -1;
-}
-int ebpf_hp_engine_collect(int ticket, uint64_t *mask) {
-    (void)ticket; (void)mask;
-    return -1;
-}
+#include "no_engine.h"
