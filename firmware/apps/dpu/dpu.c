@@ -18,6 +18,7 @@
 #include "aead.h"
 #include "ctrl.h"
 #include "dpu.h"
+#include "guard.h"
 #include "nanobpf.h"
 #include "nanobpf_aead.h"
 

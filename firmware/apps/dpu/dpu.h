@@ -1,5 +1,5 @@
 /* The data-plane firmware's parts (firmware/apps/dpu): the packet loop (dpu.c) and the host link's
- * fail-closed contract around each run of the program (guard.c). */
+ * fail-closed contract around each run of the program (guard.h, guard.c). */
 #ifndef DPU_H
 #define DPU_H
 
@@ -11,24 +11,9 @@ enum dpu_drop { DPU_DROP_BAD_SHIM, DPU_DROP_ENCRYPT_NO_PROG, DPU_DROP_ENCRYPT_UN
                 DPU_DROPS };
 #define DPU_DROP_NAMES {"bad_shim", "encrypt_no_prog", "encrypt_unsealed", "ctrl_unanswered", "ctrl_shed"}
 
-/* What the guard learnt about a frame before the program ran. */
-struct dpu_guard {
-    int seal;          /* a host frame with the ENCRYPT shim: it may leave only sealed, towards the network */
-    int watch;         /* quic_stats index whose rise this run is judged by (-1: none) */
-    const volatile uint64_t *counter; /* where it is, when quic_stats is an array (else looked up) */
-    uint64_t before;   /* its value before the run */
-    int done;          /* after the run: DPU_GUARD_SEALED, _OPENED (for the host, with the shim) or _NONE */
-};
-enum { DPU_GUARD_NONE, DPU_GUARD_SEALED, DPU_GUARD_OPENED };
-
-/* Forget this core's per-program lookups (a new program may sit where the old one was). */
+/* Forget this core's per-program lookups (a new program may sit where the old one was). The guard's
+ * per-packet checks: guard.h. */
 void dpu_guard_reset(void);
-/* Before the run (prog NULL: no program attached): checks the shim of a frame from `ifindex`; returns a dpu_drop (the frame is dropped)
- * or -1 (run the program). */
-int dpu_guard_before(const struct ebpf_prog *prog, const struct ebpf_xdp_buff *xdp, struct dpu_guard *g);
-/* After the run with `action` towards `ifindex_out`: returns a dpu_drop, or -1 when the frame may leave;
- * a frame the program opened for the host gets the DECRYPTED shim (xdp->data moves back 4 bytes). */
-int dpu_guard_after(struct ebpf_xdp_buff *xdp, struct dpu_guard *g, uint32_t ifindex_out);
 /* A frame prog counted opened whose tag the engine found forged after the program returned (quic_aead_open
  * with NANOBPF_AEAD_COMMIT): this core's counts in the program's maps become what the program counts for
  * a forged tag itself (quic_stats OPENED back, DROPPED and quic_drops TAG_MISMATCH up). */
