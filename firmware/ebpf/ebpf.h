@@ -507,6 +507,37 @@ int ebpf_prog_array_get(struct ebpf_map *m, uint64_t index, uint32_t *prog_index
  * why. */
 int ebpf_xdp_exec(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, int use_jit, uint64_t *action,
                   struct ebpf_error *err);
+/* ebpf_xdp_exec's every way (checks, the parse result into the metadata, an error report, the
+ * interpreter). */
+int ebpf_xdp_exec_general(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, int use_jit, uint64_t *action,
+                          struct ebpf_error *err);
+/* What the verifier assumed of a context (ebpf_xdp_exec above). */
+static inline int ebpf_xdp_ctx_ok(const struct ebpf_xdp_buff *xdp) {
+    return !(xdp->data_hard_start > xdp->data_meta || xdp->data_meta > xdp->data || xdp->data > xdp->data_end ||
+             xdp->data_end > xdp->frame_end || xdp->data - xdp->data_meta > NANOBPF_XDP_META_MAX ||
+             (xdp->l3_off | xdp->l4_off | xdp->quic_off | xdp->pn_off) > EBPF_CTX_OFF_MAX ||
+             xdp->cid_len > NANOBPF_KEYTABLE_CID_MAX || xdp->conn > EBPF_CTX_CONN_MAX);
+}
+/* What a run starts with: the parse result's base, the program and context the helpers see. */
+static inline void ebpf_xdp_begin(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp) {
+    xdp->parse_data = xdp->data;
+    ebpf_current_xdp = xdp;
+    ebpf_current_prog = prog;
+    ebpf_tail_calls = 0;
+    xdp->redirect_ifindex = 0;
+    xdp->csum_offload = 0;
+}
+/* ebpf_xdp_exec with the JIT code and no error report: inline for the device's packet loop, which
+ * builds the context itself (the checks then mostly fold away), the rest by ebpf_xdp_exec_general. */
+static inline int ebpf_xdp_exec_jit(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, uint64_t *action) {
+    if (!prog->jit_code || prog->parse_in_meta || !ebpf_xdp_ctx_ok(xdp)) return ebpf_xdp_exec_general(prog, xdp, 1, action, NULL);
+    ebpf_xdp_begin(prog, xdp);
+    uint64_t r0 = ebpf_jit_run(prog, (uint64_t)(uintptr_t)xdp, 0);
+    ebpf_current_xdp = NULL;
+    ebpf_current_prog = NULL;
+    *action = r0;
+    return 0;
+}
 /* The same returning the action: NANOBPF_XDP_ABORTED with err->msg set when ebpf_xdp_exec failed;
  * err->msg is empty (and err->insn -1) after a run that did not. */
 uint64_t ebpf_xdp_run(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, int use_jit,

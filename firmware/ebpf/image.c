@@ -165,40 +165,16 @@ static __attribute__((noinline)) void xdp_parse_in_meta(struct ebpf_xdp_buff *xd
     memcpy((void *)(uintptr_t)xdp->data_meta, &m, sizeof m);
 }
 
-/* What the verifier assumed: the metadata and the packet lie inside their buffer, in that order
- * (metadata bounds are proven against data, packet bounds against data_end; the helpers move
- * data_meta, data and data_end within the buffer), and the metadata is no longer than
- * bpf_xdp_adjust_meta lets it grow; and the parse result lies in the ranges the verifier gave its
- * fields. */
-static inline int xdp_ctx_ok(const struct ebpf_xdp_buff *xdp) {
-    return !(xdp->data_hard_start > xdp->data_meta || xdp->data_meta > xdp->data || xdp->data > xdp->data_end ||
-             xdp->data_end > xdp->frame_end || xdp->data - xdp->data_meta > NANOBPF_XDP_META_MAX ||
-             (xdp->l3_off | xdp->l4_off | xdp->quic_off | xdp->pn_off) > EBPF_CTX_OFF_MAX ||
-             xdp->cid_len > NANOBPF_KEYTABLE_CID_MAX || xdp->conn > EBPF_CTX_CONN_MAX);
-}
-
-/* What a run starts with: the parse result's base, the program and context the helpers see. */
-static inline void xdp_run_begin(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp) {
-    xdp->parse_data = xdp->data;
-    ebpf_current_xdp = xdp;
-    ebpf_current_prog = prog;
-    ebpf_tail_calls = 0;
-    xdp->redirect_ifindex = 0;
-    xdp->csum_offload = 0;
-}
-
-/* Every way but the JIT's with a context that needs nothing done: checks, the parse result into the
- * metadata, an error report, the interpreter. */
-static __attribute__((noinline)) int xdp_exec_general(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, int use_jit,
-                                                      uint64_t *action, struct ebpf_error *err) {
+int ebpf_xdp_exec_general(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, int use_jit, uint64_t *action,
+                          struct ebpf_error *err) {
     int rc = 0;
     *action = NANOBPF_XDP_ABORTED;
     if (err) err->insn = -1, err->msg[0] = 0;
-    if (!xdp_ctx_ok(xdp)) return xdp_ctx_refused(xdp, err);
+    if (!ebpf_xdp_ctx_ok(xdp)) return xdp_ctx_refused(xdp, err);
     if (prog->parse_in_meta && xdp->data_meta == xdp->data &&
         xdp->data - xdp->data_hard_start >= sizeof(struct nanobpf_xdp_meta))
         xdp_parse_in_meta(xdp);
-    xdp_run_begin(prog, xdp);
+    ebpf_xdp_begin(prog, xdp);
     if (use_jit && prog->jit_code) *action = ebpf_jit_run(prog, (uint64_t)(uintptr_t)xdp, 0);
     else if ((rc = ebpf_interp(prog, (uint64_t)(uintptr_t)xdp, 0, action, err)) != 0) *action = NANOBPF_XDP_ABORTED;
     ebpf_current_xdp = NULL;
@@ -206,18 +182,10 @@ static __attribute__((noinline)) int xdp_exec_general(const struct ebpf_prog *pr
     return rc;
 }
 
-/* The data plane's way (JIT code, no error report, no parse result in the metadata) is the one kept
- * short: only `action` lives across the program's run, so it saves one register. */
 int ebpf_xdp_exec(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, int use_jit, uint64_t *action,
                   struct ebpf_error *err) {
-    if (err || !use_jit || !prog->jit_code || prog->parse_in_meta || !xdp_ctx_ok(xdp))
-        return xdp_exec_general(prog, xdp, use_jit, action, err);
-    xdp_run_begin(prog, xdp);
-    uint64_t r0 = ebpf_jit_run(prog, (uint64_t)(uintptr_t)xdp, 0);
-    ebpf_current_xdp = NULL;
-    ebpf_current_prog = NULL;
-    *action = r0;
-    return 0;
+    if (err || !use_jit) return ebpf_xdp_exec_general(prog, xdp, use_jit, action, err);
+    return ebpf_xdp_exec_jit(prog, xdp, action);
 }
 
 uint64_t ebpf_xdp_run(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, int use_jit, struct ebpf_error *err) {

@@ -258,7 +258,7 @@ static uint64_t one_packet(unsigned hart, uint64_t d, const struct ebpf_prog *pr
     }
     /* no error report: nothing here would read it (a refused context or a faulting run is ABORTED) */
     uint64_t action, e0 = nb_aead_wait_cycles(), c0 = nb_cycles();
-    ebpf_xdp_exec(prog, xdp, 1, &action, NULL);
+    ebpf_xdp_exec_jit(prog, xdp, &action);
     uint64_t cycles = nb_cycles() - c0, engine = nb_aead_wait_cycles() - e0;
     h->pending = xdp->aead_pending; /* whatever becomes of the frame, the engine may still be writing it */
     /* tallies are stored only when they change: main memory is write-through, so every store goes to
