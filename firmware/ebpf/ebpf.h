@@ -527,10 +527,11 @@ static inline void ebpf_xdp_begin(const struct ebpf_prog *prog, struct ebpf_xdp_
     xdp->redirect_ifindex = 0;
     xdp->csum_offload = 0;
 }
-/* ebpf_xdp_exec with the JIT code and no error report: inline for the device's packet loop, which
- * builds the context itself (the checks then mostly fold away), the rest by ebpf_xdp_exec_general. */
-static inline int ebpf_xdp_exec_jit(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, uint64_t *action) {
-    if (!prog->jit_code || prog->parse_in_meta || !ebpf_xdp_ctx_ok(xdp)) return ebpf_xdp_exec_general(prog, xdp, 1, action, NULL);
+/* ebpf_xdp_exec with the JIT code and no error report, for a context the caller found ebpf_xdp_ctx_ok
+ * and has not changed since (inline: the device's packet loop checks the context where it builds it,
+ * with its fields still in registers); every other way by ebpf_xdp_exec_general. */
+static inline int ebpf_xdp_exec_jit_ok(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, uint64_t *action) {
+    if (!prog->jit_code || prog->parse_in_meta) return ebpf_xdp_exec_general(prog, xdp, 1, action, NULL);
     ebpf_xdp_begin(prog, xdp);
     uint64_t r0 = ebpf_jit_run(prog, (uint64_t)(uintptr_t)xdp, 0);
     ebpf_current_xdp = NULL;

@@ -184,8 +184,8 @@ int ebpf_xdp_exec_general(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xd
 
 int ebpf_xdp_exec(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, int use_jit, uint64_t *action,
                   struct ebpf_error *err) {
-    if (err || !use_jit) return ebpf_xdp_exec_general(prog, xdp, use_jit, action, err);
-    return ebpf_xdp_exec_jit(prog, xdp, action);
+    if (err || !use_jit || !ebpf_xdp_ctx_ok(xdp)) return ebpf_xdp_exec_general(prog, xdp, use_jit, action, err);
+    return ebpf_xdp_exec_jit_ok(prog, xdp, action);
 }
 
 uint64_t ebpf_xdp_run(const struct ebpf_prog *prog, struct ebpf_xdp_buff *xdp, int use_jit, struct ebpf_error *err) {

@@ -241,6 +241,9 @@ static uint64_t one_packet(unsigned hart, uint64_t d, const struct ebpf_prog *pr
     xdp->ingress_ifindex = lport == HOST_LPORT ? NANOBPF_IFINDEX_HOST : NANOBPF_IFINDEX_NET;
     xdp->aead_pending = 0;
     parse_result(xdp, d, PKT(NANOBPF_PKT_SLOT_META_OFFSET(slot)));
+    /* what the program may assume of its context, checked here with the fields still in registers (the
+     * guard reads them and changes none): a descriptor the hardware got wrong aborts the run */
+    const int ctx_ok = ebpf_xdp_ctx_ok(xdp);
     struct dpu_guard g;
     unsigned from = lport == HOST_LPORT ? 0 : 1;
     s->rx[from]++;
@@ -258,7 +261,8 @@ static uint64_t one_packet(unsigned hart, uint64_t d, const struct ebpf_prog *pr
     }
     /* no error report: nothing here would read it (a refused context or a faulting run is ABORTED) */
     uint64_t action, e0 = nb_aead_wait_cycles(), c0 = nb_cycles();
-    ebpf_xdp_exec_jit(prog, xdp, &action);
+    if (ctx_ok) ebpf_xdp_exec_jit_ok(prog, xdp, &action);
+    else ebpf_xdp_exec_general(prog, xdp, 1, &action, NULL); /* refuses it: ABORTED */
     uint64_t cycles = nb_cycles() - c0, engine = nb_aead_wait_cycles() - e0;
     h->pending = xdp->aead_pending; /* whatever becomes of the frame, the engine may still be writing it */
     /* tallies are stored only when they change: main memory is write-through, so every store goes to
