@@ -84,9 +84,6 @@ int ebpf_hp_engine_at(const void *keys, const uint8_t *sample, uint64_t *mask);
  * of this hart's between them. */
 int ebpf_hp_engine_submit(const void *keys, const uint8_t *sample);
 int ebpf_hp_engine_collect(int ticket, uint64_t *mask);
-/* The 32 bytes of packet memory this hart's header-protection requests go through (NULL: this hart's
- * 32 bytes at the top of packet memory). Device builds only. */
-void ebpf_set_hp_scratch(void *scratch);
 /* Device: bytes of the shared memory region in use (maps), for the control plane's reports. */
 size_t ebpf_shared_in_use(void);
 

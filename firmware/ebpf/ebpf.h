@@ -134,6 +134,10 @@ struct ebpf_xdp_buff {
      * (ebpf_aead_finish): then quic_aead_seal with NANOBPF_AEAD_HP_APPLY leaves its engine request in
      * aead_pending (1 + its id), and the frame must not leave before the caller collected it. */
     uint32_t aead_defer, aead_pending;
+    /* The 32 bytes of packet memory the device's header-protection requests of this run go through
+     * (0: this core's 32 bytes at the top of packet memory); the data-plane loop gives the end of the
+     * packet's own slot, past frame_end, which no other core touches. Set by the caller. */
+    uint64_t hp_scratch;
 };
 /* The ranges the verifier gives the parse-result fields, which ebpf_xdp_exec enforces: offsets below
  * 4 KiB (the largest frame offset, pkt_comp.offset), cid_len <= NANOBPF_KEYTABLE_CID_MAX, conn = 1 + a connection tag. */

@@ -235,9 +235,9 @@ static uint64_t one_packet(unsigned hart, uint64_t d, const struct ebpf_prog *pr
     }
     /* the last 32 bytes of the slot are this packet's header-protection scratch, out of the program's reach */
     uintptr_t end_of_room = base + NANOBPF_DATAPATH_SLOT_BYTES - 32;
-    ebpf_set_hp_scratch((void *)end_of_room);
     struct ebpf_xdp_buff *xdp = &xdp_ctx;
     xdp->data = xdp->data_meta = data, xdp->data_end = data + len, xdp->data_hard_start = base, xdp->frame_end = end_of_room;
+    xdp->hp_scratch = end_of_room;
     xdp->ingress_ifindex = lport == HOST_LPORT ? NANOBPF_IFINDEX_HOST : NANOBPF_IFINDEX_NET;
     xdp->aead_pending = 0;
     parse_result(xdp, d, PKT(NANOBPF_PKT_SLOT_META_OFFSET(slot)));

@@ -79,17 +79,14 @@ uint8_t *ebpf_keytable_values(void) {
 /* The AEAD engine (docs/aead.md) behind the QUIC helpers: the keys must be a slot of its key table
  * storage (the key table map keeps its values there) and the data in packet memory; otherwise, or when
  * the engine refuses, the helpers compute in software. The header-protection block usually lives on
- * the program's stack, so it goes through 32 bytes of packet memory: the hart's scratch set by
- * ebpf_set_hp_scratch (the data-plane loop gives the end of the packet's own slot, which no other core
- * touches), else this hart's 32 bytes at the top of packet memory. */
-static __thread volatile uint8_t *hp_scratch; /* thread-local: set each packet with no bus write */
-
-void ebpf_set_hp_scratch(void *scratch) { hp_scratch = scratch; }
-
+ * the program's stack, so it goes through 32 bytes of packet memory: the context's hp_scratch (the
+ * data-plane loop gives the end of the packet's own slot, which no other core touches), else this
+ * hart's 32 bytes at the top of packet memory. */
 static int keys_slot(const void *keys) { return ebpf_keytable_place((uintptr_t)keys - NANOBPF_KEYTABLE_BASE); }
 
 static volatile uint8_t *hp_scratch_here(void) {
-    volatile uint8_t *scratch = hp_scratch;
+    const struct ebpf_xdp_buff *x = ebpf_current_xdp;
+    volatile uint8_t *scratch = x ? (volatile uint8_t *)(uintptr_t)x->hp_scratch : NULL;
     return scratch ? scratch
                    : (volatile uint8_t *)(uintptr_t)(NANOBPF_PACKET_MEM_BASE + NANOBPF_PACKET_MEM_SIZE - 32u * (ebpf_cpu_id() + 1));
 }
