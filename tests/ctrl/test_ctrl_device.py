@@ -472,8 +472,12 @@ def frames_on(port, n, wait):
 
 def test_data_frames_fail_closed_around_the_loaded_program(dev):
     """Without a program: frames go onwards unchanged, an ENCRYPT request is dropped. With the stand-in
-    program in MODE_OPEN, a network frame reaches the host with the DECRYPTED shim; in MODE_STRIP_ONLY
-    an ENCRYPT request (stripped, not counted sealed) never leaves. Every frame in is out or counted."""
+    program in MODE_OPEN, a network frame reaches the host with the DECRYPTED shim (the egress puts it
+    in); in MODE_STRIP_ONLY an ENCRYPT request (stripped, not counted sealed) never leaves; counted
+    sealed with its shim left where it came (MODE_SEAL_KEEP_SHIM) it leaves without it (the egress
+    leaves it out), with the shim changed (MODE_SEAL_CHANGE_SHIM) never, and with a second shim behind
+    the first (MODE_SEAL_SHIM_TWICE) the egress drops it (shim_to_net). Every frame in is out or
+    counted."""
     r = raw_of(dev)
     r.hello()
     udp = udp_frame(bytes(range(40)), "192.0.2.1", "192.0.2.2", 4433, 443)   # PISA parses it: a real one
@@ -491,9 +495,17 @@ def test_data_frames_fail_closed_around_the_loaded_program(dev):
     r.ask(M.NANOBPF_CTRL_MSG_MAP_UPDATE, map_req("test_mode", bytes(4), struct.pack("<I", 5)))     # MODE_STRIP_ONLY
     dev.host.send(encrypt)
     assert frames_on(dev.net, 1, dev.answer_s * 3) == []
+    r.ask(M.NANOBPF_CTRL_MSG_MAP_UPDATE, map_req("test_mode", bytes(4), struct.pack("<I", 3)))     # MODE_SEAL_KEEP_SHIM
+    dev.host.send(encrypt)
+    assert frames_on(dev.net, 1, 30) == [udp]
+    r.ask(M.NANOBPF_CTRL_MSG_MAP_UPDATE, map_req("test_mode", bytes(4), struct.pack("<I", 10)))    # MODE_SEAL_CHANGE_SHIM
+    dev.host.send(encrypt)
+    r.ask(M.NANOBPF_CTRL_MSG_MAP_UPDATE, map_req("test_mode", bytes(4), struct.pack("<I", 11)))    # MODE_SEAL_SHIM_TWICE
+    dev.host.send(encrypt)
+    assert frames_on(dev.net, 1, dev.answer_s * 3) == []
     s = r.stats()
     assert (s["net_rx"], s["host_tx"], s["decrypted"]) == (2, 2, 1)
-    assert (s["host_rx"], s["net_tx"], s["encrypt_req"], s["encrypt_no_prog"], s["encrypt_unsealed"]) == (3, 1, 2, 1, 1)
+    assert (s["host_rx"], s["net_tx"], s["encrypt_req"], s["encrypt_no_prog"], s["encrypt_unsealed"], s["shim_to_net"]) == (6, 2, 5, 1, 2, 1)
 
 
 @pytest.mark.parametrize("dev", device_params(rtl_long=True), indirect=True)  # the RTL run (100 s): make test-long

@@ -41,6 +41,7 @@ pytestmark = pytest.mark.skipif(not device.available()[0], reason=device.availab
 
 # The stand-in program's modes (xdp_ctrl_test.c)
 PASS, TX, SEAL_OK, SEAL_KEEP_SHIM, SEAL_TX, STRIP_ONLY, OPEN_COUNT, DROP, LOOKUP = range(9)
+SEAL_CHANGE_SHIM, SEAL_SHIM_TWICE = 10, 11
 
 
 def pack(name, *values):
@@ -82,7 +83,7 @@ def setup_device(host):
 
 
 def drops(s):
-    return s["xdp_drop"] + s["encrypt_no_prog"] + s["encrypt_unsealed"] + s["bad_shim"]
+    return s["xdp_drop"] + s["encrypt_no_prog"] + s["encrypt_unsealed"] + s["bad_shim"] + s["shim_to_net"]
 
 
 def balanced(s):
@@ -254,7 +255,8 @@ def test_encrypt_without_a_program_is_dropped():
 @pytest.mark.parametrize("mode,reason", [
     (PASS, "encrypt_unsealed"),            # passed on without sealing (the shim still on)
     (TX, "encrypt_unsealed"),              # sent back to the host
-    (SEAL_KEEP_SHIM, "encrypt_unsealed"),  # counted sealed, but the shim is still there
+    (SEAL_CHANGE_SHIM, "encrypt_unsealed"),  # counted sealed, the shim still there but not as it came
+    (SEAL_SHIM_TWICE, "shim_to_net"),      # counted sealed, a second shim behind the one the egress takes
     (SEAL_TX, "encrypt_unsealed"),         # sealed, but towards the host
     (STRIP_ONLY, "encrypt_unsealed"),      # the shim removed, nothing counted sealed
     (OPEN_COUNT, "encrypt_unsealed"),      # another counter moved
@@ -279,13 +281,17 @@ def test_a_sealed_frame_leaves_and_plain_frames_run_the_program(model, test_imag
     f = host_packet(1, b"secret" * 8)
     host_end.send(ctrl.add_shim(f, D.NANOBPF_SHIM_F_ENCRYPT, 4))
     assert net_end.recv(5) == f                              # the stand-in "seals" by stripping the shim
+    set_mode(host, SEAL_KEEP_SHIM)
+    host_end.send(ctrl.add_shim(f, D.NANOBPF_SHIM_F_ENCRYPT, 4))
+    assert net_end.recv(5) == f                              # ... or leaves it where it came: the egress takes it
+    set_mode(host, SEAL_OK)
     host_end.send(f)                                         # no shim: the program runs, and passes it
     assert net_end.recv(5) == f
     set_mode(host, TX)
     host_end.send(f)                                         # ... or sends it back
     assert host_end.recv(5) == f and net_end.recv(0.2) is None
     s = dev.stats()
-    assert (s["encrypt_req"], s["xdp_pass"], s["xdp_tx"], s["net_tx"], s["host_tx"]) == (1, 2, 1, 2, 1) and balanced(s)
+    assert (s["encrypt_req"], s["xdp_pass"], s["xdp_tx"], s["net_tx"], s["host_tx"]) == (2, 3, 1, 3, 1) and balanced(s)
 
 
 MALFORMED_SHIMS = [   # (flags, cid_len, what)

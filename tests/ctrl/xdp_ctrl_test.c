@@ -2,7 +2,7 @@
  * it has the maps the control plane keeps in step (nanobpf_quic_keys, quic_pn, quic_config), quic_ports and the
  * counters the model watches (quic_stats), but no crypto. What it does with a frame is chosen by
  * test_mode[0] (MODE_*), so a test can make it misbehave the ways the model must catch:
- * claim a frame sealed and leave the shim on, strip the shim without counting it sealed, send a sealed
+ * claim a frame sealed and change its shim or add a second one, strip the shim without counting it sealed, send a sealed
  * frame back to the host... Built by the test with clang and nanobpf.ebpf.loader. */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -14,13 +14,15 @@ enum {
     MODE_PASS = 0,          /* XDP_PASS, nothing counted */
     MODE_TX = 1,            /* XDP_TX, nothing counted */
     MODE_SEAL = 2,          /* shim frames: shim stripped, SEALED counted, XDP_PASS (a good sealer) */
-    MODE_SEAL_KEEP_SHIM = 3, /* shim frames: SEALED counted, the shim left on, XDP_PASS */
+    MODE_SEAL_KEEP_SHIM = 3, /* shim frames: SEALED counted, the shim left where it came, XDP_PASS (the egress takes it) */
     MODE_SEAL_TX = 4,       /* shim frames: shim stripped, SEALED counted, XDP_TX (back to the host) */
     MODE_STRIP_ONLY = 5,    /* shim frames: shim stripped, nothing counted, XDP_PASS */
     MODE_OPEN = 6,          /* OPENED counted, XDP_PASS */
     MODE_DROP = 7,          /* XDP_DROP */
     MODE_LOOKUP = 8,        /* XDP_PASS after looking into every map (the loader keeps referenced maps only) */
     MODE_CONN = 9,          /* test_conn[0] = what PISA parsed: conn | cid_len << 17 (conn: up to 2^16); XDP_DROP */
+    MODE_SEAL_CHANGE_SHIM = 10, /* shim frames: SEALED counted, the shim's CID length changed, XDP_PASS */
+    MODE_SEAL_SHIM_TWICE = 11,  /* shim frames: SEALED counted, a second shim behind the one that came, XDP_PASS */
 };
 
 struct {
@@ -104,6 +106,24 @@ int xdp_ctrl_test(struct xdp_md *ctx) {
     case MODE_SEAL_KEEP_SHIM:
         count(NANOBPF_QUIC_STAT_SEALED);
         return XDP_PASS;
+    case MODE_SEAL_CHANGE_SHIM: {
+        unsigned char *d = (unsigned char *)(long)ctx->data, *end = (unsigned char *)(long)ctx->data_end;
+        if (d + 18 <= end)
+            d[15] ^= 1;
+        count(NANOBPF_QUIC_STAT_SEALED);
+        return XDP_PASS;
+    }
+    case MODE_SEAL_SHIM_TWICE: {
+        if (bpf_xdp_adjust_head(ctx, -4))
+            return XDP_DROP;
+        unsigned char *d = (unsigned char *)(long)ctx->data, *end = (unsigned char *)(long)ctx->data_end;
+        if (d + 22 > end)
+            return XDP_DROP;
+        for (int i = 0; i < 16; i++) /* the MAC addresses and the shim 4 bytes down: the shim twice */
+            d[i] = d[i + 4];
+        count(NANOBPF_QUIC_STAT_SEALED);
+        return XDP_PASS;
+    }
     case MODE_SEAL_TX:
         if (strip_shim(ctx) == 0)
             count(NANOBPF_QUIC_STAT_SEALED);

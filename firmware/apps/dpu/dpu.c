@@ -294,7 +294,8 @@ static uint64_t one_packet(unsigned hart, uint64_t d, const struct ebpf_prog *pr
      * frame as it leaves, behind the DECRYPTED shim too */
     return NANOBPF_PUT(NANOBPF_PKT_COMP_SLOT, slot) | NANOBPF_PUT(NANOBPF_PKT_COMP_ACTION, action) |
            NANOBPF_PUT(NANOBPF_PKT_COMP_FIX_CSUM, xdp->csum_offload) | NANOBPF_PUT(NANOBPF_PKT_COMP_LEN, xdp->data_end - xdp->data) |
-           NANOBPF_PUT(NANOBPF_PKT_COMP_OFFSET, xdp->data - base) | NANOBPF_PUT(NANOBPF_PKT_COMP_PORT, port);
+           NANOBPF_PUT(NANOBPF_PKT_COMP_OFFSET, xdp->data - base) | NANOBPF_PUT(NANOBPF_PKT_COMP_PORT, port) |
+           NANOBPF_PUT(NANOBPF_PKT_COMP_SHIM, g.egress);
 }
 
 /* The harness has sent every frame and the ports are idle, and every slot is free again: no frame is
@@ -485,14 +486,15 @@ static void data_loop(unsigned hart, int also_control) {
 }
 
 /* The data path's STATS counters (the others are the control plane's): the cores' tallies and, for
- * control frames from the network and the CID table's refused inserts, PISA's. Reported since power-on
+ * control frames from the network, the CID table's refused inserts and shims the egress kept off the
+ * wire, PISA's. Reported since power-on
  * or the last RESET (stats_base). */
 static const unsigned stat_ids[] = {NANOBPF_CTRL_STAT_HOST_RX, NANOBPF_CTRL_STAT_HOST_TX, NANOBPF_CTRL_STAT_NET_RX,
                                     NANOBPF_CTRL_STAT_NET_TX, NANOBPF_CTRL_STAT_DECRYPTED, NANOBPF_CTRL_STAT_ENCRYPT_REQ,
                                     NANOBPF_CTRL_STAT_XDP_DROP, NANOBPF_CTRL_STAT_XDP_PASS, NANOBPF_CTRL_STAT_XDP_TX,
                                     NANOBPF_CTRL_STAT_ENCRYPT_NO_PROG, NANOBPF_CTRL_STAT_ENCRYPT_UNSEALED,
                                     NANOBPF_CTRL_STAT_BAD_SHIM, NANOBPF_CTRL_STAT_CTRL_FOREIGN, NANOBPF_CTRL_STAT_CTRL_SHED,
-                                    NANOBPF_CTRL_STAT_CID_FULL};
+                                    NANOBPF_CTRL_STAT_CID_FULL, NANOBPF_CTRL_STAT_SHIM_TO_NET};
 static uint64_t stats_base[NANOBPF_STAT_COUNT];
 
 static void stats_raw(uint64_t *v) {
@@ -517,6 +519,9 @@ static void stats_raw(uint64_t *v) {
     }
     v[NANOBPF_CTRL_STAT_CTRL_FOREIGN] = pisa_count(NANOBPF_PISA_COUNTER_DROP_CTRL_FOREIGN);
     v[NANOBPF_CTRL_STAT_CID_FULL] = pisa_count(NANOBPF_PISA_COUNTER_CID_FULL);
+    /* the cores counted these out; the egress's deparser dropped them */
+    v[NANOBPF_CTRL_STAT_SHIM_TO_NET] = pisa_count(NANOBPF_PISA_COUNTER_TX_SHIM);
+    v[NANOBPF_CTRL_STAT_NET_TX] -= v[NANOBPF_CTRL_STAT_SHIM_TO_NET];
 }
 
 void dpu_stats_read(uint64_t *v) {

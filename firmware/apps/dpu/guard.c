@@ -1,28 +1,7 @@
 /* The host link's contract around each run of the program: what guard.h's per-packet checks look up
- * once per program and core, the DECRYPTED shim, and a forged tag's counts. */
+ * once per program and core, and a forged tag's counts. */
 #include <string.h>
 #include "guard.h"
-
-/* The DECRYPTED shim after the MAC addresses of the frame at data, which then starts at data - 4: the
- * 12 address bytes move 4 down and the shim follows them. Where the frame starts 8-byte aligned (as
- * it came in), that is two uncached loads and three stores; else byte by byte (28 accesses). */
-void dpu_guard_add_decrypted_shim(uint64_t data) {
-    static const uint8_t shim[4] = {NANOBPF_SHIM_ETHERTYPE >> 8, NANOBPF_SHIM_ETHERTYPE & 0xff, NANOBPF_SHIM_F_DECRYPTED, 0};
-    if (!(data & 7)) {
-        volatile uint64_t *w = (volatile uint64_t *)(uintptr_t)data;
-        uint64_t b0_7 = w[0];
-        uint32_t b8_11 = *(volatile uint32_t *)(uintptr_t)(data + 8);
-        /* the shim's bytes as one little-endian word (a memcpy from the byte array was a memmove call) */
-        uint32_t s = (uint32_t)shim[0] | (uint32_t)shim[1] << 8 | (uint32_t)shim[2] << 16 | (uint32_t)shim[3] << 24;
-        *(volatile uint32_t *)(uintptr_t)(data - 4) = (uint32_t)b0_7; /* little-endian: bytes 0..3 */
-        w[0] = b0_7 >> 32 | (uint64_t)b8_11 << 32;                   /* bytes 4..11 */
-        *(volatile uint32_t *)(uintptr_t)(data + 8) = s;
-        return;
-    }
-    volatile uint8_t *p = (volatile uint8_t *)(uintptr_t)(data - 4);
-    for (int i = 0; i < 12; i++) p[i] = p[i + 4];
-    for (int i = 0; i < 4; i++) p[12 + i] = shim[i];
-}
 
 __thread struct dpu_guard_cache dpu_guard_cache;
 

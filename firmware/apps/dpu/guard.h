@@ -5,6 +5,12 @@
  * device did not add; a network frame the program counted opened reaches the host with the DECRYPTED
  * shim. Shims from the network never get here (the PISA parser drops them: shim_foreign).
  *
+ * The shim's bytes are the egress's to move (the completion's shim, egress_shim): a sealed frame that
+ * still carries the host's ENCRYPT shim where it came, unchanged, leaves without it (strip), and an
+ * opened frame gets the DECRYPTED shim on its way out (decrypted); no core moves the MAC addresses for
+ * a shim. The egress's deparser drops any frame that would still carry a shim towards the network
+ * (tx_shim), whatever the program left behind the one stripped.
+ *
  * The checks of every packet are inline here, in the packet loop (dpu.c): as calls they cost a frame of
  * saved registers each and the loop's own around them. What is looked up once per program, and the
  * rare ways, are in guard.c. */
@@ -19,10 +25,12 @@
 /* What the guard learnt about a frame before the program ran. */
 struct dpu_guard {
     int seal;          /* a host frame with the ENCRYPT shim: it may leave only sealed, towards the network */
+    uint32_t shim;     /* that shim (frame bytes 12..15 as dpu_guard_word12 reads them) */
     int watch;         /* quic_stats index whose rise this run is judged by (-1: none) */
     const volatile uint64_t *counter; /* where it is, when quic_stats is an array (else looked up) */
     uint64_t before;   /* its value before the run */
     int done;          /* after the run: DPU_GUARD_SEALED, _OPENED (for the host, with the shim) or _NONE */
+    unsigned egress;   /* after the run: what the egress does to the shim (NANOBPF_EGRESS_SHIM_*) */
 };
 enum { DPU_GUARD_NONE, DPU_GUARD_SEALED, DPU_GUARD_OPENED };
 
@@ -53,9 +61,6 @@ static inline uint32_t dpu_guard_word12(uint64_t data) {
 #define SHIM_FLAGS(w) ((w) >> 16 & 0xff)
 #define SHIM_CID_LEN(w) ((w) >> 24)
 
-/* The DECRYPTED shim after the MAC addresses of the frame at data, which then starts at data - 4 (guard.c). */
-void dpu_guard_add_decrypted_shim(uint64_t data);
-
 /* This core's quic_stats[g->watch] of the program the guard watches (g->watch >= 0). */
 static inline uint64_t dpu_guard_watched(const struct dpu_guard *g) {
     return g->counter ? *g->counter : dpu_guard_map_stat(dpu_guard_cache.map, (uint32_t)g->watch);
@@ -64,14 +69,16 @@ static inline uint64_t dpu_guard_watched(const struct dpu_guard *g) {
 /* Before the run (prog NULL: no program attached): checks the shim of a frame from the host; returns
  * a dpu_drop (the frame is dropped) or -1 (run the program). */
 static inline int dpu_guard_before(const struct ebpf_prog *prog, const struct ebpf_xdp_buff *xdp, struct dpu_guard *g) {
-    g->seal = 0;
+    g->seal = 0, g->shim = 0;
     g->watch = -1;
+    g->egress = NANOBPF_EGRESS_SHIM_KEEP;
     uint32_t w = xdp->ingress_ifindex == NANOBPF_IFINDEX_HOST && xdp->data_end - xdp->data >= 14 ? dpu_guard_word12(xdp->data) : 0;
     if ((w & 0xffff) == SHIM_ET_LE) { /* from the host (network frames with a shim: PISA drops them) */
         if (xdp->data_end - xdp->data < 16 || SHIM_FLAGS(w) != NANOBPF_SHIM_F_ENCRYPT || SHIM_CID_LEN(w) > NANOBPF_CTRL_MAX_CID)
             return DPU_DROP_BAD_SHIM;
         if (!prog) return DPU_DROP_ENCRYPT_NO_PROG;
         g->seal = 1;
+        g->shim = w;
     } else if (xdp->ingress_ifindex != NANOBPF_IFINDEX_NET || !prog) {
         return -1;
     }
@@ -84,22 +91,29 @@ static inline int dpu_guard_before(const struct ebpf_prog *prog, const struct eb
     return -1;
 }
 
-/* After the run with `action` towards `ifindex_out`: returns a dpu_drop, or -1 when the frame may leave;
- * a frame the program opened for the host gets the DECRYPTED shim (xdp->data moves back 4 bytes). */
+/* After the run with `action` towards `ifindex_out`: returns a dpu_drop, or -1 when the frame may leave
+ * (g->egress: what the egress does to its shim then). */
 static inline int dpu_guard_after(struct ebpf_xdp_buff *xdp, struct dpu_guard *g, uint32_t ifindex_out) {
     int counted = g->watch >= 0 && dpu_guard_watched(g) > g->before;
-    int shim = xdp->data_end - xdp->data >= 14 && (dpu_guard_word12(xdp->data) & 0xffff) == SHIM_ET_LE;
+    uint64_t len = xdp->data_end - xdp->data;
+    uint32_t w = len >= 14 ? dpu_guard_word12(xdp->data) : 0;
+    int shim = (w & 0xffff) == SHIM_ET_LE;
     g->done = DPU_GUARD_NONE;
-    if (g->seal && !(ifindex_out == NANOBPF_IFINDEX_NET && counted && !shim))
-        return DPU_DROP_ENCRYPT_UNSEALED; /* fail closed: never out unsealed */
+    if (g->seal) {
+        if (!(ifindex_out == NANOBPF_IFINDEX_NET && counted))
+            return DPU_DROP_ENCRYPT_UNSEALED; /* fail closed: never out unsealed */
+        if (shim) { /* the host's shim left where it came, unchanged: the egress leaves it out */
+            if (w != g->shim || len < 18) return DPU_DROP_ENCRYPT_UNSEALED;
+            g->egress = NANOBPF_EGRESS_SHIM_STRIP;
+        }
+        g->done = DPU_GUARD_SEALED;
+        return -1;
+    }
     if (shim) return DPU_DROP_BAD_SHIM; /* only the device adds a shim */
     if (xdp->ingress_ifindex == NANOBPF_IFINDEX_NET && ifindex_out == NANOBPF_IFINDEX_HOST && counted) {
-        if (xdp->data - 4 < xdp->data_hard_start) return DPU_DROP_BAD_SHIM; /* no room: never unmarked */
-        dpu_guard_add_decrypted_shim(xdp->data);
-        xdp->data -= 4;
+        g->egress = NANOBPF_EGRESS_SHIM_DECRYPTED;
         g->done = DPU_GUARD_OPENED;
     }
-    if (g->seal) g->done = DPU_GUARD_SEALED;
     return -1;
 }
 #endif

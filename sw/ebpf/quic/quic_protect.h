@@ -494,12 +494,15 @@ static __always_inline int quic_to_network(const struct nanobpf_quic_config *cfg
     return cfg->net_ifindex ? bpf_redirect(cfg->net_ifindex, 0) : XDP_TX;
 }
 
+#if defined(QUIC_SHIM_BY_EGRESS) && !defined(QUIC_BY_CONN)
+#error "QUIC_SHIM_BY_EGRESS: only frames sealed in one call (QUIC_BY_CONN) keep their shim"
+#endif
 #define QUIC_SHIM_LEN (2 + NANOBPF_SHIM_SIZE) /* EtherType 0x88B6, then struct nanobpf_shim: flags, cid_len (hw/defs/ctrl.toml) */
 
-/* A frame from the host that carries the shim asking for sealing: removes the shim and returns the
- * destination CID length it names (0..20); QUIC_CID_UNKNOWN when there is no shim (the frame is the
- * host's own, forwarded unchanged); QUIC_DROPPED(BAD_SHIM) for a malformed one. */
-static __always_inline int quic_take_shim(struct xdp_md *ctx) {
+/* A frame from the host that carries the shim asking for sealing: the destination CID length it names
+ * (0..20); QUIC_CID_UNKNOWN when there is no shim (the frame is the host's own, forwarded unchanged);
+ * QUIC_DROPPED(BAD_SHIM) for a malformed one. Nothing is moved (quic_strip_shim). */
+static __always_inline int quic_read_shim(struct xdp_md *ctx) {
     __u8 *data = (__u8 *)(long)ctx->data, *end = (__u8 *)(long)ctx->data_end;
     if (data + ETH_HLEN_ + QUIC_SHIM_LEN > end)
         return QUIC_CID_UNKNOWN;
@@ -511,6 +514,14 @@ static __always_inline int quic_take_shim(struct xdp_md *ctx) {
     __u32 flags = (shim >> 16) & 0xff, cid_len = shim >> 24;
     if (flags != NANOBPF_SHIM_F_ENCRYPT || cid_len > NANOBPF_KEYTABLE_CID_MAX)
         return QUIC_DROPPED(NANOBPF_QUIC_DROP_BAD_SHIM);
+    return cid_len;
+}
+
+/* Removes the shim quic_read_shim found: 0, or QUIC_DROPPED(BAD_SHIM). */
+static __always_inline int quic_strip_shim(struct xdp_md *ctx) {
+    __u8 *data = (__u8 *)(long)ctx->data, *end = (__u8 *)(long)ctx->data_end;
+    if (data + ETH_HLEN_ + QUIC_SHIM_LEN > end)
+        return QUIC_DROPPED(NANOBPF_QUIC_DROP_BAD_SHIM);
     /* The MAC addresses move up over the shim (all read before any is written: the ranges overlap).
      * Bytes 0..3 go to 4..7, bytes 4..11 to 8..15: a 4-byte and an 8-byte store that are aligned where
      * the frame is (the slot's headroom), where 8 bytes at data + 4 would be split into byte stores. */
@@ -520,7 +531,16 @@ static __always_inline int quic_take_shim(struct xdp_md *ctx) {
     *(__u32 *)(data + QUIC_SHIM_LEN) = (__u32)macs;
     if (bpf_xdp_adjust_head(ctx, QUIC_SHIM_LEN))
         return QUIC_DROPPED(NANOBPF_QUIC_DROP_BAD_SHIM);
-    return cid_len;
+    return 0;
+}
+
+/* quic_read_shim, and the shim removed when it asks for sealing. */
+static __always_inline int quic_take_shim(struct xdp_md *ctx) {
+    int cid_len = quic_read_shim(ctx);
+    if (cid_len < 0 || cid_len == QUIC_CID_UNKNOWN)
+        return cid_len;
+    int rc = quic_strip_shim(ctx);
+    return rc ? rc : cid_len;
 }
 
 /* The XDP program. From the host: seal what the shim asks to (or drop), forward the rest unchanged.
@@ -533,7 +553,11 @@ static __always_inline int quic_xdp(struct xdp_md *ctx) {
     int from_host = cfg->host_ifindex && ctx->ingress_ifindex == cfg->host_ifindex;
     int cid_len = QUIC_CID_UNKNOWN;
     if (from_host) {
+#ifdef QUIC_SHIM_BY_EGRESS
+        cid_len = quic_read_shim(ctx);
+#else
         cid_len = quic_take_shim(ctx);
+#endif
         if (cid_len < 0)
             return quic_drop(QUIC_DROPPED(0) - cid_len);
         if (cid_len == QUIC_CID_UNKNOWN) {
@@ -546,6 +570,12 @@ static __always_inline int quic_xdp(struct xdp_md *ctx) {
         int rc = quic_seal_conn(ctx, cid_len);
         if (rc != QUIC_NO_HINT)
             return rc == QUIC_SEALED ? quic_to_network(cfg) : XDP_DROP;
+#ifdef QUIC_SHIM_BY_EGRESS
+        /* the general way below works on the frame without its shim */
+        int rc2 = quic_strip_shim(ctx);
+        if (rc2)
+            return quic_drop(QUIC_DROPPED(0) - rc2);
+#endif
     } else {
         int rc = quic_open_conn(ctx, cfg->open_cid_lens);
         if (rc != QUIC_NO_HINT)

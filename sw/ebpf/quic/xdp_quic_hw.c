@@ -15,6 +15,10 @@
 /* Frames PISA classified with their connection: the device seals or opens them in one helper call
  * (quic_seal_conn, quic_open_conn). */
 #define QUIC_BY_CONN
+/* Those sealed in one call keep the host's ENCRYPT shim: the device's egress leaves it out on the way
+ * to the network (the data-plane firmware checks it is the one that came, unchanged), so no MAC
+ * address is moved here for it. The general way removes it first, as xdp_quic does. */
+#define QUIC_SHIM_BY_EGRESS
 #include "quic_common.h"
 #include "nanobpf_helpers.h"
 #include "quic_protect.h"

@@ -15,15 +15,19 @@ bpf_redirect): host 1, network 2. XDP_TX sends back out of the ingress port, XDP
 2, XDP_PASS onwards (host -> network, network -> host), anything else drops.
 
 Data path, failing closed (every drop is counted by its reason: in = out + drops):
-- host frames run the attached program as they are, the shim included (the program strips it); without
-  a program they go to the network unchanged. A host frame with the ENCRYPT shim ("seal this or drop
-  it") is dropped when no program is attached (encrypt_no_prog), and leaves only towards the network,
-  without a shim, and only if the program counted it sealed during that run (its `quic_stats` map,
-  entry NANOBPF_QUIC_STAT_SEALED); otherwise it is dropped (encrypt_unsealed). A malformed shim from the
-  host (not exactly ENCRYPT, a CID length above 20) is dropped (bad_shim).
-- network frames run the program; those it passes go to the host, with the DECRYPTED shim when the
-  program counted them opened (quic_stats[NANOBPF_QUIC_STAT_OPENED]). A shim from the network is
-  dropped (bad_shim), and so is any frame a program lets out still carrying one.
+- host frames run the attached program as they are, the shim included; without a program they go to
+  the network unchanged. A host frame with the ENCRYPT shim ("seal this or drop it") is dropped when no
+  program is attached (encrypt_no_prog), and leaves only towards the network, without a shim, and only
+  if the program counted it sealed during that run (its `quic_stats` map, entry
+  NANOBPF_QUIC_STAT_SEALED); otherwise it is dropped (encrypt_unsealed). The program may remove the shim
+  itself or leave it where it came, unchanged: the egress then leaves those 4 bytes out (egress_shim
+  strip; a changed one is encrypt_unsealed). A malformed shim from the host (not exactly ENCRYPT, a CID
+  length above 20) is dropped (bad_shim).
+- network frames run the program; those it passes go to the host, with the DECRYPTED shim (put in by
+  the egress, before its deparser) when the program counted them opened
+  (quic_stats[NANOBPF_QUIC_STAT_OPENED]). A shim from the network is dropped (bad_shim), and so is any
+  frame a program lets out still carrying one; the deparser drops a frame that would carry one towards
+  the network behind the one stripped or a VLAN tag (shim_to_net, PISA's tx_shim).
 
 Key table: entries per direction (ctrl.KeyId: dir, CID length, 20-byte id; a zero-length CID is the
 peer's address id), mirrored into the program's `nanobpf_quic_keys` map. The control plane keeps the
@@ -303,23 +307,33 @@ class DeviceModel:
             self._out(HOST_PORT, frame)
 
     def _out(self, port, frame, shim=0, fix_csum=False):
-        """A frame leaves towards port (with the DECRYPTED shim when shim); fix_csum: the deparser
-        recomputes its checksums (the program called bpf_xdp_csum_offload)."""
-        if self.pisa is not None:   # the deparser: frames shorter than a header or too long are dropped there
-            out = self.pisa.egress(frame, pisa_model.ACTION["to_host" if port == HOST_PORT else "to_network"], fix_csum)
-            if out is None:
+        """A frame leaves towards port (with the DECRYPTED shim when shim: the egress puts it in before
+        the deparser, which sums behind it); fix_csum: the deparser recomputes its checksums (the program
+        called bpf_xdp_csum_offload)."""
+        if shim:
+            if len(frame) + 4 > (self.pisa or pisa_model.Pisa()).max_frame:   # the egress refuses the completion
                 self.counters["egress_drop"] += 1
                 return
+            frame = ctrl.add_shim(frame, shim)
+        if self.pisa is not None:   # the deparser: frames shorter than a header or too long are dropped there
+            shims = self.pisa.counters[pisa_model.COUNTER["tx_shim"]]
+            out = self.pisa.egress(frame, pisa_model.ACTION["to_host" if port == HOST_PORT else "to_network"], fix_csum)
+            if out is None:   # tx_shim: never a shim on the wire
+                self.counters["shim_to_net" if self.pisa.counters[pisa_model.COUNTER["tx_shim"]] > shims else "egress_drop"] += 1
+                return
             frame = out[0]
-        elif fix_csum:
-            frame = bytearray(frame)
-            pisa_model.fix_frame_checksums(frame)
-            frame = bytes(frame)
+        else:
+            if port == NET_PORT and len(frame) >= 14 and pisa_model.parse(frame, len(frame), step_shim=True).shim:
+                self.counters["shim_to_net"] += 1   # the deparser's tx_shim: never a shim on the wire
+                return
+            if fix_csum:
+                frame = bytearray(frame)
+                pisa_model.fix_frame_checksums(frame)
+                frame = bytes(frame)
         if port == HOST_PORT:
             self.counters["host_tx"] += 1
             if shim:
                 self.counters["decrypted"] += 1
-                frame = ctrl.add_shim(frame, shim)
             self._send(self.host, frame)
         else:
             self.counters["net_tx"] += 1
@@ -365,8 +379,14 @@ class DeviceModel:
         else:
             self.counters["xdp_drop"] += 1
             return
-        if seal and not (port == NET_PORT and self._counted(xdp, watch, before) and not ctrl.has_shim(out)):
-            self.counters["encrypt_unsealed"] += 1     # fail closed: never out unsealed
+        if seal:
+            if not (port == NET_PORT and self._counted(xdp, watch, before)) or \
+                    (ctrl.has_shim(out) and (out[12:16] != frame[12:16] or len(out) < 18)):
+                self.counters["encrypt_unsealed"] += 1     # fail closed: never out unsealed
+                return
+            if ctrl.has_shim(out):   # the host's shim where it came, unchanged: the egress leaves it out
+                out = out[:12] + out[16:]
+            self._out(port, out, 0, fix_csum)
             return
         if ctrl.has_shim(out):
             self.counters["bad_shim"] += 1             # only the device itself adds a shim

@@ -455,8 +455,11 @@ class Pisa:
         frame = bytearray(frame)
         p = parse(frame, self.max_frame, step_shim=True)
         roles = self.field("roles")
-        if action not in (ACTION["to_host"], ACTION["to_network"]) or p.drop == DROP["too_long"] or len(frame) < 14:
+        malformed = action not in (ACTION["to_host"], ACTION["to_network"]) or p.drop == DROP["too_long"] or len(frame) < 14
+        if malformed or (action == ACTION["to_network"] and p.shim):   # the host link's shim never goes on the wire
             self.count("tx_dropped")
+            if not malformed:
+                self.count("tx_shim")
             return None
         lport = roles["host_lport"] if action == ACTION["to_host"] else roles["network_lport"]
         cfg = self.field("lport_cfg", lport)

@@ -31,7 +31,9 @@ class RewriteCmd extends Bundle {
   *     for it and the headers parse), rewrites, inserts or removes the outer VLAN tag for the egress
   *     logical port (roles + lport_cfg), and [[Packer]] re-packs the bytes into beats.
   * Frames whose action is not to_host/to_network, longer than max_frame or shorter than an Ethernet
-  * header are dropped and counted (tx_dropped).
+  * header are dropped and counted (tx_dropped); so is a frame towards the network that carries the host
+  * link's shim (after the MAC addresses or a VLAN tag; also tx_shim): the data-plane firmware lets none
+  * out, and this keeps it so whatever a program leaves in the frame.
   */
 class Deparser(p: PisaParams) extends Module {
   val io = IO(new Bundle {
@@ -63,7 +65,10 @@ class Deparser(p: PisaParams) extends Module {
   val meta2 = Module(new Queue(new RewriteCmd, p.metaDepth, useSyncReadMem = true))
   val pr = meta1.io.deq.bits
   val act = pr.user.action
-  val drop = !(act === PisaAction.ToHost.U || act === PisaAction.ToNetwork.U) || pr.tooLong || pr.length < 14.U
+  val malformed = !(act === PisaAction.ToHost.U || act === PisaAction.ToNetwork.U) || pr.tooLong || pr.length < 14.U
+  // The host link's shim is host-link metadata: whatever a core left, it never goes on the wire.
+  val shimOut = act === PisaAction.ToNetwork.U && pr.shim
+  val drop = malformed || shimOut
   val beat = data1.io.deq.bits
   val last = beat.last
   val base = RegInit(0.U(16.W)) // byte offset of this beat in the frame
@@ -103,7 +108,10 @@ class Deparser(p: PisaParams) extends Module {
   c.vid := field(lc, LportCfgEgressVid)
   c.port := field(lc, LportCfgEgressPort)
   meta2.io.enq.valid := data1.io.deq.fire && last && !drop
-  when(data1.io.deq.fire && last && drop) { io.count(PisaCounter.TxDropped) := 1.U }
+  when(data1.io.deq.fire && last && drop) {
+    io.count(PisaCounter.TxDropped) := 1.U
+    io.count(PisaCounter.TxShim) := !malformed
+  }
 
   // ---- step 3: patch checksums, rewrite the VLAN tag, re-pack
   val packer = Module(new Packer(p))

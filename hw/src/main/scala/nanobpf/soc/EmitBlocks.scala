@@ -34,6 +34,7 @@ object EmitBlocks extends App {
         "packet_path-q4" -> (() => new nanobpf.pktpath.PacketPathBlock()), // default sizes: utilisation (make bench-dispatch)
         "packet_path-q2" -> (() => new nanobpf.pktpath.PacketPathBlock(nanobpf.reasm.PktParams(queues = 2, slots = 16))),
         "dispatch-q3" -> (() => new nanobpf.coresel.Dispatch(nanobpf.reasm.PktParams(queues = 3, slots = 32))),
+        "egress-w8" -> (() => new nanobpf.datapath.Egress(nanobpf.reasm.PktParams(slots = 16))),
         "eth_mac-w8" -> (() => new nanobpf.mac.EthMac()),
         "eth_echo-w8" -> (() => new nanobpf.board.EthEcho(8)), // with eth_mac-w8 and the RGMII PHY: sim/cocotb/eth_rgmii
         // in front of LiteDRAM's --sim core (boards/genesys2/ddr3.yml `sim`: 256 MiB, 28-bit address) with a
