@@ -386,7 +386,7 @@ U64 h_quic_seal_conn(U64 ctx, U64 map, U64 cid_len, U64 max_payload, U64 max_hdr
 
 /* bpf_quic_open_conn: a frame from the network that PISA classified with its connection, opened in one
  * call (quic_open of quic_protect.h, step for step and drop for drop, with xdp_quic_hw's backend: the
- * mask by the engine, the open committed by the device). The same rules as h_quic_seal_conn's. */
+ * mask by the masker beside the engine, the open committed by the device). The same rules as h_quic_seal_conn's. */
 U64 h_quic_open_conn(U64 ctx, U64 map, U64 lens, U64 max_payload, U64 max_hdr) {
     struct ebpf_xdp_buff *x = PTR(ctx);
     const uint64_t base = x->parse_data;
@@ -410,8 +410,8 @@ U64 h_quic_open_conn(U64 ctx, U64 map, U64 lens, U64 max_payload, U64 max_hdr) {
     if (pn_off + 4 + 16 > pkt_end) return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
     const uint8_t *sample = PTR(base + pn_off + 4);
     if (base + pn_off + 4 + NANOBPF_AEAD_HP_BLOCK_LEN > x->data_end) return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
-    /* the mask by the engine, which computes it while the keys' phase word and the largest number
-     * opened are read (uncached loads each) */
+    /* the mask by the masker beside the engine, which computes it while the keys' phase word and the
+     * largest number opened are read (uncached loads each) */
     const int hp = ebpf_hp_engine_submit(keys, sample);
     const uint64_t rx_next = st->rx_next;
     const uint32_t kw = *(const volatile uint32_t *)&keys->key_phase, kp = kw & 1, kf = kw >> 8;

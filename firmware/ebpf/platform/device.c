@@ -268,25 +268,39 @@ int ebpf_hp_engine(const void *keys, uint8_t block[16]) {
     return 0;
 }
 
+/* The mask of an open's sample by the masker beside the engine (AeadRegs' core_hp_*, docs/aead.md): the
+ * core hands it the sample it reads from the packet, and waits for one AES block only, never behind
+ * the engine's queue - so no pending request of this hart is collected first either. The sample is
+ * read as the aligned words around it (two or three loads, all inside packet memory: its end is a
+ * whole word). */
 int ebpf_hp_engine_submit(const void *keys, const uint8_t *sample) {
     int slot = keys_slot(keys);
     if (slot < 0 || !nb_in_packet_mem(sample, 16)) return -1;
     uintptr_t hart = nb_hart_id();
     uint64_t t0 = nb_cycles();
-    settle(hart); /* its completion is the next one this hart collects */
-    __asm__ volatile("fence w, w" ::: "memory"); /* what the program wrote into the sample, first */
-    uint16_t id = nb_aead_submit(hart, NB_AEAD_HP_MASK, (unsigned)slot, 0, (uintptr_t)sample, 0,
-                                 (uintptr_t)(hp_scratch_here() + 16), 0, 0);
+    const volatile uint64_t *w = (const volatile uint64_t *)((uintptr_t)sample & ~(uintptr_t)7);
+    unsigned sh = ((uintptr_t)sample & 7) * 8;
+    uint64_t w0 = w[0], w1 = w[1], s0 = w0, s1 = w1;
+    if (sh) {
+        uint64_t w2 = w[2];
+        s0 = w0 >> sh | w1 << (64 - sh);
+        s1 = w1 >> sh | w2 << (64 - sh);
+    }
+    NB_AEAD_REG(NANOBPF_AEAD_CORE_HP_SAMPLE0_OFFSET(hart)) = s0;
+    NB_AEAD_REG(NANOBPF_AEAD_CORE_HP_SAMPLE1_OFFSET(hart)) = s1;
+    NB_REG32(NANOBPF_AEAD_BASE + NANOBPF_AEAD_CORE_HP_SLOT_OFFSET(hart)) = (uint32_t)slot; /* asks */
     nb_aead_waited(hart, nb_cycles() - t0);
-    return id;
+    return 0;
 }
 int ebpf_hp_engine_collect(int ticket, uint64_t *mask) {
+    (void)ticket;
     uintptr_t hart = nb_hart_id();
-    uint64_t t0 = nb_cycles();
-    int st = nb_aead_collect(hart, (uint16_t)ticket, NULL);
+    uint64_t t0 = nb_cycles(), v;
+    do v = NB_AEAD_REG(NANOBPF_AEAD_CORE_HP_MASK_OFFSET(hart));
+    while (!NANOBPF_GET(v, NANOBPF_HP_MASK_VALID));
     nb_aead_waited(hart, nb_cycles() - t0);
-    if (st != NANOBPF_AEAD_STATUS_OK) return -1;
-    *mask = *(volatile uint64_t *)(hp_scratch_here() + 16); /* one load: the mask's bytes 0..7 */
+    if (NANOBPF_GET(v, NANOBPF_HP_MASK_REFUSED)) return -1;
+    *mask = NANOBPF_GET(v, NANOBPF_HP_MASK_MASK); /* bytes 0..4, byte 0 the lowest */
     return 0;
 }
 int ebpf_hp_engine_at(const void *keys, const uint8_t *sample, uint64_t *mask) {

@@ -7,18 +7,19 @@ masks; random requests of every op from several cores back to back (random align
 slots, key phases, tampered tags, bad requests; seal_hp with random headers, so random packet number
 lengths and headers or samples that do not fit) with memory byte-exact to the model after each
 completion and one completion per request with the model's status; per-core limits refused and
-counted; counters. Run: make test-block BLOCK=aead."""
+counted; counters; the header-protection masker beside the engine (core_hp_*) against the model, while
+the engine works. Run: make test-block BLOCK=aead."""
 import os
 import random
 
 import cocotb
 import pytest
-from cocotb.triggers import ReadOnly, RisingEdge
+from cocotb.triggers import Lock, ReadOnly, RisingEdge
 
 import nanobpf_ebpf_defs as abi
 from nanobpf.models import aead
 from nanobpf.quic import vectors
-from nanobpf.soc import ENUMS, REGIONS, reg_offset, unpack
+from nanobpf.soc import ENUMS, REGIONS, reg_offset, unpack, unpack_layout
 from busport import BusPortDriver, start
 
 MEM_BYTES = 1 << 16
@@ -30,6 +31,7 @@ class Bench:
         self.mem = bytearray(MEM_BYTES)
         self.keytable = bytearray(REGIONS["keytable"].size)
         self.writes = self.reads = 0
+        self.lock = Lock()  # one bus access at a time when several coroutines play cores
 
     async def start(self):
         d = self.dut
@@ -65,7 +67,8 @@ class Bench:
                 self.reads += 1
 
     async def reg(self, name, index=0, write=None, wstrb=0xFF):
-        rdata, err, _, _ = await self.bus.access(reg_offset("aead", name, index), write is not None, write or 0, wstrb)
+        async with self.lock:
+            rdata, err, _, _ = await self.bus.access(reg_offset("aead", name, index), write is not None, write or 0, wstrb)
         return rdata, err
 
     async def read(self, name, index=0):
@@ -286,6 +289,89 @@ async def limits_and_registers(dut):
     assert err
     _, err, _, _ = await b.keys.access(aead.KEY_STRIDE + 8, False)
     assert not err
+
+
+async def hp_mask_beside(b, core, slot, sample):
+    """One mask from the masker beside the engine (core_hp_*): its 5 bytes, byte 0 first."""
+    await b.write("core_hp_sample0", int.from_bytes(sample[:8], "little"), core)
+    await b.write("core_hp_sample1", int.from_bytes(sample[8:], "little"), core)
+    _, err = await b.reg("core_hp_slot", core, slot, wstrb=0x0F)
+    assert not err
+    for polls in range(200):
+        word = unpack_layout("hp_mask", await b.read("core_hp_mask", core))
+        if word["valid"]:
+            return word["mask"].to_bytes(5, "little"), polls
+    raise AssertionError(f"core {core}: no mask in 200 polls")
+
+
+@cocotb.test()
+async def hp_masks_beside_the_engine(dut):
+    """The header-protection masker: every core's masks equal the model's (RFC 9001 5.4.3: the first
+    5 bytes of AES-ECB(hp key, sample)), also while the engine serves whole packets from every core
+    and fetches their keys through the same key table port; a new request supersedes the one before;
+    a slot past the storage is refused; the mask register is read-only."""
+    b = Bench(dut, random.Random(5), stall=0.25)
+    await b.start()
+    cores = b.params["cores"]
+    rng = b.rng
+    slots = rng.sample(range(abi.NANOBPF_KEYTABLE_SLOTS), 6)
+    for s in slots:
+        await b.set_keys(s, aead.keys_value(rng.randbytes(16), rng.randbytes(12), rng.randbytes(16)))
+    b.mem[:] = rng.randbytes(MEM_BYTES)
+
+    def hp_key(slot):
+        f = slot * aead.KEY_STRIDE + {name: off for name, off, _ in aead.KEYS.fields}["hp"]
+        return bytes(b.keytable[f:f + 16])
+
+    # RFC 9001 A.2: the client Initial's sample (protected packet bytes 22..37) masks to 437b9aec36
+    await b.set_keys(7, aead.keys_value(bytes(16), bytes(12), vectors.CLIENT_KEYS.hp))
+    mask, _ = await hp_mask_beside(b, 0, 7, vectors.A2_PROTECTED[22:38])
+    assert mask == bytes.fromhex("437b9aec36")
+
+    async def masks(core, n):
+        for _ in range(n):
+            slot, sample = rng.choice(slots), rng.randbytes(16)
+            mask, _ = await hp_mask_beside(b, core, slot, sample)
+            assert mask == aead.aes_block(hp_key(slot), sample)[:5], f"core {core} slot {slot}"
+
+    async def packets(core, n):
+        for i in range(n):
+            req = aead.Request("seal", rng.choice(slots), 0x100 * core, 20, 0x2000 + 0x1000 * core, rng.randrange(16, 600), id=i)
+            assert await b.submit(core, req)
+            c = await b.complete(core)
+            assert c["id"] == i and aead.STATUS_NAME[c["status"]] == "ok"
+
+    workers = [cocotb.start_soon(packets(0, 6))] + [cocotb.start_soon(masks(c, 12)) for c in range(cores)]
+    for w in workers:
+        await w
+    # superseded: a second request before the first is read gives the second's mask only
+    s1, s2 = rng.randbytes(16), rng.randbytes(16)
+    await b.write("core_hp_sample0", int.from_bytes(s1[:8], "little"), 0)
+    await b.write("core_hp_sample1", int.from_bytes(s1[8:], "little"), 0)
+    await b.reg("core_hp_slot", 0, slots[0], wstrb=0x0F)
+    mask, _ = await hp_mask_beside(b, 0, slots[1], s2)
+    assert mask == aead.aes_block(hp_key(slots[1]), s2)[:5]
+    # a 32-bit slot write as a core makes it (the data in both halves of the bus word)
+    s3 = rng.randbytes(16)
+    await b.write("core_hp_sample0", int.from_bytes(s3[:8], "little"), 1 % cores)
+    await b.write("core_hp_sample1", int.from_bytes(s3[8:], "little"), 1 % cores)
+    _, err = await b.reg("core_hp_slot", 1 % cores, slots[2] | slots[2] << 32, wstrb=0x0F)
+    assert not err
+    for _ in range(100):
+        word = unpack_layout("hp_mask", await b.read("core_hp_mask", 1 % cores))
+        if word["valid"]:
+            break
+    assert word["valid"] and not word["refused"] and word["mask"].to_bytes(5, "little") == aead.aes_block(hp_key(slots[2]), s3)[:5]
+    # refusals: a slot past the storage (its older mask no longer shown), a write to the mask, a narrow
+    # sample write
+    _, err = await b.reg("core_hp_slot", 0, abi.NANOBPF_KEYTABLE_SLOTS, wstrb=0x0F)
+    assert err
+    word = unpack_layout("hp_mask", await b.read("core_hp_mask", 0))
+    assert word["valid"] and word["refused"] and word["mask"] == 0
+    _, err = await b.reg("core_hp_mask", 0, 1)
+    assert err
+    _, err = await b.reg("core_hp_sample0", 0, 1, wstrb=0x0F)
+    assert err
 
 
 # r1g8 (the small build with 2 cores) is not the SoC's engine: make test-long

@@ -6,7 +6,8 @@ import nanobpf.common.{BusPort, SocMap}
 import nanobpf.common._
 
 /** The AES-128-GCM engine with its registers (region `aead`) and key table storage (region
-  * `keytable`); `mem` is its port into packet memory. This is the unit the SoC instantiates and the
+  * `keytable`), and the header-protection masker beside it (HpMasker, sharing the key table's read
+  * port); `mem` is its port into packet memory. This is the unit the SoC instantiates and the
   * cocotb test drives.
   */
 class AeadBlock(p: AeadParams = AeadParams()) extends Module {
@@ -21,8 +22,15 @@ class AeadBlock(p: AeadParams = AeadParams()) extends Module {
   regs.io.bus <> io.bus
   keys.io.bus <> io.keys
   engine.io.mem <> io.mem
-  keys.io.read := engine.io.keyRead
+  // the key table's read port: the engine's when it fetches a request's keys, else the masker's
+  val hp = Module(new HpMasker(p))
+  keys.io.read := Mux(engine.io.keyRead.valid, engine.io.keyRead, hp.io.keyRead)
+  hp.io.keyGrant := !engine.io.keyRead.valid
   engine.io.keyData := keys.io.data
+  hp.io.keyData := keys.io.data
+  hp.io.req := regs.io.hpReq
+  hp.io.sample := regs.io.hpSample
+  regs.io.hpResult := hp.io.result
   engine.io.req <> regs.io.req
   regs.io.comp <> engine.io.comp
 

@@ -20,10 +20,14 @@ class AeadRegs(p: AeadParams) extends Module with RegSlave {
     val req = Decoupled(new AeadRequest(p))
     val comp = Flipped(Decoupled(new AeadCompletion(p)))
     val count = Input(Vec(nCounters, UInt(16.W)))
+    // the header-protection masker's requests and results (HpMasker)
+    val hpReq = Output(Vec(p.cores, Valid(UInt(p.slotBits.W))))
+    val hpSample = Output(Vec(p.cores, Vec(16, UInt(8.W))))
+    val hpResult = Input(Vec(p.cores, Valid(UInt(40.W))))
   })
   def busPort = io.bus
   import SocMap.AeadRegs._
-  import SocMap.{AeadAddr, AeadComp, AeadCounter, AeadCtl}
+  import SocMap.{AeadAddr, AeadComp, AeadCounter, AeadCtl, HpMask}
 
   val off = offset(SocMap.Aead)
   val rdata = WireDefault(0.U(64.W))
@@ -53,6 +57,13 @@ class AeadRegs(p: AeadParams) extends Module with RegSlave {
   val submitted = WireDefault(false.B)
   val refused = WireDefault(false.B)
   val comps = Seq.fill(p.cores)(Module(new Queue(new AeadCompletion(p), p.perCore)))
+  val hpSample = Reg(Vec(p.cores, Vec(2, UInt(64.W))))
+  val hpRefused = RegInit(VecInit(Seq.fill(p.cores)(false.B))) // the core's latest slot write was refused
+  for (c <- 0 until p.cores) {
+    io.hpSample(c) := VecInit((0 until 16).map(i => hpSample(c)(i / 8)(8 * (i % 8) + 7, 8 * (i % 8))))
+    io.hpReq(c).valid := false.B
+    io.hpReq(c).bits := wdata(p.slotBits - 1, 0)
+  }
   io.comp.ready := (if (p.cores == 1) comps(0).io.enq.ready else VecInit(comps.map(_.io.enq.ready))(io.comp.bits.core))
 
   for (c <- 0 until CoreCtlCount) {
@@ -91,8 +102,24 @@ class AeadRegs(p: AeadParams) extends Module with RegSlave {
           put(AeadComp.Cycles, b.cycles), 0.U)
       }
       outstanding(c) := outstanding(c) + (submit && !full).asUInt - cq.deq.fire.asUInt
+      // the header-protection masker: the sample in two words, the slot asks
+      for (w <- 0 until 2) {
+        val at = (CoreHpSample0 + (CoreHpSample1 - CoreHpSample0) * w + CoreHpSample0Stride * c).U
+        when(off === at) { err := !isWrite || !whole; when(wr && whole) { hpSample(c)(w) := wdata } }
+      }
+      when(off === (CoreHpSlot + CoreHpSlotStride * c).U) {
+        val inRange = wdata(31, 0) < p.keySlots.U // a 32-bit write: the upper half of wdata is not the register's
+        err := !isWrite || !inRange
+        io.hpReq(c).valid := wr && inRange
+        when(wr) { hpRefused(c) := !inRange }
+      }
+      ro(CoreHpMask + CoreHpMaskStride * c, Mux(hpRefused(c), put(HpMask.Valid, 1.U) | put(HpMask.Refused, 1.U),
+        put(HpMask.Valid, io.hpResult(c).valid) | put(HpMask.Mask, io.hpResult(c).bits)))
     } else { // beyond this build: reads 0, writes ignored
       when(off === ctlAt || off === addrAt || off === outAt) { err := false.B }
+      when(off === (CoreHpSample0 + CoreHpSample0Stride * c).U || off === (CoreHpSample1 + CoreHpSample1Stride * c).U ||
+        off === (CoreHpSlot + CoreHpSlotStride * c).U) { err := !isWrite }
+      when(off === (CoreHpMask + CoreHpMaskStride * c).U) { err := isWrite }
       when(off === pnAt) { err := !isWrite }
       when(off === compAt) { err := isWrite }
     }
