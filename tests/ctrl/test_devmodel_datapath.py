@@ -294,6 +294,22 @@ def test_a_sealed_frame_leaves_and_plain_frames_run_the_program(model, test_imag
     assert (s["encrypt_req"], s["xdp_pass"], s["xdp_tx"], s["net_tx"], s["host_tx"]) == (2, 3, 1, 3, 1) and balanced(s)
 
 
+def test_a_shim_behind_a_vlan_tag_never_reaches_the_wire(model, test_image):
+    """A host frame whose ENCRYPT shim follows a VLAN tag (a one-arm host VLAN's order): the guard looks
+    for the shim after the MAC addresses and the program forwards the frame as the host's own, so the
+    egress's deparser drops it rather than put the shim - and the plaintext it asked to have sealed -
+    on the wire (shim_to_net)."""
+    host, dev, host_end, net_end = model
+    host.prog_load(test_image, "ctrl_test")
+    set_mode(host, PASS)
+    f = host_packet(1, b"secret" * 8)
+    tagged = f[:12] + b"\x81\x00\x00\x05" + struct.pack(">HBB", D.SHIM_ETHERTYPE, D.NANOBPF_SHIM_F_ENCRYPT, 4) + f[12:]
+    host_end.send(tagged)
+    assert net_end.recv(0.5) is None and host_end.recv(0.1) is None
+    s = dev.stats()
+    assert (s["shim_to_net"], s["net_tx"], s["xdp_pass"]) == (1, 0, 1) and balanced(s), s
+
+
 MALFORMED_SHIMS = [   # (flags, cid_len, what)
     (D.NANOBPF_SHIM_F_DECRYPTED, 0, "DECRYPTED from the host"),
     (D.NANOBPF_SHIM_F_ENCRYPT, 21, "CID length 21"),

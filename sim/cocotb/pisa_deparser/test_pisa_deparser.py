@@ -91,6 +91,8 @@ async def checksums_and_vlans(dut):
             f = t.malformed(f)
         if rng.random() < 0.25:
             f = add_shim(rng, f)
+        elif rng.random() < 0.1:   # behind a VLAN tag (a one-arm host VLAN's order)
+            f = f[:12] + b"\x81\x00" + rng.randrange(4096).to_bytes(2, "big") + ctrl.add_shim(f, rng.choice([1, 2]))[12:16] + f[12:]
         action = rng.choice([ACTION["to_host"]] * 4 + [ACTION["to_network"]] * 4 + [ACTION["drop"], ACTION["to_cores"]])
         frames.append((f, action, rng.random() < 0.8))
     cfgs = {1: dict(egress_port=2, egress_tagged=1, egress_vid=0x123), 3: dict(egress_port=1, egress_tagged=0)}
