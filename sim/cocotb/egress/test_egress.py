@@ -17,7 +17,11 @@ from busport import PERIOD_NS
 from pisa_common import StreamSink
 from nanobpf_ebpf_defs import NANOBPF_XDP_PASS as XDP_PASS, NANOBPF_XDP_REDIRECT as XDP_REDIRECT
 
-SLOTS, SLOT_BYTES, MAX_FRAME, W = 16, 2048, 1522, 8
+from nanobpf.models.pisa import Pisa
+from nanobpf.soc import DATAPATH
+
+SLOTS, W = 16, 8  # the block's build (egress-w8: PktParams(slots = 16), 64-bit words)
+SLOT_BYTES, MAX_FRAME = DATAPATH["slot_bytes"], Pisa().max_frame
 HOST, NET = 1, 3  # logical ports
 SHIM = ENUMS["egress_shim"]
 ACTION = ENUMS["pisa_action"]
