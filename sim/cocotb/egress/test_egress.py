@@ -11,14 +11,12 @@ import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
 import nanobpf_ctrl_defs as D
+from nanobpf.models.pisa import Pisa
 from nanobpf.models.pktpath import comp_word
-from nanobpf.soc import ENUMS
+from nanobpf.soc import DATAPATH, ENUMS
 from busport import PERIOD_NS
 from pisa_common import StreamSink
 from nanobpf_ebpf_defs import NANOBPF_XDP_PASS as XDP_PASS, NANOBPF_XDP_REDIRECT as XDP_REDIRECT
-
-from nanobpf.models.pisa import Pisa
-from nanobpf.soc import DATAPATH
 
 SLOTS, W = 16, 8  # the block's build (egress-w8: PktParams(slots = 16), 64-bit words)
 SLOT_BYTES, MAX_FRAME = DATAPATH["slot_bytes"], Pisa().max_frame
