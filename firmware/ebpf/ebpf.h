@@ -109,6 +109,10 @@ struct ebpf_insn {
 #define EBPF_MAX_CALL_DEPTH 8 /* frames, main program included (Linux MAX_CALL_FRAMES) */
 #define EBPF_MAX_INSNS NANOBPF_PROG_MAX_INSNS /* program length limit on the device (hw/defs/ebpf.toml) */
 
+/* struct ebpf_xdp_buff.csum_offload: what the egress does for the program (pkt_comp.fix_csum, fix_len) */
+#define EBPF_XDP_OFFLOAD_CSUM 1u /* the IPv4 header and UDP checksums recomputed */
+#define EBPF_XDP_OFFLOAD_LEN 2u  /* the IP and UDP lengths set from the frame's end first (and the checksums) */
+
 /* ---- Runtime XDP context ----
  * Programs see the Linux `struct xdp_md` (32-bit data/data_end/data_meta), followed by what PISA parsed
  * (struct nanobpf_xdp_ctx, hw/defs/ebpf.toml). The verifier rewrites each context field access into an
@@ -128,7 +132,9 @@ struct ebpf_xdp_buff {
     uint32_t l3_off, l4_off, quic_off, pn_off, cid_len, conn;
     /* data as PISA parsed the frame (the offsets above count from it), set by ebpf_xdp_exec */
     uint64_t parse_data;
-    /* set by bpf_xdp_csum_offload: the egress recomputes the IPv4/UDP checksums (pkt_comp.fix_csum) */
+    /* what the program left to the egress, EBPF_XDP_OFFLOAD_* bits: the IPv4/UDP checksums
+     * (bpf_xdp_csum_offload: pkt_comp.fix_csum), and with them the IP and UDP lengths (the one-call QUIC
+     * helpers: pkt_comp.fix_len, set so that the datagram ends where the frame ends) */
     uint32_t csum_offload;
     /* Set by the caller when it collects a seal the engine finishes after the program returns
      * (ebpf_aead_finish): then quic_aead_seal with NANOBPF_AEAD_HP_APPLY leaves its engine request in

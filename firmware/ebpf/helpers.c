@@ -328,7 +328,7 @@ static U64 h_nanobpf_cycles(U64 a1, U64 a2, U64 a3, U64 a4, U64 a5) {
  * Python side applies the deparser model's fix): the program need not sum what it changed. */
 static U64 h_xdp_csum_offload(U64 ctx, U64 a2, U64 a3, U64 a4, U64 a5) {
     (void)a2; (void)a3; (void)a4; (void)a5;
-    ((struct ebpf_xdp_buff *)PTR(ctx))->csum_offload = 1;
+    ((struct ebpf_xdp_buff *)PTR(ctx))->csum_offload |= EBPF_XDP_OFFLOAD_CSUM;
     return 0;
 }
 

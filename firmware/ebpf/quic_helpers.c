@@ -264,15 +264,11 @@ U64 h_quic_keys_of(U64 ctx, U64 map, U64 dir, U64 a4, U64 a5) {
 /* ---- bpf_quic_seal_conn: a frame to seal that PISA classified, sealed in one call (quic_seal of
  * sw/ebpf/quic/quic_protect.h, step for step and drop for drop) ---- */
 
-/* 16 bits big-endian at a, and stored there: one access when aligned (packet memory is uncached). */
+/* 16 bits big-endian at a: one access when aligned (packet memory is uncached). */
 static inline __attribute__((always_inline)) uint32_t ld_be16(uint64_t a) {
     if (a & 1) return (uint32_t)*(const uint8_t *)PTR(a) << 8 | *(const uint8_t *)PTR(a + 1);
     uint32_t v = *(const volatile uint16_t *)PTR(a); /* volatile: one load, not one per byte swapped */
     return (v >> 8 | v << 8) & 0xffff;
-}
-static inline __attribute__((always_inline)) void st_be16(uint64_t a, uint32_t v) {
-    if (a & 1) *(uint8_t *)PTR(a) = (uint8_t)(v >> 8), *(uint8_t *)PTR(a + 1) = (uint8_t)v;
-    else *(uint16_t *)PTR(a) = __builtin_bswap16((uint16_t)v);
 }
 
 /* Bytes 0..3 (byte 0 the lowest) as a big-endian number: shifts, not libgcc's __bswapsi2 (no Zbb). */
@@ -376,11 +372,9 @@ U64 h_quic_seal_conn(U64 ctx, U64 map, U64 cid_len, U64 max_payload, U64 max_hdr
     if (hdr_len > NANOBPF_AEAD_HDR_MAX || pkt_end - ct_off > NANOBPF_AEAD_PAYLOAD_MAX || (pn >> NANOBPF_AEAD_PN_BITS))
         return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
     seal_hp_apply(x, keys, next, pn, PTR(base + q), hdr_len, pkt_end - ct_off, pn_len);
-    /* quic_fix_lengths (QUIC_CSUM_BY_EGRESS): the lengths grow by the tag, the egress sums */
-    st_be16(base + l4 + 4, ulen + NANOBPF_AEAD_TAG_LEN);
-    const uint64_t iplen = base + l3 + (v6 ? 4 : 2);
-    st_be16(iplen, ld_be16(iplen) + NANOBPF_AEAD_TAG_LEN);
-    x->csum_offload = 1;
+    /* quic_fix_lengths (QUIC_CSUM_BY_EGRESS): the lengths grow by the tag; the egress sets them from the
+     * frame's end, which is the datagram's (above), and sums (pkt_comp.fix_len) */
+    x->csum_offload = EBPF_XDP_OFFLOAD_CSUM | EBPF_XDP_OFFLOAD_LEN;
     return 0;
 }
 
@@ -450,13 +444,11 @@ U64 h_quic_open_conn(U64 ctx, U64 map, U64 lens, U64 max_payload, U64 max_hdr) {
         return SEAL_DROP_KEYED(rc == -NANOBPF_EBADMSG  ? NANOBPF_QUIC_DROP_TAG_MISMATCH
                                : rc == -NANOBPF_ENOKEY ? NANOBPF_QUIC_DROP_NO_KEYS
                                                        : NANOBPF_QUIC_DROP_QUIC_TRUNCATED);
-    /* quic_fix_lengths (QUIC_CSUM_BY_EGRESS): the lengths shrink by the tag, the egress sums */
-    const int v6 = *(const uint8_t *)PTR(base + l3) >> 4 == 6;
-    if (base + l4 + 8 > end || base + l3 + (v6 ? 40 : 20) > end) return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_TRUNCATED);
-    st_be16(base + l4 + 4, ulen - NANOBPF_AEAD_TAG_LEN);
-    const uint64_t iplen = base + l3 + (v6 ? 4 : 2);
-    st_be16(iplen, ld_be16(iplen) - NANOBPF_AEAD_TAG_LEN);
-    x->csum_offload = 1;
+    /* quic_fix_lengths (QUIC_CSUM_BY_EGRESS): the headers inside the frame (PISA's UDP header lies after
+     * the whole IP header, 20 or 40 bytes), the lengths shrink by the tag; the egress sets them from the
+     * frame's end, which is the datagram's (above), and sums (pkt_comp.fix_len) */
+    if (base + l4 + 8 > end) return SEAL_DROP_KEYED(NANOBPF_QUIC_DROP_TRUNCATED);
+    x->csum_offload = EBPF_XDP_OFFLOAD_CSUM | EBPF_XDP_OFFLOAD_LEN;
     return 0;
 }
 

@@ -290,10 +290,12 @@ static uint64_t one_packet(unsigned hart, uint64_t d, const struct ebpf_prog *pr
     }
     unsigned port = out == NANOBPF_IFINDEX_HOST ? HOST_LPORT : NET_LPORT;
     if (out) h->tx = out == NANOBPF_IFINDEX_HOST ? 0 : 1, s->tx[h->tx]++;
-    /* the program left the checksums to the egress's deparser (bpf_xdp_csum_offload): it sums the
-     * frame as it leaves, behind the DECRYPTED shim too */
+    /* the program left the checksums to the egress's deparser (bpf_xdp_csum_offload), or a helper the
+     * lengths with them: it sets and sums them as the frame leaves, behind the DECRYPTED shim too */
     return NANOBPF_PUT(NANOBPF_PKT_COMP_SLOT, slot) | NANOBPF_PUT(NANOBPF_PKT_COMP_ACTION, action) |
-           NANOBPF_PUT(NANOBPF_PKT_COMP_FIX_CSUM, xdp->csum_offload) | NANOBPF_PUT(NANOBPF_PKT_COMP_LEN, xdp->data_end - xdp->data) |
+           NANOBPF_PUT(NANOBPF_PKT_COMP_FIX_CSUM, xdp->csum_offload & EBPF_XDP_OFFLOAD_CSUM) |
+           NANOBPF_PUT(NANOBPF_PKT_COMP_FIX_LEN, (xdp->csum_offload & EBPF_XDP_OFFLOAD_LEN) != 0) |
+           NANOBPF_PUT(NANOBPF_PKT_COMP_LEN, xdp->data_end - xdp->data) |
            NANOBPF_PUT(NANOBPF_PKT_COMP_OFFSET, xdp->data - base) | NANOBPF_PUT(NANOBPF_PKT_COMP_PORT, port) |
            NANOBPF_PUT(NANOBPF_PKT_COMP_SHIM, g.egress);
 }

@@ -375,7 +375,7 @@ async def hp_masks_beside_the_engine(dut):
 
 
 # r1g8 (the small build with 2 cores) is not the SoC's engine: make test-long
-@pytest.mark.parametrize("variant", ["r2g32", pytest.param("r1g8", marks=pytest.mark.long)])
+@pytest.mark.parametrize("variant", ["r2g32", pytest.param("r1g8", marks=pytest.mark.long), pytest.param("r3g32", marks=pytest.mark.long)])
 def test_aead(variant):
     from nanobpf.blocksim import run_block
     run_block("aead", variant, "AeadBlock", "test_aead", os.path.dirname(__file__))

@@ -1,7 +1,7 @@
 """Egress of the packet path (nanobpf.datapath.Egress) against what each completion asks for: the frame
 read from packet memory at any byte offset and length, the host link's shim left out (egress_shim
 strip: frame bytes 12..15) or the DECRYPTED shim put in after the MAC addresses (decrypted), the
-route, the checksum flag; completions it cannot do (too short or long for the shim operation, outside
+route, the checksum and length flags; completions it cannot do (too short or long for the shim operation, outside
 the slot, shim operation 3, no route) refused as bad; every slot freed once. Random grants of the
 memory port and random back-pressure from the deparser. Run: make test-block BLOCK=egress."""
 import os
@@ -39,7 +39,7 @@ def expected(frame, op):
 
 
 def completions(rng, n):
-    """(slot, offset, length, shim op, ingress lport, action, redirect port, fix_csum): mostly good ones
+    """(slot, offset, length, shim op, ingress lport, action, redirect port, fix_csum, fix_len): mostly good ones
     at every alignment, some at the limits and some bad."""
     out = []
     for i in range(n):
@@ -55,7 +55,7 @@ def completions(rng, n):
         lport = rng.choice([HOST, NET])
         action = rng.choice([XDP_PASS] * 4 + [XDP_REDIRECT])
         port = rng.choice([HOST, NET, 0])
-        out.append((slot, off, length, op, lport, action, port, rng.random() < 0.5))
+        out.append((slot, off, length, op, lport, action, port, rng.random() < 0.5, rng.random() < 0.5))
     return out
 
 
@@ -99,7 +99,7 @@ async def run(dut, seed, n, grant_prob, ready_prob):
     d.reset.value = 0
     mem = Memory(d, rng, grant_prob)
     cocotb.start_soon(mem.run())
-    sink = StreamSink(d, "io_out", W, fields=("user_action", "user_fixCsum"), rng=random.Random(seed + 1), ready_prob=ready_prob)
+    sink = StreamSink(d, "io_out", W, fields=("user_action", "user_fixCsum", "user_fixLen"), rng=random.Random(seed + 1), ready_prob=ready_prob)
     cocotb.start_soon(sink.run())
     freed, bad = [], 0
 
@@ -114,16 +114,16 @@ async def run(dut, seed, n, grant_prob, ready_prob):
     cocotb.start_soon(watch())
 
     want, want_bad, slots = [], 0, []
-    for slot, off, length, op, lport, action, port, fix in completions(rng, n):
+    for slot, off, length, op, lport, action, port, fix, fix_len in completions(rng, n):
         frame = bytes(mem.bytes[slot * SLOT_BYTES + off:slot * SLOT_BYTES + off + length])
         r = route(lport, action, port)
         out = expected(frame, op) if 14 <= length <= MAX_FRAME and off + length <= SLOT_BYTES and r != ACTION["drop"] else None
         if out is None:
             want_bad += 1
         else:
-            want.append((out, {"user_action": r, "user_fixCsum": int(fix)}))
+            want.append((out, {"user_action": r, "user_fixCsum": int(fix), "user_fixLen": int(fix_len)}))
         slots.append(slot)
-        d.io_rel_bits_word.value = comp_word(slot=slot, action=action, fix_csum=int(fix), len=length, offset=off, port=port, shim=op)
+        d.io_rel_bits_word.value = comp_word(slot=slot, action=action, fix_csum=int(fix), fix_len=int(fix_len), len=length, offset=off, port=port, shim=op)
         d.io_rel_bits_lport.value = lport
         d.io_rel_valid.value = 1
         while True:

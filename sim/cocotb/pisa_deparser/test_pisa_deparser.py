@@ -1,6 +1,7 @@
 """PISA deparser (nanobpf.pisa.Deparser with its register block) against the model's egress():
 IPv4 header and UDP checksums recomputed after payload changes (IPv4 and IPv6, also behind the host
-link's shim), outer VLAN tag
+link's shim), IP and UDP lengths set from the frame's end (fix_len: datagrams grown or cut at their
+end, as a seal's tag or an open's), outer VLAN tag
 rewritten, inserted or removed, egress port, drops (a host-link shim towards the network too:
 tx_shim) and counters, under random back-pressure.
 Run: make test-block BLOCK=pisa_deparser."""
@@ -51,9 +52,9 @@ async def run(dut, frames, lport_cfgs, ready_prob, rng):
         await regs.put("lport_cfg", lp, **cfg)
     src = StreamSource(dut, "io_in", W, rng, idle=0.05)
     want = []
-    for f, action, fix in frames:
-        await src.send(f, action=action, fixCsum=fix)
-        r = model.egress(f, action, fix)
+    for f, action, fix, fix_len in frames:
+        await src.send(f, action=action, fixCsum=fix, fixLen=fix_len)
+        r = model.egress(f, action, fix, fix_len)
         if r:
             want.append(r)
     for _ in range(3000):
@@ -93,8 +94,11 @@ async def checksums_and_vlans(dut):
             f = add_shim(rng, f)
         elif rng.random() < 0.1:   # behind a VLAN tag (a one-arm host VLAN's order)
             f = f[:12] + b"\x81\x00" + rng.randrange(4096).to_bytes(2, "big") + ctrl.add_shim(f, rng.choice([1, 2]))[12:16] + f[12:]
+        fix_len = rng.random() < 0.35
+        if fix_len:   # the datagram grown or cut at its end (a seal's tag, an open's), its lengths stale
+            f = f + rng.randbytes(16) if rng.random() < 0.5 or len(f) < 80 else f[:-rng.choice([16, 1, 40])]
         action = rng.choice([ACTION["to_host"]] * 4 + [ACTION["to_network"]] * 4 + [ACTION["drop"], ACTION["to_cores"]])
-        frames.append((f, action, rng.random() < 0.8))
+        frames.append((f, action, rng.random() < 0.8, fix_len))
     cfgs = {1: dict(egress_port=2, egress_tagged=1, egress_vid=0x123), 3: dict(egress_port=1, egress_tagged=0)}
     regs = await run(dut, frames, cfgs, 0.7, rng)
     # shims towards the network were among them, and dropped (the counters agreed with the model above)
@@ -109,7 +113,7 @@ async def insert_tag_full_rate(dut):
     frames = []
     for _ in range(60):
         f, _ = t.frame(rng.choice([64, 65, 71, 72, 1518]))
-        frames.append((f, ACTION["to_network"], True))
+        frames.append((f, ACTION["to_network"], True, rng.random() < 0.5))
     cfgs = {3: dict(egress_port=3, egress_tagged=1, egress_vid=4095), 1: dict(egress_port=0, egress_tagged=1, egress_vid=1)}
     await run(dut, frames, cfgs, 1.0, rng)
 

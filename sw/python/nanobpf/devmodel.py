@@ -306,10 +306,11 @@ class DeviceModel:
         else:
             self._out(HOST_PORT, frame)
 
-    def _out(self, port, frame, shim=0, fix_csum=False):
+    def _out(self, port, frame, shim=0, fix_csum=False, fix_len=False):
         """A frame leaves towards port (with the DECRYPTED shim when shim: the egress puts it in before
         the deparser, which sums behind it); fix_csum: the deparser recomputes its checksums (the program
-        called bpf_xdp_csum_offload)."""
+        called bpf_xdp_csum_offload); fix_len: it sets the IP and UDP lengths from the frame's end first
+        (a device helper left them to it)."""
         if shim:
             if len(frame) + 4 > (self.pisa or pisa_model.Pisa()).max_frame:   # the egress refuses the completion
                 self.counters["egress_drop"] += 1
@@ -317,7 +318,7 @@ class DeviceModel:
             frame = ctrl.add_shim(frame, shim)
         if self.pisa is not None:   # the deparser: frames shorter than a header or too long are dropped there
             shims = self.pisa.counters[pisa_model.COUNTER["tx_shim"]]
-            out = self.pisa.egress(frame, pisa_model.ACTION["to_host" if port == HOST_PORT else "to_network"], fix_csum)
+            out = self.pisa.egress(frame, pisa_model.ACTION["to_host" if port == HOST_PORT else "to_network"], fix_csum, fix_len)
             if out is None:   # tx_shim: never a shim on the wire
                 self.counters["shim_to_net" if self.pisa.counters[pisa_model.COUNTER["tx_shim"]] > shims else "egress_drop"] += 1
                 return
@@ -326,9 +327,9 @@ class DeviceModel:
             if port == NET_PORT and len(frame) >= 14 and pisa_model.parse(frame, len(frame), step_shim=True).shim:
                 self.counters["shim_to_net"] += 1   # the deparser's tx_shim: never a shim on the wire
                 return
-            if fix_csum:
+            if fix_csum or fix_len:
                 frame = bytearray(frame)
-                pisa_model.fix_frame_checksums(frame)
+                pisa_model.fix_frame_checksums(frame, fix_len)
                 frame = bytes(frame)
         if port == HOST_PORT:
             self.counters["host_tx"] += 1
@@ -364,9 +365,9 @@ class DeviceModel:
             # the checksums the program left to the egress are the deparser's (_out)
             action, out = xdp.run(frame, ingress_ifindex=ingress, parse=self._parse, egress_csum=False)
             out = out[xdp.meta_len:]  # metadata stays on the device, as the firmware leaves it in the slot
-            fix_csum = xdp.csum_offload
+            fix_csum, fix_len = xdp.csum_offload, xdp.len_offload
         except DeviceError:
-            action, out, fix_csum = abi.NANOBPF_XDP_ABORTED, b"", False
+            action, out, fix_csum, fix_len = abi.NANOBPF_XDP_ABORTED, b"", False, False
         if action == abi.NANOBPF_XDP_PASS:
             self.counters["xdp_pass"] += 1
             port = NET_PORT if ingress == HOST_PORT else HOST_PORT
@@ -386,13 +387,13 @@ class DeviceModel:
                 return
             if ctrl.has_shim(out):   # the host's shim where it came, unchanged: the egress leaves it out
                 out = out[:12] + out[16:]
-            self._out(port, out, 0, fix_csum)
+            self._out(port, out, 0, fix_csum, fix_len)
             return
         if ctrl.has_shim(out):
             self.counters["bad_shim"] += 1             # only the device itself adds a shim
             return
         opened = ingress == NET_PORT and port == HOST_PORT and self._counted(xdp, watch, before)
-        self._out(port, out, D.NANOBPF_SHIM_F_DECRYPTED if opened else 0, fix_csum)
+        self._out(port, out, D.NANOBPF_SHIM_F_DECRYPTED if opened else 0, fix_csum, fix_len)
 
     # ------------------------------------------------------------ control
     def _respond(self, req, type_, status, body=b"", replay=False):

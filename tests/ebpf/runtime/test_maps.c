@@ -699,9 +699,11 @@ static void seal_conn_seals_or_says_why(void) {
             x.data_end = x.parse_data + end;
             check("seal_conn", SEAL((uint64_t)c->cid_len) == 0, what);
             const uint64_t *claims = ebpf_map_lookup(pn, &k[i]);
-            check("seal_conn", x.data_end == x.parse_data + end + 16 && x.csum_offload &&
-                                   (unsigned)(f[x.l4_off + 4] << 8 | f[x.l4_off + 5]) == ulen + 16 &&
-                                   (unsigned)(f[x.l3_off + (c->v6 ? 4 : 2)] << 8 | f[x.l3_off + (c->v6 ? 5 : 3)]) == iplen + 16 &&
+            /* the datagram ends at the frame's end: its lengths are the egress's (pkt_comp.fix_len) */
+            check("seal_conn", x.data_end == x.parse_data + end + 16 &&
+                                   x.csum_offload == (EBPF_XDP_OFFLOAD_CSUM | EBPF_XDP_OFFLOAD_LEN) &&
+                                   (unsigned)(f[x.l4_off + 4] << 8 | f[x.l4_off + 5]) == ulen &&
+                                   (unsigned)(f[x.l3_off + (c->v6 ? 4 : 2)] << 8 | f[x.l3_off + (c->v6 ? 5 : 3)]) == iplen &&
                                    claims && claims[pn_want % NANOBPF_QUIC_PN_CLAIMS] == pn_want + 1,
                   what);
             /* the same number again (the frame as the host sent it) */

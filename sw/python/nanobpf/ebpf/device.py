@@ -239,17 +239,21 @@ class DeviceXdp:
         self.redirect_ifindex. parse: what PISA parsed, the six context fields past xdp_md (l3_off,
         l4_off, quic_off, pn_off, cid_len, conn: nanobpf.models.pisa.xdp_parse); None: all 0.
         self.csum_offload says whether the program called bpf_xdp_csum_offload (the device's egress
-        recomputes the checksums); with egress_csum the output has them recomputed as the deparser
-        does (nanobpf.models.pisa.fix_frame_checksums), so it is the frame the device sends. The device
-        model passes False and gives the flag to its own deparser model."""
+        recomputes the checksums), self.len_offload whether a device helper left the IP and UDP
+        lengths to the egress too (pkt_comp.fix_len: set from the frame's end); with egress_csum the
+        output has them recomputed as the deparser does (nanobpf.models.pisa.fix_frame_checksums), so
+        it is the frame the device sends. The device model passes False and gives the flags to its own
+        deparser model."""
         extra = "" if parse is None else " " + ",".join(str(int(v)) for v in parse)
         reply = self._command(f"run {ingress_ifindex} {bytes(frame).hex()}{extra}")
         _, action, out, redirect, meta_len, csum = reply.split(" ")
-        self.redirect_ifindex, self.meta_len, self.csum_offload = int(redirect), int(meta_len), csum == "1"
+        offload = int(csum)   # bit 0: checksums, bit 1: lengths too (firmware/ebpf/ebpf.h EBPF_XDP_OFFLOAD_*)
+        self.redirect_ifindex, self.meta_len = int(redirect), int(meta_len)
+        self.csum_offload, self.len_offload = offload != 0, bool(offload & 2)
         out = bytes.fromhex(out)
         if self.csum_offload and egress_csum:
             from nanobpf.models import pisa
             frame_out = bytearray(out[self.meta_len:])
-            pisa.fix_frame_checksums(frame_out)
+            pisa.fix_frame_checksums(frame_out, self.len_offload)
             out = out[:self.meta_len] + bytes(frame_out)
         return int(action), out

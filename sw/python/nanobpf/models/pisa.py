@@ -450,8 +450,9 @@ class Pisa:
         return ACTION["drop"], None, reason
 
     # ------------------------------------------------------------------ egress (deparser)
-    def egress(self, frame, action, fix_csum):
-        """One frame to the deparser: returns (bytes, egress port), or None when it is dropped."""
+    def egress(self, frame, action, fix_csum, fix_len=False):
+        """One frame to the deparser: returns (bytes, egress port), or None when it is dropped. fix_len
+        (pkt_comp.fix_len): its IP and UDP lengths set from its end first, then its checksums fixed."""
         frame = bytearray(frame)
         p = parse(frame, self.max_frame, step_shim=True)
         roles = self.field("roles")
@@ -463,7 +464,9 @@ class Pisa:
             return None
         lport = roles["host_lport"] if action == ACTION["to_host"] else roles["network_lport"]
         cfg = self.field("lport_cfg", lport)
-        if fix_csum:
+        if fix_len:
+            p = set_lengths(frame, p, self.max_frame)
+        if fix_csum or fix_len:
             fix_checksums(frame, p)
         if cfg["egress_tagged"]:
             if p.vlans:
@@ -478,10 +481,35 @@ class Pisa:
         return bytes(frame), cfg["egress_port"]
 
 
-def fix_frame_checksums(frame):
-    """What the deparser does to a frame whose completion has fix_csum, in place: its headers found as
-    the deparser's parser finds them (behind the host link's shim too), then fix_checksums."""
-    fix_checksums(frame, parse(frame, len(frame), step_shim=True))
+def fix_frame_checksums(frame, fix_len=False):
+    """What the deparser does to a frame whose completion has fix_csum (or fix_len: set_lengths first),
+    in place: its headers found as the deparser's parser finds them (behind the host link's shim too),
+    then fix_checksums."""
+    p = parse(frame, len(frame), step_shim=True)
+    if fix_len:
+        p = set_lengths(frame, p, len(frame))
+    fix_checksums(frame, p)
+
+
+def set_lengths(frame, p, max_frame):
+    """pkt_comp.fix_len, in place: the IP length (IPv4 total length, IPv6 payload length) and the UDP
+    length set so that the datagram ends where the frame ends, each where the headers parse with it
+    set (as the deparser's parser sees the frame); returns the parse of the frame after."""
+    o, n = p.l3off, len(frame)
+    if p.ipver not in (4, 6) or p.bad & {"truncated", "bad_ip_hdr"}:
+        return p
+    at = o + 2 if p.ipver == 4 else o + 4
+    frame[at:at + 2] = ((n - o - (0 if p.ipver == 4 else 40)) & 0xFFFF).to_bytes(2, "big")
+    p = parse(frame, max_frame, step_shim=True)
+    if not p.udp:
+        return p
+    u, old = p.l4off, bytes(frame[p.l4off + 4:p.l4off + 6])
+    frame[u + 4:u + 6] = ((n - u) & 0xFFFF).to_bytes(2, "big")
+    q = parse(frame, max_frame, step_shim=True)
+    if q.bad & {"truncated", "bad_ip_hdr", "bad_ip_len", "bad_udp_len"}:
+        frame[u + 4:u + 6] = old   # the UDP header does not parse even so: left as it was
+        return p
+    return q
 
 
 def fix_checksums(frame, p):

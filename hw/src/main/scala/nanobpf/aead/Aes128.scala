@@ -60,17 +60,20 @@ class AesRequest extends Bundle {
 }
 
 /** Iterative AES-128 encryption with the key schedule computed on the fly: `roundsPerCycle` rounds per
-  * cycle, so a block takes 10 / roundsPerCycle cycles, and a new block is accepted in the cycle the
-  * previous one finishes (back to back, no bubble) as long as the result register is free. Any key on
-  * any request: nothing is precomputed per key.
+  * cycle, so a block takes ceil(10 / roundsPerCycle) cycles (3 rounds a cycle: 3 + 3 + 3 + 1, the last
+  * step's result taken after its first round), and a new block is accepted in the cycle the previous
+  * one finishes (back to back, no bubble) as long as the result register is free. Any key on any
+  * request: nothing is precomputed per key.
   */
 class Aes128(roundsPerCycle: Int) extends Module {
-  require(10 % roundsPerCycle == 0)
+  require(roundsPerCycle >= 1 && roundsPerCycle <= 10)
   val io = IO(new Bundle {
     val in = Flipped(Decoupled(new AesRequest))
     val out = Decoupled(Vec(16, UInt(8.W)))
   })
-  val steps = 10 / roundsPerCycle
+  val steps = (10 + roundsPerCycle - 1) / roundsPerCycle
+  /** Rounds the last step computes (round 10 is the last of them). */
+  val lastRounds = 10 - (steps - 1) * roundsPerCycle
   val busy = RegInit(false.B)
   val step = RegInit(0.U(log2Ceil(steps + 1).W))
   val state = Reg(Vec(16, UInt(8.W)))
@@ -81,10 +84,11 @@ class Aes128(roundsPerCycle: Int) extends Module {
 
   var s: Seq[UInt] = state
   var k: Seq[UInt] = rk
-  for (j <- 0 until roundsPerCycle) {
-    val r = step * roundsPerCycle.U + (j + 1).U // round number 1..10
+  val after = for (j <- 0 until roundsPerCycle) yield {
+    val r = step * roundsPerCycle.U + (j + 1).U // round number 1..10 (beyond 10 in the last step: unused)
     k = AesRound.nextKey(k, rcons(r(3, 0)))
     s = AesRound.round(s, k, r === 10.U)
+    s
   }
   val lastStep = busy && step === (steps - 1).U
   val canFinish = !resultValid || io.out.ready
@@ -97,7 +101,7 @@ class Aes128(roundsPerCycle: Int) extends Module {
     when(!lastStep) {
       state := VecInit(s); rk := VecInit(k); step := step + 1.U
     }.elsewhen(canFinish) {
-      result := VecInit(s); resultValid := true.B; busy := false.B
+      result := VecInit(after(lastRounds - 1)); resultValid := true.B; busy := false.B
     }
   }
   when(io.in.fire) {

@@ -36,8 +36,8 @@ class AeadCompletion(p: AeadParams) extends Bundle {
   * written it reads the sample 4 bytes after the packet number (the header's last (first byte & 3) + 1
   * bytes), encrypts it with the header protection key and XORs the mask into the first byte and the
   * packet number (read back), so a core asks once and never touches the sealed packet. Throughput in the payload phase is one chunk per
-  * max(10 / roundsPerCycle, 128 / ghashBits, memory) cycles; the memory port carries about two reads
-  * and two writes per chunk. Requests that do not fit (lengths, ranges, slot, op, missing next keys)
+  * max(ceil(10 / roundsPerCycle), 128 / ghashBits, 4) cycles; the memory port carries two reads and two
+  * writes per chunk (5 cycles a chunk below 3 rounds per cycle, where AES is the limit anyway). Requests that do not fit (lengths, ranges, slot, op, missing next keys)
   * complete with an error status before any memory is touched.
   */
 class GcmEngine(p: AeadParams) extends Module {
@@ -56,7 +56,9 @@ class GcmEngine(p: AeadParams) extends Module {
   import SocMap.AeadStatus
   val K = EbpfAbi.QuicKeys
 
-  val reader = Module(new StreamReader(p.memAddrBits))
+  // an AES block in 4 cycles or fewer: the memory port's two reads and two writes a block are the limit,
+  // none may be lost to the read's latency
+  val reader = Module(new StreamReader(p.memAddrBits, readOnLeave = p.roundsPerCycle >= 3))
   val writer = Module(new StreamWriter(p.memAddrBits))
   val aes = Module(new Aes128(p.roundsPerCycle))
   val ghash = Module(new Ghash(p.ghashBits))

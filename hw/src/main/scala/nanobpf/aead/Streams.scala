@@ -43,8 +43,12 @@ object Bytes {
 /** Reads `len` bytes from byte address `addr` (any alignment) and delivers them as 16-byte chunks, the
   * last one shorter when `len` is not a multiple of 16. Each memory word is read once; up to one word
   * per cycle, so a chunk every two cycles when the consumer keeps up. `len` must be at least 1.
+  * With `readOnLeave`, a word is also read in the cycle a chunk leaves if that chunk makes its room:
+  * the reader then keeps up with a consumer that takes a chunk every four cycles while a writer shares
+  * the port (two reads and two writes a chunk); counting only the room already free, a cycle of each
+  * chunk is lost to the read's latency (one every five), which a consumer as slow as that costs nothing.
   */
-class StreamReader(addrBits: Int) extends Module {
+class StreamReader(addrBits: Int, readOnLeave: Boolean = false) extends Module {
   val io = IO(new Bundle {
     val start = Input(Valid(new Bundle { val addr = UInt(addrBits.W); val len = UInt(13.W) }))
     val busy = Output(Bool())
@@ -57,12 +61,15 @@ class StreamReader(addrBits: Int) extends Module {
   val toRecv = RegInit(0.U(13.W)) // bytes still to arrive
   val toEmit = RegInit(0.U(13.W)) // bytes still to deliver
   val skip = Reg(UInt(3.W)) // bytes to drop from the next word that arrives (first word only)
-  val buf = RegInit(VecInit(Seq.fill(32)(0.U(8.W))))
+  val bufBytes = 32
+  val buf = RegInit(VecInit(Seq.fill(bufBytes)(0.U(8.W))))
   val count = RegInit(0.U(6.W))
   val inflight = RegInit(false.B)
 
   io.busy := toEmit =/= 0.U
-  io.mem.valid := toIssue =/= 0.U && count + Mux(inflight, 8.U, 0.U) <= 24.U // room for both words
+  // room for the word in flight and this one; a chunk leaving now is a whole one while words remain to be read
+  io.mem.valid := toIssue =/= 0.U && count + Mux(inflight, 8.U, 0.U) <=
+    (if (readOnLeave) Mux(io.out.fire, (bufBytes + 8).U, (bufBytes - 8).U) else (bufBytes - 8).U)
   io.mem.bits := wordAddr
   when(io.mem.fire) { wordAddr := wordAddr + 1.U; toIssue := toIssue - 1.U }
   inflight := io.mem.fire
@@ -96,7 +103,7 @@ class StreamReader(addrBits: Int) extends Module {
     toRecv := io.start.bits.len
     toEmit := io.start.bits.len
     count := 0.U
-    buf := VecInit(Seq.fill(32)(0.U(8.W)))
+    buf := VecInit(Seq.fill(bufBytes)(0.U(8.W)))
   }
 }
 

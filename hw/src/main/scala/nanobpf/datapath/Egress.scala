@@ -96,6 +96,7 @@ class Egress(p: PktParams) extends Module {
     addShim := op === EgressShim.Decrypted.U
     cmd.action := route
     cmd.fixCsum := Layout.get(c, PktComp.FixCsum).asBool
+    cmd.fixLen := Layout.get(c, PktComp.FixLen).asBool
   }
   io.bad := io.rel.fire && !ok
 

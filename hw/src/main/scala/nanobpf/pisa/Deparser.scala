@@ -10,6 +10,11 @@ import nanobpf.common._
 class RewriteCmd extends Bundle {
   val l3off = UInt(8.W)
   val l4off = UInt(8.W)
+  val ipLenAt = UInt(8.W) // the IP length field (IPv4 total length, IPv6 payload length)
+  val ipLen = UInt(16.W)
+  val fixIpLen = Bool()
+  val ulen = UInt(16.W)
+  val fixUlen = Bool()
   val fixIp = Bool()
   val ipCsum = UInt(16.W)
   val fixUdp = Bool()
@@ -24,12 +29,14 @@ class RewriteCmd extends Bundle {
   * Three store-and-forward steps, each one beat per cycle:
   *  1. capture + [[Parser]] find the headers of the frame as it is now (the cores may have changed it;
   *     a host-link shim after the MAC addresses is stepped over, so an opened frame's checksums are
-  *     fixed behind it);
+  *     fixed behind it); a frame that asks for its lengths from its end (fixLen) is parsed with its IP
+  *     and UDP length fields set so that the datagram ends where the frame ends;
   *  2. the checksum step sums the UDP datagram (pseudo-header, header with checksum zero, payload up to
   *     the UDP length) while copying the frame to a second FIFO;
-  *  3. the rewrite step patches the IPv4 header checksum and the UDP checksum (when the frame asks
-  *     for it and the headers parse), rewrites, inserts or removes the outer VLAN tag for the egress
-  *     logical port (roles + lport_cfg), and [[Packer]] re-packs the bytes into beats.
+  *  3. the rewrite step patches the lengths (fixLen) and then the IPv4 header checksum and the UDP
+  *     checksum (fixCsum or fixLen, when the headers parse), rewrites, inserts or removes the outer
+  *     VLAN tag for the egress logical port (roles + lport_cfg), and [[Packer]] re-packs the bytes into
+  *     beats.
   * Frames whose action is not to_host/to_network, longer than max_frame or shorter than an Ethernet
   * header are dropped and counted (tx_dropped); so is a frame towards the network that carries the host
   * link's shim (after the MAC addresses or a VLAN tag; also tx_shim): the data-plane firmware lets none
@@ -49,7 +56,7 @@ class Deparser(p: PisaParams) extends Module {
 
   // ---- step 1: parse
   val capture = Module(new Capture(p, new EgressCmd))
-  val parser = Module(new Parser(p, new EgressCmd, stepShim = true))
+  val parser = Module(new Parser(p, new EgressCmd, stepShim = true, lengthsFromFrame = Some((u: EgressCmd) => u.fixLen)))
   val data1 = Module(new Queue(new Beat(p), p.fifoBeats, useSyncReadMem = true))
   val meta1 = Module(new Queue(new Parsed(p, new EgressCmd), p.metaDepth, useSyncReadMem = true))
   capture.io.in <> io.in
@@ -76,9 +83,14 @@ class Deparser(p: PisaParams) extends Module {
   val lanes = Bytes.bytesOf(beat.data, w)
   val udpEnd = pr.l4off +& pr.ulen
   def inUdp(pos: UInt) = pos >= pr.l4off && pos < udpEnd && pos =/= pr.l4off + 6.U && pos =/= pr.l4off + 7.U
+  // a frame with its lengths from its end: the UDP length it will carry, not the one in the slot
+  def lane(i: Int): UInt = {
+    val pos = base + i.U
+    Mux(pr.user.fixLen && pos === pr.l4off + 4.U, pr.ulen(15, 8), Mux(pr.user.fixLen && pos === pr.l4off + 5.U, pr.ulen(7, 0), lanes(i)))
+  }
   val beatSum = (0 until w by 2).map { i =>
-    val hi = Mux(beat.keep(i) && inUdp(base + i.U), lanes(i), 0.U)
-    val lo = Mux(beat.keep(i + 1) && inUdp(base + (i + 1).U), lanes(i + 1), 0.U)
+    val hi = Mux(beat.keep(i) && inUdp(base + i.U), lane(i), 0.U)
+    val lo = Mux(beat.keep(i + 1) && inUdp(base + (i + 1).U), lane(i + 1), 0.U)
     (hi ## lo).pad(20)
   }.reduce(_ + _)
   val total = acc + beatSum
@@ -100,9 +112,17 @@ class Deparser(p: PisaParams) extends Module {
   val c = meta2.io.enq.bits
   c.l3off := pr.l3off
   c.l4off := pr.l4off
-  c.fixIp := pr.user.fixCsum && pr.isV4 && !pr.trunc && !pr.badHdr
+  val fixCsum = pr.user.fixCsum || pr.user.fixLen
+  val ipOk = (pr.isV4 || pr.isV6) && !pr.trunc && !pr.badHdr
+  val udpOk = pr.udp && !(pr.trunc || pr.badHdr || pr.badLen || pr.badUdp)
+  c.ipLenAt := pr.l3off + Mux(pr.isV4, 2.U, 4.U)
+  c.ipLen := pr.length - pr.l3off - Mux(pr.isV4, 0.U, 40.U)
+  c.fixIpLen := pr.user.fixLen && ipOk
+  c.ulen := pr.ulen
+  c.fixUlen := pr.user.fixLen && udpOk
+  c.fixIp := fixCsum && pr.isV4 && !pr.trunc && !pr.badHdr
   c.ipCsum := pr.ipCsum
-  c.fixUdp := pr.user.fixCsum && pr.udp && !(pr.trunc || pr.badHdr || pr.badLen || pr.badUdp)
+  c.fixUdp := fixCsum && udpOk
   c.udpCsum := Mux(udpCsum === 0.U, 0xffff.U, udpCsum)
   c.vlanOp := Mux(tagged, Mux(hasTag, Rewrite, Insert), Mux(hasTag, Remove, Keep))
   c.vid := field(lc, LportCfgEgressVid)
@@ -121,6 +141,10 @@ class Deparser(p: PisaParams) extends Module {
   val patched = Bytes.bytesOf(b2.data, w).zipWithIndex.map { case (d, i) =>
     val pos = base2 + i.U
     MuxCase(d, Seq(
+      (rc.fixIpLen && pos === rc.ipLenAt) -> rc.ipLen(15, 8),
+      (rc.fixIpLen && pos === rc.ipLenAt + 1.U) -> rc.ipLen(7, 0),
+      (rc.fixUlen && pos === rc.l4off + 4.U) -> rc.ulen(15, 8),
+      (rc.fixUlen && pos === rc.l4off + 5.U) -> rc.ulen(7, 0),
       (rc.fixIp && pos === rc.l3off + 10.U) -> rc.ipCsum(15, 8),
       (rc.fixIp && pos === rc.l3off + 11.U) -> rc.ipCsum(7, 0),
       (rc.fixUdp && pos === rc.l4off + 6.U) -> rc.udpCsum(15, 8),

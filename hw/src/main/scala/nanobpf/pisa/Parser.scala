@@ -30,8 +30,14 @@ import nanobpf.common._
   * with NANOBPF_QUIC_ADDR_*: the peer's IPv6 address, an IPv4 one as ::ffff:a.b.c.d, the peer's UDP
   * port and the local one, big-endian). The peer is the source of a frame from the network and the
   * destination of a frame to seal.
+  *
+  * `lengthsFromFrame` (the deparser's: EgressCmd.fixLen) names the frames whose IP length (IPv4 total
+  * length, IPv6 payload length) and UDP length are taken as the frame's end makes them, not as their
+  * header fields say: the result (checks, sums, `ulen`) is that of the frame with those fields set,
+  * which the deparser then writes into it.
   */
-class Parser[T <: Data](p: PisaParams, userGen: T, stepShim: Boolean = false, ingress: Boolean = false) extends Module {
+class Parser[T <: Data](p: PisaParams, userGen: T, stepShim: Boolean = false, ingress: Boolean = false,
+    lengthsFromFrame: Option[T => Bool] = None) extends Module {
   val io = IO(new Bundle {
     val in = Flipped(Valid(new HeaderRec(p, userGen)))
     val out = Valid(new Parsed(p, userGen))
@@ -73,6 +79,12 @@ class Parser[T <: Data](p: PisaParams, userGen: T, stepShim: Boolean = false, in
   s1.sealCidLen := w(15)(4, 0)
   s1.trunc := len0 < 14.U || (at18 && len0 < 18.U) || (at22 && len0 < 22.U)
   for (k <- 0 until l3Bytes) s1.l3(k) := Mux(at22, w(22 + k), Mux(at18, w(18 + k), w(14 + k)))
+  def fixLen(u: T): Bool = lengthsFromFrame.map(_(u)).getOrElse(false.B)
+  // lengths from the frame: the IP length field as the frame's end sets it (wrapped when the frame is
+  // too short for the header: the checks below find it truncated then)
+  val toEnd = len0 - s1.l3off
+  when(fixLen(io.in.bits.user) && s1.et === 0x0800.U) { s1.l3(2) := toEnd(15, 8); s1.l3(3) := toEnd(7, 0) }
+  when(fixLen(io.in.bits.user) && s1.et === 0x86dd.U) { s1.l3(4) := (toEnd - 40.U)(15, 8); s1.l3(5) := (toEnd - 40.U)(7, 0) }
   val r1 = RegNext(s1)
   val v1 = RegNext(io.in.valid, false.B)
 
@@ -137,6 +149,8 @@ class Parser[T <: Data](p: PisaParams, userGen: T, stepShim: Boolean = false, in
   val sel = Mux(isV6, 10.U, Mux(ihl < 5.U, 5.U, ihl))
   for (k <- 0 until 8 + p.quicBytes)
     s2.l4(k) := MuxLookup(sel, l3(20 + k))((5 to 15).map(i => i.U -> l3(4 * i + k)))
+  val udpToEnd = len1 - s2.l4off // lengths from the frame: the UDP length
+  when(fixLen(r1.user) && s2.udp) { s2.l4(4) := udpToEnd(15, 8); s2.l4(5) := udpToEnd(7, 0) }
   val r2 = RegNext(s2)
   val v2 = RegNext(v1, false.B)
 

@@ -45,6 +45,7 @@ class Pisa(p: PisaParams = PisaParams()) extends Module {
   bypass.bits.beat := ing.bits.beat
   bypass.bits.user.action := ing.bits.meta.action
   bypass.bits.user.fixCsum := false.B
+  bypass.bits.user.fixLen := false.B
   ing.ready := Mux(toCores, io.toCores.ready, bypass.ready)
 
   // Merge, frame by frame: the input that starts a frame keeps the deparser until its last beat.

@@ -47,10 +47,12 @@ class UserBeat[T <: Data](p: PisaParams, userGen: T) extends Bundle {
   val user = userGen.cloneType
 }
 
-/** What the deparser is told about a frame: where it goes and whether to recompute checksums. */
+/** What the deparser is told about a frame: where it goes, whether to recompute checksums, and whether
+  * to set the IP and UDP lengths from the frame's end first (which recomputes the checksums too). */
 class EgressCmd extends Bundle {
   val action = UInt(2.W)
   val fixCsum = Bool()
+  val fixLen = Bool()
 }
 
 /** Metadata of a frame leaving the ingress pipeline (the Python model's `Meta`). */

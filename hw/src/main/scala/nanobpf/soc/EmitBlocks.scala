@@ -41,9 +41,10 @@ object EmitBlocks extends App {
         // 512 MiB window, so the upper half is past the DRAM: sim/cocotb/dram_bridge checks both against dram.properties
         "dram_bridge-sim" -> (() => new nanobpf.dram.DramBridge(nanobpf.dram.DramBridgeParams(base = SocMap.MainMem.base,
           windowBytes = BigInt(512) << 20, dramBytes = BigInt(256) << 20, addrBits = 28))),
-        "aead-r2g32" -> (() => new nanobpf.aead.AeadBlock()),
+        "aead-r2g32" -> (() => new nanobpf.aead.AeadBlock()), // the SoC's build
         "aead-r1g8" -> (() => new nanobpf.aead.AeadBlock(nanobpf.aead.AeadParams(roundsPerCycle = 1, ghashBits = 8, cores = 2, perCore = 2))),
         // the area/throughput trade-off (make bench-aead)
+        "aead-r3g32" -> (() => new nanobpf.aead.AeadBlock(nanobpf.aead.AeadParams(roundsPerCycle = 3))),
         "aead-r5g64" -> (() => new nanobpf.aead.AeadBlock(nanobpf.aead.AeadParams(roundsPerCycle = 5, ghashBits = 64))),
         "aead-r10g128" -> (() => new nanobpf.aead.AeadBlock(nanobpf.aead.AeadParams(roundsPerCycle = 10, ghashBits = 128))))
   for (n <- only if !blocks.exists(_._1 == n)) {
