@@ -50,10 +50,10 @@ static const char usage[] =
     "                                            records, at most MAX (0: no limit) and while their lengths\n"
     "                                            plus 8 each stay within BYTES; LOST: records dropped since\n"
     "                                            the last events, PENDING: records left)\n"
-    "                      run IFINDEX FRAME [PARSE] -> result ACTION OUT-HEX REDIRECT-IFINDEX META-LEN CSUM\n"
+    "                      run IFINDEX FRAME [PARSE] -> result ACTION OUT-HEX REDIRECT-IFINDEX META-LEN CSUM LEN\n"
     "                      (OUT starts at data_meta, as Linux's test run returns it: META-LEN bytes of\n"
     "                      metadata (bpf_xdp_adjust_meta), then the frame; CSUM 1: the program\n"
-    "                      left its checksums to the egress, bpf_xdp_csum_offload; 3: its IP and\n"
+    "                      left its checksums to the egress, bpf_xdp_csum_offload; LEN 1: its IP and\n"
     "                      UDP lengths too, set from the frame's end, as the one-call QUIC helpers do)\n"
     "                    (PARSE: what PISA parsed, the context fields past xdp_md, as\n"
     "                     L3_OFF,L4_OFF,QUIC_OFF,PN_OFF,CID_LEN,CONN; without it all 0)\n"
@@ -311,7 +311,8 @@ static void batch_command(struct ebpf_prog *prog, char *line, int jit, long head
                 printf("result %llu ", (unsigned long long)r0);
                 /* from data_meta, as Linux's BPF_PROG_TEST_RUN returns it: metadata, then the frame */
                 print_hex((const uint8_t *)(uintptr_t)xdp.data_meta, (size_t)(xdp.data_end - xdp.data_meta));
-                printf(" %u %u %u\n", xdp.redirect_ifindex, (unsigned)(xdp.data - xdp.data_meta), xdp.csum_offload);
+                printf(" %u %u %u %u\n", xdp.redirect_ifindex, (unsigned)(xdp.data - xdp.data_meta), xdp.csum_offload != 0,
+                       (xdp.csum_offload & EBPF_XDP_OFFLOAD_LEN) != 0);
             }
             free(buf);
         }

@@ -246,10 +246,9 @@ class DeviceXdp:
         deparser model."""
         extra = "" if parse is None else " " + ",".join(str(int(v)) for v in parse)
         reply = self._command(f"run {ingress_ifindex} {bytes(frame).hex()}{extra}")
-        _, action, out, redirect, meta_len, csum = reply.split(" ")
-        offload = int(csum)   # bit 0: checksums, bit 1: lengths too (firmware/ebpf/ebpf.h EBPF_XDP_OFFLOAD_*)
+        _, action, out, redirect, meta_len, csum, lens = reply.split(" ")
         self.redirect_ifindex, self.meta_len = int(redirect), int(meta_len)
-        self.csum_offload, self.len_offload = offload != 0, bool(offload & 2)
+        self.csum_offload, self.len_offload = csum == "1", lens == "1"
         out = bytes.fromhex(out)
         if self.csum_offload and egress_csum:
             from nanobpf.models import pisa
