@@ -79,7 +79,7 @@ def test_commands_and_results(image, jit):
         "slot seen 07000000",
     ]) + "\n", *(["--jit"] if jit else []))
     assert rc == 0, err
-    assert out[:6] == ["none", "ok", "result 2 ff11 0 0 0", "result 2 55 0 0 0", "value 0200000000000000", "value 02000000"]
+    assert out[:6] == ["none", "ok", "result 2 ff11 0 0 0 0", "result 2 55 0 0 0 0", "value 0200000000000000", "value 02000000"]
     # the hash slot of an entry (none without one), what PISA's conn names for the key table
     assert out[6] == "none" and out[7].startswith("slot ") and 0 <= int(out[7].split()[1]) < 64, out[6:]
 
@@ -100,7 +100,7 @@ def test_errors_leave_the_session_usable(image):
     assert out[9:11] == [parse_usage, parse_usage]
     # a parse result outside the verifier's ranges: refused, the program does not run
     assert out[11].startswith("error fault: insn -1: context: parse result out of range"), out[11]
-    assert out[12:] == ["ok", "result 1 ff 0 0 0", "result 1 ff 0 0 0"]
+    assert out[12:] == ["ok", "result 1 ff 0 0 0 0", "result 1 ff 0 0 0 0"]
 
 
 @pytest.mark.parametrize("args", [["--batch", "-"], ["--image", "x.nbpf", "--batch", "-", "00"],
