@@ -587,8 +587,13 @@ int hart_main(unsigned hart) {
     if (boot_program()) return 1;
     gate_write(); /* the first epoch: the data cores start */
     for (unsigned h = 1; h < cores; h++) nb_wake(h);
-    NB_REG32(NANOBPF_DPU_BASE + NANOBPF_DPU_DATAPATH_READY_OFFSET) = 1;
+    /* Ready once every data core is in its loop: each acknowledges the first epoch there. Frames that
+     * came before would wait for cores still booting (copying their data, clearing their own RAM). The
+     * line is printed before the flag is set: its UART polls then share no bus with the first frames. */
+    for (unsigned h = 1; h < cores; h++)
+        while (nb_mailbox_read(h) != epoch) idle(0, IDLE_CYCLES);
     printf("dpu: ready at cycle %llu\n", (unsigned long long)nb_cycles());
+    NB_REG32(NANOBPF_DPU_BASE + NANOBPF_DPU_DATAPATH_READY_OFFSET) = 1;
     data_loop(0, 1); /* with other cores, core 0's queue holds only control frames */
     ctrl_cost_print();
     return summary(cores);
