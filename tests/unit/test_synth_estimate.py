@@ -105,3 +105,35 @@ def test_hier_prep_keeps_blocks_and_points_every_tile_at_one(tmp_path):
     # by default the tile is one block: its units are flattened into it
     kept = {c.split()[-1] for c in tool.hier_prep(il, "top", 3) if c.startswith("setattr")}
     assert kept == {"NanobpfSoc$top.soc", "nanobpf_cva6_tile$top.soc.core0"}
+
+
+def test_lookup_tables_stay_apart_at_any_depth_synthesised_once(tmp_path):
+    il = tmp_path / "design.il"
+    il.write_text("\n".join("module \\" + m for m in [
+        "top", "Aead$top.soc.aead", "AesSbox$top.soc.aead.engine.aes.s_1", "AesSbox$top.soc.aead.engine.aes.s",
+        "AesSbox$top.soc.aead.hp.aes.s", "AesSbox$top.soc.g[0].s", "AesSboxLike$top.soc.aead.e.x"]) + "\n")
+    first = "AesSbox$top.soc.aead.engine.aes.s"
+    for cmds in (tool.hier_prep(il, "top", 2), tool.flat_prep(il, "top")):
+        # every instance's module becomes the first one (no parameters: they are all the same)
+        assert f"chtype -map AesSbox$top.soc.aead.engine.aes.s_1 {first}" in cmds
+        assert f"chtype -map AesSbox$top.soc.aead.hp.aes.s {first}" in cmds
+        # a generate-block path would be read as a pattern: that one is flattened like any logic
+        assert not any("g[0]" in c for c in cmds)
+        kept = {c.split()[-1] for c in cmds if c.startswith("setattr")}
+        assert first in kept and "AesSboxLike$top.soc.aead.e.x" not in kept
+        assert cmds.index("hierarchy -top top") < min(i for i, c in enumerate(cmds) if c.startswith("setattr"))
+    assert {c.split()[-1] for c in tool.flat_prep(il, "top") if c.startswith("setattr")} == {first}
+    assert "Aead$top.soc.aead" in {c.split()[-1] for c in tool.hier_prep(il, "top", 2) if c.startswith("setattr")}
+
+
+def test_a_result_of_an_older_flow_is_not_reused(tmp_path, monkeypatch):
+    src = tmp_path / "a.sv"
+    src.write_text("module a; endmodule\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "files.f").write_text(str(src) + "\n")
+    (out / "utilisation.json").write_text(
+        '{"top": "a", "LUT": 1, "FF": 2, "BRAM36": 0, "DSP": 0, "lutram": 0, "sources": "%s"}\n' % tool.digest([str(src)]))
+    assert tool.reusable(out, [str(src)], "a")["LUT"] == 1
+    monkeypatch.setattr(tool, "FLOW", tool.FLOW + "+")
+    assert tool.reusable(out, [str(src)], "a") is None

@@ -222,11 +222,37 @@ def module_name(raw):
 
 
 TILE = "nanobpf_cva6_tile"
+# The flow's version, part of a result's digest (--reuse): a result of an older flow is not reused.
+# 2: the hierarchy always read, KEPT_APART tables (2026-12-01).
+FLOW = "2"
 # Modules never kept as blocks: memories (their read and write clocks are separate ports, so yosys could
 # not map them to block RAM on their own) and CVA6's small library cells.
 # firtool names a memory's module <name>_<depth>x<width> and its instance <name>_ext.
 NOT_A_BLOCK = re.compile(r"^(ram_|mems_|Queue|sram|SyncSpRam|tc_sram|fifo_v3|lzc|popcount|rr_arb|unread|lfsr|"
                          r"shift_reg|counter|delta_counter|exp_backoff|cf_math|stream_)|_\d+x\d+$")
+
+
+# Lookup tables kept apart whatever the depth: each such module (all its instances are the same: no
+# parameters) is synthesised once on its own and counted per instance. ABC maps an 8-input table alone
+# as an FPGA flow maps a ROM (4 LUT6 and 3 wide muxes an output bit), but merged with the logic around it
+# to about three times that (hw/.../aead/Aes128.scala, AesSbox: one AES round 5,975 -> 1,461 LUT).
+KEPT_APART = re.compile(r"^AesSbox$")
+
+
+def apart_prep(names):
+    """(commands, kept): the instances of each KEPT_APART module pointed at its first module, and the
+    modules to keep. Modules named by a generate-block path would read as selection patterns: left to
+    be flattened."""
+    groups = {}
+    for n in names:
+        if KEPT_APART.match(n.split("$")[0]) and not any(ch in n for ch in "[]*?"):
+            groups.setdefault(n.split("$")[0], []).append(n)
+    cmds, kept = [], []
+    for ns in groups.values():
+        ns = sorted(ns)
+        cmds += [f"chtype -map {m} {ns[0]}" for m in ns[1:]]
+        kept.append(ns[0])
+    return cmds, kept
 
 
 def hier_prep(rtlil, top, depth, tile_units=0):
@@ -241,7 +267,8 @@ def hier_prep(rtlil, top, depth, tile_units=0):
     the same logic in a flat core; tile_units=0 gives the tile's true cost, more a breakdown by unit."""
     names = re.findall(r"^module \\(\S+)$", Path(rtlil).read_text(), re.M)
     tiles = sorted(n for n in names if n.split("$")[0] == TILE)
-    cmds = [f"chtype -map {t} {tiles[0]}" for t in tiles[1:]] + [f"hierarchy -top {top}"]
+    apart_cmds, apart = apart_prep(names)
+    cmds = [f"chtype -map {t} {tiles[0]}" for t in tiles[1:]] + apart_cmds + [f"hierarchy -top {top}"]
     # instance path of the (first) tile: its submodules' paths start with it
     tile_path = (tiles[0].partition("$")[2] or tiles[0]) if tiles else None
     # the other tiles' submodules go with them (hierarchy -top drops what is no longer used)
@@ -253,7 +280,7 @@ def hier_prep(rtlil, top, depth, tile_units=0):
             continue
         # generate-block paths ("[0]") would read as selection patterns: such modules are never blocks
         if (not path or NOT_A_BLOCK.search(base) or path.endswith("_ext") or any(ch in n for ch in "[]*?")
-                or n in tiles[1:]):
+                or n in tiles[1:] or KEPT_APART.match(base)):
             continue
         parts = path.split(".")
         if tile_path and path.startswith(tile_path + "."):
@@ -263,8 +290,14 @@ def hier_prep(rtlil, top, depth, tile_units=0):
             keep.append(n)
     if tiles and tiles[0] != top:
         keep.append(tiles[0])
-    cmds += [f"setattr -mod -set keep_hierarchy 1 {n}" for n in keep]
+    cmds += [f"setattr -mod -set keep_hierarchy 1 {n}" for n in keep + apart]
     return cmds
+
+
+def flat_prep(rtlil, top):
+    """The commands for a flat synthesis: only the KEPT_APART tables stay modules."""
+    apart_cmds, apart = apart_prep(re.findall(r"^module \\(\S+)$", Path(rtlil).read_text(), re.M))
+    return apart_cmds + [f"hierarchy -top {top}"] + [f"setattr -mod -set keep_hierarchy 1 {n}" for n in apart]
 
 
 def load_stat(path):
@@ -371,7 +404,7 @@ def blocks_table(tree, depth):
 def digest(files):
     """SHA-256 over the file list and every source's contents (re-elaborated but identical Chisel output
     keeps its digest)."""
-    h = hashlib.sha256()
+    h = hashlib.sha256(FLOW.encode())
     for f in files:
         h.update(f.encode() + b"\0")
         if not f.startswith("+") and Path(f).is_file():
@@ -420,7 +453,8 @@ def synth(a, files, top, out, depth, label):
     prims = ["read_verilog -lib -specify +/xilinx/cells_sim.v", "read_verilog -lib +/xilinx/cells_xtra.v"] if a.xilinx_prims else []
     front.write_text("\n".join(prims + [
         f"read_slang --threads 1 -Wno-error=range-width-oob" + (" -Wno-error=undefined-param-override" if a.xilinx_prims else "")
-        + (" --best-effort-hierarchy" if a.hier else "")
+        # the hierarchy always (yosys flattens it), so that the KEPT_APART tables can stay modules
+        + " --best-effort-hierarchy"
         + f" --std 1800-2017 -D SYNTHESIS --top {top} -f {out / 'files.f'}",
         f"hierarchy -top {top}", "proc", "bwmuxmap", "opt_clean"] + (["delete =A:blackbox"] if a.xilinx_prims else [])
         + [f"write_rtlil {rtlil}", ""]))
@@ -430,12 +464,15 @@ def synth(a, files, top, out, depth, label):
         fail(out / "frontend.log", "slang frontend", rc)
     # Stage 2: synthesis with the native yosys.
     script = out / "synth.ys"
-    script.write_text("\n".join([f"read_rtlil {rtlil}"] + (hier_prep(rtlil, top, a.blocks_depth, a.tile_units) if a.hier else []) +
+    script.write_text("\n".join([f"read_rtlil {rtlil}"] + (hier_prep(rtlil, top, a.blocks_depth, a.tile_units) if a.hier
+                                                             else flat_prep(rtlil, top)) +
                                  [f"synth_xilinx -family xc7 -flatten -top {top}",
                                   # (not -top: yosys 0.23 then writes its hierarchy text into the JSON;
                                   # hier_cells/blocks sum the hierarchy from the per-module counts)
                                   f"tee -q -o {stat} stat -json"] +
                                  ([
+                                     # a path crosses the kept tables: one module again
+                                     "setattr -mod -unset keep_hierarchy", "flatten",
                                      # registers and RAMs end a path: delete them, then the longest path is combinational
                                      "delete t:FD* t:RAMB* t:RAM32* t:RAM64* t:RAM128* t:RAM256* t:SRL*",
                                      f"tee -q -o {out / 'ltp.txt'} ltp -noff"] if depth else []) + [""]))
@@ -444,11 +481,7 @@ def synth(a, files, top, out, depth, label):
     rc = run_yosys([a.native, "-s", str(script)], out / "yosys.log", out, t0)
     if rc != 0 or not stat.exists():
         fail(out / "yosys.log", "synth_xilinx", rc)
-    if a.hier:
-        cells = hier_cells(load_stat(stat), top)
-    else:
-        design = json.loads(stat.read_text())["design"]
-        cells = design.get("num_cells_by_type") or design.get("cells_by_type") or {}
+    cells = hier_cells(load_stat(stat), top)  # (a flat design: the top's cells and its kept tables')
     used, lutram = count(cells)
     (out / "utilisation.json").write_text(json.dumps({"top": top, **used, "lutram": lutram, "sources": digest(files)}) + "\n")
     text = table(used, lutram, f"Utilisation estimate of {top} ({label}), yosys synth_xilinx, "
