@@ -33,6 +33,9 @@ extern const uint8_t dpu_prog_image[], dpu_prog_image_end[], dpu_prog_record[], 
  * look is 5 bus transactions (timer, queue, drain flag) on the interconnect the data cores share,
  * about 8% of it at 128 cycles; 20 us more for a control frame is nothing to the host. */
 #define CTRL_IDLE_CYCLES 1024
+/* A data core reaches its loop about 1,000 cycles after it is woken (its data copied, its own RAM
+ * cleared); one that has not after this long never will: the DPU does not say it is ready. */
+#define DATA_CORE_START_CYCLES 4000000u
 #define CTRL_SHED_FREE_SLOTS (NANOBPF_DATAPATH_SLOTS / 4) /* control frames are dropped at or below this (one_packet) */
 
 /* The gate: core 0's word to the data cores, mailbox 0 (uncached: every core reads what core 0 wrote
@@ -590,8 +593,15 @@ int hart_main(unsigned hart) {
     /* Ready once every data core is in its loop: each acknowledges the first epoch there. Frames that
      * came before would wait for cores still booting (copying their data, clearing their own RAM). The
      * line is printed before the flag is set: its UART polls then share no bus with the first frames. */
+    uint64_t woken = nb_cycles();
     for (unsigned h = 1; h < cores; h++)
-        while (nb_mailbox_read(h) != epoch) idle(0, IDLE_CYCLES);
+        while (nb_mailbox_read(h) != epoch) {
+            if (nb_cycles() - woken > DATA_CORE_START_CYCLES) {
+                printf("FAIL: data core %u did not reach its packet loop in %u cycles\n", h, DATA_CORE_START_CYCLES);
+                return 1;
+            }
+            idle(0, IDLE_CYCLES);
+        }
     printf("dpu: ready at cycle %llu\n", (unsigned long long)nb_cycles());
     NB_REG32(NANOBPF_DPU_BASE + NANOBPF_DPU_DATAPATH_READY_OFFSET) = 1;
     data_loop(0, 1); /* with other cores, core 0's queue holds only control frames */
