@@ -225,13 +225,21 @@ $(LITEDRAM_DIR)/%/dram.properties: $(LITEDRAM_INPUTS) | $(VENV_STAMP) $(APT_STAM
 	@$(BIN)/nanobpf-litedram --board $(BOARD) --variant $*
 litedram: $(VENV_STAMP) ## generate the board's LiteDRAM DDR3 cores (BOARD=genesys2) into build/litedram/BOARD: the real core and the simulation one
 	@$(BIN)/nanobpf-litedram --board $(BOARD)
-# The board's clocks, baud rate and core count go to ElaborateBoard on its command line (it keeps none).
-$(BOARD_HW_DIR)/filelist.f: $(SCALA_SRCS) $(FW)/bootrom-board.bin $(FW)/board.hex $(DEFS_STAMP) $(LITEDRAM_DIR)/board/dram.properties $(BOARD_TOML) | $(MILL)
-	@echo "[board] elaborating $(call board_fact,DESIGN_CHISEL_TOP) for $(BOARD) with $(BOARD_CORES) core(s), main memory in the DDR3, firmware board.hex in the fw_image ROM -> $(BOARD_HW_DIR)"
+# The board's image (BOARD_FW, in the fw_image ROM): the DPU (dpu-board-BOARD: the data-plane firmware
+# with xdp_quic_hw and the board's one-arm VLANs, boards/BOARD/board.toml [dpu]); BOARD_FW=board is the
+# bring-up firmware (console, LEDs, the Ethernet counters; no data path). The board's clocks, baud rate
+# and core count go to ElaborateBoard on its command line (it keeps none).
+BOARD_FW ?= dpu-board-$(BOARD)
+# another BOARD_FW than the last one's elaborates again
+BOARD_FW_STAMP := $(BOARD_HW_DIR)/firmware-$(BOARD_FW).stamp
+$(BOARD_FW_STAMP):
+	@mkdir -p $(@D) && rm -f $(@D)/firmware-*.stamp && touch $@
+$(BOARD_HW_DIR)/filelist.f: $(SCALA_SRCS) $(FW)/bootrom-board.bin $(FW)/$(BOARD_FW).hex $(BOARD_FW_STAMP) $(DEFS_STAMP) $(LITEDRAM_DIR)/board/dram.properties $(BOARD_TOML) | $(MILL)
+	@echo "[board] elaborating $(call board_fact,DESIGN_CHISEL_TOP) for $(BOARD) with $(BOARD_CORES) core(s), main memory in the DDR3, firmware $(BOARD_FW).hex in the fw_image ROM -> $(BOARD_HW_DIR)"
 	@$(MILL) --no-server -j 1 hw.runMain nanobpf.board.ElaborateBoard --board $(BOARD) --cores $(BOARD_CORES) \
 	    --core-hz $(call board_fact,CLOCKS_CORE_HZ) --net-hz $(call board_fact,CLOCKS_NET_HZ) --uart-baud $(call board_fact,UART_BAUD) \
-	    --bootrom $(FW)/bootrom-board.bin --fw-image $(FW)/board.hex --dram $(LITEDRAM_DIR)/board/dram.properties --out $(BOARD_HW_DIR)
-$(FW)/board.hex $(FW)/bootrom-board.bin: firmware
+	    --bootrom $(FW)/bootrom-board.bin --fw-image $(FW)/$(BOARD_FW).hex --dram $(LITEDRAM_DIR)/board/dram.properties --out $(BOARD_HW_DIR)
+$(FW)/$(BOARD_FW).hex $(FW)/bootrom-board.bin: firmware
 board-hw: $(VENV_STAMP) litedram $(BOARD_HW_DIR)/filelist.f ## elaborate the board's Chisel part (BOARD=genesys2, BOARD_CORES=N; default: the board.toml's default_cores)
 
 board-facts: ## the board's facts as the Makefile uses them (from boards/BOARD/board.toml; `nanobpf-board BOARD` lists them all)

@@ -56,6 +56,10 @@ void nb_console_flush(void);
 static inline void nb_leds(unsigned v) { NB_REG32(NANOBPF_DPU_BASE + NANOBPF_DPU_LEDS_OFFSET) = v & 0xf; }
 static inline unsigned nb_switches(void) { return NB_REG32(NANOBPF_DPU_BASE + NANOBPF_DPU_SWITCHES_OFFSET) & 0xff; }
 
+/* The board's Ethernet counters (dpu.eth_counter, the MAC's; 0 in simulation) as an `eth:` console
+ * line when they differ from `last` (NANOBPF_DPU_ETH_COUNTER_COUNT words, updated): 1 if printed. */
+int nb_eth_report(uint32_t *last);
+
 /* End the simulation with `code` (0 = pass), after flushing the console. Does not return. */
 __attribute__((noreturn)) void nb_sim_end(unsigned code);
 

@@ -194,10 +194,11 @@ class Traffic:
     def frame(self, size=None):
         r = self.rng
         kind = r.choice(["quic_short", "quic_short", "quic_long", "udp", "tcp", "arp", "quic_short", "ctrl", "shim",
-                         "seal"])
+                         "seal", "seal"])
         tags = r.choice([[HOST_VID], [NET_VID], [NET_VID], [], [NET_VID, 7], [99]])
-        if kind == "seal" and r.random() < 0.6:
-            tags = []  # mostly the two-port host link's (below)
+        if kind == "seal":  # mostly the two-port host link's (below) or the one-arm host VLAN's
+            x = r.random()
+            tags = [] if x < 0.5 else [HOST_VID] if x < 0.8 else tags
         port = 1 if not tags else 0
         if r.random() < 0.05:
             port = r.randrange(4)
@@ -238,12 +239,13 @@ class Traffic:
             raw = bytes(pkt)
             if len(raw) < target:
                 raw += bytes(target - len(raw))  # Ethernet padding
-        if kind == "seal":  # a frame to seal: the shim after the MAC addresses (before any tag)
-            # its CID length, mostly the CID's own (a sealing entry's CID is then looked up); now and then
-            # other flags
+        if kind == "seal":  # a frame to seal: the shim after the MAC addresses, or after the outer tag
+            # (a one-arm host VLAN's order: the ingress takes that tag off first); its CID length, mostly
+            # the CID's own (a sealing entry's CID is then looked up); now and then other flags
             n = len(cid) if r.random() < 0.7 else r.randrange(24)
             flags = CTRL_DEFS.NANOBPF_SHIM_F_ENCRYPT if r.random() < 0.9 else r.randrange(4)
-            raw = raw[:12] + struct.pack(">HBB", CTRL_DEFS.SHIM_ETHERTYPE, flags, n) + raw[12:]
+            at = 16 if tags == [HOST_VID] or (tags and r.random() < 0.5) else 12
+            raw = raw[:at] + struct.pack(">HBB", CTRL_DEFS.SHIM_ETHERTYPE, flags, n) + raw[at:]
             if not tags and r.random() < 0.8:
                 port = 3  # the two-port host link; else the network's port, where a shim is dropped
         return raw, port

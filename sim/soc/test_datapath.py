@@ -216,6 +216,55 @@ def test_quic_forged_tags_never_reach_the_host(tmp_path):
 
 
 # SJBSQ's run in make test-long (the policy's own checks are sim/cocotb/coresel's, in make test)
+def tag(frame, vid):
+    """The frame with an 802.1Q tag of VLAN `vid` (priority 0) after its MAC addresses."""
+    return frame[:12] + b"\x81\x00" + vid.to_bytes(2, "big") + frame[12:]
+
+
+def untag(frame):
+    """(VLAN ID or None, the frame without its outer 802.1Q tag)."""
+    if frame[12:14] == b"\x81\x00":
+        return int.from_bytes(frame[14:16], "big") & 0xFFF, frame[:12] + frame[16:]
+    return None, frame
+
+
+def test_quic_one_arm_vlans(tmp_path):
+    """The board's one-arm mode in the SoC: the host link and the network link as two VLANs on the host
+    physical port (the default board's board.toml [dpu] host_vid and net_vid; firmware dpu-quic_onearm:
+    the board's tables, written at boot by the same entries as the board's image, with the QUIC
+    workload's keys). The workload both ways, interleaved on that one port: the ingress takes each tag
+    off, the program sees the frames as on an untagged link, and every frame leaves on the same port
+    tagged with the other link's VLAN, byte for byte what the reference protection gives, in order per
+    VLAN. A control frame on the host VLAN is answered there; on the network VLAN it is dropped
+    (ctrl_foreign); untagged frames and another VLAN's are dropped too (no_lport): in = out + drops."""
+    from nanobpf.board import facts
+    from nanobpf.quic.workload import workload
+    dpu = facts.load(facts.DEFAULT_BOARD).dpu
+    host_vid, net_vid = dpu.host_vid, dpu.net_vid
+    w = workload(seed=1)
+    hello = ctrl.build(ctrl.BROADCAST, ctrl.HOST_MAC, D.NANOBPF_CTRL_MSG_HELLO, 1, 0, b"")   # no body: BAD_LENGTH
+    stray = udp_frame(b"stray" * 10, "10.0.0.2", "10.0.0.1", 443, 5)
+    strays = [stray, tag(stray, 99), tag(hello, net_vid)]
+    ins = [tag(hello, host_vid)] + [tag(f, vid) for _, f, vid in sorted(
+        [(2 * i, f, host_vid) for i, f in enumerate(w.host)] + [(2 * i + 1, f, net_vid) for i, f in enumerate(w.net)],
+        key=lambda x: x[0])] + strays
+    dev = wire.run_sim(1, "dpu-quic_onearm", ins, [], workdir=tmp_path, max_cycles=150_000_000, timeout=3000)
+    assert dev.result.returncode == 0 and dev.result.bus_errors == 0, dev.result.output
+    assert dev.out["net"] == []                      # one port: everything leaves where it came in
+    by_vid = {}
+    for f in dev.out["host"]:
+        vid, inner = untag(f)
+        by_vid.setdefault(vid, []).append(inner)
+    assert set(by_vid) == {host_vid, net_vid}, set(by_vid)
+    answers = [ctrl.parse(f) for f in by_vid[host_vid] if ctrl.parse(f) is not None]
+    assert len(answers) == 1 and answers[0].hdr["status"] == D.NANOBPF_CTRL_ST_BAD_LENGTH
+    assert [f for f in by_vid[host_vid] if ctrl.parse(f) is None] == w.expect_host
+    assert by_vid[net_vid] == w.expect_net
+    drops = dev.counters["pisa_drops"]
+    assert drops["no_lport"] == 2 and drops["ctrl_foreign"] == 1, drops
+    assert dev.counters["pisa"]["rx"] == len(ins) and len(dev.out["host"]) + sum(drops.values()) == len(ins)
+
+
 @pytest.mark.parametrize("firmware", ["dpu-quic_hw", pytest.param("dpu-quic_hw_sjbsq", marks=pytest.mark.long)])
 def test_quic_one_connection_on_every_core(tmp_path, firmware):
     """One connection's packets in both directions spread over the three data cores (JBSQ spreads them;

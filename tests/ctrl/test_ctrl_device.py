@@ -12,6 +12,7 @@ import pytest
 
 import nanobpf_ctrl_defs as D
 import nanobpf_ebpf_defs as abi
+from nanobpf import soc
 from nanobpf.devmodel import PN_MAP
 
 from ctrl_device import (FaultyPort, M, Raw, dev, events_image, keys_for, load_raw, map_req,  # noqa: F401 (fixture)
@@ -396,9 +397,22 @@ def test_table_messages(dev):
                 dict(table=0, index=7, value=1 << 31), dict(table=1, index=0, reserved=1)]:
         assert status(r.ask(M.NANOBPF_CTRL_MSG_TABLE_SET, D.pack("table_msg", **bad))) == "invalid", bad
     assert status(r.ask(M.NANOBPF_CTRL_MSG_TABLE_DEL, ok)) == "ok"
-    # the host's own port entry stays: without it nothing from the host would reach the device again
-    f = r.ask(M.NANOBPF_CTRL_MSG_TABLE_DEL, D.pack("table_msg", table=D.NANOBPF_CTRL_TABLE_PORT, index=0))
+    # some entry must bring the host's control frames in: without one nothing from the host would reach
+    # the device again. The boot's entry 0 is the only one, so it stays ...
+    port = lambda index, value=0: D.pack("table_msg", table=D.NANOBPF_CTRL_TABLE_PORT, index=index, value=value)
+    f = r.ask(M.NANOBPF_CTRL_MSG_TABLE_DEL, port(0))
     assert status(f) == "invalid" and b"control link" in f.body
+    net = soc.pack("pisa", "port_entry", valid=1, port=soc.DATAPATH["host_port"], lport=soc.DATAPATH["net_lport"])
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_TABLE_SET, port(0, net))) == "invalid"   # nor may it lead elsewhere
+    # ... until another one does (the way the host moves itself: another VLAN or port, new entry first)
+    host = soc.pack("pisa", "port_entry", valid=1, port=soc.DATAPATH["host_port"], lport=soc.DATAPATH["host_lport"])
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_TABLE_SET, port(5, host))) == "ok"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_TABLE_DEL, port(0))) == "ok"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_STATS)) == "ok"                       # in through entry 5 now
+    f = r.ask(M.NANOBPF_CTRL_MSG_TABLE_DEL, port(5))
+    assert status(f) == "invalid" and b"control link" in f.body
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_TABLE_SET, port(0, host))) == "ok"
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_TABLE_DEL, port(5))) == "ok"
     assert status(r.ask(M.NANOBPF_CTRL_MSG_STATS)) == "ok"
 
 

@@ -122,7 +122,7 @@ static int do_reset(const uint8_t *b, unsigned len, struct ctrl_reply *r) {
     if (len) return ctrl_refuse(r, NANOBPF_CTRL_ST_BAD_LENGTH, "RESET has no body");
     ctrl_prog_reset();
     ctrl_keys_flush();
-    dpu_tables_default();
+    dpu_tables_restore();
     dpu_stats_zero();
     st.resets++;
     ctrl_power_on();

@@ -85,6 +85,24 @@ static void publish(unsigned hart) {
 #define HOST_PORT_ENTRY (NANOBPF_PUT(NANOBPF_PISA_PORT_ENTRY_VALID, 1) | NANOBPF_PUT(NANOBPF_PISA_PORT_ENTRY_PORT, NANOBPF_DATAPATH_HOST_PORT) | \
                          NANOBPF_PUT(NANOBPF_PISA_PORT_ENTRY_LPORT, HOST_LPORT))
 
+/* The tables as the boot left them (the defaults below and the boot configuration's @table words: the
+ * board's one-arm VLANs), which RESET restores. */
+static uint64_t boot_tables[NANOBPF_PISA_PORT_ENTRY_COUNT + NANOBPF_PISA_PROFILE_ENTRY_COUNT + NANOBPF_PISA_LPORT_CFG_COUNT + 1];
+static unsigned table_reg(unsigned i) {
+    if (i < NANOBPF_PISA_PORT_ENTRY_COUNT) return NANOBPF_PISA_PORT_ENTRY_OFFSET(i);
+    i -= NANOBPF_PISA_PORT_ENTRY_COUNT;
+    if (i < NANOBPF_PISA_PROFILE_ENTRY_COUNT) return NANOBPF_PISA_PROFILE_ENTRY_OFFSET(i);
+    i -= NANOBPF_PISA_PROFILE_ENTRY_COUNT;
+    if (i < NANOBPF_PISA_LPORT_CFG_COUNT) return NANOBPF_PISA_LPORT_CFG_OFFSET(i);
+    return NANOBPF_PISA_ROLES_OFFSET;
+}
+void dpu_tables_save(void) {
+    for (unsigned i = 0; i < sizeof boot_tables / sizeof *boot_tables; i++) boot_tables[i] = PISA(table_reg(i));
+}
+void dpu_tables_restore(void) {
+    for (unsigned i = 0; i < sizeof boot_tables / sizeof *boot_tables; i++) PISA(table_reg(i)) = boot_tables[i];
+}
+
 void dpu_tables_default(void) {
     for (unsigned i = 0; i < NANOBPF_PISA_PORT_ENTRY_COUNT; i++) PISA(NANOBPF_PISA_PORT_ENTRY_OFFSET(i)) = 0;
     for (unsigned i = 0; i < NANOBPF_PISA_PROFILE_ENTRY_COUNT; i++) PISA(NANOBPF_PISA_PROFILE_ENTRY_OFFSET(i)) = 0;
@@ -103,15 +121,25 @@ void dpu_tables_default(void) {
                                                      NANOBPF_PUT(NANOBPF_PISA_LPORT_CFG_EGRESS_PORT, NANOBPF_DATAPATH_NET_PORT);
 }
 
-/* A TABLE_SET/TABLE_DEL word (checked by ctrl.c). The entry that brings the host's control frames in
- * is kept: without it no later request (RESET included) could reach this core. */
+static int brings_host_in(uint64_t e) {
+    return NANOBPF_GET(e, NANOBPF_PISA_PORT_ENTRY_VALID) && NANOBPF_GET(e, NANOBPF_PISA_PORT_ENTRY_LPORT) == HOST_LPORT;
+}
+
+/* A TABLE_SET/TABLE_DEL word (checked by ctrl.c). Some port entry must still bring the host's control
+ * frames in: without one no later request (RESET included) could reach this core. The host may move
+ * itself (another VLAN, another port) by adding its new entry before it removes the old one. */
 int dpu_table_write(unsigned table, unsigned index, uint32_t value, struct ctrl_reply *r) {
     static const unsigned offsets[] = {NANOBPF_PISA_PORT_ENTRY_OFFSET(0), NANOBPF_PISA_PROFILE_ENTRY_OFFSET(0),
                                        NANOBPF_PISA_LPORT_CFG_OFFSET(0)};
     unsigned off = offsets[table] + 8 * index;
-    if (table == NANOBPF_CTRL_TABLE_PORT && PISA(off) == HOST_PORT_ENTRY && value != HOST_PORT_ENTRY)
-        return ctrl_refuse(r, NANOBPF_CTRL_ST_INVALID,
-                           "port_entry[%u] brings the host's control frames in: changing it would cut the control link", index);
+    if (table == NANOBPF_CTRL_TABLE_PORT && !brings_host_in(value)) {
+        int kept = 0;
+        for (unsigned i = 0; i < NANOBPF_PISA_PORT_ENTRY_COUNT; i++) kept |= i != index && brings_host_in(PISA(NANOBPF_PISA_PORT_ENTRY_OFFSET(i)));
+        if (!kept)
+            return ctrl_refuse(r, NANOBPF_CTRL_ST_INVALID,
+                               "port_entry[%u] is the last one that brings the host's control frames in: changing it would cut the control link",
+                               index);
+    }
     PISA(off) = value;
     return 0;
 }
@@ -485,7 +513,10 @@ static void data_loop(unsigned hart, int also_control) {
             continue;
         }
         if (unpublished) publish(hart), unpublished = 0;
-        if (also_control && drained()) return;
+        if (also_control) {
+            if (drained()) return;
+            dpu_status_tick();
+        }
         idle(hart, also_control && nb_num_cores() > 1 ? CTRL_IDLE_CYCLES : IDLE_CYCLES);
     }
 }
@@ -581,6 +612,7 @@ int hart_main(unsigned hart) {
         data_loop(hart, 0);
         return 0;
     }
+    nb_leds(0x1); /* on a board, LED 4 alone: booting (dpu_status_tick moves a light once ready) */
     if (ctrl_keys_init()) {
         printf("FAIL binding the key table: no shared memory\n");
         return 1;
@@ -588,6 +620,7 @@ int hart_main(unsigned hart) {
     ctrl_power_on();
     dpu_tables_default(); /* first: the boot configuration may add table words (@table) */
     if (boot_program()) return 1;
+    dpu_tables_save(); /* what RESET restores */
     gate_write(); /* the first epoch: the data cores start */
     for (unsigned h = 1; h < cores; h++) nb_wake(h);
     /* Ready once every data core is in its loop: each acknowledges the first epoch there. Frames that

@@ -29,8 +29,11 @@ const struct ebpf_prog *dpu_prog_current(void);
  * runs the previous one (ebpf_quiesce), which the caller may then free. */
 void dpu_prog_publish(const struct ebpf_prog *prog);
 unsigned dpu_data_cores(void); /* cores that run programs */
-/* The boot tables of PISA (every other table word 0). */
+/* The default tables of PISA (every other table word 0), written first at boot; the tables as the boot
+ * left them (the boot configuration's @table words too) saved, and restored (RESET). */
 void dpu_tables_default(void);
+void dpu_tables_save(void);
+void dpu_tables_restore(void);
 /* A command (NANOBPF_PISA_CID_OP_*) of PISA's CID table on (cid, len, seal: a seal entry's) -> slot
  * (len 0: cid is a peer's 20-byte address id): its NANOBPF_PISA_CID_STATUS_*. */
 unsigned dpu_cid_command(unsigned op, const uint8_t *cid, unsigned len, int seal, unsigned slot);
@@ -38,6 +41,9 @@ unsigned dpu_cid_command(unsigned op, const uint8_t *cid, unsigned len, int seal
  * write-through D-cache (WT_DCACHE) a fence does not invalidate them: a plain load may return a line
  * this core cached earlier. An AMO's result comes from memory (as `attached` is read). */
 static inline uint64_t dpu_read_fresh(uint64_t *p) { return __atomic_fetch_or(p, 0, __ATOMIC_ACQUIRE); }
+
+/* Core 0, when it finds its queue empty: the board's LEDs and Ethernet counters once a second (status.c). */
+void dpu_status_tick(void);
 
 /* The data path's STATS counters (NANOBPF_CTRL_STAT_* indices) into v, since power-on or the last
  * dpu_stats_zero; the others are left as they are. */

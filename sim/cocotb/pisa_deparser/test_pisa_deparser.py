@@ -1,8 +1,8 @@
 """PISA deparser (nanobpf.pisa.Deparser with its register block) against the model's egress():
 IPv4 header and UDP checksums recomputed after payload changes (IPv4 and IPv6, also behind the host
 link's shim), IP and UDP lengths set from the frame's end (fix_len: datagrams grown or cut at their
-end, as a seal's tag or an open's), outer VLAN tag
-rewritten, inserted or removed, egress port, drops (a host-link shim towards the network too:
+end, as a seal's tag or an open's), the egress logical port's VLAN tag inserted (in front of one
+the frame carries: the ingress took the outer tag off), egress port, drops (a host-link shim towards the network too:
 tx_shim) and counters, under random back-pressure.
 Run: make test-block BLOCK=pisa_deparser."""
 import os
@@ -107,7 +107,8 @@ async def checksums_and_vlans(dut):
 
 @cocotb.test()
 async def insert_tag_full_rate(dut):
-    """Every frame gains a tag: the output needs one more beat per frame; nothing is lost."""
+    """Every frame gains a tag (frames with a tag of their own, too): the output needs one more beat per
+    frame; nothing is lost."""
     rng = random.Random(7)
     t = Traffic(rng, [])
     frames = []

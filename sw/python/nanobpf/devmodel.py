@@ -104,10 +104,18 @@ def _table_limits(name):
     return reg.count, mask
 
 
-def _host_port_entry():
-    """(index, word) of the port_entry the device writes at boot for the host link (pisa.default_tables)."""
+def _boot_port_entries():
+    """index -> word of the port_entry words the device writes at boot (pisa.default_tables)."""
     from .soc import DATAPATH, pack
-    return 0, pack("pisa", "port_entry", valid=1, port=DATAPATH["host_port"], lport=DATAPATH["host_lport"])
+    return {i: pack("pisa", "port_entry", valid=1, port=DATAPATH[port], lport=DATAPATH[lport])
+            for i, (port, lport) in enumerate((("host_port", "host_lport"), ("net_port", "net_lport")))}
+
+
+def _brings_host_in(word):
+    """A port_entry word that maps frames to the host's logical port (its control frames come through one)."""
+    from .soc import DATAPATH, unpack
+    e = unpack("pisa", "port_entry", word)
+    return bool(e["valid"]) and e["lport"] == DATAPATH["host_lport"]
 
 
 class DeviceModel:
@@ -140,6 +148,7 @@ class DeviceModel:
         self._prog = None              # (DeviceXdp, info dict)
         self._loading = None           # dict(total, crc32, name, data)
         self._tables = {}
+        self._ports = _boot_port_entries()   # the port table as it is now (index -> word)
         self.counters = Counter()
         # pisa=True: frames pass the PISA pipeline's model first and last, with the tables the data-plane
         # firmware writes at boot (frames it drops are counted by reason, as the RTL DPU does)
@@ -241,23 +250,25 @@ class DeviceModel:
 
     # ------------------------------------------------------------ frames
     def _pisa_ingress(self, frame, port):
-        """The frame passes the PISA ingress (always true without pisa=True); its drops are counted.
-        What PISA parsed is kept for the program's context (self._parse; all 0 without pisa=True)."""
+        """The frame as it passes the PISA ingress (without its outer VLAN tag, which the port table
+        matched: pisa_model.pop_tag), or None when PISA drops it (counted); without pisa=True the frame
+        itself. What PISA parsed is kept for the program's context (self._parse; all 0 without pisa=True)."""
         self._parse = None
         if self.pisa is None:
-            return True
+            return frame
         import nanobpf_soc as soc
         action, meta, reason = self.pisa.ingress(frame, soc.DATAPATH["host_port" if port == HOST_PORT else "net_port"])
         if action == pisa_model.ACTION["drop"]:
             self.counters["pisa_drop"] += 1
             if reason == pisa_model.DROP["ctrl_foreign"]:   # STATS ctrl_foreign is PISA's count, as on the device
                 self.counters["ctrl_foreign"] += 1
-            return False
+            return None
         self._parse = pisa_model.xdp_parse(meta)
-        return True
+        return pisa_model.pop_tag(frame)[0]
 
     def _from_host(self, frame):
-        if not self._pisa_ingress(frame, HOST_PORT):
+        frame = self._pisa_ingress(frame, HOST_PORT)
+        if frame is None:
             return
         try:
             f = ctrl.parse(frame)
@@ -288,7 +299,8 @@ class DeviceModel:
             self._out(NET_PORT, frame)
 
     def _from_net(self, frame):
-        if not self._pisa_ingress(frame, NET_PORT):
+        frame = self._pisa_ingress(frame, NET_PORT)
+        if frame is None:
             return
         try:
             is_ctrl = ctrl.parse(frame) is not None
@@ -842,13 +854,14 @@ class DeviceModel:
             raise _Refuse(D.NANOBPF_CTRL_ST_INVALID, f"{TABLES[m['table']]}[{m['index']}]: {count} entries")
         if set_ and m["value"] & ~mask:
             raise _Refuse(D.NANOBPF_CTRL_ST_INVALID, f"{TABLES[m['table']]}: bits {m['value'] & ~mask:#x} are not fields")
-        host_entry = _host_port_entry()
-        if (m["table"] == D.NANOBPF_CTRL_TABLE_PORT and m["index"] == host_entry[0]
-                and (m["value"] if set_ else 0) != host_entry[1]):
-            # the host's own port entry (written at boot) brings its control frames in: without it no
-            # later request, RESET included, could reach the device
-            raise _Refuse(D.NANOBPF_CTRL_ST_INVALID, f"port_entry[{m['index']}] brings the host's control frames in: "
-                          "changing it would cut the control link")
+        if m["table"] == D.NANOBPF_CTRL_TABLE_PORT:
+            after = {**self._ports, m["index"]: m["value"] if set_ else 0}
+            if not any(_brings_host_in(w) for w in after.values()):
+                # some entry must still bring the host's control frames in: without one no later
+                # request, RESET included, could reach the device
+                raise _Refuse(D.NANOBPF_CTRL_ST_INVALID, f"port_entry[{m['index']}] is the last one that brings the host's "
+                              "control frames in: changing it would cut the control link")
+            self._ports = after
         if set_:
             self._tables[(m["table"], m["index"])] = m["value"]
         else:

@@ -3,7 +3,8 @@
 Each board folder holds a board.toml (boards/genesys2/board.toml is the example, every key commented
 with where it comes from): the FPGA part and its capacity, the clocks, the default core count, the
 top module and the board's files, the configuration flash and openFPGALoader's name for the board,
-the console's baud rate. Every key is required and no other key is allowed; a missing, unknown or
+the console's baud rate, and what the board's DPU image sets up at boot (its one-arm VLANs, the QUIC
+program's port and CID length). Every key is required and no other key is allowed; a missing, unknown or
 mistyped one is a BoardFactsError naming the file, the table and the key.
 
 Used by every board tool (nanobpf-bitstream, nanobpf-flash, nanobpf-board-lint, nanobpf-xdc-check
@@ -40,7 +41,11 @@ SCHEMA = {
                "ddr3": PATH},
     "flash": {"openfpgaloader_board": str, "interface": str, "size_mib": int, "chip": str, "mode_jumper": str},
     "uart": {"baud": int},
+    "dpu": {"host_vid": int, "net_vid": int, "quic_port": int, "short_cid_len": int},
 }
+# (table, key) -> (lowest, highest) for the integers that have a range besides being positive.
+RANGES = {("dpu", "host_vid"): (1, 4094), ("dpu", "net_vid"): (1, 4094), ("dpu", "quic_port"): (1, 65535),
+          ("dpu", "short_cid_len"): (1, 20)}
 
 
 class BoardFactsError(Exception):
@@ -124,6 +129,9 @@ def load_file(path):
             if kind is int:
                 if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
                     raise BoardFactsError(f"{shown}: [{table}] {key} must be a positive integer, not {v!r}")
+                lo, hi = RANGES.get((table, key), (1, v))
+                if not lo <= v <= hi:
+                    raise BoardFactsError(f"{shown}: [{table}] {key} must be {lo}..{hi}, not {v}")
             elif not isinstance(v, str) or not v:
                 raise BoardFactsError(f"{shown}: [{table}] {key} must be a non-empty string, not {v!r}")
             if kind == PATH:
@@ -136,6 +144,9 @@ def load_file(path):
     if not tables["fpga"].part.startswith(tables["fpga"].device):
         raise BoardFactsError(f"{shown}: [fpga] part '{tables['fpga'].part}' is not of device "
                               f"'{tables['fpga'].device}'")
+    if tables["dpu"].host_vid == tables["dpu"].net_vid:
+        raise BoardFactsError(f"{shown}: [dpu] host_vid and net_vid are both {tables['dpu'].host_vid}: the host link "
+                              "and the network link need two VLANs")
     return Board(name=b.name, description=b.description, default_cores=b.default_cores, path=path.resolve(),
                  dir=path.parent.resolve(), **tables)
 

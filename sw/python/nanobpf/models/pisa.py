@@ -4,8 +4,9 @@ The cocotb tests use it as the scoreboard: every frame the RTL emits, with its m
 counter must equal what this model computes. Register layouts and enumerations come from
 hw/defs/soc.toml (module `nanobpf_soc`), so the model and the RTL cannot disagree on encodings.
 
-`Pisa.ingress(frame, port)` parses and classifies one frame; `Pisa.egress(frame, action, fix_csum)`
-is the deparser. Table state changes only through `reg_write`, with the same semantics as the
+`Pisa.ingress(frame, port)` parses and classifies one frame (after `pop_tag`, which takes its outer
+VLAN tag off as the hardware's VlanPop does: the frame the cores and the deparser get is `pop_tag(frame)[0]`);
+`Pisa.egress(frame, action, fix_csum)` is the deparser. Table state changes only through `reg_write`, with the same semantics as the
 hardware registers, so a test can drive the model and the RTL with the same writes.
 """
 from dataclasses import dataclass, field
@@ -74,6 +75,15 @@ class Parsed:
         return self.sport if self.stepped else self.dport
 
 
+def pop_tag(frame):
+    """The ingress's first step (hw VlanPop): a frame whose bytes 12..15 are a whole VLAN tag (TPID
+    0x8100 or 0x88A8) loses it. Returns (the frame as the pipeline carries it on, the tag's TCI or None)."""
+    frame = bytes(frame)
+    if len(frame) >= 16 and be16(frame, 12) in VLAN_TPIDS:
+        return frame[:12] + frame[16:], be16(frame, 14)
+    return frame, None
+
+
 def parse(frame, max_frame, step_shim=False, ingress=False):
     """Parse Ethernet / 802.1Q x2 / IPv4 / IPv6 / UDP. Error predicates are evaluated independently
     and the lowest pisa_drop value wins, as in the hardware. step_shim: a host-link shim right after
@@ -113,6 +123,7 @@ def parse(frame, max_frame, step_shim=False, ingress=False):
     p.ctrl, p.shim = et == CTRL_ETHERTYPE and not p.stepped, et == SHIM_ETHERTYPE or p.stepped
     bad_hdr = bad_len = bad_csum = bad_udp = False
     l4len = 0
+    l4at = 0   # where the UDP header is read: l4off, but for IHL < 5 the hardware's shifter reads at 20
     if et == 0x0800:
         p.ipver = 4
         ver, ihl = b[off] >> 4, b[off] & 15
@@ -125,6 +136,7 @@ def parse(frame, max_frame, step_shim=False, ingress=False):
         frag = be16(b, off + 6) & 0x3FFF
         p.udp = b[off + 9] == 17 and frag == 0
         p.l4off = off + hl
+        l4at = off + max(hl, 20)
         l4len = tot - hl
     elif et == 0x86DD:
         p.ipver = 6
@@ -133,10 +145,10 @@ def parse(frame, max_frame, step_shim=False, ingress=False):
         plen = be16(b, off + 4)
         bad_len = plen > n - off - 40
         p.udp = b[off + 6] == 17
-        p.l4off = off + 40
+        p.l4off = l4at = off + 40
         l4len = plen
     if p.udp:
-        u = p.l4off
+        u = l4at
         p.sport, p.dport, p.ulen = be16(b, u), be16(b, u + 2), be16(b, u + 4)
         bad_udp = l4len < 8 or p.ulen < 8 or p.ulen > l4len
     for reason, bad in (("too_long", n > max_frame), ("truncated", trunc), ("bad_ip_hdr", bad_hdr),
@@ -146,7 +158,7 @@ def parse(frame, max_frame, step_shim=False, ingress=False):
     if ingress and p.ipver:  # the peer's address id (struct nanobpf_quic_cid's id for zero-length CIDs)
         a = (b[off + 24:off + 40] if p.stepped else b[off + 8:off + 24]) if p.ipver == 6 else \
             bytes(10) + b"\xff\xff" + (b[off + 16:off + 20] if p.stepped else b[off + 12:off + 16])
-        u = p.l4off
+        u = l4at
         src, dst = b[u:u + 2], b[u + 2:u + 4]
         p.addr = addr_id_bytes(a, dst if p.stepped else src, src if p.stepped else dst)
     if ingress and p.stepped and p.bad - {"too_long"}:  # behind the shim: unparsed, not dropped
@@ -372,12 +384,12 @@ class Pisa:
         self.counters[COUNTER[name]] += n
 
     # ------------------------------------------------------------------ ingress
-    def _lookup_port(self, port, p):
+    def _lookup_port(self, port, tci):
         for i in range(self.port_entries):
             e = self.field("port_entry", i)
-            tagged = p.vlans > 0
+            tagged = tci is not None
             if e["valid"] and e["port"] == port and e["tagged"] == tagged and \
-                    (not tagged or e["vid"] == p.outer_tci & 0xFFF):
+                    (not tagged or e["vid"] == tci & 0xFFF):
                 return e["lport"]
         return None
 
@@ -389,14 +401,16 @@ class Pisa:
         return None
 
     def ingress(self, frame, port):
-        """One frame in: returns (action, Meta or None, drop reason); counters updated."""
-        frame = bytes(frame)
+        """One frame in: returns (action, Meta or None, drop reason); counters updated. The frame
+        loses its outer VLAN tag first (pop_tag), which the port table matches; what follows sees the
+        frame without it."""
+        frame, tci = pop_tag(frame)
         self.count("rx_frames")
         self.count("rx_bytes", len(frame))
         p = parse(frame, self.max_frame, step_shim=True, ingress=True)
         if p.drop:
             return self._drop(p.drop)
-        lport = self._lookup_port(port, p)
+        lport = self._lookup_port(port, tci)
         if lport is None:
             self.count("port_miss")
             return self._drop(DROP["no_lport"])
@@ -468,14 +482,8 @@ class Pisa:
             p = set_lengths(frame, p, self.max_frame)
         if fix_csum or fix_len:
             fix_checksums(frame, p)
-        if cfg["egress_tagged"]:
-            if p.vlans:
-                tci = (be16(frame, 14) & 0xF000) | cfg["egress_vid"]
-                frame[14:16] = tci.to_bytes(2, "big")
-            else:
-                frame[12:12] = b"\x81\x00" + cfg["egress_vid"].to_bytes(2, "big")
-        elif p.vlans:
-            del frame[12:16]
+        if cfg["egress_tagged"]:   # the port's tag; one the frame carries (inner, or a program's) stays behind it
+            frame[12:12] = b"\x81\x00" + cfg["egress_vid"].to_bytes(2, "big")
         self.count("tx_frames")
         self.count("tx_bytes", len(frame))
         return bytes(frame), cfg["egress_port"]

@@ -139,6 +139,10 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--sched", metavar="POLICY", help="also set the core select policy (jbsq, sjbsq, rss, rr; "
                                                       "default: the register's reset value, jbsq)")
+    from ..board import dpu_boot, facts
+    ap.add_argument("--one-arm", metavar="BOARD", nargs="?", const=facts.DEFAULT_BOARD,
+                    help=f"also set up BOARD's one-arm VLANs (default {facts.DEFAULT_BOARD}; its board.toml [dpu] host_vid and net_vid on "
+                         "the host port: nanobpf.board.dpu_boot)")
     a = ap.parse_args(argv)
     entries = workload(seed=a.seed).boot
     try:
@@ -146,6 +150,12 @@ def main(argv=None):
             entries.append(bootcfg.sched(a.sched))
     except ValueError as e:
         ap.error(str(e))
+    if a.one_arm:
+        try:
+            dpu = facts.load(a.one_arm).dpu
+        except facts.BoardFactsError as e:
+            ap.error(str(e))
+        entries += dpu_boot.one_arm_tables(dpu.host_vid, dpu.net_vid)
     with open(a.boot_config, "wb") as f:
         f.write(bootcfg.pack(entries))
     return 0

@@ -19,7 +19,7 @@ class RewriteCmd extends Bundle {
   val ipCsum = UInt(16.W)
   val fixUdp = Bool()
   val udpCsum = UInt(16.W)
-  val vlanOp = UInt(2.W) // Deparser.{Keep, Rewrite, Insert, Remove}
+  val insertTag = Bool() // the egress logical port is tagged: its tag goes in after the MAC addresses
   val vid = UInt(12.W)
   val port = UInt(2.W)
 }
@@ -34,9 +34,10 @@ class RewriteCmd extends Bundle {
   *  2. the checksum step sums the UDP datagram (pseudo-header, header with checksum zero, payload up to
   *     the UDP length) while copying the frame to a second FIFO;
   *  3. the rewrite step patches the lengths (fixLen) and then the IPv4 header checksum and the UDP
-  *     checksum (fixCsum or fixLen, when the headers parse), rewrites, inserts or removes the outer
-  *     VLAN tag for the egress logical port (roles + lport_cfg), and [[Packer]] re-packs the bytes into
-  *     beats.
+  *     checksum (fixCsum or fixLen, when the headers parse), inserts the egress logical port's VLAN
+  *     tag (roles + lport_cfg) when it has one, and [[Packer]] re-packs the bytes into beats. The
+  *     ingress took the outer tag off ([[VlanPop]]): a tag the frame still carries is its own (an inner
+  *     one, or one a program wrote) and stays, behind the inserted one.
   * Frames whose action is not to_host/to_network, longer than max_frame or shorter than an Ethernet
   * header are dropped and counted (tx_dropped); so is a frame towards the network that carries the host
   * link's shim (after the MAC addresses or a VLAN tag; also tx_shim): the data-plane firmware lets none
@@ -50,7 +51,6 @@ class Deparser(p: PisaParams) extends Module {
     val count = Output(Vec(CounterCount, UInt(16.W)))
   })
   import PisaConfig.field
-  import Deparser._
   val w = p.beatBytes
   for (c <- io.count) c := 0.U
 
@@ -108,7 +108,6 @@ class Deparser(p: PisaParams) extends Module {
   val lport = Mux(act === PisaAction.ToHost.U, field(io.cfg.roles, RolesHostLport), field(io.cfg.roles, RolesNetworkLport))
   val lc = io.cfg.lportCfg(lport)
   val tagged = field(lc, LportCfgEgressTagged).asBool
-  val hasTag = pr.vlans =/= 0.U
   val c = meta2.io.enq.bits
   c.l3off := pr.l3off
   c.l4off := pr.l4off
@@ -124,7 +123,7 @@ class Deparser(p: PisaParams) extends Module {
   c.ipCsum := pr.ipCsum
   c.fixUdp := fixCsum && udpOk
   c.udpCsum := Mux(udpCsum === 0.U, 0xffff.U, udpCsum)
-  c.vlanOp := Mux(tagged, Mux(hasTag, Rewrite, Insert), Mux(hasTag, Remove, Keep))
+  c.insertTag := tagged
   c.vid := field(lc, LportCfgEgressVid)
   c.port := field(lc, LportCfgEgressPort)
   meta2.io.enq.valid := data1.io.deq.fire && last && !drop
@@ -148,9 +147,7 @@ class Deparser(p: PisaParams) extends Module {
       (rc.fixIp && pos === rc.l3off + 10.U) -> rc.ipCsum(15, 8),
       (rc.fixIp && pos === rc.l3off + 11.U) -> rc.ipCsum(7, 0),
       (rc.fixUdp && pos === rc.l4off + 6.U) -> rc.udpCsum(15, 8),
-      (rc.fixUdp && pos === rc.l4off + 7.U) -> rc.udpCsum(7, 0),
-      (rc.vlanOp === Rewrite && pos === 14.U) -> (d(7, 4) ## rc.vid(11, 8)),
-      (rc.vlanOp === Rewrite && pos === 15.U) -> rc.vid(7, 0)))
+      (rc.fixUdp && pos === rc.l4off + 7.U) -> rc.udpCsum(7, 0)))
   }
   val cnt = PopCount(b2.keep)
   val j = 12 % w // the tag starts at byte j of the beat holding frame bytes 12..15
@@ -161,13 +158,10 @@ class Deparser(p: PisaParams) extends Module {
   ch.port := rc.port
   ch.n := cnt
   for (k <- 0 until w + 4) ch.bytes(k) := (if (k < w) patched(k) else 0.U)
-  when(tagBeat && rc.vlanOp === Insert) {
+  when(tagBeat && rc.insertTag) {
     for (k <- 0 until w + 4)
       ch.bytes(k) := (if (k < j) patched(k) else if (k < j + 4) tag(k - j) else patched(k - 4))
     ch.n := cnt + 4.U
-  }.elsewhen(tagBeat && rc.vlanOp === Remove) {
-    for (k <- 0 until w + 4) ch.bytes(k) := (if (k < j) patched(k) else if (k + 4 < w) patched(k + 4) else 0.U)
-    ch.n := Mux(cnt > (j + 4).U, cnt - 4.U, Mux(cnt < j.U, cnt, j.U))
   }
   packer.io.in.valid := meta2.io.deq.valid && data2.io.deq.valid
   data2.io.deq.ready := meta2.io.deq.valid && packer.io.in.ready
@@ -179,11 +173,4 @@ class Deparser(p: PisaParams) extends Module {
     io.count(PisaCounter.TxBytes) := PopCount(io.out.bits.beat.keep)
     io.count(PisaCounter.TxFrames) := io.out.bits.beat.last
   }
-}
-
-object Deparser {
-  val Keep = 0.U(2.W)
-  val Rewrite = 1.U(2.W)
-  val Insert = 2.U(2.W)
-  val Remove = 3.U(2.W)
 }

@@ -6,7 +6,8 @@ import nanobpf.common.SocMap.{PisaAction, PisaCounter, PisaDrop, PisaQuic}
 import nanobpf.common.SocMap.PisaRegs._
 
 /** Ingress match-action stages, one lookup per cycle, latency [[MatchAction.latency]]:
-  *  1. port table: (physical port, outer VLAN) -> logical port (miss: drop no_lport);
+  *  1. port table: (physical port, outer VLAN tag or none, as [[VlanPop]] took it off) -> logical
+  *     port (miss: drop no_lport);
   *  2. QUIC profile table: (logical port, UDP destination port; behind the host link's shim the source
   *     port, [[Parser]]) -> short-header CID length (a frame to seal: its shim's);
   *  3. QUIC header: long or short form and the destination connection ID (a zero-length one: the
@@ -20,7 +21,7 @@ import nanobpf.common.SocMap.PisaRegs._
   */
 class MatchAction(p: PisaParams) extends Module {
   val io = IO(new Bundle {
-    val in = Flipped(Valid(new Parsed(p, UInt(2.W))))
+    val in = Flipped(Valid(new Parsed(p, new PortTag)))
     /** The peer's address id ([[Parser]]), with `in`. */
     val addr = Input(Vec(Parser.addrBytes, UInt(8.W)))
     val cfg = Input(new PisaConfig(p))
@@ -32,14 +33,14 @@ class MatchAction(p: PisaParams) extends Module {
 
   // ---- 1: port table
   class M1 extends Bundle {
-    val pr = new Parsed(p, UInt(2.W)); val portHit = Bool(); val lport = UInt(2.W)
+    val pr = new Parsed(p, new PortTag); val portHit = Bool(); val lport = UInt(2.W)
     val addr = Vec(Parser.addrBytes, UInt(8.W))
   }
   val in = io.in.bits
-  val tagged = in.vlans =/= 0.U
+  val tagged = in.user.tagged
   val portHits = io.cfg.portEntry.map { e =>
-    field(e, PortEntryValid).asBool && field(e, PortEntryPort) === in.user &&
-      field(e, PortEntryTagged).asBool === tagged && (!tagged || field(e, PortEntryVid) === in.outerTci(11, 0))
+    field(e, PortEntryValid).asBool && field(e, PortEntryPort) === in.user.port &&
+      field(e, PortEntryTagged).asBool === tagged && (!tagged || field(e, PortEntryVid) === in.user.tci(11, 0))
   }
   val m1 = Wire(new M1)
   m1.pr := in
@@ -116,7 +117,7 @@ class MatchAction(p: PisaParams) extends Module {
   val m = res.meta
   m.action := action
   m.ctrl := pr.ctrl
-  m.port := pr.user
+  m.port := pr.user.port
   m.lport := r3.lport
   m.length := pr.length
   m.vlans := pr.vlans

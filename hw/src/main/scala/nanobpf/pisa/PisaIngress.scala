@@ -11,8 +11,10 @@ class MetaBeat(p: PisaParams) extends Bundle {
   val meta = new PisaMeta(p)
 }
 
-/** Ingress half of the PISA pipeline: capture -> parser -> match-action, store and forward.
+/** Ingress half of the PISA pipeline: VLAN pop -> capture -> parser -> match-action, store and forward.
   *
+  * [[VlanPop]] takes each frame's outer VLAN tag off first (the port table matches its VID): behind it
+  * everything sees the frame as an untagged link carries it, and so do the cores.
   * Beats go into a data FIFO while the header is parsed; the frame leaves with its metadata once its
   * last beat is in and its metadata is ready (latency: [[PisaIngress.latency]] cycles from the last
   * beat in to the first beat out, on an idle pipeline). Dropped frames are drained from the FIFO
@@ -26,13 +28,15 @@ class PisaIngress(p: PisaParams) extends Module {
     val cid = new CidLookup(p)
     val count = Output(Vec(CounterCount, UInt(16.W)))
   })
-  val capture = Module(new Capture(p, UInt(2.W)))
-  val parser = Module(new Parser(p, UInt(2.W), stepShim = true, ingress = true))
+  val pop = Module(new VlanPop(p))
+  val capture = Module(new Capture(p, new PortTag))
+  val parser = Module(new Parser(p, new PortTag, stepShim = true, ingress = true))
   val ma = Module(new MatchAction(p))
   val data = Module(new Queue(new Beat(p), p.fifoBeats, useSyncReadMem = true))
   val meta = Module(new Queue(new IngressResult(p), p.metaDepth, useSyncReadMem = true))
 
-  capture.io.in <> io.in
+  pop.io.in <> io.in
+  capture.io.in <> pop.io.out
   data.io.enq <> capture.io.beats
   // Records in flight in the parser and match-action stages never exceed their latency + 1.
   capture.io.room := meta.io.count < (p.metaDepth - PisaIngress.inFlight).U
@@ -57,6 +61,6 @@ class PisaIngress(p: PisaParams) extends Module {
 
 object PisaIngress {
   val inFlight = 1 + Parser.latency + MatchAction.latency + 1
-  /** Cycles from a frame's last beat in to its first beat out on an idle pipeline. */
-  val latency = inFlight + 1
+  /** Cycles from a frame's last beat in to its first beat out on an idle pipeline (VlanPop's beat included). */
+  val latency = inFlight + 2
 }
