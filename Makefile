@@ -146,13 +146,14 @@ test-driver: $(VENV_STAMP) driver host-tools ebpf-tools ## boot Debian's kernel 
 
 # ---------------------------------------------------------------- tests and benchmarks
 TEST_CORES := 1 4
-# The board is built with BOARD_CORES=2, not its default, on purpose: a smaller build (elaboration and
-# tests/board's Verilator lint take less time and memory) that still has a control core and a data core;
-# tests/board reads build/hw/board-genesys2-2.
+# The board is built with BOARD_CORES=2, not its default, on purpose: a smaller build (elaboration,
+# tests/board's Verilator lint and the board's simulation from its pins, sim/board, take less time and
+# memory) that still has a control core and a data core; tests/board reads build/hw/board-genesys2-2.
 test-prereqs: $(VENV_STAMP) firmware ebpf-tools hw-blocks driver host-tools
 	@for n in $(TEST_CORES); do $(MAKE) -s sim CORES=$$n || exit 1; done
 	@$(MAKE) -s board-hw BOARD=genesys2 BOARD_CORES=2
 	@$(MAKE) -s litedram BOARD=genesys2
+	@$(MAKE) -s board-sim-model BOARD=genesys2 BOARD_CORES=2
 
 test: ## run the whole test suite (unit, cocotb blocks, firmware on the SoC, control protocol, device model, nanobpfctl, nanobpf.ko in QEMU)
 	@$(MAKE) -s test-prereqs
@@ -276,6 +277,27 @@ $(FWCOPY_SIM)/nanobpf-sim: $(FWCOPY_HW)/filelist.f $(VSRCS) sim/verilator/main.c
 board-boot-sim: $(FWCOPY_SIM)/nanobpf-sim firmware ## the board's boot path in simulation: the boot ROM copies the fw_image ROM (board-sim.hex) into main memory over hello.hex, and the board firmware runs
 	@$(FWCOPY_SIM)/nanobpf-sim --firmware $(FW)/hello.hex --max-cycles $(MAX_CYCLES)
 
+# The board simulated from its pins (docs/board.md, "The board in simulation"): the board's own design as
+# board-hw elaborates it (BOARD_CORES) with LiteDRAM's simulation core for the DDR3, and the harness
+# sim/verilator/board_main.cpp around its pins (oscillator, MMCM clocks, RGMII PHY, UART, switches).
+BOARD_SIM_DIR := $(BUILD)/sim/board-$(BOARD)-$(BOARD_CORES)
+BOARD_SIM := $(BOARD_SIM_DIR)/nanobpf-board-sim
+$(BOARD_SIM): $(BOARD_HW_DIR)/filelist.f $(LITEDRAM_DIR)/sim/dram.properties $(VSRCS) sim/verilator/board_main.cpp \
+    $(wildcard sim/verilator/*.h) $(BOARD_RTL) $(wildcard boards/$(BOARD)/sim/*.sv boards/$(BOARD)/sim/boardsim/*.sv) \
+    sw/python/nanobpf/board/sim_files.py sw/python/nanobpf/rtl_files.py $(SIM_DIR)/config.txt
+	@echo "[board-sim] verilating $(BOARD_TOP) with $(BOARD_CORES) core(s) and LiteDRAM's simulation core (a few minutes cold)"
+	@mkdir -p $(BOARD_SIM_DIR)
+	@$(BIN)/nanobpf-board-sim-files --board $(BOARD) --chisel $(BOARD_HW_DIR) --out $(BOARD_SIM_DIR) > $(BOARD_SIM_DIR)/files.f
+	@verilator $(VERILATOR_FLAGS) --top-module nanobpf_board_sim -Mdir $(BOARD_SIM_DIR)/obj -o ../nanobpf-board-sim \
+	    -f $(BOARD_SIM_DIR)/files.f $(ROOT)/sim/verilator/board_main.cpp > $(BOARD_SIM_DIR)/build.log 2>&1 || \
+	  { tail -40 $(BOARD_SIM_DIR)/build.log; echo "[board-sim] Verilator build failed: full log in $(BOARD_SIM_DIR)/build.log"; exit 1; }
+	@touch $@  # Verilator skips the work when the RTL did not really change (a new firmware image: the same RTL)
+	@echo "[board-sim] built $(BOARD_SIM)"
+board-sim-model: $(VENV_STAMP) board-hw ## build the board's simulation from its pins (BOARD=genesys2, BOARD_CORES=N): build/sim/board-BOARD-N/nanobpf-board-sim
+	@$(MAKE) -s $(BOARD_SIM)
+board-sim: board-sim-model ## the board from its pins, as a user would cable it (needs root): boot, a control session and a QUIC exchange on its one-arm VLANs, checked against the device model and the reference protection
+	@$(BIN)/nanobpf-board-exchange --board $(BOARD) --cores $(BOARD_CORES)
+
 board-check: $(VENV_STAMP) board-hw ## without Vivado: XDC ports = top-level ports, the board top lints in Verilator
 	@$(BIN)/nanobpf-xdc-check --board $(BOARD)
 	@$(BIN)/nanobpf-board-lint --board $(BOARD) --chisel $(BOARD_HW_DIR)
@@ -309,4 +331,4 @@ help: ## list targets
 	@echo "  variables: CORES=$(CORES) FIRMWARE=$(FIRMWARE) MAX_CYCLES=$(MAX_CYCLES) BLOCK= WAVE= BOARD=$(BOARD) BOARD_CORES=$(BOARD_CORES)"
 
 FORCE:
-.PHONY: FORCE setup defs firmware ebpf-tools fuzz driver host-tools wireshark test-driver hw hw-blocks sim run demo test test-prereqs test-block bench bench-pisa bench-dispatch bench-ctrl synth-estimate synth-estimate-board litedram board-boot-sim board-hw board-check board-facts bitstream flash clean help
+.PHONY: FORCE setup defs firmware ebpf-tools fuzz driver host-tools wireshark test-driver hw hw-blocks sim run demo test test-prereqs test-block bench bench-pisa bench-dispatch bench-ctrl synth-estimate synth-estimate-board litedram board-boot-sim board-hw board-sim-model board-sim board-check board-facts bitstream flash clean help

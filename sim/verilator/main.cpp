@@ -20,6 +20,8 @@
 
 #include "VNanobpfSoc.h"
 #include "bus_stats.h"
+#include "uart.h"
+#include "cva6_trace.h"
 #include "eth_ports.h"
 #include "nanobpf_soc.h"  // generated from hw/defs/soc.toml: exit codes, ports, core clock
 #include "verilated.h"
@@ -35,7 +37,6 @@ constexpr int kExitBusError = NANOBPF_SIM_EXIT_BUS_ERROR;
 constexpr int kExitUsage = NANOBPF_SIM_EXIT_USAGE;
 constexpr int kExitFinish = NANOBPF_SIM_EXIT_FINISH;
 constexpr uint64_t kResetCycles = 16;
-constexpr char kCva6Trace[] = "trace_hart_00.dasm";
 
 const char kUsage[] =
     "usage: nanobpf-sim --firmware FILE.hex [--max-cycles N] [--wave FILE.fst] [--insn-trace FILE] [--uart FILE] [--quiet]\n"
@@ -156,70 +157,6 @@ Options parse(int argc, char **argv) {
     return o;
 }
 
-// CVA6's Verilator-only mock tracer opens "trace_hart_00.dasm" in the current directory at the first
-// eval() (where initial blocks run) and logs every instruction of every core into that one shared
-// file. Run that first eval in a scratch directory where the name links to /dev/null: no stray file
-// in the user's directory, no disk filled by long runs (unless --insn-trace names a file).
-void first_eval_without_trace(VNanobpfSoc &top, const std::string &insn_trace) {
-    char cwd[PATH_MAX];
-    char scratch[] = "/tmp/nanobpf-sim.XXXXXX";
-    if (!getcwd(cwd, sizeof cwd) || !mkdtemp(scratch)) {
-        std::perror("nanobpf-sim: scratch directory");
-        std::exit(kExitUsage);
-    }
-    std::string link = std::string(scratch) + "/" + kCva6Trace;
-    std::string target = "/dev/null";
-    if (!insn_trace.empty()) {
-        FILE *f = std::fopen(insn_trace.c_str(), "w");
-        if (!f) usage_error("cannot write instruction trace " + insn_trace);
-        std::fclose(f);
-        char *abs = realpath(insn_trace.c_str(), nullptr);
-        target = abs;
-        std::free(abs);
-    }
-    if (symlink(target.c_str(), link.c_str()) != 0 || chdir(scratch) != 0) {
-        std::perror("nanobpf-sim: scratch directory");
-        std::exit(kExitUsage);
-    }
-    top.eval();
-    if (chdir(cwd) != 0) std::perror("nanobpf-sim: chdir back");
-    unlink(link.c_str());
-    rmdir(scratch);
-}
-
-// Decodes the UART line as a receiver would: 8N1 at the reset bit time, sampled mid-bit. Framing
-// errors (a stop bit that is not high) are counted and reported: the firmware changed uart_div, or
-// the hardware is wrong.
-class UartDecoder {
-  public:
-    explicit UartDecoder(FILE *out) : out_(out) {}
-    void sample(bool line) {
-        const unsigned div = NANOBPF_DPU_UART_DIV_RESET;
-        if (phase_ == 0) {
-            if (!line) phase_ = 1, timer_ = div / 2;  // start bit edge: sample in its middle
-            return;
-        }
-        if (timer_-- > 0) return;
-        timer_ = div - 1;
-        if (phase_ == 1) {  // middle of the start bit
-            phase_ = line ? 0 : 2, bits_ = 0, byte_ = 0;
-        } else if (phase_ < 10) {
-            byte_ |= (unsigned)line << bits_++;
-            phase_++;
-        } else {
-            if (line) std::fputc((int)byte_, out_), bytes_++;
-            else framing_errors_++;
-            phase_ = 0;
-        }
-    }
-    uint64_t bytes_ = 0, framing_errors_ = 0;
-
-  private:
-    FILE *out_;
-    unsigned phase_ = 0, bits_ = 0, byte_ = 0;
-    int timer_ = 0;
-};
-
 // Collects console characters per core and prints whole lines, so output of cores that print at
 // the same time does not interleave mid-line.
 class Console {
@@ -283,7 +220,7 @@ int main(int argc, char **argv) {
     auto top = std::make_unique<VNanobpfSoc>(ctx.get());
     top->clock = 0;
     top->reset = 1;
-    first_eval_without_trace(*top, opt.insn_trace);
+    first_eval_without_trace(*top, opt.insn_trace, kExitUsage);
 
     std::unique_ptr<VerilatedFstC> fst;
     if (!opt.wave.empty()) {
@@ -299,7 +236,7 @@ int main(int argc, char **argv) {
     if (!opt.uart.empty()) {
         uart_file.reset(std::fopen(opt.uart.c_str(), "wb"));
         if (!uart_file) usage_error("cannot write UART output " + opt.uart);
-        uart = std::make_unique<UartDecoder>(uart_file.get());
+        uart = std::make_unique<UartDecoder>(uart_file.get(), NANOBPF_DPU_UART_DIV_RESET);
     }
     uint64_t cycle = 0, bus_errors = 0, rx_stalls = 0;
     BusStats bus;

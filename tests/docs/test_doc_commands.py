@@ -53,6 +53,8 @@ BUILT_TOOLS = {
     "nanobpfctl-static": ("sw/tools/Makefile (make host-tools)", ["build/host"]),
     "nanobpfctl-mock": ("sw/tools/Makefile (make host-tools)", ["build/host"]),
     "nanobpf-sim": ("the top-level Makefile (make sim: Verilator, sim/verilator/main.cpp)", ["build/sim/soc-*"]),
+    "nanobpf-board-sim": ("the top-level Makefile (make board-sim-model: Verilator, sim/verilator/board_main.cpp)",
+                          ["build/sim/board-*"]),
 }
 # Where a Python console script may be called from by path (the venv's bin).
 SCRIPT_DIRS = ["build/venv/bin"]

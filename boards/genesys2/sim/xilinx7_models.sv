@@ -2,7 +2,8 @@
 // instantiates) uses, written here for the
 // checks run in Verilator (lint of the board top, the RGMII block test). Never given to Vivado, which has the real
 // ones. Port lists follow Xilinx UG953; timing is not modelled: IDELAYE2 has no delay and the MMCM
-// passes its input clock to every output (enough to elaborate and lint, not to simulate frequencies).
+// passes its input clock to every output (enough to elaborate and lint, not to simulate frequencies),
+// except in the board's simulation (NANOBPF_BOARD_SIM), where the harness makes its output clocks.
 /* verilator lint_off UNUSEDPARAM */
 /* verilator lint_off UNUSEDSIGNAL */
 module IBUFDS #(parameter DIFF_TERM = "FALSE", parameter IOSTANDARD = "DEFAULT") (input I, input IB, output O);
@@ -22,9 +23,19 @@ module MMCME2_BASE #(
     output CLKOUT0, output CLKOUT0B, output CLKOUT1, output CLKOUT1B, output CLKOUT2, output CLKOUT2B,
     output CLKOUT3, output CLKOUT3B, output CLKOUT4, output CLKOUT5, output CLKOUT6, output LOCKED
 );
+`ifdef NANOBPF_BOARD_SIM
+  // The board simulated from its pins (boards/genesys2/sim/boardsim, make board-sim): without a timing
+  // model the harness makes the outputs at the frequencies the board's facts give (board.toml [clocks],
+  // the same as these parameters) and hands them in through the simulation top's ports.
+  assign {CLKOUT3, CLKOUT2, CLKOUT1, CLKOUT0} = nanobpf_board_sim.mmcm_clk;
+  assign {CLKFBOUT, CLKOUT4, CLKOUT5, CLKOUT6} = {4{CLKIN1}};
+  assign {CLKFBOUTB, CLKOUT0B, CLKOUT1B, CLKOUT2B, CLKOUT3B} = ~{CLKIN1, CLKOUT0, CLKOUT1, CLKOUT2, CLKOUT3};
+  assign LOCKED = nanobpf_board_sim.mmcm_locked && !RST;
+`else
   assign {CLKFBOUT, CLKOUT0, CLKOUT1, CLKOUT2, CLKOUT3, CLKOUT4, CLKOUT5, CLKOUT6} = {8{CLKIN1}};
   assign {CLKFBOUTB, CLKOUT0B, CLKOUT1B, CLKOUT2B, CLKOUT3B} = {5{~CLKIN1}};
   assign LOCKED = ~RST;
+`endif
 endmodule
 
 module IDELAYCTRL (input REFCLK, input RST, output RDY);

@@ -530,7 +530,7 @@ static const unsigned stat_ids[] = {NANOBPF_CTRL_STAT_HOST_RX, NANOBPF_CTRL_STAT
                                     NANOBPF_CTRL_STAT_XDP_DROP, NANOBPF_CTRL_STAT_XDP_PASS, NANOBPF_CTRL_STAT_XDP_TX,
                                     NANOBPF_CTRL_STAT_ENCRYPT_NO_PROG, NANOBPF_CTRL_STAT_ENCRYPT_UNSEALED,
                                     NANOBPF_CTRL_STAT_BAD_SHIM, NANOBPF_CTRL_STAT_CTRL_FOREIGN, NANOBPF_CTRL_STAT_CTRL_SHED,
-                                    NANOBPF_CTRL_STAT_CID_FULL, NANOBPF_CTRL_STAT_SHIM_TO_NET};
+                                    NANOBPF_CTRL_STAT_CID_FULL, NANOBPF_CTRL_STAT_SHIM_TO_NET, NANOBPF_CTRL_STAT_NO_LPORT};
 static uint64_t stats_base[NANOBPF_STAT_COUNT];
 
 static void stats_raw(uint64_t *v) {
@@ -555,6 +555,7 @@ static void stats_raw(uint64_t *v) {
     }
     v[NANOBPF_CTRL_STAT_CTRL_FOREIGN] = pisa_count(NANOBPF_PISA_COUNTER_DROP_CTRL_FOREIGN);
     v[NANOBPF_CTRL_STAT_CID_FULL] = pisa_count(NANOBPF_PISA_COUNTER_CID_FULL);
+    v[NANOBPF_CTRL_STAT_NO_LPORT] = pisa_count(NANOBPF_PISA_COUNTER_DROP_NO_LPORT);
     /* the cores counted these out; the egress's deparser dropped them */
     v[NANOBPF_CTRL_STAT_SHIM_TO_NET] = pisa_count(NANOBPF_PISA_COUNTER_TX_SHIM);
     v[NANOBPF_CTRL_STAT_NET_TX] -= v[NANOBPF_CTRL_STAT_SHIM_TO_NET];

@@ -262,6 +262,8 @@ class DeviceModel:
             self.counters["pisa_drop"] += 1
             if reason == pisa_model.DROP["ctrl_foreign"]:   # STATS ctrl_foreign is PISA's count, as on the device
                 self.counters["ctrl_foreign"] += 1
+            if reason == pisa_model.DROP["no_lport"]:       # and no_lport
+                self.counters["no_lport"] += 1
             return None
         self._parse = pisa_model.xdp_parse(meta)
         return pisa_model.pop_tag(frame)[0]

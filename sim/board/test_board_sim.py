@@ -1,0 +1,59 @@
+"""The Genesys2 board simulated from its pins (make board-sim; nanobpf.board.exchange): the board's top
+with its image, the DPU, booted from the fw_image ROM into main memory in LiteDRAM's simulation core,
+cabled to a TAP device with the host's two links as VLANs on it (one-arm mode). A control session on
+the host VLAN installs the QUIC workload's keys and settings; QUIC packets go both ways; every frame out
+must be the reference protection's and the device model's, byte for byte and in order; a control frame
+on the network VLAN, an untagged frame and another VLAN's are dropped and counted (STATS).
+
+The short run (2 cores, the build make test makes: test-prereqs; about 4 minutes, most of it the boot)
+is part of make test; the board's default build (4 cores) with more connections and packets is in
+make test-long."""
+import os
+import subprocess
+
+import pytest
+
+from nanobpf import ROOT
+from nanobpf.board import exchange, facts
+
+BOARD = facts.load(facts.DEFAULT_BOARD)
+needs_root = pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/dev/net/tun"),
+                                reason="needs root and /dev/net/tun (a TAP device)")
+
+
+def run(cores, packets, tmp_path, connections=6):
+    binary = exchange.model_path(BOARD.name, cores)
+    if not binary.exists():
+        pytest.skip(f"{binary} not built (make board-sim-model BOARD_CORES={cores})")
+    lines = []
+    sim = exchange.BoardSim(binary, BOARD.dpu.host_vid, BOARD.dpu.net_vid, tap=f"nbbt{cores}{os.getpid() % 1000}",
+                            log=lines.append, ready_timeout=2400)
+    sim.start()
+    try:
+        report = exchange.exchange(sim, connections=connections, packets=packets, log=lines.append)
+    finally:
+        code = sim.stop()
+    (tmp_path / "console.txt").write_text("\n".join(sim.lines))
+    return report, code, sim
+
+
+@needs_root
+def test_quic_through_the_board_pins_on_one_arm_vlans(tmp_path):
+    report, code, sim = run(2, 4, tmp_path)
+    assert report.ok, "\n".join(report.lines + sim.lines[-30:])
+    assert code == 0, "\n".join(sim.lines[-30:])   # no bad frame on the wire, no UART framing error
+    uart = sim.uart()
+    assert any(l.startswith("dpu: 2 core(s), program xdp_quic_hw") for l in uart), uart
+    assert any(l.startswith("dpu: ready at cycle") for l in uart), uart
+
+
+@pytest.mark.long
+@needs_root
+def test_quic_through_the_default_board(tmp_path):
+    """The board as make bitstream builds it (its default cores), more connections."""
+    cores = BOARD.default_cores
+    r = subprocess.run(["make", "-s", "board-sim-model", f"BOARD={BOARD.name}", f"BOARD_CORES={cores}"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=7200)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    report, code, sim = run(cores, 6, tmp_path, connections=12)
+    assert report.ok and code == 0, "\n".join(report.lines + sim.lines[-30:])
