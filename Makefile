@@ -317,8 +317,8 @@ synth-estimate: $(VENV_STAMP) ## yosys synth_xilinx utilisation of the SoC (CORE
 	@$(MAKE) -s hw CORES=$(CORES)
 	@$(BIN)/nanobpf-synth-estimate --board $(BOARD) --chisel $(HW_DIR) --out $(BUILD)/synth/soc-$(CORES)
 
-synth-estimate-board: $(VENV_STAMP) board-hw ## yosys synth_xilinx utilisation of the whole board design (BOARD=genesys2, BOARD_CORES=N), per block, and how many cores fit
-	@$(BIN)/nanobpf-synth-estimate --board $(BOARD) --chisel $(BOARD_HW_DIR) --top $(BOARD_TOP) \
+synth-estimate-board: $(VENV_STAMP) board-hw ## yosys synth_xilinx utilisation of the whole board design (BOARD=genesys2, BOARD_CORES=N), per block, how many cores fit, and the logic depth per clock domain
+	@$(BIN)/nanobpf-synth-estimate --board $(BOARD) --chisel $(BOARD_HW_DIR) --top $(BOARD_TOP) --timing \
 	    $(foreach f,$(BOARD_RTL),--top-file $(f)) \
 	    --dram-properties $(LITEDRAM_DIR)/board/dram.properties --xilinx-prims --hier --blocks-depth 4 \
 	    --out $(BUILD)/synth/board-$(BOARD)-$(BOARD_CORES) --fit-cores $(BOARD_CORES) --reuse

@@ -900,6 +900,11 @@ def main(argv=None):
     host = ap.add_mutually_exclusive_group(required=True)
     host.add_argument("--host-tap", metavar="NAME", help="create TAP NAME as the host port")
     host.add_argument("--host-if", metavar="IF", help="use existing interface IF (e.g. QEMU's TAP) as the host port")
+    host.add_argument("--one-arm", metavar="IF", help="one-arm mode, as the board's image: both links on existing "
+                      "interface IF as two VLANs (--host-vid, --net-vid), frames on neither ignored")
+    ap.add_argument("--host-vid", type=int, help="with --one-arm: the host link's VLAN (default: the default board's "
+                    "board.toml [dpu] host_vid)")
+    ap.add_argument("--net-vid", type=int, help="with --one-arm: the network link's VLAN (default: [dpu] net_vid)")
     net = ap.add_mutually_exclusive_group()
     net.add_argument("--net-tap", metavar="NAME", help="create TAP NAME as the network port")
     net.add_argument("--net-if", metavar="IF", help="use existing interface IF as the network port")
@@ -916,9 +921,21 @@ def main(argv=None):
             ap.error(f"--{name} is a probability, 0..1")
     if not 1 <= a.key_slots <= abi.NANOBPF_KEYTABLE_ENTRIES:
         ap.error(f"--key-slots: 1..{abi.NANOBPF_KEYTABLE_ENTRIES}")
+    if (a.host_vid is not None or a.net_vid is not None) and not a.one_arm:
+        ap.error("--host-vid and --net-vid go with --one-arm")
     try:
-        hp = ctrl.TapPort(a.host_tap) if a.host_tap else ctrl.PacketPort(a.host_if)
-        np_ = ctrl.TapPort(a.net_tap) if a.net_tap else ctrl.PacketPort(a.net_if) if a.net_if else None
+        if a.one_arm:
+            if a.net_tap or a.net_if:
+                ap.error("--one-arm carries the network link too: no --net-tap or --net-if")
+            from .board import facts
+            dpu = facts.load(facts.DEFAULT_BOARD).dpu
+            hv, nv = (a.host_vid if a.host_vid is not None else dpu.host_vid), (a.net_vid if a.net_vid is not None else dpu.net_vid)
+            if not (1 <= hv <= 4094 and 1 <= nv <= 4094 and hv != nv):
+                ap.error("--host-vid and --net-vid: two VLANs, 1..4094")
+            hp, np_ = ctrl.VlanPort(a.one_arm, hv), ctrl.VlanPort(a.one_arm, nv)
+        else:
+            hp = ctrl.TapPort(a.host_tap) if a.host_tap else ctrl.PacketPort(a.host_if)
+            np_ = ctrl.TapPort(a.net_tap) if a.net_tap else ctrl.PacketPort(a.net_if) if a.net_if else None
     except OSError as e:
         print(f"nanobpf-devmodel: {e}", file=sys.stderr)
         return 1

@@ -107,6 +107,9 @@ def main(argv=None):
                          "that instantiate them (MMCM, PLL, SERDES, I/O buffers); they stay primitives")
     ap.add_argument("--depth", action="store_true",
                     help="also report the logic depth: the longest register-to-register path in cells (yosys ltp -noff)")
+    ap.add_argument("--timing", action="store_true",
+                    help="also report the logic depth per clock domain: the deepest path into each domain's registers "
+                         "in levels (LUT, CARRY4, MUXF), with the blocks on it (nanobpf.board.logic_depth; timing.md)")
     ap.add_argument("--reuse", action="store_true",
                     help="reuse a synthesis already in its output folder (utilisation.json) when its file list "
                          "(files.f) and every source's contents are the same; otherwise synthesise")
@@ -431,13 +434,14 @@ def reusable(out, files, top):
 def synth(a, files, top, out, depth, label):
     """Both yosys stages for `top`; returns (used, lutram, text)."""
     out.mkdir(parents=True, exist_ok=True)
+    timing = getattr(a, "timing", False) and not depth
     if a.reuse:
         old = reusable(out, files, top)
-        if old:
+        if old and (not timing or (out / "netlist.json").exists()):
             print(f"[synth] {top} ({label}): reusing {out / 'utilisation.json'}", flush=True)
             used = {k: old[k] for k in CAPACITY}
-            return used, old["lutram"], table(used, old["lutram"], f"Utilisation estimate of {top} ({label}), "
-                                                                    "yosys synth_xilinx (reused)")
+            text = table(used, old["lutram"], f"Utilisation estimate of {top} ({label}), yosys synth_xilinx (reused)")
+            return used, old["lutram"], text + ("\n\n" + timing_table(out, top) if timing else "")
     (out / "files.f").write_text("\n".join(files) + "\n")
     stat = out / "stat.json"
     rtlil = out / "design.il"
@@ -475,7 +479,11 @@ def synth(a, files, top, out, depth, label):
                                      "setattr -mod -unset keep_hierarchy", "flatten",
                                      # registers and RAMs end a path: delete them, then the longest path is combinational
                                      "delete t:FD* t:RAMB* t:RAM32* t:RAM64* t:RAM128* t:RAM256* t:SRL*",
-                                     f"tee -q -o {out / 'ltp.txt'} ltp -noff"] if depth else []) + [""]))
+                                     f"tee -q -o {out / 'ltp.txt'} ltp -noff"] if depth else []) +
+                                 ([
+                                     # the whole netlist, flat, for the paths per clock domain
+                                     "setattr -mod -unset keep_hierarchy", "flatten", "setattr -unset src",
+                                     f"write_json {out / 'netlist.json'}"] if timing else []) + [""]))
     print(f"[synth] 2/2 synth_xilinx -family xc7 -flatten{' (blocks kept: keep_hierarchy)' if a.hier else ''} ({a.native})",
           flush=True)
     rc = run_yosys([a.native, "-s", str(script)], out / "yosys.log", out, t0)
@@ -494,9 +502,30 @@ def synth(a, files, top, out, depth, label):
         (out / "depth.json").write_text(json.dumps({"top": top, "logic_depth_cells": depth}) + "\n")
         text += (f"\n\nLogic depth: {depth} cells on the longest register-to-register path (yosys `ltp` on "
                  "the mapped netlist with registers and RAMs removed: LUTs, MUXF7/8 and CARRY4 each count one; an upper bound on LUT levels).")
+    if timing:
+        text += "\n\n" + timing_table(out, top)
     (out / "utilisation.md").write_text(text + "\n")
     print(text, flush=True)
     return used, lutram, text
+
+
+def timing_table(out, top):
+    """The logic depth per clock domain of out/netlist.json (nanobpf.board.logic_depth), as a table; also
+    written to out/timing.json."""
+    from nanobpf.board import logic_depth
+    report = logic_depth.analyse(json.loads((out / "netlist.json").read_text()), top)
+    rows, data = [], {}
+    for clock, p in sorted(report.domains.items(), key=lambda kv: -kv[1].levels):
+        blocks = logic_depth.blocks_on(p)
+        data[clock] = {"lut_levels": p.levels, "lut": p.luts, "carry4": p.carries, "muxf": p.muxes, "end": p.end,
+                       "blocks": blocks, "endpoints": report.endpoints.get(clock, 0)}
+        rows.append(f"| `{clock}` | {report.endpoints.get(clock, 0):,} | {p.levels:g} | {p.luts} / {p.carries} / {p.muxes} | "
+                    f"{' -> '.join(f'`{b}`' for b in blocks)} | `{p.end}` |")
+    (out / "timing.json").write_text(json.dumps(data, indent=1) + "\n")
+    return "\n".join([f"Logic depth per clock domain of {top} (the deepest path into each domain's sequential cells, "
+                      "in LUT levels: a LUT, MUXF7/8 or distributed RAM read one, a CARRY4 a quarter):", "",
+                      "| clock net | sequential cells | LUT levels | LUT / CARRY4 / MUXF | blocks on the path | ends at |",
+                      "|---|---:|---:|---|---|---|"] + rows)
 
 
 if __name__ == "__main__":
