@@ -57,3 +57,24 @@ def test_quic_through_the_default_board(tmp_path):
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
     report, code, sim = run(cores, 6, tmp_path, connections=12)
     assert report.ok and code == 0, "\n".join(report.lines + sim.lines[-30:])
+
+
+def test_link_self_test_behind_sw0(tmp_path):
+    """SW0 on: the link self-test holds the port from reset (no firmware needed): every good frame into
+    the RGMII pins comes back out of them with its MAC addresses swapped, the rest unchanged (pcap in and
+    out, no TAP)."""
+    from nanobpf.pcap import read_pcap, udp_frame, write_pcap
+    binary = exchange.model_path(BOARD.name, 2)
+    if not binary.exists():
+        pytest.skip(f"{binary} not built (make board-sim-model BOARD_CORES=2)")
+    frames = [udp_frame(bytes([i]) * n, "192.0.2.1", "192.0.2.2", 1000 + i, 2000, vlan=v)
+              for i, (n, v) in enumerate([(18, None), (100, 10), (1400, None), (40, 20)])]
+    write_pcap(tmp_path / "in.pcap", frames)
+    r = subprocess.run([str(binary), "--in", str(tmp_path / "in.pcap"), "--out", str(tmp_path / "out.pcap"),
+                        "--switches", "1", "--start-after", "", "--drain-cycles", "20000", "--max-cycles", "2000000"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    got = [f for _, f in read_pcap(tmp_path / "out.pcap")]
+    want = [exchange.on_the_wire(f[6:12] + f[:6] + f[12:], tagged=False) for f in frames]
+    assert got == want
+    assert "out 4 good, 0 bad" in r.stdout, r.stdout

@@ -55,7 +55,8 @@ const char kUsage[] =
     "  --out FILE         write the good frames the board sends (pcap; without FCS; ns timestamps)\n"
     "  --tap NAME         a TAP device (created if missing, brought up) as the link partner: its frames go in\n"
     "                     (after --start-after), the board's go to it; the run goes on until SIGINT/SIGTERM\n"
-    "  --start-after TEXT hold input frames until a console line contains TEXT (default \"dpu: ready\"; \"\": at once)\n"
+    "  --start-after TEXT hold input frames until a console line contains TEXT (default \"dpu: ready\"; \"\": as soon as\n"
+    "                     the board lets the PHY out of reset, 10 ms in)\n"
     "  --until TEXT       end the run (exit 0) once a console line contains TEXT\n"
     "  --drain-cycles N   without a TAP, end the run (exit 0) once every input frame is sent and the link has\n"
     "                     been quiet for N core cycles (default 200000)\n"
@@ -247,7 +248,8 @@ int main(int argc, char **argv) {
             bits[8] = 0;
             log("[led] LD7..0 %s at cycle %" PRIu64 "\n", bits, cycle);
         }
-        if (sending) {
+        // the PHY sends nothing while the board holds it in reset (eth_phyrst_n, 10 ms after the clocks lock)
+        if (sending && top->eth_phyrst_n) {
             while (next_in < input.size() && phy_rx.queued() < 2) phy_rx.push(input[next_in++].bytes);
             if (tap && (cycle & 255) == 0)
                 for (auto &f : tap->read_all())

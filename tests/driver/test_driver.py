@@ -34,7 +34,9 @@ Both run against the model in make test and against the RTL DPU in make test-lon
 marker long): RtlRig puts nanobpf.faults.Relay between the guest's TAP and the simulation's host TAP
 (faults, resets as another host would send them, the device's answers recorded) and RtlView reads the
 device's state through the driver; the data path there runs xdp_quic_hw on the AEAD engine.
-test_rtl_smoke (make test) is a short boot against the RTL DPU.
+test_rtl_smoke (make test) is a short boot against the RTL DPU. test_one_arm_host (make test) is the host
+side of the board's one-arm mode: the driver on a VLAN sub-interface (eth0.10) against the model on
+that VLAN of the guest's link.
 Skipped only when qemu-system-x86_64 or the kernel image is absent.
 """
 import json
@@ -85,8 +87,8 @@ pytestmark = pytest.mark.skipif(not QEMU or not KERNEL or not KERNEL.exists(),
                                 reason=f"needs qemu-system-x86_64 ({QEMU or 'absent'}) and "
                                        f"{KERNEL or '/boot/vmlinuz-<linux-headers version>'}")
 
-# virtio-net on q35: PCI transport, the NIC and its failover dependency
-GUEST_MODULES = ["virtio_pci", "virtio_net"]
+# virtio-net on q35: PCI transport, the NIC and its failover dependency; 802.1Q for the one-arm host
+GUEST_MODULES = ["virtio_pci", "virtio_net", "8021q"]
 
 
 # ---------------------------------------------------------------- initramfs
@@ -1205,3 +1207,81 @@ def test_rtl_smoke(initramfs, tmp_path):
     finally:
         rig.close()
     assert rig.rc == 0, "\n".join(rig.rtl.lines[-30:])
+
+
+class OneArmRig(Rig):
+    """The guest's link as a board's one-arm link: the model's host port is the host VLAN of the guest's
+    TAP (board.toml [dpu] host_vid, nanobpf.ctrl.VlanPort); its network port a TAP of its own, as in Rig
+    (on the board the network's VLAN shares the link: sim/board covers that side)."""
+
+    def __init__(self, workdir, initrd, seed, host_vid):
+        tag = f"{os.getpid() % 10000}{seed}"
+        self.tap, self.nettap = f"nbq{tag}", f"nbn{tag}"
+        _ip("tuntap", "add", "dev", self.tap, "mode", "tap")
+        self.dev = self.guest = self.net = self.net_model_port = self.host_port = self.untagged = None
+        try:
+            Path(f"/proc/sys/net/ipv6/conf/{self.tap}/disable_ipv6").write_text("1")
+            _ip("link", "set", self.tap, "up")
+            self.guest = Guest(workdir, initrd, self.tap)
+            self.host_port = ctrl.VlanPort(self.tap, host_vid)
+            self.untagged = ctrl.VlanPort(self.tap, None)       # what the guest sends on eth0 itself
+            self.net_model_port = TapPort(self.nettap)
+            self.net = PacketPort(self.nettap)
+            self.dev = DeviceModel(host=self.host_port, net=self.net_model_port, seed=seed).start()
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self):
+        if self.untagged:
+            self.untagged.close()
+        super().close()
+
+
+def test_one_arm_host(initramfs, tmp_path):
+    """The host side of one-arm mode as boards/genesys2/README.md (step 4) sets it up: a VLAN sub-interface
+    for the host link (eth0.10), nanobpf.ko attached to it. The device answers on that VLAN only: an
+    attach on eth0 itself (untagged) gets no answer and fails; on eth0.10 it says HELLO and comes up in
+    sync; a connection's keys go over it, and the data path works through it both ways: a packet sent
+    with the encrypt mark leaves sealed, a protected packet from the network arrives opened, with the
+    decrypt mark."""
+    from nanobpf.board import facts
+    from nanobpf.pcap import udp_frame
+    from nanobpf.quic import PacketKeys, protect, unprotect
+    vid = facts.load(facts.DEFAULT_BOARD).dpu.host_vid
+    rig = OneArmRig(tmp_path, initramfs, seed=3, host_vid=vid)
+    try:
+        g, dev = rig.guest, rig.dev
+        g.run("echo 200 > /sys/module/nanobpf/parameters/retry_ms; echo 800 > /sys/module/nanobpf/parameters/retry_max_ms")
+        rc, doc = g.ctl("dev attach eth0", check=False)           # untagged: no device there
+        assert rc != 0 and ctl_errno(doc) == 110, doc                # ETIMEDOUT
+        assert dev.stats()["ctrl_rx"] == 0
+        g.run(f"ip link add link eth0 name eth0.{vid} type vlan id {vid} && ip link set eth0 up && ip link set eth0.{vid} up")
+        g.ctl(f"dev attach eth0.{vid}")
+        info = g.ctl("dev show")
+        assert info["link_state"] == "in_sync" and info["epoch"] == dev.epoch, info
+        k0 = PacketKeys.from_secret(bytes(range(32)))        # the peer's keys (the device opens with them)
+        k1 = PacketKeys.from_secret(bytes(range(1, 33)))     # the guest's (the device seals with them)
+        g.ctl("prog load /xdp_quic.nbpf")
+        cfg = struct.pack(abi.STRUCTS["quic_config"].fmt, HOST_PORT, NET_PORT, 0, 0)
+        g.ctl(f"map update quic_config key 00000000 value {cfg.hex()}")
+        g.ctl(f"map update quic_ports key {struct.pack('<H', 443).hex()} value 01000000")
+        g.ctl(f"key add cid {QUIC_CID.hex()} key {k0.key.hex()} iv {k0.iv.hex()} hp {k0.hp.hex()}")
+        g.ctl(f"key add cid {PEER_CID.hex()} dir seal key {k1.key.hex()} iv {k1.iv.hex()} hp {k1.hp.hex()}")
+        assert len(dev.keys()) == 2
+        g.run(f"ip addr add {GUEST_IP}/24 dev nbpf0 && ip link set nbpf0 up && arp -i nbpf0 -s {PEER_IP} {PEER_MAC}")
+        plain = quic_plain(5, b"sealed through a VLAN " * 3, dcid=PEER_CID)
+        g.run(f"nbtest udpsend {PEER_IP} 443 {D.ENCRYPT_MARK | len(PEER_CID):#x} {plain.hex()} 50000")
+        _, u = recv_udp(rig.net, 443)
+        assert unprotect(u.payload, k1, -1, len(PEER_CID)).plain == plain
+        opened = quic_plain(7, b"opened for the host on its VLAN " * 2)
+        wire = udp_frame(protect(opened, k0, short_cid_len=len(QUIC_CID)), PEER_IP, GUEST_IP, 443, 4433,
+                         src_mac=PEER_MAC, dst_mac=GUEST_MAC)
+        mark, payload = guest_recv(g, 4433, lambda: rig.net.send(wire))
+        assert mark == D.DECRYPT_MARK and payload == opened
+        s = dev.stats()
+        assert (s["encrypt_req"], s["net_tx"], s["decrypted"]) == (1, 1, 1), s
+        g.assert_log_clean()
+    finally:
+        rig.close()
+
