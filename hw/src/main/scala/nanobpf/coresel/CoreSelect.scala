@@ -62,7 +62,7 @@ class CoreSelect(p: PktParams) extends Module {
   val avail = VecInit(outstanding.map(_ < limit))
   /** Data queue number k (0 .. m-1, possibly up to 2m-2 before the wrap) as a queue index. */
   def dataQueue(k: UInt): UInt = (Mux(k >= m.U, k - m.U, k) + first.U)(p.queueBits - 1, 0)
-  val homeK = io.in.bits.hash % m.U
+  val homeK = nanobpf.common.ModConst(io.in.bits.hash, m) // (not `% m.U`: a divider, far too deep for the core clock)
   val home = dataQueue(homeK)
 
   // JBSQ: fewest outstanding among the available data cores, lowest index on ties.
