@@ -62,13 +62,14 @@ const char kUsage[] =
     "                     been quiet for N core cycles (default 200000)\n"
     "  --max-cycles N     give up after N core cycles (default 400000000): exit 124\n"
     "  --switches N       the slide switches SW7..0 (default 0; SW0 on: the link self-test echoes frames)\n"
+    "  --mbps N           the link partner's rate into the board, 1..1000 Mbit/s (default 1000: back to back)\n"
     "  --wave FILE.fst    write an FST waveform (large: for short runs)\n"
     "  --quiet            print only the summary\n";
 
 struct Options {
     std::string in, out, tap, wave, start_after = "dpu: ready", until;
     uint64_t drain_cycles = 200000, max_cycles = 400000000;
-    unsigned switches = 0;
+    unsigned switches = 0, mbps = 1000;
     bool quiet = false;
 };
 
@@ -104,11 +105,13 @@ Options parse(int argc, char **argv) {
         else if (a == "--drain-cycles") o.drain_cycles = number(a, value());
         else if (a == "--max-cycles") o.max_cycles = number(a, value());
         else if (a == "--switches") o.switches = (unsigned)number(a, value());
+        else if (a == "--mbps") o.mbps = (unsigned)number(a, value());
         else if (a == "--quiet") o.quiet = true;
         else usage_error("unknown argument: " + a);
     }
     if (o.max_cycles == 0 || o.drain_cycles == 0) usage_error("--max-cycles and --drain-cycles must be positive");
     if (o.switches > 0xff) usage_error("--switches: 0..255");
+    if (o.mbps < 1 || o.mbps > 1000) usage_error("--mbps: 1..1000");
     return o;
 }
 
@@ -132,6 +135,7 @@ int main(int argc, char **argv) {
     Options opt = parse(argc, argv);
     rgmii::Rx phy_rx;
     rgmii::Tx phy_tx;
+    phy_rx.set_rate(opt.mbps);
     std::vector<pcap::Frame> input;
     std::unique_ptr<pcap::Writer> writer;
     std::unique_ptr<Tap> tap;

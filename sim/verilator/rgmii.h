@@ -34,6 +34,9 @@ class Rx {
   public:
     static constexpr unsigned kGap = 12;  // inter-frame gap, bytes
 
+    // Send at `mbps` Mbit/s on average (below 1000: a longer gap after each frame), as a link partner
+    // that offers less than line rate.
+    void set_rate(unsigned mbps) { mbps_ = mbps; }
     void push(const std::vector<uint8_t> &frame) { frames_.push_back(frame); }
     bool idle() const { return frames_.empty() && wire_.empty() && gap_ == 0; }
     size_t queued() const { return frames_.size(); }
@@ -48,7 +51,7 @@ class Rx {
                 byte_ = wire_.front();
                 wire_.pop_front();
                 active_ = true;
-                if (wire_.empty()) gap_ = kGap, sent_++;
+                if (wire_.empty()) gap_ = kGap + (unsigned)((uint64_t)frame_bytes_ * (1000 - mbps_) / mbps_), sent_++;
             } else {
                 active_ = false;
                 if (gap_) gap_--;
@@ -68,10 +71,11 @@ class Rx {
         wire_.push_back(0xd5);
         wire_.insert(wire_.end(), f.begin(), f.end());
         for (int i = 0; i < 4; i++) wire_.push_back((uint8_t)(fcs >> (8 * i)));
+        frame_bytes_ = (unsigned)wire_.size() + kGap;
     }
     std::deque<std::vector<uint8_t>> frames_;
     std::deque<uint8_t> wire_;
-    unsigned gap_ = 0;
+    unsigned gap_ = 0, mbps_ = 1000, frame_bytes_ = 0;
     uint8_t byte_ = 0;
     bool active_ = false;
     uint64_t sent_ = 0;

@@ -71,11 +71,12 @@ class BoardSim:
     """The simulated board on a TAP device (created here, removed at stop); the host's two links are the
     VLANs host_vid and net_vid on it (`port(vid)`)."""
 
-    def __init__(self, binary, host_vid, net_vid, tap=None, max_cycles=2_000_000_000, ready_timeout=1800.0, log=None):
+    def __init__(self, binary, host_vid, net_vid, tap=None, max_cycles=2_000_000_000, ready_timeout=1800.0, log=None,
+                 mbps=1000):
         n = os.getpid() % 100000
         self.binary, self.host_vid, self.net_vid = Path(binary), host_vid, net_vid
         self.tap = tap or f"nbb{n}"
-        self.max_cycles, self.ready_timeout, self.log = max_cycles, ready_timeout, log
+        self.max_cycles, self.ready_timeout, self.log, self.mbps = max_cycles, ready_timeout, log, mbps
         self.lines: list[str] = []
         self.proc = None
         self.returncode = None
@@ -88,7 +89,7 @@ class BoardSim:
         _ip("tuntap", "add", "dev", self.tap, "mode", "tap")
         _quiet(self.tap)
         _ip("link", "set", self.tap, "up")
-        cmd = [str(self.binary), "--tap", self.tap, "--max-cycles", str(self.max_cycles)]
+        cmd = [str(self.binary), "--tap", self.tap, "--max-cycles", str(self.max_cycles), "--mbps", str(self.mbps)]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         threading.Thread(target=self._reader, name="board-console", daemon=True).start()
         t0 = time.monotonic()
@@ -247,6 +248,8 @@ def main(argv=None):
     ap.add_argument("--cores", type=int, help="the model's core count (default: the board's default_cores)")
     ap.add_argument("--connections", type=int, default=6, help="QUIC connections (default 6: CIDs of 0 to 20 bytes, IPv4 and IPv6)")
     ap.add_argument("--packets", type=int, default=4, help="1-RTT packets each way per connection (default 4)")
+    ap.add_argument("--mbps", type=int, default=1000, help="the rate the link partner sends at, 1..1000 Mbit/s "
+                    "(default 1000: frames back to back, as the host queued them)")
     ap.add_argument("--model", metavar="FILE", help="the simulated board (default: build/sim/board-BOARD-CORES/nanobpf-board-sim)")
     ap.add_argument("--quiet", action="store_true", help="print only the report")
     a = ap.parse_args(argv)
@@ -257,13 +260,15 @@ def main(argv=None):
         return 2
     if a.connections < 1 or a.packets < 1:
         ap.error("--connections and --packets must be at least 1")
+    if not 1 <= a.mbps <= 1000:
+        ap.error("--mbps: 1..1000")
     if os.geteuid() != 0:
         print(f"{PROG}: needs root (a TAP device)", file=sys.stderr)
         return 2
     cores = a.cores or board.default_cores
     binary = Path(a.model) if a.model else model_path(board.name, cores)
     log = (lambda line: None) if a.quiet else (lambda line: print(line, flush=True))
-    sim = BoardSim(binary, board.dpu.host_vid, board.dpu.net_vid, log=log)
+    sim = BoardSim(binary, board.dpu.host_vid, board.dpu.net_vid, log=log, mbps=a.mbps)
     try:
         sim.start()
     except BoardSimError as e:
