@@ -19,7 +19,7 @@ def test_levels_per_clock_domain_and_the_blocks_on_the_deepest_path():
     cells = {
         "ff0": cell("FDRE", C=[1], D=[10], CE=[11], R=[11], Q=[20]),
         "a.x.$abc$1.lut1": cell("LUT2", I0=[20], I1=[20], O=[21]),
-        "a.x.lut2": cell("LUT1", I0=[21], O=[22]),
+        "$flatten\\a.\\x.$abc$2$lut2": cell("LUT1", I0=[21], O=[22]),
         "b.y.carry": cell("CARRY4", CI=[22], S=[22, 22, 22, 22], CO=[23, 24, 25, 26]),
         "a.x.lut3": cell("LUT1", I0=[20], O=[27]),
         "ff1": cell("FDRE", C=[1], D=[26], CE=[27], R=[11], Q=[28]),
@@ -30,7 +30,7 @@ def test_levels_per_clock_domain_and_the_blocks_on_the_deepest_path():
     r = logic_depth.analyse(netlist(cells, {"clk_a": 1, "u.clk_b": 2, "x": 20}), "top")
     a, b = r.domains["clk_a"], r.domains["u.clk_b"]
     assert (a.levels, a.luts, a.carries, a.muxes) == (2.25, 2, 1, 0)   # a CARRY4 weighs a quarter
-    assert [c for c, _ in a.cells] == ["a.x.$abc$1.lut1", "a.x.lut2", "b.y.carry"] and a.end == "ff1 (FDRE.D)"
+    assert [c for c, _ in a.cells] == ["a.x.$abc$1.lut1", "$flatten\\a.\\x.$abc$2$lut2", "b.y.carry"] and a.end == "ff1 (FDRE.D)"
     assert logic_depth.blocks_on(a, depth=2) == ["a.x", "b.y"]
     # the distributed RAM's read is one level; its registered write side ends clk_b's paths
     assert (b.levels, b.luts) == (1, 1) and b.end == "ff3 (FDRE.D)"

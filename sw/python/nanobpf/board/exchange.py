@@ -196,7 +196,8 @@ def exchange(sim: BoardSim, connections=6, packets=4, log=print, timeout=600.0) 
         r.check(True, f"HELLO on the host VLAN {sim.host_vid}: epoch {client.epoch} ({time.monotonic() - t0:.1f} s)")
         t0 = time.monotonic()
         wire._apply_boot(client, w.boot)
-        keys = sum(1 for name, _, _ in w.boot if not name.startswith("@") and name == "nanobpf_quic_keys")
+        import nanobpf_ebpf_defs as abi
+        keys = sum(1 for name, _, _ in w.boot if name == abi.KEYTABLE_MAP_NAME)
         r.check(True, f"{len(w.boot)} settings installed over the control channel, {keys} of them KEY_ADD "
                       f"({time.monotonic() - t0:.1f} s)")
         # what must be dropped and counted: control on the network's VLAN, untagged, another VLAN

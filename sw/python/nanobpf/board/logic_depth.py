@@ -157,11 +157,13 @@ def _trace(bit, levels, depth, driver, cells, end):
 
 def blocks_on(path, depth=3):
     """The instances (their first `depth` levels of hierarchy) of the cells on a path, in order, each
-    once; names yosys made up (starting with $) are not instances."""
+    once; names yosys made up (starting with $) are not instances (its flatten pass writes an
+    instance path as `$flatten\\a.\\b.` before the cell's own name)."""
     out = []
     for cname, _ in path.cells:
         parts = []
-        for x in cname.lstrip("\\").split(".")[:-1]:
+        name = cname[len("$flatten"):] if cname.startswith("$flatten") else cname
+        for x in (c.lstrip("\\") for c in name.split(".")[:-1]):
             if x.startswith("$"):
                 break
             parts.append(x)
