@@ -6,7 +6,7 @@ must be the reference protection's and the device model's, byte for byte and in 
 on the network VLAN, an untagged frame and another VLAN's are dropped and counted (STATS).
 
 The short run (2 cores, the build make test makes: test-prereqs; about 4 minutes, most of it the boot)
-is part of make test; the board's default build (4 cores, about 7 minutes) is in make test-long."""
+is part of make test; the board's default build (4 cores, about 5 minutes) is in make test-long."""
 import os
 import subprocess
 
