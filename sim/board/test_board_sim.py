@@ -24,12 +24,11 @@ def run(cores, packets, tmp_path, connections=6):
     binary = exchange.model_path(BOARD.name, cores)
     if not binary.exists():
         pytest.skip(f"{binary} not built (make board-sim-model BOARD_CORES={cores})")
-    lines = []
     sim = exchange.BoardSim(binary, BOARD.dpu.host_vid, BOARD.dpu.net_vid, tap=f"nbbt{cores}{os.getpid() % 1000}",
-                            log=lines.append, ready_timeout=2400)
+                            ready_timeout=2400)
     sim.start()
     try:
-        report = exchange.exchange(sim, connections=connections, packets=packets, log=lines.append)
+        report = exchange.exchange(sim, connections=connections, packets=packets)
     finally:
         code = sim.stop()
     (tmp_path / "console.txt").write_text("\n".join(sim.lines))

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -179,7 +178,7 @@ def _collect(port, want, timeout):
     return got
 
 
-def exchange(sim: BoardSim, connections=6, packets=4, log=print, timeout=600.0) -> Report:
+def exchange(sim: BoardSim, connections=6, packets=4, timeout=600.0) -> Report:
     """Steps 1-4 of the module's description on a started BoardSim; the report of what matched."""
     import nanobpf_ctrl_defs as D
     from nanobpf.pcap import udp_frame
@@ -276,7 +275,7 @@ def main(argv=None):
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
     try:
-        report = exchange(sim, a.connections, a.packets, log=log)
+        report = exchange(sim, a.connections, a.packets)
     finally:
         sim.stop()
     summary = [l for l in sim.lines if l.startswith("nanobpf-board-sim:")] if a.quiet else []
