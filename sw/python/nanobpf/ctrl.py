@@ -18,6 +18,7 @@ entry per direction (NANOBPF_QUIC_DIR_OPEN: our CID, packets from the network; _
 packets the host sends); a zero-length CID names the peer by address and ports (addr_id()).
 """
 import fcntl
+import hmac
 import ipaddress
 import os
 import select
@@ -30,8 +31,9 @@ from collections import namedtuple
 
 import nanobpf_ctrl_defs as D
 import nanobpf_ebpf_defs as abi
+from nanobpf import ctrlkey
 
-__all__ = ["BROADCAST", "HOST_MAC", "DEVICE_MAC", "OPEN", "SEAL", "CtrlError", "CtrlTimeout", "Frame", "KeyId",
+__all__ = ["AuthError", "BROADCAST", "HOST_MAC", "DEVICE_MAC", "OPEN", "SEAL", "CtrlError", "CtrlTimeout", "Frame", "KeyId",
            "key_id", "addr_id", "build", "parse", "add_shim", "has_shim", "strip_shim", "crc32", "Port", "MemoryLink", "TapPort",
            "PacketPort", "Client", "parse_events"]
 
@@ -39,9 +41,11 @@ BROADCAST = b"\xff" * 6
 HOST_MAC = bytes.fromhex("024e42000002")
 DEVICE_MAC = D.DEVICE_MAC  # hw/defs/ctrl.toml [protocol]
 HDR = D.CTRL_HDR_SIZE
+NONCE, TAG = D.NANOBPF_CTRL_NONCE_LEN, D.NANOBPF_CTRL_TAG_LEN
 ETH = 14
 OPEN, SEAL = abi.NANOBPF_QUIC_DIR_OPEN, abi.NANOBPF_QUIC_DIR_SEAL
 MAX_CID = D.NANOBPF_CTRL_MAX_CID
+AuthError = ctrlkey.AuthError
 
 
 class CtrlError(Exception):
@@ -62,11 +66,11 @@ class CtrlTimeout(Exception):
 
 
 class Frame:
-    """A parsed control frame: dst, src, header fields (dict) and body."""
-    __slots__ = ("dst", "src", "hdr", "body")
+    """A parsed, authenticated control frame: dst, src, header fields (dict), body (plaintext) and nonce."""
+    __slots__ = ("dst", "src", "hdr", "body", "nonce")
 
-    def __init__(self, dst, src, hdr, body):
-        self.dst, self.src, self.hdr, self.body = dst, src, hdr, body
+    def __init__(self, dst, src, hdr, body, nonce=b""):
+        self.dst, self.src, self.hdr, self.body, self.nonce = dst, src, hdr, body, nonce
 
     def __repr__(self):
         h = self.hdr
@@ -74,28 +78,54 @@ class Frame:
                 f"status={h['status']} epoch={h['epoch']:#x} body={len(self.body)}B)")
 
 
-def build(dst, src, type_, seq, epoch=0, body=b"", flags=0, status=0, version=D.VERSION):
-    """A control frame (without FCS); bodies above NANOBPF_CTRL_MAX_BODY are refused."""
+def build(dst, src, type_, seq, epoch=0, body=b"", flags=0, status=0, version=D.VERSION, key=None, nonce=None):
+    """A control frame (without FCS), protected under the device key (a ctrlkey.DeviceKey; None: the
+    default, ctrlkey.default()): a request's body encrypted and authenticated under a nonce (default:
+    12 random bytes), a response (flags with RESPONSE) authenticated with its request's nonce (then
+    required). Bodies above NANOBPF_CTRL_MAX_BODY are refused."""
     if len(body) > D.NANOBPF_CTRL_MAX_BODY:
         raise ValueError(f"control body of {len(body)} bytes, at most {D.NANOBPF_CTRL_MAX_BODY}")
+    key = key or ctrlkey.default()
     hdr = D.pack("ctrl_hdr", version=version, type=type_, flags=flags, status=status, seq=seq & 0xFFFFFFFF,
                  epoch=epoch, length=len(body))
-    return dst + src + struct.pack(">H", D.ETHERTYPE) + hdr + body
+    eth = dst + src + struct.pack(">H", D.ETHERTYPE)
+    if flags & D.NANOBPF_CTRL_F_RESPONSE:
+        if nonce is None or len(nonce) != NONCE:
+            raise ValueError("a response repeats its request's 12-byte nonce")
+        return eth + hdr + nonce + bytes(body) + key.resp_tag(hdr, nonce, body)
+    nonce = os.urandom(NONCE) if nonce is None else bytes(nonce)
+    if len(nonce) != NONCE:
+        raise ValueError(f"a request's nonce is {NONCE} bytes")
+    ct, tag = key.seal(hdr, nonce, body)
+    return eth + hdr + nonce + ct + tag
 
 
-def parse(frame):
+def parse(frame, key=None):
     """Frame of a control frame, None for other EtherTypes; ValueError for a malformed one (short, body
-    beyond the frame or above the limit, reserved bits set). Padding after the body is ignored."""
+    beyond the frame or above the limit, reserved bits set), ctrlkey.AuthError (a ValueError) for one
+    whose tag does not verify under key (None: the default key). A request's body comes decrypted.
+    Padding after the tag is ignored."""
     if len(frame) < ETH or struct.unpack_from(">H", frame, 12)[0] != D.ETHERTYPE:
         return None
-    if len(frame) < ETH + HDR:
-        raise ValueError(f"control frame of {len(frame)} bytes: shorter than its header")
+    if len(frame) < ETH + HDR + NONCE + TAG:
+        raise ValueError(f"control frame of {len(frame)} bytes: shorter than its header, nonce and tag")
     hdr = D.unpack("ctrl_hdr", frame, ETH)
-    if hdr["length"] > D.NANOBPF_CTRL_MAX_BODY or ETH + HDR + hdr["length"] > len(frame):
-        raise ValueError(f"control body length {hdr['length']} beyond the frame or the limit")
+    n = hdr["length"]
+    if n > D.NANOBPF_CTRL_MAX_BODY or ETH + HDR + NONCE + n + TAG > len(frame):
+        raise ValueError(f"control body length {n} beyond the frame or the limit")
     if hdr["reserved"] or hdr["version"] == 0:
         raise ValueError("control header: reserved bits set or version 0")
-    return Frame(frame[0:6], frame[6:12], hdr, bytes(frame[ETH + HDR:ETH + HDR + hdr["length"]]))
+    key = key or ctrlkey.default()
+    raw_hdr = bytes(frame[ETH:ETH + HDR])
+    nonce = bytes(frame[ETH + HDR:ETH + HDR + NONCE])
+    body = bytes(frame[ETH + HDR + NONCE:ETH + HDR + NONCE + n])
+    tag = bytes(frame[ETH + HDR + NONCE + n:ETH + HDR + NONCE + n + TAG])
+    if hdr["flags"] & D.NANOBPF_CTRL_F_RESPONSE:
+        if not hmac.compare_digest(key.resp_tag(raw_hdr, nonce, body), tag):
+            raise ctrlkey.AuthError("control response: tag does not verify under the device key")
+    else:
+        body = key.open(raw_hdr, nonce, body, tag)
+    return Frame(frame[0:6], frame[6:12], hdr, body, nonce)
 
 
 def add_shim(frame, flags, cid_len=0):
@@ -406,8 +436,9 @@ class Client:
     first replays everything (HELLO, KEY_FLUSH, program, tables, keys), then is sent itself."""
 
     def __init__(self, port, mac=HOST_MAC, retry_ms=D.NANOBPF_CTRL_RETRY_MS, retry_max_ms=D.NANOBPF_CTRL_RETRY_MAX_MS,
-                 retries=D.NANOBPF_CTRL_RETRIES, first_seq=1):
+                 retries=D.NANOBPF_CTRL_RETRIES, first_seq=1, key=None):
         self.port, self.mac = port, mac
+        self.key = key or ctrlkey.default()     # the device key (ctrlkey.DeviceKey)
         self.retry_ms, self.retry_max_ms, self.retries = retry_ms, retry_max_ms, retries
         self.seq = first_seq - 1
         self.epoch, self.version, self.peer = 0, None, BROADCAST
@@ -417,14 +448,16 @@ class Client:
         self.program = None    # (name, image)
         self.tables = {}       # (table, index) -> word
         self.limits = {}
-        self.counters = dict(tx=0, retransmits=0, timeouts=0, rx=0, unmatched=0, resyncs=0)
+        self.counters = dict(tx=0, retransmits=0, timeouts=0, rx=0, unmatched=0, resyncs=0, auth_fail=0)
 
     # ------------------------------------------------------------ transport
     def exchange(self, type_, body=b""):
         """Send one request and wait for its response: (status, flags, body). Raises CtrlTimeout."""
         self.seq = (self.seq + 1) & 0xFFFFFFFF or 1
         epoch = 0 if type_ == D.NANOBPF_CTRL_MSG_HELLO else self.epoch
-        frame = build(self.peer, self.mac, type_, self.seq, epoch, body, version=self.version or D.VERSION)
+        nonce = os.urandom(NONCE)        # fresh per request; its retransmissions are the same frame
+        frame = build(self.peer, self.mac, type_, self.seq, epoch, body, version=self.version or D.VERSION,
+                      key=self.key, nonce=nonce)
         wait = self.retry_ms / 1000
         for attempt in range(self.retries + 1):
             if attempt:
@@ -437,13 +470,16 @@ class Client:
                 if raw is None:
                     break
                 try:
-                    f = parse(raw)
+                    f = parse(raw, self.key)
+                except ctrlkey.AuthError:
+                    self.counters["auth_fail"] += 1      # forged or another device's: never believed
+                    continue
                 except ValueError:
                     continue
                 if f is None or not f.hdr["flags"] & D.NANOBPF_CTRL_F_RESPONSE:
                     continue
                 self.counters["rx"] += 1
-                if f.hdr["seq"] != self.seq or f.hdr["type"] != type_:
+                if f.hdr["seq"] != self.seq or f.hdr["type"] != type_ or f.nonce != nonce:
                     self.counters["unmatched"] += 1
                     continue
                 self.peer = f.src
@@ -452,7 +488,10 @@ class Client:
                 return f.hdr["status"], f.hdr["flags"], f.body
             wait = min(wait * 2, self.retry_max_ms / 1000)
         self.counters["timeouts"] += 1
-        raise CtrlTimeout(f"{D.MSG_NAMES.get(type_, type_)} seq {self.seq}: no answer after {self.retries} retries")
+        hint = (f" ({self.counters['auth_fail']} answers failed authentication: is this the device's key?)"
+                if self.counters["auth_fail"] else " (a device with another key drops the requests unanswered: "
+                f"check the key, id {self.key.id()})")
+        raise CtrlTimeout(f"{D.MSG_NAMES.get(type_, type_)} seq {self.seq}: no answer after {self.retries} retries{hint}")
 
     def _checked(self, type_, body=b""):
         status, _, rbody = self.exchange(type_, body)

@@ -64,7 +64,7 @@ from pathlib import Path
 import nanobpf_ctrl_defs as D
 import nanobpf_ebpf_defs as abi
 
-from . import ctrl
+from . import ctrl, ctrlkey
 from .models import pisa as pisa_model
 from .faults import LinkFaults
 from .ebpf.device import DeviceError, DeviceXdp
@@ -122,8 +122,9 @@ class DeviceModel:
     """The device on two ports. Drive it with start()/stop() (a thread) or poll() (tests)."""
 
     def __init__(self, host, net=None, key_slots=abi.NANOBPF_KEYTABLE_ENTRIES, cores=4, seed=None, mac=ctrl.DEVICE_MAC, jit=False, log=None,
-                 pisa=False):
+                 pisa=False, key=None):
         self.host, self.net = host, net
+        self.key = key or ctrlkey.default()     # the device key its image carries (ctrlkey.DeviceKey)
         self.use_pisa = pisa
         self.key_slots, self.cores, self.mac, self.jit = key_slots, cores, mac, jit
         self.rng = random.Random(seed)
@@ -273,13 +274,16 @@ class DeviceModel:
         if frame is None:
             return
         try:
-            f = ctrl.parse(frame)
+            f = ctrl.parse(frame, self.key)
+        except ctrl.AuthError:
+            self.counters["ctrl_auth_fail"] += 1     # forged, altered or another key's: nothing in it is read
+            return
         except ValueError:
             self.counters["ctrl_malformed"] += 1
             return
         if f is not None:
             for fr in self.faults.through("in", frame):
-                self._control(ctrl.parse(fr))
+                self._control(ctrl.parse(fr, self.key))
             return
         self.counters["host_rx"] += 1
         seal = ctrl.has_shim(frame)
@@ -304,11 +308,7 @@ class DeviceModel:
         frame = self._pisa_ingress(frame, NET_PORT)
         if frame is None:
             return
-        try:
-            is_ctrl = ctrl.parse(frame) is not None
-        except ValueError:
-            is_ctrl = True
-        if is_ctrl:
+        if len(frame) >= 14 and struct.unpack_from(">H", frame, 12)[0] == D.ETHERTYPE:
             self.counters["ctrl_foreign"] += 1      # control frames from the network are never obeyed
             return
         self.counters["net_rx"] += 1
@@ -413,7 +413,7 @@ class DeviceModel:
     def _respond(self, req, type_, status, body=b"", replay=False):
         flags = D.NANOBPF_CTRL_F_RESPONSE | (D.NANOBPF_CTRL_F_REPLAY if replay else 0)
         frame = ctrl.build(req.src, self.mac, type_, req.hdr["seq"], self.epoch, body, flags=flags, status=status,
-                           version=self.version or D.VERSION)
+                           version=self.version or D.VERSION, key=self.key, nonce=req.nonce)
         for fr in self.faults.through("out", frame):
             self._send(self.host, fr)
 
@@ -801,6 +801,8 @@ class DeviceModel:
             raise _Refuse(D.NANOBPF_CTRL_ST_NO_MAP, f"map {name}: value of {vl} bytes, the map's is {info.value_size}")
         if name == KEYTABLE and type_ in (D.NANOBPF_CTRL_MSG_MAP_UPDATE, D.NANOBPF_CTRL_MSG_MAP_DELETE):
             raise _Refuse(D.NANOBPF_CTRL_ST_INVALID, "the key table is changed with KEY_* messages")
+        if name == KEYTABLE and type_ == D.NANOBPF_CTRL_MSG_MAP_LOOKUP:   # responses are not encrypted
+            raise _Refuse(D.NANOBPF_CTRL_ST_INVALID, "the key table's keys never leave the device")
         try:
             if type_ == D.NANOBPF_CTRL_MSG_MAP_LOOKUP:
                 if info.percpu:
@@ -909,6 +911,8 @@ def main(argv=None):
     net.add_argument("--net-tap", metavar="NAME", help="create TAP NAME as the network port")
     net.add_argument("--net-if", metavar="IF", help="use existing interface IF as the network port")
     ap.add_argument("--key-slots", type=int, default=abi.NANOBPF_KEYTABLE_ENTRIES, help=f"connections the key table holds (default {abi.NANOBPF_KEYTABLE_ENTRIES})")
+    ap.add_argument("--key", metavar="FILE", help="the device key (default: $NANOBPF_CTRL_KEY, else build/keys/ctrl.key; "
+                    "docs/control.md \"The device key\")")
     ap.add_argument("--seed", type=int, help="seed of the epoch and fault RNG")
     ap.add_argument("--loss", type=float, default=0.0, help="control frame loss probability (default 0)")
     ap.add_argument("--dup", type=float, default=0.0, help="control frame duplication probability")
@@ -923,6 +927,11 @@ def main(argv=None):
         ap.error(f"--key-slots: 1..{abi.NANOBPF_KEYTABLE_ENTRIES}")
     if (a.host_vid is not None or a.net_vid is not None) and not a.one_arm:
         ap.error("--host-vid and --net-vid go with --one-arm")
+    try:
+        key = ctrlkey.load(a.key)
+    except ctrlkey.KeyFileError as e:
+        print(f"nanobpf-devmodel: {e}", file=sys.stderr)
+        return 2
     try:
         if a.one_arm:
             if a.net_tap or a.net_if:
@@ -940,9 +949,10 @@ def main(argv=None):
         print(f"nanobpf-devmodel: {e}", file=sys.stderr)
         return 1
     log = (lambda m: print(f"[devmodel] {m}", flush=True)) if a.verbose else None
-    dev = DeviceModel(hp, np_, key_slots=a.key_slots, seed=a.seed, jit=a.jit, log=log)
+    dev = DeviceModel(hp, np_, key_slots=a.key_slots, seed=a.seed, jit=a.jit, log=log, key=key)
     dev.set_faults(a.loss, a.dup, a.reorder)
-    print(f"[devmodel] host port {hp.name}, network port {np_.name if np_ else 'none'}, epoch {dev.epoch:#010x}; "
+    print(f"[devmodel] host port {hp.name}, network port {np_.name if np_ else 'none'}, epoch {dev.epoch:#010x}, "
+          f"device key id {key.id()}; "
           "Ctrl-C stops", flush=True)
     dev.start()
     try:

@@ -26,7 +26,7 @@ ATTR_TYPES = {"unspec": "NLA_UNSPEC", "u8": "NLA_U8", "u16": "NLA_U16", "u32": "
               "string": "NLA_NUL_STRING", "binary": "NLA_BINARY", "nested": "NLA_NESTED"}
 PROTOCOL_KEYS = {"ethertype": int, "shim_ethertype": int, "version": int, "min_version": int,
                  "genl_family": str, "genl_version": int, "decrypt_mark": int, "encrypt_mark": int,
-                 "device_mac": str}
+                 "device_mac": str, "auth_req_label": str, "auth_resp_label": str}
 
 
 def ebpf_consts(path=EBPF_DEFS):
@@ -68,6 +68,11 @@ def load(path=DEFS):
         raise DefsError(f"{path}: [protocol] needs 1 <= min_version <= version <= 255")
     if not re.fullmatch(r"[0-9a-f]{2}(:[0-9a-f]{2}){5}", proto["device_mac"]) or not int(proto["device_mac"][:2], 16) & 2:
         raise DefsError(f"{path}: [protocol] device_mac: six lower-case hex bytes with ':', locally administered")
+    for k in ("auth_req_label", "auth_resp_label"):
+        if len(proto[k]) != 16 or not proto[k].isascii() or not proto[k].isprintable() or '"' in proto[k] or "\\" in proto[k]:
+            raise DefsError(f"{path}: [protocol] {k}: 16 printable ASCII characters (one AES block), no quotes")
+    if proto["auth_req_label"] == proto["auth_resp_label"]:
+        raise DefsError(f"{path}: [protocol] auth_req_label and auth_resp_label must differ (two keys)")
     names = {}
     sibling = Path(path).parent / "ebpf.toml"
     shared = ebpf_consts(sibling if sibling.exists() else EBPF_DEFS)
@@ -209,7 +214,10 @@ def c_header(defs):
            f"#define NANOBPF_GENL_VERSION {p['genl_version']}",
            f"#define NANOBPF_DECRYPT_MARK 0x{p['decrypt_mark']:08X}u",
            f"#define NANOBPF_ENCRYPT_MARK 0x{p['encrypt_mark']:08X}u",
-           f"#define NANOBPF_CTRL_DEVICE_MAC {{{', '.join(f'0x{b:02x}' for b in mac_bytes(p['device_mac']))}}}", ""]
+           f"#define NANOBPF_CTRL_DEVICE_MAC {{{', '.join(f'0x{b:02x}' for b in mac_bytes(p['device_mac']))}}}",
+           "/* the blocks the device key encrypts into K_req and K_resp (16 bytes each, no NUL) */",
+           f'#define NANOBPF_CTRL_AUTH_REQ_LABEL "{p["auth_req_label"]}"',
+           f'#define NANOBPF_CTRL_AUTH_RESP_LABEL "{p["auth_resp_label"]}"', ""]
     for g in defs["const"]:
         out.append(f"/* {g['desc']} */")
         width = max(len(g["prefix"] + v["name"]) for v in g["values"])
@@ -295,7 +303,8 @@ def python_module(defs):
            f"VERSION = {p['version']}", f"MIN_VERSION = {p['min_version']}",
            f"GENL_NAME = {p['genl_family']!r}", f"GENL_VERSION = {p['genl_version']}",
            f"DECRYPT_MARK = {p['decrypt_mark']:#010x}", f"ENCRYPT_MARK = {p['encrypt_mark']:#010x}",
-           f"DEVICE_MAC = {mac_bytes(p['device_mac'])!r}", ""]
+           f"DEVICE_MAC = {mac_bytes(p['device_mac'])!r}",
+           f"AUTH_REQ_LABEL = {p['auth_req_label'].encode()!r}", f"AUTH_RESP_LABEL = {p['auth_resp_label'].encode()!r}", ""]
     for g in defs["const"]:
         out.append(f"# {g['desc']}")
         for v in g["values"]:
@@ -366,6 +375,8 @@ def markdown(defs):
            f"| control EtherType | `0x{p['ethertype']:04X}` |",
            f"| data shim EtherType | `0x{p['shim_ethertype']:04X}` |",
            f"| protocol version | {p['version']} (oldest spoken: {p['min_version']}) |",
+           f"| K_req = AES-128 of this block under the device key | `{p['auth_req_label']}` |",
+           f"| K_resp = AES-128 of this block under the device key | `{p['auth_resp_label']}` |",
            f"| generic-netlink family | `{p['genl_family']}` version {p['genl_version']} |",
            f"| default decrypt mark (skb mark, SO_RCVMARK) | `0x{p['decrypt_mark']:08X}` |",
            f"| default encrypt mark (SO_MARK) | `0x{p['encrypt_mark']:08X}` |", ""]
