@@ -1,5 +1,6 @@
 /* libnanobpf: one function per generic-netlink command of the family nanobpf (hw/defs/ctrl.toml).
  * Arguments are checked here before anything is sent. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -133,7 +134,8 @@ int nanobpf_addr_id_format(const uint8_t id[NANOBPF_CTRL_MAX_CID], char *out, si
 
 /* ------------------------------------------------------------------ device */
 
-int nanobpf_dev_attach(struct nanobpf *h, const char *ifname, const char *vdev_name)
+int nanobpf_dev_attach(struct nanobpf *h, const char *ifname, const char *vdev_name,
+		       const uint8_t key[NANOBPF_CTRL_KEY_LEN])
 {
 	struct nb_req r = { 0 };
 	struct nl_msg *msg;
@@ -143,6 +145,8 @@ int nanobpf_dev_attach(struct nanobpf *h, const char *ifname, const char *vdev_n
 	ret = check_name(h, "dev attach", "interface name", ifname, NANOBPF_ATTR_LEN_IFNAME - 1);
 	if (!ret && vdev_name)
 		ret = check_name(h, "dev attach", "virtual device name", vdev_name, NANOBPF_ATTR_LEN_VDEV_NAME - 1);
+	if (!ret && !key)
+		ret = nb_fail(h, EINVAL, "dev attach: no device key (every control frame is authenticated with it)");
 	if (ret)
 		return ret;
 	msg = nb_msg(h, NANOBPF_CMD_DEV_ATTACH, 0, 64);
@@ -151,9 +155,103 @@ int nanobpf_dev_attach(struct nanobpf *h, const char *ifname, const char *vdev_n
 	PUT(nla_put_string(msg, NANOBPF_ATTR_IFNAME, ifname));
 	if (vdev_name)
 		PUT(nla_put_string(msg, NANOBPF_ATTR_VDEV_NAME, vdev_name));
+	PUT(nla_put(msg, NANOBPF_ATTR_CTRL_KEY, NANOBPF_CTRL_KEY_LEN, key));
 	return nb_transact(h, msg, &r, "dev attach");
 nomem:
 	return put_fail(h, msg);
+}
+
+/* ------------------------------------------------------------------ device key files */
+
+#define KEY_FILE_MAX 4096	/* a key and its comments; anything larger is not a key file */
+
+/* The key's hex digits of text (comment lines and whitespace skipped) into key: the number of bytes
+ * the digits make, or -1 for a character that is no hex digit or an odd number of digits. Digits
+ * beyond the key's 16 bytes are counted, not stored. */
+static long key_text_parse(const char *text, uint8_t key[NANOBPF_CTRL_KEY_LEN])
+{
+	const char *p = text;
+	size_t digits = 0;
+	int line_start = 1, comment = 0;
+
+	for (; *p; p++) {
+		unsigned char c = (unsigned char)*p;
+
+		if (c == '\n' || c == '\r') {
+			line_start = 1;
+			comment = 0;
+			continue;
+		}
+		if (comment)
+			continue;
+		if (isspace(c))
+			continue;
+		if (c == '#' && line_start) {	/* '#' first on its line (after blanks): a comment */
+			comment = 1;
+			continue;
+		}
+		line_start = 0;
+		if (!isxdigit(c))
+			return -1;
+		if (digits / 2 < NANOBPF_CTRL_KEY_LEN) {
+			unsigned v = isdigit(c) ? (unsigned)(c - '0') : (unsigned)(tolower(c) - 'a' + 10);
+
+			key[digits / 2] = (uint8_t)(digits & 1 ? key[digits / 2] | v : v << 4);
+		}
+		digits++;
+	}
+	return digits & 1 ? -1 : (long)(digits / 2);
+}
+
+/* The text of a key file (at most KEY_FILE_MAX bytes, NUL-terminated) into text: 0 or -errno. */
+static int key_file_text(struct nanobpf *h, const char *path, char text[KEY_FILE_MAX + 1])
+{
+	FILE *f = fopen(path, "r");
+	size_t n;
+	int err;
+
+	if (!f) {
+		err = errno;
+		return nb_fail(h, err, "device key %s: %s; `nanobpf-ctrl-key new FILE` makes one "
+			       "(docs/control.md \"The device key\")", path, strerror(err));
+	}
+	n = fread(text, 1, KEY_FILE_MAX + 1, f);
+	err = ferror(f) ? (errno ? errno : EIO) : 0;
+	fclose(f);
+	if (err)
+		return nb_fail(h, err, "device key %s: %s", path, strerror(err));
+	if (n > KEY_FILE_MAX)
+		return nb_fail(h, EINVAL, "device key %s: larger than %d bytes, not a key file", path, KEY_FILE_MAX);
+	if (memchr(text, '\0', n))
+		return nb_fail(h, EINVAL, "device key %s: binary, not a key file (32 hex digits)", path);
+	text[n] = '\0';
+	return 0;
+}
+
+int nanobpf_key_file_read(struct nanobpf *h, const char *path, uint8_t key[NANOBPF_CTRL_KEY_LEN])
+{
+	struct nanobpf scratch;		/* the error text's place when the caller has no handle */
+	char text[KEY_FILE_MAX + 1];
+	long bytes;
+	int ret;
+
+	if (!h)
+		h = &scratch;
+	nb_clear(h);
+	if (!path || !key)
+		return nb_fail(h, EINVAL, "device key: no file or no buffer given");
+	ret = key_file_text(h, path, text);
+	bytes = ret ? 0 : key_text_parse(text, key);
+	explicit_bzero(text, sizeof(text));
+	if (!ret && bytes < 0)
+		ret = nb_fail(h, EINVAL, "device key %s: not hexadecimal (expected %d hex digits)", path,
+			      2 * NANOBPF_CTRL_KEY_LEN);
+	else if (!ret && bytes != NANOBPF_CTRL_KEY_LEN)
+		ret = nb_fail(h, EINVAL, "device key %s: %ld bytes, a device key is %d (%d hex digits)", path, bytes,
+			      NANOBPF_CTRL_KEY_LEN, 2 * NANOBPF_CTRL_KEY_LEN);
+	if (ret)
+		explicit_bzero(key, NANOBPF_CTRL_KEY_LEN);
+	return ret;
 }
 
 int nanobpf_dev_detach(struct nanobpf *h)

@@ -141,6 +141,11 @@ USAGE_ERRORS = [
     (["dev", "attach", "a" * (IFNAME_MAX + 1)], f"at most {IFNAME_MAX} fit"),
     (["dev", "attach", "eth0", "name"], "'name' needs a value"),
     (["dev", "attach", "eth0", "name", "v" * (IFNAME_MAX + 1)], f"at most {IFNAME_MAX} fit"),
+    (["dev", "attach", "eth0", "key"], "'key' needs a value"),
+    (["dev", "attach", "eth0", "key", ""], "key: the file name is empty"),
+    (["dev", "attach", "eth0", "key", "a", "name", "v", "key", "b"], "'key' given twice"),
+    (["dev", "attach", "eth0", "name", "v", "name", "w"], "'name' given twice"),
+    (["dev", "attach", "eth0", "keyfile", "a"], "unexpected argument 'keyfile'"),
     (["dev", "show", "now"], "unexpected argument 'now'"),
     # hex
     (["key", "del", "cid", "0g"], "'g' is not a hex digit"),
@@ -275,7 +280,8 @@ def test_prog_load_not_an_image(tmp_path, blob, msg):
 # ------------------------------------------------------------------ no module on this host: exit 1
 
 VALID = [
-    ["dev", "show"], ["dev", "attach", "eth0"], ["dev", "attach", "eth0", "name", "nbpf7"], ["dev", "detach"],
+    ["dev", "show"], ["dev", "attach", "eth0"], ["dev", "attach", "eth0", "name", "nbpf7"],
+    ["dev", "attach", "eth0", "key", "/nonexistent/ctrl.key", "name", "nbpf7"], ["dev", "detach"],
     ["dev", "reset"], ["key", "list"], ["key", "del", "cid", "01" * 20], ["key", "del", "cid", "01", "dir", "seal"],
     ["key", "del", "peer", "[::1]:4433", "local-port", "443", "dir", "open"], ["key", "del", "addr-id", "01" * 20],
     ["key", "add", "cid", "0a:0b:0c:0d", "key", KEY, "iv", IV, "hp", HP, "phase", "1", "next-key", NKEY,
@@ -347,17 +353,103 @@ def test_mock_dev_show():
                                      f"link in_sync  epoch 0x1234abcd  version {ctrl.VERSION}  keys 3"]
 
 
-def test_mock_dev_attach_sends_names(tmp_path):
+DEVICE_KEY = bytes(range(0x10, 0x20))
+
+
+def key_file(tmp_path, text, name="ctrl.key"):
+    f = tmp_path / name
+    f.write_text(text)
+    return f
+
+
+def test_mock_dev_attach_sends_names_and_key(tmp_path):
     log = tmp_path / "log"
-    assert mock_json("dev", "attach", "eth1", "name", "nbpf3", log=log) == {"ok": True}
-    assert mock_json("dev", "attach", "eth2", log=log) == {"ok": True}
+    kf = key_file(tmp_path, f"# a comment\n{DEVICE_KEY.hex()}\n")
+    other = key_file(tmp_path, "ff" * 16, "other.key")
+    assert mock_json("dev", "attach", "eth1", "name", "nbpf3", "key", kf, log=log) == {"ok": True}
+    assert mock_json("dev", "attach", "eth2", "key", other, "name", "nbpf4", log=log) == {"ok": True}
     assert mock("dev", "detach", log=log).returncode == 0
     assert mock("dev", "reset", log=log).stdout == ""
     reqs = requests(log)
     assert [r[0] for r in reqs] == ["dev_attach", "dev_attach", "dev_detach", "dev_reset"]
-    assert reqs[0][1] == {"IFNAME": b"eth1\0", "VDEV_NAME": b"nbpf3\0"}
-    assert reqs[1][1] == {"IFNAME": b"eth2\0"}
+    assert reqs[0][1] == {"IFNAME": b"eth1\0", "VDEV_NAME": b"nbpf3\0", "CTRL_KEY": DEVICE_KEY}
+    assert reqs[1][1] == {"IFNAME": b"eth2\0", "VDEV_NAME": b"nbpf4\0", "CTRL_KEY": b"\xff" * 16}
     assert reqs[2][1] == {} and reqs[3][1] == {}
+
+
+def test_mock_dev_attach_key_from_environment(tmp_path):
+    log = tmp_path / "log"
+    kf = key_file(tmp_path, DEVICE_KEY.hex())
+    p = run("--json", "dev", "attach", "eth0", tool=MOCK, env={"NANOBPF_CTRL_KEY": str(kf), "NANOBPF_MOCK_LOG": str(log)})
+    assert p.returncode == 0 and json.loads(p.stdout) == {"ok": True}, p.stderr
+    assert requests(log)[0][1] == {"IFNAME": b"eth0\0", "CTRL_KEY": DEVICE_KEY}
+    # key FILE wins over the environment
+    p = run("dev", "attach", "eth0", "key", tmp_path / "absent.key", tool=MOCK, env={"NANOBPF_CTRL_KEY": str(kf)})
+    assert p.returncode == 1 and f"device key {tmp_path / 'absent.key'}: No such file" in p.stderr
+
+
+@pytest.mark.skipif(Path("/etc/nanobpf/ctrl.key").exists(), reason="this host has /etc/nanobpf/ctrl.key")
+def test_mock_dev_attach_default_key_file_missing(tmp_path):
+    log = tmp_path / "log"
+    p = run("--json", "dev", "attach", "eth0", tool=MOCK, env={"NANOBPF_CTRL_KEY": "", "NANOBPF_MOCK_LOG": str(log)})
+    assert p.returncode == 1
+    err = json.loads(p.stdout)["error"]
+    assert err["errno"] == errno_mod.ENOENT and err["message"].startswith(
+        "device key /etc/nanobpf/ctrl.key: No such file or directory; `nanobpf-ctrl-key new FILE` makes one"), err
+    assert not log.exists()          # nothing sent without a key
+
+
+# The key file format, checked against the reference parser (nanobpf.ctrlkey.parse_key_text): the key
+# the library sends, or the error both give.
+KEY_TEXTS = {
+    "plain": DEVICE_KEY.hex(),
+    "newline": DEVICE_KEY.hex() + "\n",
+    "upper": DEVICE_KEY.hex().upper(),
+    "comments and blanks": f"# NanoBPF device key\n\n   # indented comment\n{DEVICE_KEY[:8].hex()} \t{DEVICE_KEY[8:].hex()}\r\n",
+    "split in pairs": " ".join(f"{b:02x}" for b in DEVICE_KEY),
+    "odd split": DEVICE_KEY.hex()[:5] + "\n" + DEVICE_KEY.hex()[5:],
+    "not hex": "zz" + DEVICE_KEY.hex()[2:],
+    "0x prefix": "0x" + DEVICE_KEY.hex(),
+    "comment after the key": DEVICE_KEY.hex() + " # the key",
+    "odd digits": DEVICE_KEY.hex()[:-1],
+    "short": DEVICE_KEY[:15].hex(),
+    "long": DEVICE_KEY.hex() + "00",
+    "empty": "",
+    "only a comment": "# nothing here\n",
+}
+
+
+@pytest.mark.parametrize("name", KEY_TEXTS)
+def test_mock_key_file_format_as_ctrlkey(tmp_path, name):
+    from nanobpf.ctrlkey import KeyFileError, parse_key_text
+    text = KEY_TEXTS[name]
+    kf = key_file(tmp_path, text)
+    log = tmp_path / "log"
+    try:
+        want, why = parse_key_text(text, str(kf)), None
+    except KeyFileError as e:
+        want, why = None, str(e)
+    p = mock("--json", "dev", "attach", "eth0", "key", kf, log=log)
+    if want is not None:
+        assert p.returncode == 0, p.stdout
+        assert requests(log)[0][1]["CTRL_KEY"] == want
+        return
+    assert p.returncode == 1 and not log.exists(), p.stdout
+    err = json.loads(p.stdout)["error"]
+    assert err["errno"] == errno_mod.EINVAL
+    assert err["message"] == f"device key {why}", (err["message"], why)     # the same text, named as a key
+
+
+def test_mock_key_file_not_text(tmp_path):
+    kf = tmp_path / "bin.key"          # the 16 bytes themselves (nanobpf-ctrl-key bin's output), not text
+    kf.write_bytes(b"\0" + DEVICE_KEY[1:])
+    p = mock("dev", "attach", "eth0", "key", kf)
+    assert p.returncode == 1 and "binary, not a key file" in p.stderr, p.stderr
+    big = key_file(tmp_path, "#" * 5000 + "\n" + DEVICE_KEY.hex(), "big.key")
+    p = mock("dev", "attach", "eth0", "key", big)
+    assert p.returncode == 1 and "not a key file" in p.stderr, p.stderr
+    p = mock("dev", "attach", "eth0", "key", tmp_path)                 # a directory
+    assert p.returncode == 1 and f"device key {tmp_path}:" in p.stderr, p.stderr
 
 
 def keys_fields(blob):

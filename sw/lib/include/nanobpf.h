@@ -78,8 +78,16 @@ struct nanobpf_dev_info {
 	char errmsg[NANOBPF_ATTR_LEN_ERRMSG];	/* "" if none */
 };
 
-/* ifname: the Ethernet device of the DPU link; vdev_name: NULL for the driver's default (nbpf%d) */
-int nanobpf_dev_attach(struct nanobpf *h, const char *ifname, const char *vdev_name);
+/* ifname: the Ethernet device of the DPU link; vdev_name: NULL for the driver's default (nbpf%d);
+ * key: the device key (docs/control.md "The device key"), required (NULL: -EINVAL). Every control
+ * frame is authenticated with it: a device built with another key drops the driver's requests, and
+ * the attach fails with -ETIMEDOUT ("no answer from the device: check the device key"). */
+int nanobpf_dev_attach(struct nanobpf *h, const char *ifname, const char *vdev_name,
+		       const uint8_t key[NANOBPF_CTRL_KEY_LEN]);
+/* Read a device key file (nanobpf-ctrl-key's format: 32 hex digits; whitespace and lines starting
+ * with '#' ignored) into key. 0, or -errno with the reason in nanobpf_errmsg(h) (h NULL: the errno
+ * only): the file unreadable (its errno), not hexadecimal or not 16 bytes (-EINVAL); key is then zero. */
+int nanobpf_key_file_read(struct nanobpf *h, const char *path, uint8_t key[NANOBPF_CTRL_KEY_LEN]);
 int nanobpf_dev_detach(struct nanobpf *h);
 int nanobpf_dev_get(struct nanobpf *h, struct nanobpf_dev_info *info);
 int nanobpf_dev_reset(struct nanobpf *h);

@@ -203,6 +203,15 @@ static void family_request(const struct nlmsghdr *nlh)
 		ack_offs(nlh, -fail_errno, fail_extack[0] ? fail_extack : NULL, fa ? attr_offset(nlh, atoi(fa)) : -1);
 		return;
 	}
+	/* as the driver: DEV_ATTACH needs the device key (the policy: exactly 16 bytes) */
+	if (g->cmd == NANOBPF_CMD_DEV_ATTACH && !tb[NANOBPF_ATTR_CTRL_KEY]) {
+		ack(nlh, -EINVAL, "missing CTRL_KEY (the device key, 16 bytes)");
+		return;
+	}
+	if (g->cmd == NANOBPF_CMD_DEV_ATTACH && nla_len(tb[NANOBPF_ATTR_CTRL_KEY]) != NANOBPF_CTRL_KEY_LEN) {
+		ack(nlh, -ERANGE, "CTRL_KEY must be 16 bytes");
+		return;
+	}
 	switch (g->cmd) {
 	case NANOBPF_CMD_DEV_GET:
 		m = reply(nlh, MOCK_FAMILY, g->cmd, 0);

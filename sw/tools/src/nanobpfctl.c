@@ -23,6 +23,9 @@
 #include "nanobpf_soc.h"
 
 #define EXIT_FAIL 1
+/* Where dev attach finds the device key without `key FILE` (docs/control.md "The device key") */
+#define KEY_ENV "NANOBPF_CTRL_KEY"
+#define KEY_DEFAULT "/etc/nanobpf/ctrl.key"
 #define EXIT_USAGE 2
 
 static const char *prog = "nanobpfctl";
@@ -42,7 +45,7 @@ static void help_main(FILE *f)
 		"Control the NanoBPF DPU through nanobpf.ko (generic netlink family '%s').\n"
 		"\n"
 		"Objects and verbs:\n"
-		"  dev    attach IFNAME [name VDEV] | detach | show | reset\n"
+		"  dev    attach IFNAME [name VDEV] [key FILE] | detach | show | reset\n"
 		"  key    add|update ENTRY key HEX iv HEX hp HEX [phase 0|1] [next-key HEX next-iv HEX]\n"
 		"         del ENTRY | list      (ENTRY: cid HEX | peer ADDR:PORT local-port PORT; [dir open|seal])\n"
 		"  prog   load FILE [name NAME] | unload | show\n"
@@ -65,13 +68,18 @@ static void help_main(FILE *f)
 static void help_dev(FILE *f)
 {
 	fprintf(f,
-		"Usage: nanobpfctl dev attach IFNAME [name VDEV]   stack the virtual netdev (VDEV, default nbpf%%d) on\n"
-		"                                                   IFNAME and start a session with the DPU there\n"
-		"       nanobpfctl dev detach                      remove the virtual netdev (the host key table stays)\n"
-		"       nanobpfctl dev show                        link state, epoch, version, keys, last device error\n"
-		"       nanobpfctl dev reset                       reset the device, then replay the host state to it\n"
+		"Usage: nanobpfctl dev attach IFNAME [name VDEV] [key FILE]\n"
+		"                                  stack the virtual netdev (VDEV, default nbpf%%d) on IFNAME and\n"
+		"                                  start a session with the DPU there\n"
+		"       nanobpfctl dev detach      remove the virtual netdev (the host key table stays)\n"
+		"       nanobpfctl dev show        link state, epoch, version, keys, last device error\n"
+		"       nanobpfctl dev reset       reset the device, then replay the host state to it\n"
 		"\n"
-		"IFNAME and VDEV: at most %d bytes.\n", NANOBPF_ATTR_LEN_IFNAME - 1);
+		"IFNAME and VDEV: at most %d bytes.\n"
+		"FILE: the device key (32 hex digits; lines starting with '#' ignored), the key the DPU's image\n"
+		"was built with: every control frame is authenticated with it, and a device with another key\n"
+		"does not answer. Default: $%s, else %s.\n",
+		NANOBPF_ATTR_LEN_IFNAME - 1, KEY_ENV, KEY_DEFAULT);
 }
 
 static void help_key(FILE *f)
@@ -551,6 +559,51 @@ static int dev_show(void)
 	return 0;
 }
 
+/* The key file of dev attach: the one given, else $NANOBPF_CTRL_KEY, else /etc/nanobpf/ctrl.key. */
+static const char *key_file_path(const char *given)
+{
+	const char *env = getenv(KEY_ENV);
+
+	if (given)
+		return given;
+	return env && env[0] ? env : KEY_DEFAULT;
+}
+
+/* dev attach IFNAME [name VDEV] [key FILE] (name and key in either order) */
+static int dev_attach(int argc, char **argv)
+{
+	const char *o = "dev", *ifname, *vdev = NULL, *keyfile = NULL;
+	uint8_t key[NANOBPF_CTRL_KEY_LEN];
+	int i, ret;
+
+	if (argc < 2)
+		return usage_err(o, "dev attach needs IFNAME");
+	ifname = argv[1];
+	if ((ret = check_name_len(o, "interface name", ifname, NANOBPF_ATTR_LEN_IFNAME - 1)))
+		return ret;
+	for (i = 2; i < argc; i += 2) {
+		const char **slot = !strcmp(argv[i], "name") ? &vdev : !strcmp(argv[i], "key") ? &keyfile : NULL;
+
+		if (!slot)
+			return usage_err(o, "unexpected argument '%s'", argv[i]);
+		if (*slot)
+			return usage_err(o, "'%s' given twice", argv[i]);
+		if ((ret = need_value(o, argc, argv, i)))
+			return ret;
+		*slot = argv[i + 1];
+	}
+	if (vdev && (ret = check_name_len(o, "virtual device name", vdev, NANOBPF_ATTR_LEN_VDEV_NAME - 1)))
+		return ret;
+	if (keyfile && !keyfile[0])
+		return usage_err(o, "key: the file name is empty");
+	HANDLE_OR_FAIL();
+	ret = nanobpf_key_file_read(handle, key_file_path(keyfile), key);
+	if (!ret)
+		ret = nanobpf_dev_attach(handle, ifname, vdev, key);
+	explicit_bzero(key, sizeof(key));
+	return ret < 0 ? lib_err(ret) : ok_done();
+}
+
 static int run_dev(int argc, char **argv)
 {
 	const char *o = "dev";
@@ -558,29 +611,8 @@ static int run_dev(int argc, char **argv)
 
 	if (argc < 1)
 		return usage_err(o, "missing verb: attach, detach, show or reset");
-	if (!strcmp(argv[0], "attach")) {
-		const char *ifname, *vdev = NULL;
-		int i = 2;
-
-		if (argc < 2)
-			return usage_err(o, "dev attach needs IFNAME");
-		ifname = argv[1];
-		if ((ret = check_name_len(o, "interface name", ifname, NANOBPF_ATTR_LEN_IFNAME - 1)))
-			return ret;
-		if (i < argc && !strcmp(argv[i], "name")) {
-			if ((ret = need_value(o, argc, argv, i)))
-				return ret;
-			vdev = argv[i + 1];
-			if ((ret = check_name_len(o, "virtual device name", vdev, NANOBPF_ATTR_LEN_VDEV_NAME - 1)))
-				return ret;
-			i += 2;
-		}
-		if ((ret = no_more(o, argc, argv, i)))
-			return ret;
-		HANDLE_OR_FAIL();
-		ret = nanobpf_dev_attach(handle, ifname, vdev);
-		return ret < 0 ? lib_err(ret) : ok_done();
-	}
+	if (!strcmp(argv[0], "attach"))
+		return dev_attach(argc, argv);
 	if (!strcmp(argv[0], "detach") || !strcmp(argv[0], "reset")) {
 		int reset = argv[0][0] == 'r';
 
