@@ -13,6 +13,9 @@
  * notifier runs under RTNL and never takes nbpf_cfg_lock: it unhooks the link and lets
  * nbpf_reap_work (or the next netlink request) free it. The key table is an RCU hash table written
  * under nbpf_cfg_lock. link->rx_lock protects the request in flight against the rx handler.
+ *
+ * Every control frame is authenticated with the device key (docs/control.md "The device key"): the
+ * link holds the two keys derived from it (struct nbpf_auth), never the key itself.
  */
 #ifndef NANOBPF_DRV_H
 #define NANOBPF_DRV_H
@@ -26,6 +29,8 @@
 #include <linux/atomic.h>
 #include <linux/workqueue.h>
 #include <linux/debugfs.h>
+#include <crypto/aead.h>
+#include <crypto/hash.h>
 
 #include "nanobpf_ctrl.h"
 #include "nanobpf_ebpf_defs.h"
@@ -55,6 +60,19 @@ struct nbpf_resp {
 	u8 body[NANOBPF_CTRL_MAX_BODY];
 };
 
+/*
+ * The control channel's keys of one link, derived from the device key at attach: requests are
+ * sealed with AES-128-GCM under K_req (the request path, process context), responses verified with
+ * AES-CMAC under K_resp (the rx handler, softirq: a synchronous shash, a descriptor on the stack).
+ * Both transforms are allocated and keyed at attach so that nothing sleeps or allocates where they
+ * are used, and freed (the keys wiped by the crypto API) at detach.
+ */
+struct nbpf_auth {
+	struct crypto_aead *gcm;		/* gcm(aes) keyed with K_req */
+	struct aead_request *req;		/* for gcm, used under nbpf_cfg_lock only */
+	struct crypto_shash *cmac;		/* cmac(aes) keyed with K_resp */
+};
+
 struct nbpf_link {
 	/* Net devices: written under RTNL (attach, nbpf_link_unhook). */
 	struct net_device *lower;
@@ -75,12 +93,14 @@ struct nbpf_link {
 	u16 cores;
 	u8 *txbuf;				/* frame of the request in flight */
 	struct nbpf_resp *resp;
+	struct nbpf_auth auth;			/* set before the link is hooked */
 
 	/* Request in flight: rx_lock. */
 	spinlock_t rx_lock;
 	bool pending;
 	u32 pend_seq;
 	u8 pend_type;
+	u8 pend_nonce[NANOBPF_CTRL_NONCE_LEN];	/* a response repeats its request's nonce */
 	struct completion done;
 	u8 peer[ETH_ALEN];
 	bool peer_known;
@@ -142,7 +162,8 @@ extern u32 nbpf_seq_next;
 extern u8 nbpf_last_status;
 extern char nbpf_last_errmsg[NANOBPF_CTRL_MAX_ERRMSG];
 
-int nbpf_attach(struct net *net, const char *ifname, const char *vname, struct netlink_ext_ack *extack);
+int nbpf_attach(struct net *net, const char *ifname, const char *vname, const u8 *key,
+		struct netlink_ext_ack *extack);
 void nbpf_detach_locked(void);
 void nbpf_reap_locked(void);
 void nbpf_keepalive_arm(void);
@@ -153,7 +174,7 @@ static inline void nbpf_stat_inc(struct nbpf_link *link, int id)
 }
 
 /* nanobpf_ctrl.c */
-int nbpf_link_init(struct nbpf_link *link);
+int nbpf_link_init(struct nbpf_link *link, const u8 *key);
 void nbpf_link_free(struct nbpf_link *link);
 void nbpf_ctrl_rx(struct nbpf_link *link, struct sk_buff *skb);
 int nbpf_request(struct nbpf_link *link, u8 type, const void *body, u16 len, unsigned int flags);

@@ -3,7 +3,11 @@
  * nanobpf.ko control transport and session (docs/control.md):
  *  - one request in flight (the caller holds nbpf_cfg_lock), sequence numbers increasing,
  *    retransmission of the same frame after 50 ms doubling to 800 ms, 6 times, then -ETIMEDOUT;
- *  - responses matched on seq + type by the rx handler, anything else counted as unmatched;
+ *  - every frame authenticated with the device key (docs/control.md "The device key"): a request is
+ *    ctrl_hdr | nonce | AES-128-GCM_{K_req}(body, aad = ctrl_hdr) | tag, a response ctrl_hdr | the
+ *    request's nonce | body | AES-CMAC_{K_resp}(ctrl_hdr | nonce | body); a response whose tag does not
+ *    verify is dropped and counted (CTRL_AUTH_FAIL), never believed;
+ *  - authentic responses matched on seq + type + nonce by the rx handler, others counted as unmatched;
  *  - session: HELLO, and on STALE_EPOCH / NEED_HELLO / a timeout a full replay of the host state
  *    (HELLO, KEY_FLUSH, program, PISA table words, every key).
  */
@@ -12,13 +16,24 @@
 #include <linux/jiffies.h>
 #include <linux/pkt_sched.h>
 #include <linux/if_ether.h>
+#include <linux/random.h>
+#include <linux/scatterlist.h>
+#include <linux/string.h>
+#include <crypto/aes.h>
+#include <crypto/algapi.h>
 #include <asm/unaligned.h>
 
 #include "nanobpf.h"
 
 static const int nbpf_errnos[NANOBPF_STATUS_COUNT] = NANOBPF_STATUS_ERRNOS;
 
-#define NBPF_FRAME_MAX (ETH_HLEN + NANOBPF_CTRL_HDR_SIZE + NANOBPF_CTRL_MAX_BODY)
+/* The nonce, then the body, then the tag follow the ctrl header. */
+#define NBPF_AUTH_OVERHEAD (NANOBPF_CTRL_NONCE_LEN + NANOBPF_CTRL_TAG_LEN)
+#define NBPF_FRAME_MAX (ETH_HLEN + NANOBPF_CTRL_HDR_SIZE + NANOBPF_CTRL_MAX_BODY + NBPF_AUTH_OVERHEAD)
+
+static_assert(sizeof(NANOBPF_CTRL_AUTH_REQ_LABEL) - 1 == AES_BLOCK_SIZE);
+static_assert(sizeof(NANOBPF_CTRL_AUTH_RESP_LABEL) - 1 == AES_BLOCK_SIZE);
+static_assert(NANOBPF_CTRL_KEY_LEN == AES_KEYSIZE_128);
 
 int nbpf_status_errno(u8 status)
 {
@@ -27,15 +42,135 @@ int nbpf_status_errno(u8 status)
 	return -nbpf_errnos[status];
 }
 
-int nbpf_link_init(struct nbpf_link *link)
+/* ---------------------------------------------------------------- the device key */
+
+/* K = AES-128-ECB_key(label): one block each way (hw/defs/ctrl.toml [protocol]). */
+static int nbpf_derive(const u8 *key, u8 *k_req, u8 *k_resp)
 {
+	struct crypto_aes_ctx ctx;
+	int err;
+
+	err = aes_expandkey(&ctx, key, NANOBPF_CTRL_KEY_LEN);
+	if (err)
+		return err;
+	aes_encrypt(&ctx, k_req, NANOBPF_CTRL_AUTH_REQ_LABEL);
+	aes_encrypt(&ctx, k_resp, NANOBPF_CTRL_AUTH_RESP_LABEL);
+	memzero_explicit(&ctx, sizeof(ctx));
+	return 0;
+}
+
+static void nbpf_auth_free(struct nbpf_auth *a)
+{
+	aead_request_free(a->req);	/* kfree_sensitive */
+	if (!IS_ERR_OR_NULL(a->gcm))
+		crypto_free_aead(a->gcm);	/* the tfm's context (the key schedule) is wiped */
+	if (!IS_ERR_OR_NULL(a->cmac))
+		crypto_free_shash(a->cmac);
+	memset(a, 0, sizeof(*a));
+}
+
+/*
+ * The transforms of a link, keyed with the keys derived from the device key. A synchronous gcm(aes)
+ * (mask CRYPTO_ALG_ASYNC) so that a request is sealed in place, in the caller's context, without a
+ * completion. -ENOENT when the kernel has no gcm(aes) or cmac(aes) (modules gcm, ghash-generic, ctr,
+ * cmac).
+ */
+static int nbpf_auth_init(struct nbpf_auth *a, const u8 *key)
+{
+	u8 k_req[AES_BLOCK_SIZE], k_resp[AES_BLOCK_SIZE];
+	int err;
+
+	memset(a, 0, sizeof(*a));
+	err = nbpf_derive(key, k_req, k_resp);
+	if (err)
+		goto out;
+	a->gcm = crypto_alloc_aead("gcm(aes)", 0, CRYPTO_ALG_ASYNC);
+	a->cmac = crypto_alloc_shash("cmac(aes)", 0, 0);
+	if (IS_ERR(a->gcm) || IS_ERR(a->cmac)) {
+		err = IS_ERR(a->gcm) ? PTR_ERR(a->gcm) : PTR_ERR(a->cmac);
+		goto out;
+	}
+	a->req = aead_request_alloc(a->gcm, GFP_KERNEL);
+	if (!a->req) {
+		err = -ENOMEM;
+		goto out;
+	}
+	err = crypto_aead_setkey(a->gcm, k_req, sizeof(k_req)) ?:
+	      crypto_aead_setauthsize(a->gcm, NANOBPF_CTRL_TAG_LEN) ?:
+	      crypto_shash_setkey(a->cmac, k_resp, sizeof(k_resp));
+out:
+	memzero_explicit(k_req, sizeof(k_req));
+	memzero_explicit(k_resp, sizeof(k_resp));
+	if (err)
+		nbpf_auth_free(a);
+	return err;
+}
+
+/*
+ * Seal the request in txbuf in place: hdr is followed by the nonce, the len-byte body and room for
+ * the tag. The AAD (the header) and the body are not adjacent (the nonce lies between them), hence
+ * two scatterlist entries.
+ */
+static int nbpf_seal(struct nbpf_link *link, struct nanobpf_ctrl_hdr *h, u16 len)
+{
+	struct aead_request *req = link->auth.req;
+	u8 *nonce = (u8 *)(h + 1), *body = nonce + NANOBPF_CTRL_NONCE_LEN;
+	struct scatterlist sg[2];
+
+	get_random_bytes(nonce, NANOBPF_CTRL_NONCE_LEN);	/* fresh per request, never per retry */
+	sg_init_table(sg, 2);
+	sg_set_buf(&sg[0], h, sizeof(*h));
+	sg_set_buf(&sg[1], body, len + NANOBPF_CTRL_TAG_LEN);
+	aead_request_set_callback(req, 0, NULL, NULL);
+	aead_request_set_ad(req, sizeof(*h));
+	aead_request_set_crypt(req, sg, sg, len, nonce);
+	return crypto_aead_encrypt(req);
+}
+
+/*
+ * Does the response at skb->data (header, nonce, blen-byte body, tag) carry K_resp's CMAC? The skb
+ * may be paged: the MAC is fed in pieces through a small buffer. Softirq: the shash is synchronous
+ * and its descriptor lives on the stack.
+ */
+static bool nbpf_resp_authentic(struct nbpf_link *link, const struct sk_buff *skb, unsigned int blen)
+{
+	SHASH_DESC_ON_STACK(desc, link->auth.cmac);
+	unsigned int off, n, end = sizeof(struct nanobpf_ctrl_hdr) + NANOBPF_CTRL_NONCE_LEN + blen;
+	u8 buf[64], mac[NANOBPF_CTRL_TAG_LEN], tag[NANOBPF_CTRL_TAG_LEN];
+	bool ok = false;
+
+	desc->tfm = link->auth.cmac;
+	if (crypto_shash_init(desc))
+		goto out;
+	for (off = 0; off < end; off += n) {
+		n = min_t(unsigned int, sizeof(buf), end - off);
+		if (skb_copy_bits(skb, off, buf, n) || crypto_shash_update(desc, buf, n))
+			goto out;
+	}
+	if (crypto_shash_final(desc, mac) || skb_copy_bits(skb, end, tag, sizeof(tag)))
+		goto out;
+	ok = !crypto_memneq(mac, tag, sizeof(tag));	/* constant time: no timing oracle on the tag */
+out:
+	shash_desc_zero(desc);
+	memzero_explicit(buf, sizeof(buf));
+	return ok;
+}
+
+int nbpf_link_init(struct nbpf_link *link, const u8 *key)
+{
+	int err;
+
 	spin_lock_init(&link->rx_lock);
 	init_completion(&link->done);
+	err = nbpf_auth_init(&link->auth, key);
+	if (err)
+		return err;
 	link->txbuf = kzalloc(max_t(unsigned int, NBPF_FRAME_MAX, ETH_ZLEN), GFP_KERNEL);
 	link->resp = kzalloc(sizeof(*link->resp), GFP_KERNEL);
 	if (!link->txbuf || !link->resp) {
 		kfree(link->txbuf);
 		kfree(link->resp);
+		nbpf_auth_free(&link->auth);
 		return -ENOMEM;
 	}
 	link->seq = nbpf_seq_next;	/* continues across attach/detach; from 0 at module load */
@@ -50,17 +185,29 @@ int nbpf_link_init(struct nbpf_link *link)
 void nbpf_link_free(struct nbpf_link *link)
 {
 	nbpf_seq_next = link->seq;
-	kfree(link->txbuf);
+	nbpf_auth_free(&link->auth);
+	kfree_sensitive(link->txbuf);	/* a request that failed to seal holds its body in clear */
 	kfree(link->resp);
 	kfree(link);
 }
 
-/* Rx handler (softirq, RCU): a control frame from the lower device; skb->data at the ctrl header. */
+/* Does an authentic response answer the request in flight? Caller holds rx_lock. */
+static bool nbpf_resp_matches(struct nbpf_link *link, const struct nanobpf_ctrl_hdr *h, const u8 *nonce)
+{
+	return link->pending && ntohl(h->seq) == link->pend_seq && h->type == link->pend_type &&
+	       !memcmp(nonce, link->pend_nonce, NANOBPF_CTRL_NONCE_LEN);
+}
+
+/*
+ * Rx handler (softirq, RCU): a control frame from the lower device; skb->data at the ctrl header.
+ * Nothing of a response is read before its tag verified.
+ */
 void nbpf_ctrl_rx(struct nbpf_link *link, struct sk_buff *skb)
 {
 	struct nanobpf_ctrl_hdr _h;
 	const struct nanobpf_ctrl_hdr *h;
 	struct nbpf_resp *r = link->resp;
+	u8 nonce[NANOBPF_CTRL_NONCE_LEN];
 	unsigned int blen;
 	bool matched = false;
 
@@ -71,12 +218,18 @@ void nbpf_ctrl_rx(struct nbpf_link *link, struct sk_buff *skb)
 		goto unmatched;	/* too short, or a request (not for a host) */
 	nbpf_stat_inc(link, NANOBPF_DRV_STAT_CTRL_RX);
 	blen = ntohs(h->length);
-	if (blen > NANOBPF_CTRL_MAX_BODY || blen > skb->len - sizeof(*h))
-		goto unmatched;	/* body longer than the frame or the protocol allows */
+	if (blen > NANOBPF_CTRL_MAX_BODY || blen + NBPF_AUTH_OVERHEAD > skb->len - sizeof(*h))
+		goto unmatched;	/* body and tag longer than the frame, or a body above the limit */
+	if (!nbpf_resp_authentic(link, skb, blen)) {
+		nbpf_stat_inc(link, NANOBPF_DRV_STAT_CTRL_AUTH_FAIL);	/* forged, altered, another key's */
+		return;
+	}
+	if (skb_copy_bits(skb, sizeof(*h), nonce, sizeof(nonce)))
+		goto unmatched;
 
 	spin_lock(&link->rx_lock);
-	if (link->pending && ntohl(h->seq) == link->pend_seq && h->type == link->pend_type &&
-	    !skb_copy_bits(skb, sizeof(*h), r->body, blen)) {
+	if (nbpf_resp_matches(link, h, nonce) &&
+	    !skb_copy_bits(skb, sizeof(*h) + sizeof(nonce), r->body, blen)) {
 		r->status = h->status;
 		r->flags = h->flags;
 		r->epoch = ntohl(h->epoch);
@@ -134,15 +287,18 @@ static int nbpf_ctrl_xmit(struct nbpf_link *link, unsigned int flen)
 }
 
 /*
- * One exchange: send a request, wait for its response, retransmit with back-off. Returns 0 with the
- * response in link->resp, -ETIMEDOUT after the last retry, -ENODEV if the link went away.
+ * One exchange: send a request, wait for its response, retransmit with back-off (the same sealed
+ * frame: the device answers a retransmission from its replay cache). Returns 0 with the response in
+ * link->resp, -ETIMEDOUT after the last retry (also what a device with another key gives: it drops
+ * requests that do not authenticate), -ENODEV if the link went away.
  */
 static int nbpf_xchg(struct nbpf_link *link, u8 type, const void *body, u16 len)
 {
 	struct ethhdr *eh = (struct ethhdr *)link->txbuf;
 	struct nanobpf_ctrl_hdr *h = (struct nanobpf_ctrl_hdr *)(link->txbuf + ETH_HLEN);
 	unsigned int tmo = READ_ONCE(nbpf_retry_ms), tmo_max = max(tmo, READ_ONCE(nbpf_retry_max_ms));
-	unsigned int flen = ETH_HLEN + sizeof(*h) + len;
+	u8 *nonce = (u8 *)(h + 1);
+	unsigned int flen = ETH_HLEN + sizeof(*h) + len + NBPF_AUTH_OVERHEAD;
 	int tries, err = 0;
 	bool got;
 
@@ -170,12 +326,16 @@ static int nbpf_xchg(struct nbpf_link *link, u8 type, const void *body, u16 len)
 	h->length = htons(len);
 	h->reserved = 0;
 	if (len)
-		memcpy(h + 1, body, len);
+		memcpy(nonce + NANOBPF_CTRL_NONCE_LEN, body, len);
+	err = nbpf_seal(link, h, len);
+	if (err)
+		return err;
 
 	spin_lock_bh(&link->rx_lock);
 	reinit_completion(&link->done);
 	link->pend_seq = link->seq;
 	link->pend_type = type;
+	memcpy(link->pend_nonce, nonce, NANOBPF_CTRL_NONCE_LEN);
 	link->pending = true;
 	spin_unlock_bh(&link->rx_lock);
 

@@ -56,7 +56,7 @@ static struct nbpf_link *nbpf_need_link(struct genl_info *info)
 static int nbpf_reply_errno(struct genl_info *info, int err)
 {
 	if (err == -ETIMEDOUT)
-		GENL_SET_ERR_MSG(info, "the device did not answer; the link will be resynchronised");
+		GENL_SET_ERR_MSG(info, "no answer from the device: check the device key; the link will be resynchronised");
 	else if (err == -ENODEV)
 		GENL_SET_ERR_MSG(info, "the DPU link went away");
 	else if (err < 0 && !info->extack->_msg)
@@ -884,6 +884,10 @@ static int nbpf_cmd_table(struct sk_buff *skb, struct genl_info *info)
 
 /* ---------------------------------------------------------------- device */
 
+/*
+ * CTRL_KEY, the device key, is required: every control frame is authenticated with it. It is used
+ * at attach to derive the link's keys and is never stored or sent back (DEV_GET has no such attribute).
+ */
 static int nbpf_cmd_dev_attach(struct sk_buff *skb, struct genl_info *info)
 {
 	char ifname[IFNAMSIZ], vname[IFNAMSIZ] = "nbpf%d";
@@ -891,6 +895,12 @@ static int nbpf_cmd_dev_attach(struct sk_buff *skb, struct genl_info *info)
 
 	if (NEED(info, IFNAME, "missing IFNAME"))
 		return -EINVAL;
+	if (NEED(info, CTRL_KEY, "missing CTRL_KEY (the device key, 16 bytes)"))
+		return -EINVAL;
+	if (nla_len(ATTR(info, CTRL_KEY)) != NANOBPF_CTRL_KEY_LEN) {	/* the policy checks it too */
+		NL_SET_ERR_MSG_ATTR(info->extack, ATTR(info, CTRL_KEY), "CTRL_KEY must be 16 bytes");
+		return -EINVAL;
+	}
 	if (nla_strscpy(ifname, ATTR(info, IFNAME), sizeof(ifname)) <= 0) {
 		NL_SET_ERR_MSG_ATTR(info->extack, ATTR(info, IFNAME), "empty or too long IFNAME");
 		return -EINVAL;
@@ -903,7 +913,7 @@ static int nbpf_cmd_dev_attach(struct sk_buff *skb, struct genl_info *info)
 		}
 	}
 	mutex_lock(&nbpf_cfg_lock);
-	err = nbpf_attach(genl_info_net(info), ifname, vname, info->extack);
+	err = nbpf_attach(genl_info_net(info), ifname, vname, nla_data(ATTR(info, CTRL_KEY)), info->extack);
 	mutex_unlock(&nbpf_cfg_lock);
 	return err;
 }

@@ -138,7 +138,19 @@ DEFINE_SHOW_ATTRIBUTE(nbpf_session);
 
 /* ---------------------------------------------------------------- attach / detach */
 
-int nbpf_attach(struct net *net, const char *ifname, const char *vname,
+/* Why the first exchange failed, for the extended ACK. */
+static void nbpf_attach_errmsg(int err, struct netlink_ext_ack *extack)
+{
+	if (err == -ETIMEDOUT)	/* a device with another key drops every request unanswered */
+		NL_SET_ERR_MSG(extack, "no answer from the device: check the device key (CTRL_KEY)");
+	else if (err == -ENODEV)
+		NL_SET_ERR_MSG(extack, "the DPU link went away");
+	else
+		NL_SET_ERR_MSG(extack, "the device did not complete HELLO and the replay of the host state");
+}
+
+/* key: the device key (NANOBPF_CTRL_KEY_LEN bytes); only the keys derived from it are kept. */
+int nbpf_attach(struct net *net, const char *ifname, const char *vname, const u8 *key,
 		struct netlink_ext_ack *extack)
 {
 	struct net_device *lower;
@@ -154,8 +166,10 @@ int nbpf_attach(struct net *net, const char *ifname, const char *vname,
 	link = kzalloc(sizeof(*link), GFP_KERNEL);
 	if (!link)
 		return -ENOMEM;
-	err = nbpf_link_init(link);
+	err = nbpf_link_init(link, key);
 	if (err) {
+		if (err != -ENOMEM)
+			NL_SET_ERR_MSG(extack, "no gcm(aes) or cmac(aes) in this kernel (modules gcm, ghash-generic, ctr, cmac)");
 		kfree(link);
 		return err;
 	}
@@ -180,7 +194,7 @@ int nbpf_attach(struct net *net, const char *ifname, const char *vname,
 	nbpf_cur = link;
 	err = nbpf_resync(link);
 	if (err) {
-		NL_SET_ERR_MSG(extack, "the device did not complete HELLO and the replay of the host state");
+		nbpf_attach_errmsg(err, extack);
 		nbpf_detach_locked();
 		return err;
 	}

@@ -56,7 +56,7 @@ import pytest
 import nanobpf_ctrl_defs as D
 import nanobpf_ebpf_defs as abi
 from nanobpf import BUILD, ROOT
-from nanobpf import ctrl
+from nanobpf import ctrl, ctrlkey
 from nanobpf.ctrl import OPEN, SEAL, KeyId, PacketPort, TapPort, addr_id, key_id
 from nanobpf.devmodel import HOST_PORT, NET_PORT, DeviceModel
 
@@ -87,8 +87,18 @@ pytestmark = pytest.mark.skipif(not QEMU or not KERNEL or not KERNEL.exists(),
                                 reason=f"needs qemu-system-x86_64 ({QEMU or 'absent'}) and "
                                        f"{KERNEL or '/boot/vmlinuz-<linux-headers version>'}")
 
-# virtio-net on q35: PCI transport, the NIC and its failover dependency; 802.1Q for the one-arm host
-GUEST_MODULES = ["virtio_pci", "virtio_net", "8021q"]
+# virtio-net on q35: PCI transport, the NIC and its failover dependency; 802.1Q for the one-arm host;
+# the control channel's crypto (modules in Debian's 6.1): gcm(aes) is built from the gcm template with
+# ctr(aes) and ghash, cmac(aes) from the cmac template (aes itself is built in). Loaded before
+# nanobpf.ko: the guest has no modprobe to load them on demand.
+GUEST_MODULES = ["virtio_pci", "virtio_net", "8021q", "gcm", "ghash_generic", "ctr", "cmac"]
+
+# The device key (docs/control.md "The device key"): the model's (ctrlkey.default(), the key the RTL
+# DPU's image is built with) in the guest as /ctrl.key; every attach names it. /wrong.key is another.
+KEY_FILE, WRONG_KEY_FILE = "/ctrl.key", "/wrong.key"
+KEY = f"key {KEY_FILE}"
+WRONG_KEY = bytes(range(0xa0, 0xb0))
+NO_ANSWER = "no answer from the device: check the device key"
 
 
 # ---------------------------------------------------------------- initramfs
@@ -208,6 +218,9 @@ def initramfs(tmp_path_factory, quic_image, stand_in_image, events_image):
     entries.append(("xdp_events_test.nbpf", 0o100644, events_image.read_bytes(), (0, 0)))
     if QUIC_HW_IMAGE.exists():        # for the RTL DPU (its AEAD engine), built by make firmware
         entries.append(("xdp_quic_hw.nbpf", 0o100644, QUIC_HW_IMAGE.read_bytes(), (0, 0)))
+    key_text = lambda k: f"# NanoBPF device key (test)\n{k.hex()}\n".encode()
+    entries.append((KEY_FILE[1:], 0o100600, key_text(ctrlkey.default().key), (0, 0)))
+    entries.append((WRONG_KEY_FILE[1:], 0o100600, key_text(WRONG_KEY), (0, 0)))
     entries.append(("init", 0o100755, INIT.encode(), (0, 0)))
     entries.append(("cmdloop", 0o100644, CMDLOOP.encode(), (0, 0)))
     path = d / "initramfs.cpio"
@@ -681,12 +694,12 @@ def test_control_path(make_rig, quic_image, stand_in_image, device):
     tables = (lambda want: dev.tables() == want) if model else (lambda want: True)   # not readable
 
     # (a) attach, then keys add/update/del/list, the model's table checked after each step
-    g.ctl("dev attach eth0")
+    g.ctl(f"dev attach eth0 {KEY}")
     info = g.ctl("dev show")
     assert (info["link_state"], info["ifname"], info["vdev"], info["epoch"], info["version"]) == \
         ("in_sync", "eth0", "nbpf0", dev.epoch, D.VERSION)
     assert "nbpf0" in g.run("ls /sys/class/net").split()
-    rc, doc = g.ctl("dev attach eth0", check=False)
+    rc, doc = g.ctl(f"dev attach eth0 {KEY}", check=False)
     assert rc == 1 and ctl_errno(doc) == 16, doc                                  # EBUSY
     expected = {}
     if not model:        # the key table is read through the program's map: a program first
@@ -842,7 +855,7 @@ def test_control_path(make_rig, quic_image, stand_in_image, device):
     info = g.ctl("dev show")
     assert info["link_state"] == "detached" and info["key_count"] == len(expected), info
     dev.reset()
-    g.ctl("dev attach eth0 name dpu0")
+    g.ctl(f"dev attach eth0 name dpu0 {KEY}")
     assert g.ctl("dev show")["vdev"] == "dpu0" and "dpu0" in g.run("ls /sys/kernel/debug/nanobpf").split()
     sync_and_compare(g, dev, expected)
     assert dev.program()["crc32"] == ctrl.crc32(image)
@@ -891,7 +904,8 @@ MALFORMED = {   # nbtest malformed: case -> the errno the driver (or netlink cor
     "key_get_addr": "OK", "key_get_addr_other_dir": "ENOENT", "key_update_addr_default_dir": "OK",
     "key_del_addr": "OK", "key_del_addr_missing": "ENOENT",
     "attach_no_ifname": "EINVAL", "attach_ifname_no_nul": "EINVAL", "attach_ifname_long": "EINVAL",
-    "attach_bad_vdev_name": "EINVAL", "attach_again": "EBUSY",
+    "attach_bad_vdev_name": "EINVAL", "attach_no_key": "EINVAL", "attach_key_15": "ERANGE",
+    "attach_key_17": "ERANGE", "attach_again": "EBUSY",
     "prog_no_image": "EINVAL", "prog_image_empty": "EINVAL", "prog_image_too_big": "ERANGE",
     "prog_image_garbage": "EACCES", "prog_name_empty": "EINVAL", "prog_name_long": "EINVAL",
     "map_no_name": "EINVAL", "map_name_empty": "EINVAL", "map_lookup_no_key": "EINVAL", "map_key_257": "ERANGE",
@@ -948,7 +962,7 @@ def test_netlink_and_data(make_rig, quic_image, device):
     key_slots = 16 if model else abi.NANOBPF_KEYTABLE_ENTRIES       # the RTL DPU's are fixed
     rig = make_rig(device, **(dict(key_slots=key_slots) if model else {}))
     g, dev = rig.guest, rig.dev
-    g.ctl("dev attach eth0")
+    g.ctl(f"dev attach eth0 {KEY}")
 
     # (f) malformed messages: every one gets its error; refusals roll back and show in DEV_GET
     out = g.run("nbtest malformed eth0")
@@ -963,12 +977,14 @@ def test_netlink_and_data(make_rig, quic_image, device):
     quiet = {"unknown_cmd", "cmd_unspec", "short_genl_header"}
     assert all(msg for c, (err, msg) in cases.items() if err in ("EINVAL", "ERANGE") and c not in quiet), \
         "validation errors come with an extended-ack message"
+    assert "CTRL_KEY" in cases["attach_no_key"][1], cases["attach_no_key"]
     devs = [dict(kv.split("=", 1) for kv in l.partition(" errmsg=")[0].split()[1:]) | {"errmsg": l.partition(" errmsg=")[2]}
             for l in out.splitlines() if l.startswith("DEV ")]
     assert devs[0]["status"] == "9" and "pad" in devs[0]["errmsg"], devs[0]
     assert devs[1]["status"] == "10" and "magic" in devs[1]["errmsg"], devs[1]
     assert devs[2]["status"] == "9" and "port_entry" in devs[2]["errmsg"], devs[2]
     assert all(d["state"] == "2" for d in devs)
+    assert not any("ctrl_key" in d for d in devs), "DEV_GET sent the device key back"
     assert dev.keys() == {} and dev.tables() in ({}, None) and dev.program() is None and g.host_keys() == {}
     if not model:        # the RTL DPU's key table is read through the program's map: a program first
         g.ctl("prog load /xdp_ctrl_test.nbpf")
@@ -1121,7 +1137,7 @@ def test_netlink_and_data(make_rig, quic_image, device):
           "n=0; while [ ! -d /sys/class/net/eth0 ] && [ $n -lt 100 ]; do sleep 0.05; n=$((n+1)); done; "
           "ip link set eth0 up")
     dev.reset()
-    g.ctl("dev attach eth0")
+    g.ctl(f"dev attach eth0 {KEY}")
     sync_and_compare(g, dev, keys_before)
 
     # module unload with the device attached and a request in flight (every control frame lost: the
@@ -1146,11 +1162,11 @@ def test_netlink_and_data(make_rig, quic_image, device):
     # numbers start again) gets STALE_SEQ with the device's last number, and it continues after it
     if model:
         stale = dev.stats()["ctrl_stale"]
-        g.ctl("dev attach eth0")
+        g.ctl(f"dev attach eth0 {KEY}")
         assert dev.stats()["ctrl_stale"] > stale
     else:                # the device's counters are read through the driver: its answers on the relay
         n0 = len(rig.relay.answers)
-        g.ctl("dev attach eth0")
+        g.ctl(f"dev attach eth0 {KEY}")
         assert any(a[2:4] == (D.NANOBPF_CTRL_MSG_HELLO, D.NANOBPF_CTRL_ST_STALE_SEQ)
                    for a in rig.relay.answers[n0:]), rig.relay.answers[n0:]
     assert g.ctl("dev show")["key_count"] == 0 and dev.keys() == {}          # a new module: empty host table
@@ -1176,7 +1192,7 @@ def test_rtl_smoke(initramfs, tmp_path):
         g.run("echo 3000 > /sys/module/nanobpf/parameters/retry_ms; echo 24000 > /sys/module/nanobpf/parameters/retry_max_ms")
         rc, out = g.run("echo 0 > /sys/module/nanobpf/parameters/retry_ms", check=False)
         assert rc != 0 and g.run("cat /sys/module/nanobpf/parameters/retry_ms").strip() == "3000"
-        g.ctl("dev attach eth0")
+        g.ctl(f"dev attach eth0 {KEY}")
         info = g.ctl("dev show")
         assert info["link_state"] == "in_sync" and info["epoch"] != 0
         # the device's limits, as HELLO reported them (hw/defs: one source for both)
@@ -1253,11 +1269,11 @@ def test_one_arm_host(initramfs, tmp_path):
     try:
         g, dev = rig.guest, rig.dev
         g.run("echo 200 > /sys/module/nanobpf/parameters/retry_ms; echo 800 > /sys/module/nanobpf/parameters/retry_max_ms")
-        rc, doc = g.ctl("dev attach eth0", check=False)           # untagged: no device there
+        rc, doc = g.ctl(f"dev attach eth0 {KEY}", check=False)           # untagged: no device there
         assert rc != 0 and ctl_errno(doc) == 110, doc                # ETIMEDOUT
         assert dev.stats()["ctrl_rx"] == 0
         g.run(f"ip link add link eth0 name eth0.{vid} type vlan id {vid} && ip link set eth0 up && ip link set eth0.{vid} up")
-        g.ctl(f"dev attach eth0.{vid}")
+        g.ctl(f"dev attach eth0.{vid} {KEY}")
         info = g.ctl("dev show")
         assert info["link_state"] == "in_sync" and info["epoch"] == dev.epoch, info
         k0 = PacketKeys.from_secret(bytes(range(32)))        # the peer's keys (the device opens with them)
@@ -1285,3 +1301,86 @@ def test_one_arm_host(initramfs, tmp_path):
     finally:
         rig.close()
 
+
+
+# ---------------------------------------------------------------- the device key
+def _wait_request(port, type_, key, timeout):
+    """The next control request of type_ the guest sends (decrypted with key) on a PacketPort."""
+    end = time.monotonic() + timeout
+    while (left := end - time.monotonic()) > 0:
+        raw = port.recv(left)
+        if raw is None:
+            break
+        f = ctrl.parse(raw, key)
+        if f and not f.hdr["flags"] & D.NANOBPF_CTRL_F_RESPONSE and f.hdr["type"] == type_:
+            return f
+    raise AssertionError(f"no {D.MSG_NAMES.get(type_, type_)} request within {timeout} s")
+
+
+def _guest_drv_stat(g, name, vdev="nbpf0"):
+    """A driver counter from debugfs (no netlink: DEV_GET would wait for the request in flight)."""
+    out = g.run(f"cat /sys/kernel/debug/nanobpf/{vdev}/stats")
+    return next(int(l.split()[1]) for l in out.splitlines() if l.split()[:1] == [name])
+
+
+def test_device_key(initramfs, tmp_path):
+    """Protocol v2's device key through the driver (docs/control.md "The device key"):
+    (a) an attach with another key than the device's gets no answer (the device drops what does not
+        authenticate, and counts it) and fails with the timeout naming the key; without any key file
+        nanobpfctl says where it looked; $NANOBPF_CTRL_KEY names the file; DEV_GET never sends the key;
+    (b) responses injected on the link while a request waits for its answer (the device's answers lost):
+        one tagged under another key and one authentic answer altered are counted as CTRL_AUTH_FAIL, an
+        authentic answer for another nonce (a replay) as CTRL_UNMATCHED; none is believed: the request
+        still waits and completes with the device's real answer."""
+    rig = Rig(tmp_path, initramfs, seed=4)
+    spy = None
+    try:
+        g, dev = rig.guest, rig.dev
+        # (a) the wrong key: every request dropped by the device, quick retries for a short test
+        set_retry(g, "retry_ms=20 retry_max_ms=160")
+        rc, doc = g.ctl(f"dev attach eth0 key {WRONG_KEY_FILE}", check=False)
+        assert rc == 1 and ctl_errno(doc) == 110 and NO_ANSWER in doc["error"]["message"], doc
+        st = dev.stats()
+        assert st["ctrl_auth_fail"] == 1 + D.NANOBPF_CTRL_RETRIES and st["ctrl_applied"] == 0, st
+        assert g.ctl("dev show")["link_state"] == "detached"
+        rc, doc = g.ctl("dev attach eth0", check=False)              # no key file at the default path
+        assert rc == 1 and doc["error"]["message"].startswith(
+            "device key /etc/nanobpf/ctrl.key: No such file or directory"), doc
+        assert dev.stats()["ctrl_rx"] == st["ctrl_rx"]                  # nothing sent without a key
+        g.run(f"NANOBPF_CTRL_KEY={KEY_FILE} nanobpfctl dev attach eth0")
+        info = g.ctl("dev show")
+        assert info["link_state"] == "in_sync" and info["epoch"] == dev.epoch, info
+        assert "ctrl_key" not in g.dev_get()
+        assert dev.stats()["ctrl_auth_fail"] == st["ctrl_auth_fail"]   # the right key: all authentic
+
+        # (b) forged and replayed answers to a request in flight
+        set_retry(g, "retry_ms=300 retry_max_ms=2000")                  # some 10 s before a timeout
+        auth0, unmatched0 = _guest_drv_stat(g, "ctrl_auth_fail"), _guest_drv_stat(g, "ctrl_unmatched")
+        assert auth0 == 0
+        spy = PacketPort(rig.tap, proto=D.ETHERTYPE, quiet=False)      # sees what the guest sends
+        dev.set_faults(loss=1.0)                                        # the device hears nothing
+        g.run("(sh -c 'nanobpfctl --json stats; echo EXIT=$?' > /tmp/s.out 2>&1 &)")
+        req = _wait_request(spy, D.NANOBPF_CTRL_MSG_STATS, dev.key, 10)
+        h, guest_mac = req.hdr, bytes.fromhex(GUEST_MAC.replace(":", ""))
+        answer = lambda key, nonce: ctrl.build(guest_mac, ctrl.DEVICE_MAC, h["type"], h["seq"], h["epoch"],
+                                               b"\xee" * 64, flags=D.NANOBPF_CTRL_F_RESPONSE, key=key, nonce=nonce)
+        spy.send(answer(ctrlkey.DeviceKey(WRONG_KEY), req.nonce))       # another key's tag
+        altered = bytearray(answer(dev.key, req.nonce))
+        altered[14 + D.CTRL_HDR_SIZE + D.NANOBPF_CTRL_NONCE_LEN] ^= 1    # one body bit after tagging
+        spy.send(bytes(altered))
+        spy.send(answer(dev.key, bytes(D.NANOBPF_CTRL_NONCE_LEN)))      # authentic, another request's nonce
+        wait_for(lambda: _guest_drv_stat(g, "ctrl_auth_fail") == 2 and
+                 _guest_drv_stat(g, "ctrl_unmatched") == unmatched0 + 1, 5, "the forged answers counted")
+        assert "EXIT" not in g.run("cat /tmp/s.out"), "a forged answer completed the request"
+        dev.set_faults()                                                # the next retransmission is answered
+        out = g.run("for i in $(seq 200); do grep -q EXIT /tmp/s.out && break; sleep 0.1; done; cat /tmp/s.out")
+        assert "EXIT=0" in out, out
+        doc = json.loads(out[:out.index("EXIT=")])
+        assert doc["device"]["epoch"] == dev.epoch and doc["device"]["ctrl_auth_fail"] == st["ctrl_auth_fail"], doc
+        assert doc["driver"]["ctrl_auth_fail"] == 2, doc["driver"]
+        assert g.ctl("dev show")["link_state"] == "in_sync"
+        g.assert_log_clean()
+    finally:
+        if spy:
+            spy.close()
+        rig.close()

@@ -339,6 +339,8 @@ static void dev_cb(const struct nlmsghdr *h, void *arg)
 		printf(" version=%u", a_u16(tb[NANOBPF_ATTR_VERSION]));
 	if (tb[NANOBPF_ATTR_KEY_COUNT])
 		printf(" keys=%u", a_u32(tb[NANOBPF_ATTR_KEY_COUNT]));
+	if (tb[NANOBPF_ATTR_CTRL_KEY])	/* must never be: the device key is not sent back */
+		printf(" ctrl_key=present");
 	if (tb[NANOBPF_ATTR_DEV_STATUS])
 		printf(" status=%u", a_u8(tb[NANOBPF_ATTR_DEV_STATUS]));
 	if (tb[NANOBPF_ATTR_ERRMSG])
@@ -363,6 +365,7 @@ static void malformed(const char *ifname)
 
 	memset(cid, 0xc1, sizeof(cid));
 	memset(addr, 0xad, sizeof(addr));
+	memset(big, 0x5a, sizeof(big));
 	rng_state = 0x9e3779b97f4a7c15ull;
 
 	/* headers and commands */
@@ -523,6 +526,18 @@ static void malformed(const char *ifname)
 	run_case("attach_bad_vdev_name");
 	m_start_nb(&M, NANOBPF_CMD_DEV_ATTACH);
 	m_str(&M, NANOBPF_ATTR_IFNAME, ifname);
+	run_case("attach_no_key");
+	m_start_nb(&M, NANOBPF_CMD_DEV_ATTACH);
+	m_str(&M, NANOBPF_ATTR_IFNAME, ifname);
+	m_attr(&M, NANOBPF_ATTR_CTRL_KEY, big, NANOBPF_CTRL_KEY_LEN - 1);
+	run_case("attach_key_15");
+	m_start_nb(&M, NANOBPF_CMD_DEV_ATTACH);
+	m_str(&M, NANOBPF_ATTR_IFNAME, ifname);
+	m_attr(&M, NANOBPF_ATTR_CTRL_KEY, big, NANOBPF_CTRL_KEY_LEN + 1);
+	run_case("attach_key_17");
+	m_start_nb(&M, NANOBPF_CMD_DEV_ATTACH);
+	m_str(&M, NANOBPF_ATTR_IFNAME, ifname);
+	m_attr(&M, NANOBPF_ATTR_CTRL_KEY, big, NANOBPF_CTRL_KEY_LEN);	/* any key: the link is busy first */
 	run_case("attach_again");
 
 	/* programs */
@@ -531,7 +546,6 @@ static void malformed(const char *ifname)
 	m_start_nb(&M, NANOBPF_CMD_PROG_LOAD);
 	m_attr(&M, NANOBPF_ATTR_IMAGE, big, 0);
 	run_case("prog_image_empty");
-	memset(big, 0x5a, sizeof(big));
 	m_start_nb(&M, NANOBPF_CMD_PROG_LOAD);
 	m_attr(&M, NANOBPF_ATTR_IMAGE, big, NANOBPF_CTRL_MAX_IMAGE + 1);
 	run_case("prog_image_too_big");
