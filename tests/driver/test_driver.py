@@ -36,7 +36,8 @@ marker long): RtlRig puts nanobpf.faults.Relay between the guest's TAP and the s
 device's state through the driver; the data path there runs xdp_quic_hw on the AEAD engine.
 test_rtl_smoke (make test) is a short boot against the RTL DPU. test_one_arm_host (make test) is the host
 side of the board's one-arm mode: the driver on a VLAN sub-interface (eth0.10) against the model on
-that VLAN of the guest's link.
+that VLAN of the guest's link. test_device_key (make test) is the device key against the model: a wrong
+key's attach times out naming the key, forged and replayed answers are counted and not believed.
 Skipped only when qemu-system-x86_64 or the kernel image is absent.
 """
 import json
