@@ -26,6 +26,10 @@ static inline uint64_t ebpf_hp_mask_soft(const uint8_t hp[EBPF_AEAD_KEY_LEN], co
     return (uint64_t)m[0] | (uint64_t)m[1] << 8 | (uint64_t)m[2] << 16 | (uint64_t)m[3] << 24 | (uint64_t)m[4] << 32;
 }
 
+/* AES-CMAC (NIST SP 800-38B, RFC 4493) of len bytes at msg under key: the control channel's response
+ * tags (docs/control.md "The device key"). */
+void ebpf_aes128_cmac(const uint8_t key[EBPF_AEAD_KEY_LEN], const uint8_t *msg, size_t len, uint8_t tag[16]);
+
 /* AES-128-GCM encryption: text (len bytes) is encrypted in place, the tag over aad (aad_len bytes,
  * may be 0) and the ciphertext is written to tag. aad, text and tag must not overlap. */
 void ebpf_aead_seal(const uint8_t key[EBPF_AEAD_KEY_LEN], const uint8_t nonce[EBPF_AEAD_NONCE_LEN],

@@ -195,3 +195,31 @@ int ebpf_aead_open(const uint8_t key[16], const uint8_t nonce[12], const uint8_t
     for (int i = 0; i < 16; i++) diff |= (uint8_t)(want[i] ^ tag[i]);
     return diff ? -1 : 0;
 }
+
+/* ---- CMAC (NIST SP 800-38B, RFC 4493): the control channel's response tags ---- */
+/* b * x in GF(2^128), the CMAC subkey step. */
+static void cmac_double(uint8_t b[16]) {
+    uint8_t carry = b[0] >> 7;
+    for (int i = 0; i < 15; i++) b[i] = (uint8_t)(b[i] << 1 | b[i + 1] >> 7);
+    b[15] = (uint8_t)(b[15] << 1) ^ (carry ? 0x87 : 0);
+}
+
+void ebpf_aes128_cmac(const uint8_t key[16], const uint8_t *msg, size_t len, uint8_t tag[16]) {
+    struct aes128 a;
+    uint8_t k[16] = {0}, x[16] = {0};
+    aes128_expand(&a, key);
+    aes128_encrypt(&a, k, k);
+    cmac_double(k); /* K1 */
+    size_t before = len ? (len - 1) / 16 : 0, rest = len - 16 * before; /* the last block has rest bytes, 0..16 */
+    for (size_t b = 0; b < before; b++) {
+        for (int i = 0; i < 16; i++) x[i] ^= msg[16 * b + i];
+        aes128_encrypt(&a, x, x);
+    }
+    if (rest < 16) { /* an incomplete (or empty) last block: padded with 10*, K2 */
+        cmac_double(k);
+        x[rest] ^= 0x80;
+    }
+    for (size_t i = 0; i < rest; i++) x[i] ^= msg[16 * before + i];
+    for (int i = 0; i < 16; i++) x[i] ^= k[i];
+    aes128_encrypt(&a, x, tag);
+}

@@ -89,13 +89,21 @@ class Raw:
     def __init__(self, port, answer_s=2.0):
         self.port, self.seq, self.epoch, self.answer_s = port, 100, 0, answer_s
 
-    def send(self, type_, body=b"", seq=None, epoch=None, version=D.VERSION, flags=0):
+    def frame(self, type_, body=b"", seq=None, epoch=None, version=D.VERSION, flags=0, key=None, nonce=None):
+        """A request frame (the next sequence number unless seq), protected under key (default: the
+        device key; a response's flags need a nonce)."""
         if seq is None:
             self.seq = (self.seq + 1) & 0xFFFFFFFF
             seq = self.seq
-        self.port.send(ctrl.build(ctrl.BROADCAST, ctrl.HOST_MAC, type_, seq, self.epoch if epoch is None else epoch,
-                                  body, flags=flags, version=version))
-        return seq
+        if flags & D.NANOBPF_CTRL_F_RESPONSE and nonce is None:
+            nonce = bytes(D.NANOBPF_CTRL_NONCE_LEN)
+        return ctrl.build(ctrl.BROADCAST, ctrl.HOST_MAC, type_, seq, self.epoch if epoch is None else epoch,
+                          body, flags=flags, version=version, key=key, nonce=nonce)
+
+    def send(self, type_, body=b"", seq=None, epoch=None, version=D.VERSION, flags=0):
+        f = self.frame(type_, body, seq, epoch, version, flags)
+        self.port.send(f)
+        return D.unpack("ctrl_hdr", f, 14)["seq"]
 
     def answer(self, timeout=None):
         """The next control frame from the device (other frames are skipped), or None."""
@@ -183,6 +191,13 @@ def keys_for(cid, phase=0, fill=1, nxt=False, flags=None):
     hp = bytes((fill * 3 + i) & 0xFF for i in range(16))
     n = cid.cid_len if isinstance(cid, KeyId) else len(cid)
     return struct.pack(abi.STRUCTS["quic_keys"].fmt, phase, int(nxt) if flags is None else flags, n, 0, k, iv, hp, b"")
+
+
+def shown(keys):
+    """A struct nanobpf_quic_keys as MAP_LOOKUP of the key table answers it: key phase, flags and CID
+    length; the keys, IVs and header-protection key zeroed (they never leave the device)."""
+    phase, flags, n, res, *_ = struct.unpack(abi.STRUCTS["quic_keys"].fmt, keys)
+    return struct.pack(abi.STRUCTS["quic_keys"].fmt, phase, flags, n, res, bytes(32), bytes(24), bytes(16), b"")
 
 
 def map_req(name, key=b"", value=b"", flags=0, **kw):

@@ -15,9 +15,9 @@ import nanobpf_ebpf_defs as abi
 from nanobpf import soc
 from nanobpf.devmodel import PN_MAP
 
-from ctrl_device import (FaultyPort, M, Raw, dev, events_image, keys_for, load_raw, map_req,  # noqa: F401 (fixture)
+from ctrl_device import (FaultyPort, M, Raw, dev, events_image, keys_for, load_raw, map_req, shown,  # noqa: F401 (fixture)
                          device_params, stand_in_image, status)
-from nanobpf import ctrl
+from nanobpf import ctrl, ctrlkey
 from nanobpf.ctrl import OPEN, SEAL, Client, CtrlError, KeyId, addr_id, key_id
 from nanobpf.pcap import udp_frame
 
@@ -116,12 +116,75 @@ def test_malformed_frames_get_no_answer(dev):
            good[:26] + struct.pack(">H", 200) + good[28:],            # body length beyond the (padded) frame
            good[:28] + b"\0\1" + good[30:],                           # reserved bits
            good[:14] + b"\0" + good[15:],                             # version 0
-           ctrl.build(ctrl.BROADCAST, ctrl.HOST_MAC, M.NANOBPF_CTRL_MSG_STATS, 501, r.epoch,
-                      flags=M.NANOBPF_CTRL_F_RESPONSE)]               # a "response" sent to the device
+           r.frame(M.NANOBPF_CTRL_MSG_STATS, seq=501, flags=M.NANOBPF_CTRL_F_RESPONSE)]   # a "response" sent to the device
     for b in bad:
         r.port.send(b.ljust(60, b"\0") if len(b) >= 30 else b)
         assert r.answer(dev.answer_s) is None
     assert r.stats()["ctrl_malformed"] == len(bad)
+
+
+def test_forged_altered_and_replayed_requests_are_dropped_and_counted(dev):
+    """The control channel's authentication (docs/control.md "The device key"): a request under another
+    key or altered anywhere (header, nonce, body, tag) gets no answer, changes nothing and is counted
+    ctrl_auth_fail (one of protocol version 1, without nonce and tag, ctrl_malformed); an authentic request replayed is never
+    applied twice: answered from the replay cache while it is there, refused as STALE_SEQ after, as
+    STALE_EPOCH after a reset; on the network port it is foreign."""
+    r = raw_of(dev)
+    r.hello()
+    before = r.stats()
+    cid = b"\x51\x52\x53\x54"
+    add = D.pack("key_msg", cid_len=4, cid=cid, keys=keys_for(cid))
+    good_seq = r.seq + 50                                              # above what the checks below use
+    good = r.frame(M.NANOBPF_CTRL_MSG_KEY_ADD, add, seq=good_seq)
+    body_at, tag_at = 14 + D.CTRL_HDR_SIZE + D.NANOBPF_CTRL_NONCE_LEN, len(good) - D.NANOBPF_CTRL_TAG_LEN
+
+    def flip(frame, i):
+        return frame[:i] + bytes([frame[i] ^ 0x01]) + frame[i + 1:]
+    v1 = good[:14] + D.pack("ctrl_hdr", version=1, type=M.NANOBPF_CTRL_MSG_KEY_ADD, seq=r.seq, epoch=r.epoch,
+                            length=len(add)) + add                     # protocol version 1: keys in clear
+    forged = [r.frame(M.NANOBPF_CTRL_MSG_KEY_ADD, add, key=ctrlkey.DeviceKey(bytes(range(16)))),   # another key
+              flip(good, 14 + 4),                                      # the header's sequence number
+              flip(good, 14 + D.CTRL_HDR_SIZE),                        # the nonce
+              flip(good, body_at + 30),                                # the encrypted body (the CID)
+              flip(good, tag_at + 15)]                                 # the tag
+    for f in forged + [v1]:
+        r.port.send(f.ljust(60, b"\0"))
+        assert r.answer(dev.answer_s) is None
+    s = r.stats()
+    assert s["ctrl_auth_fail"] - before["ctrl_auth_fail"] == len(forged)
+    assert s["ctrl_malformed"] - before["ctrl_malformed"] == 1        # v1: shorter than its v2 length says
+    assert s["keys"] == 0 and s["ctrl_applied"] - before["ctrl_applied"] == 1          # only the STATS
+    assert s["ctrl_rx"] - before["ctrl_rx"] == 1                       # the forged ones are not requests
+    # the authentic request, then its replays
+    assert r.seq < good_seq
+    r.port.send(good)
+    r.seq = good_seq
+    f = r.answer()
+    assert status(f) == "ok" and not f.hdr["flags"] & M.NANOBPF_CTRL_F_REPLAY
+    assert f.nonce == good[14 + D.CTRL_HDR_SIZE:body_at]               # the response names its request
+    assert status(r.ask(M.NANOBPF_CTRL_MSG_KEY_DEL, D.pack("key_del", cid_len=4, cid=cid))) == "ok"
+    r.port.send(good)                                                  # a replay the cache still holds
+    f = r.answer()
+    assert status(f) == "ok" and f.hdr["flags"] & M.NANOBPF_CTRL_F_REPLAY
+    assert r.stats()["keys"] == 0                                      # ... answered, not applied again
+    for _ in range(D.NANOBPF_CTRL_REPLAY_CACHE):
+        r.stats()
+    r.port.send(good)                                                  # past the cache: refused
+    assert status(r.answer()) == "stale_seq" and r.stats()["keys"] == 0
+    r.port.send(good.ljust(60, b"\0"))
+    dev.net.send(good)                                                 # on the network's port: never obeyed
+    assert status(r.answer()) == "stale_seq"
+    s = r.stats()
+    assert s["ctrl_foreign"] - before["ctrl_foreign"] == 1 and s["keys"] == 0
+    f = r.ask(M.NANOBPF_CTRL_MSG_RESET)
+    assert status(f) == "ok"
+    r.port.send(good)                                                  # an earlier epoch's
+    assert status(r.answer()) == "need_hello"
+    r.hello()
+    r.port.send(good)
+    assert status(r.answer()) == "stale_epoch"
+    s = r.stats()
+    assert s["keys"] == 0 and s["ctrl_stale"] == 2 and s["ctrl_auth_fail"] == 0     # counters start again at a reset
 
 
 # ---------------------------------------------------------------- keys
@@ -203,7 +266,9 @@ def test_key_entries_per_direction_by_address_and_in_the_programs_map(dev):
     entries = {KeyId(OPEN, 2, cid.ljust(20, b"\0")): keys_for(cid, fill=1), KeyId(SEAL, 2, cid.ljust(20, b"\0")): keys_for(cid, fill=2),
                KeyId(OPEN, 0, a4): keys_for(b"", fill=4), KeyId(SEAL, 0, a4): keys_for(b"", fill=4),
                KeyId(SEAL, 0, a6): keys_for(b"", fill=4)}
-    assert keytable(r) == entries
+    assert keytable(r) == {k: shown(v) for k, v in entries.items()}     # the keys themselves never leave
+    if dev.kind == "model":
+        assert {k: v for k, (_, v) in dev.model.keys().items()} == entries
     config = lambda: struct.unpack("<4I", r.ask(M.NANOBPF_CTRL_MSG_MAP_LOOKUP, map_req("quic_config", bytes(4))).body)
     assert config()[2] == (1 << 2) | (1 << 0)                    # open entries of 2-byte and zero-length CIDs
     # the user's quic_config fields are kept; open_cid_lens is the device's
@@ -469,7 +534,9 @@ def test_converges_under_loss_duplication_reordering_and_resets(dev):
     assert host.counters["retransmits"] > 0 and host.counters["resyncs"] >= 3 and s["resets"] == 2
     r = Raw(dev.host)
     r.seq, r.epoch = host.seq, host.epoch
-    assert keytable(r) == host.keys
+    assert keytable(r) == {k: shown(v) for k, v in host.keys.items()}
+    if dev.kind == "model":                                                 # the keys themselves: the model's
+        assert {k: v for k, (_, v) in dev.model.keys().items()} == host.keys
     info = D.unpack("prog_info", r.ask(M.NANOBPF_CTRL_MSG_PROG_INFO).body)
     assert info["crc32"] == ctrl.crc32(stand_in_image())
 

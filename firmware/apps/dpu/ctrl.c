@@ -5,8 +5,10 @@
  * (STATS, TABLE_*, RESET).
  *
  * Control frames reach core 0's queue only from the host port (PISA drops them elsewhere and counts
- * ctrl_foreign). Each is answered in its own packet-memory slot: the response is written over the
- * request and sent back to the host port. */
+ * ctrl_foreign). Each is authenticated before anything in it is looked at (ctrl_auth.c: a frame whose
+ * tag does not verify is dropped unanswered, ctrl_auth_fail) and answered in its own packet-memory
+ * slot: the response, its request's nonce and its tag are written over the request and sent back to
+ * the host port. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +17,8 @@
 
 #define ETH 14
 #define HDR NANOBPF_CTRL_HDR_SIZE
+#define NONCE NANOBPF_CTRL_NONCE_LEN
+#define TAG NANOBPF_CTRL_TAG_LEN
 #define MIN_FRAME 60 /* responses are padded to Ethernet's minimum (without FCS) */
 
 /* The replay cache: the last NANOBPF_CTRL_REPLAY_CACHE requests applied in this session with their
@@ -41,7 +45,7 @@ static struct {
 } st;
 uint64_t ctrl_counts[NANOBPF_STAT_COUNT];
 
-static uint8_t frame[ETH + HDR + NANOBPF_CTRL_MAX_BODY]; /* the request, then the response */
+static uint8_t frame[ETH + HDR + NONCE + NANOBPF_CTRL_MAX_BODY + TAG]; /* the request, then the response */
 static uint8_t req_body[NANOBPF_CTRL_MAX_BODY];
 
 uint16_t ctrl_be16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
@@ -69,11 +73,13 @@ static uint64_t digest(const uint8_t *p, unsigned n) {
 }
 
 /* A fresh nonzero epoch, unlike the last: the cycle counter at this moment (when the first control frame
- * or the RESET arrived, which the host's timing decides) through a 64-bit mixer. The board has no
- * entropy source; what matters is that a reset is seen, not secrecy. */
-static uint32_t new_epoch(void) {
+ * or the RESET arrived, which the host's timing decides) and the random nonce the host chose for that
+ * request, through a 64-bit mixer. The board has no entropy source of its own; the host's nonce makes
+ * an epoch that an old session's recorded requests name unlikely to come back after a power cycle. */
+static uint32_t new_epoch(const uint8_t nonce[NONCE]) {
     static uint64_t x;
     static uint32_t old;
+    for (unsigned i = 0; i < NONCE; i++) x = (x ^ nonce[i]) * 0x100000001b3ull;
     for (;;) {
         x += nb_cycles() + 0x9e3779b97f4a7c15ull;
         uint64_t z = x;
@@ -126,7 +132,7 @@ static int do_reset(const uint8_t *b, unsigned len, struct ctrl_reply *r) {
     dpu_stats_zero();
     st.resets++;
     ctrl_power_on();
-    st.epoch = new_epoch(); /* the response carries it */
+    st.epoch = new_epoch(frame + ETH + HDR); /* the response carries it */
     return 0;
 }
 
@@ -229,8 +235,10 @@ static unsigned respond(uint8_t type, uint8_t status, const uint8_t *body, unsig
     ctrl_put32(h + 8, st.epoch);
     ctrl_put16(h + 12, len);
     ctrl_put16(h + 14, 0);
-    if (body != h + HDR) memmove(h + HDR, body, len);
-    unsigned n = ETH + HDR + len;
+    /* the request's nonce stays where it is: the response repeats it */
+    if (body != h + HDR + NONCE) memmove(h + HDR + NONCE, body, len);
+    ctrl_auth_tag(h, HDR + NONCE + len, h + HDR + NONCE + len);
+    unsigned n = ETH + HDR + NONCE + len + TAG;
     for (; n < MIN_FRAME; n++) frame[n] = 0;
     return n;
 }
@@ -250,16 +258,19 @@ static unsigned stale_seq(uint8_t type) {
 /* The request in frame[0..len): the response's length, or 0 when it gets none (malformed). */
 static unsigned control(unsigned len, uint64_t *cycles, uint8_t *applied_type) {
     *applied_type = 0;
-    if (len < ETH + HDR) return ctrl_counts[NANOBPF_CTRL_STAT_CTRL_MALFORMED]++, 0;
-    const uint8_t *h = frame + ETH;
+    if (len < ETH + HDR + NONCE + TAG) return ctrl_counts[NANOBPF_CTRL_STAT_CTRL_MALFORMED]++, 0;
+    uint8_t *h = frame + ETH;
     unsigned body_len = ctrl_be16(h + 12);
-    if (body_len > NANOBPF_CTRL_MAX_BODY || ETH + HDR + body_len > len || ctrl_be16(h + 14) || h[0] == 0)
+    if (body_len > NANOBPF_CTRL_MAX_BODY || ETH + HDR + NONCE + body_len + TAG > len || ctrl_be16(h + 14) || h[0] == 0 ||
+        (h[2] & NANOBPF_CTRL_F_RESPONSE))
         return ctrl_counts[NANOBPF_CTRL_STAT_CTRL_MALFORMED]++, 0;
-    uint8_t type = h[1], flags = h[2], version = h[0];
+    /* nothing past the header's sanity is believed before the tag verifies */
+    if (ctrl_auth_open(h, h + HDR, body_len)) return ctrl_counts[NANOBPF_CTRL_STAT_CTRL_AUTH_FAIL]++, 0;
+    if (!st.epoch) st.epoch = new_epoch(h + HDR);
+    uint8_t type = h[1], version = h[0];
     uint32_t seq = ctrl_be32(h + 4), epoch = ctrl_be32(h + 8);
-    memcpy(req_body, h + HDR, body_len);
+    memcpy(req_body, h + HDR + NONCE, body_len);
     ctrl_counts[NANOBPF_CTRL_STAT_CTRL_RX]++;
-    if (flags & NANOBPF_CTRL_F_RESPONSE) return ctrl_counts[NANOBPF_CTRL_STAT_CTRL_MALFORMED]++, 0;
     const struct cached *c;
     if (type == NANOBPF_CTRL_MSG_HELLO) {
         if (st.session && (c = cache_find(seq, type, req_body, body_len))) return replayed(c);
@@ -306,7 +317,7 @@ static unsigned control(unsigned len, uint64_t *cycles, uint8_t *applied_type) {
 /* Packet memory is uncached: each access is a bus transaction, so frames move eight bytes at a time
  * (a frame starts 8-byte aligned in its slot; the words past its end are the slot's own). */
 _Static_assert(NANOBPF_DATAPATH_HEADROOM % 8 == 0 && NANOBPF_DATAPATH_SLOT_BYTES % 8 == 0, "frames start 8-byte aligned");
-_Static_assert(ETH + HDR + NANOBPF_CTRL_MAX_BODY + 8 <= NANOBPF_DATAPATH_SLOT_BYTES - NANOBPF_DATAPATH_HEADROOM - 32,
+_Static_assert(ETH + HDR + NONCE + NANOBPF_CTRL_MAX_BODY + TAG + 8 <= NANOBPF_DATAPATH_SLOT_BYTES - NANOBPF_DATAPATH_HEADROOM - 32,
                "a response, rounded up to a word, fits its slot before the header-protection scratch");
 static void copy_in(uint8_t *dst, uintptr_t src, unsigned len) {
     for (unsigned i = 0; i < len; i += 8) {
@@ -327,7 +338,6 @@ uint64_t ctrl_frame(uintptr_t data, unsigned len, unsigned *out_len) {
     copy_in(frame, data, len);
     uint64_t c0 = nb_cycles(), apply_cycles = 0;
     uint8_t type;
-    if (!st.epoch) st.epoch = new_epoch();
     unsigned n = control(len, &apply_cycles, &type);
     uint64_t total = nb_cycles() - c0;
     if (type) ctrl_cost_note(type, total, apply_cycles);

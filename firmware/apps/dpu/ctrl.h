@@ -31,6 +31,17 @@ void ctrl_keys_booted(const void *key);
 /* dpu.c: a TABLE_SET/TABLE_DEL word (fields checked) into PISA; -1 with r filled when refused. */
 int dpu_table_write(unsigned table, unsigned index, uint32_t value, struct ctrl_reply *r);
 
+/* ctrl_auth.c: the control channel's keys (docs/control.md "The device key"). Derive K_req and K_resp
+ * from the image's device key (once, at boot). */
+void ctrl_auth_init(void);
+/* Decrypt a request's body in place (nonce, body_len bytes, tag follow each other; hdr is the
+ * associated data): 0 when the tag verifies, -1 otherwise (the body then holds nothing to use). */
+int ctrl_auth_open(const uint8_t *hdr, uint8_t *nonce_body_tag, unsigned body_len);
+/* A response's tag: AES-CMAC under K_resp of header, nonce and body (len bytes in all). */
+void ctrl_auth_tag(const uint8_t *hdr_nonce_body, unsigned len, uint8_t tag[NANOBPF_CTRL_TAG_LEN]);
+/* The key's id (nanobpf-ctrl-key id): the first 4 bytes of K_resp's CMAC of nothing. */
+uint32_t ctrl_auth_id(void);
+
 /* ctrl.c: the protocol. Power-on state (no session, the epoch chosen at the first frame). */
 void ctrl_power_on(void);
 /* One control frame of `len` bytes at `data` in packet memory: answered in place (*out_len bytes to

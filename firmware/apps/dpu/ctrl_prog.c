@@ -6,6 +6,7 @@
  * packet (dpu_prog_publish), and the old program's code and maps are freed only once every data core
  * has finished the packet it had (ebpf_quiesce). No packet runs half-installed code, none is lost. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include "aead.h"
@@ -240,6 +241,15 @@ int ctrl_map(uint8_t type, const uint8_t *b, unsigned len, struct ctrl_reply *r)
             const volatile uint8_t *v = ebpf_map_value(m, key, 0);
             if (!v) return ctrl_refuse(r, NANOBPF_CTRL_ST_NOENT, "no such entry");
             for (uint32_t i = 0; i < m->value_size; i++) r->body[i] = v[i];
+        }
+        /* responses are authenticated, not encrypted: a key table entry is answered without its keys,
+         * IVs and header-protection key (docs/control.md "The device key") */
+        if (ebpf_map_is_keytable(m)) {
+            _Static_assert(offsetof(struct nanobpf_quic_keys, iv) == offsetof(struct nanobpf_quic_keys, key) + 32 &&
+                               offsetof(struct nanobpf_quic_keys, hp) == offsetof(struct nanobpf_quic_keys, iv) + 24,
+                           "key, iv and hp follow each other");
+            memset(r->body + offsetof(struct nanobpf_quic_keys, key), 0,
+                   offsetof(struct nanobpf_quic_keys, pad) - offsetof(struct nanobpf_quic_keys, key));
         }
         r->len = (uint16_t)m->value_size;
         return 0;

@@ -619,6 +619,8 @@ int hart_main(unsigned hart) {
         return 1;
     }
     ctrl_power_on();
+    ctrl_auth_init();
+    printf("dpu: control key id %08lx\n", (unsigned long)ctrl_auth_id()); /* nanobpf-ctrl-key id: the host's must match */
     dpu_tables_default(); /* first: the boot configuration may add table words (@table) */
     if (boot_program()) return 1;
     dpu_tables_save(); /* what RESET restores */

@@ -30,3 +30,11 @@ dpu_boot_config:
     .word 0
 #endif
 dpu_boot_config_end:
+
+/* The control channel's device key (docs/control.md "The device key"): the 16 bytes of the build's key
+ * file (DPU_CTRL_KEY, made by `nanobpf-ctrl-key bin`). Every dpu image carries one. */
+    .balign 8
+    .global dpu_ctrl_key
+dpu_ctrl_key:
+    .incbin DPU_CTRL_KEY
+    .size dpu_ctrl_key, 16

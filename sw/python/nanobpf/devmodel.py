@@ -118,6 +118,19 @@ def _brings_host_in(word):
     return bool(e["valid"]) and e["lport"] == DATAPATH["host_lport"]
 
 
+def _without_secrets(value):
+    """A key table value as MAP_LOOKUP answers it: keys, IVs and the header-protection key zeroed
+    (responses are authenticated, not encrypted: key material never leaves the device)."""
+    v = bytearray(value)
+    for name, off, size in abi.STRUCTS["quic_keys"].fields:
+        if name in SECRET_KEY_FIELDS:
+            v[off:off + size] = bytes(size)
+    return bytes(v)
+
+
+SECRET_KEY_FIELDS = ("key", "iv", "hp")
+
+
 class DeviceModel:
     """The device on two ports. Drive it with start()/stop() (a thread) or poll() (tests)."""
 
@@ -273,6 +286,10 @@ class DeviceModel:
         frame = self._pisa_ingress(frame, HOST_PORT)
         if frame is None:
             return
+        if (len(frame) >= ctrl.ETH + ctrl.HDR and struct.unpack_from(">H", frame, 12)[0] == D.ETHERTYPE
+                and frame[ctrl.ETH + 2] & D.NANOBPF_CTRL_F_RESPONSE):
+            self.counters["ctrl_malformed"] += 1     # a response from the host: malformed, as the firmware
+            return
         try:
             f = ctrl.parse(frame, self.key)
         except ctrl.AuthError:
@@ -420,9 +437,6 @@ class DeviceModel:
     def _control(self, req):
         h = req.hdr
         self.counters["ctrl_rx"] += 1
-        if h["flags"] & D.NANOBPF_CTRL_F_RESPONSE:
-            self.counters["ctrl_malformed"] += 1
-            return
         seq = h["seq"]
         digest = (h["type"], req.body)
         if h["type"] == D.NANOBPF_CTRL_MSG_HELLO and self.session and self._cached(seq, digest):
@@ -801,8 +815,6 @@ class DeviceModel:
             raise _Refuse(D.NANOBPF_CTRL_ST_NO_MAP, f"map {name}: value of {vl} bytes, the map's is {info.value_size}")
         if name == KEYTABLE and type_ in (D.NANOBPF_CTRL_MSG_MAP_UPDATE, D.NANOBPF_CTRL_MSG_MAP_DELETE):
             raise _Refuse(D.NANOBPF_CTRL_ST_INVALID, "the key table is changed with KEY_* messages")
-        if name == KEYTABLE and type_ == D.NANOBPF_CTRL_MSG_MAP_LOOKUP:   # responses are not encrypted
-            raise _Refuse(D.NANOBPF_CTRL_ST_INVALID, "the key table's keys never leave the device")
         try:
             if type_ == D.NANOBPF_CTRL_MSG_MAP_LOOKUP:
                 if info.percpu:
@@ -812,7 +824,7 @@ class DeviceModel:
                     v = xdp.map_lookup(name, key)
                 if v is None:
                     raise _Refuse(D.NANOBPF_CTRL_ST_NOENT, "no such entry")
-                return v
+                return _without_secrets(v) if name == KEYTABLE else v
             if type_ == D.NANOBPF_CTRL_MSG_MAP_UPDATE:
                 xdp.map_update(name, key, value, m["flags"])
                 if name == "quic_config":
