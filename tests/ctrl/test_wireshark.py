@@ -19,7 +19,7 @@ import nanobpf_ebpf_defs as abi
 import pytest
 
 from nanobpf import BUILD, ROOT, command
-from nanobpf import ctrl, pcap
+from nanobpf import ctrl, ctrlkey, pcap
 
 GENCTRL = command("nanobpf-genctrl")
 DEFS = ROOT / "hw/defs/ctrl.toml"
@@ -29,6 +29,7 @@ STATUS = {v: n.upper() for v, n in D.STATUS_NAMES.items()}
 RESPONSE, REPLAY = D.NANOBPF_CTRL_F_RESPONSE, D.NANOBPF_CTRL_F_REPLAY
 ENCRYPT, DECRYPTED = D.NANOBPF_SHIM_F_ENCRYPT, D.NANOBPF_SHIM_F_DECRYPTED
 PROBLEMS = ("nanobpf.malformed", "nanobpf.invalid", "nanobpf_shim.malformed")
+CLEAR = ("-o", "nanobpf.decrypted:TRUE")   # the dissector's preference: request bodies in clear
 
 
 # ---------------------------------------------------------------- tshark
@@ -81,10 +82,12 @@ def flatten(node, out=None):
     return out
 
 
-def decode(run, path):
-    """[(fields, protocol column, info column)] per frame of the pcap."""
-    packets = json.loads(run(path, "-T", "json", "--no-duplicate-keys"))
-    cols = [ln.split("\t") for ln in run(path, "-T", "fields", "-E", "separator=/t", "-e", "_ws.col.Protocol",
+def decode(run, path, clear=True):
+    """[(fields, protocol column, info column)] per frame of the pcap; clear: its requests' bodies are in
+    clear (as nanobpf-ctrl-key decrypt writes them), the dissector decodes them."""
+    opts = CLEAR if clear else ()
+    packets = json.loads(run(path, *opts, "-T", "json", "--no-duplicate-keys"))
+    cols = [ln.split("\t") for ln in run(path, *opts, "-T", "fields", "-E", "separator=/t", "-e", "_ws.col.Protocol",
                                          "-e", "_ws.col.Info").splitlines()]
     assert len(packets) == len(cols)
     return [(flatten(p["_source"]["layers"]), c[0], c[1]) for p, c in zip(packets, cols)]
@@ -137,7 +140,9 @@ def control(id, type_, seq, parts=(), flags=0, status=0, epoch=0x5EED0000, info=
     body, fields, structs = body_of(parts)
     resp = bool(flags & RESPONSE)
     frame = ctrl.build(ctrl.HOST_MAC if resp else ctrl.BROADCAST, ctrl.DEVICE_MAC if resp else ctrl.HOST_MAC, type_,
-                       seq, epoch, body, flags=flags, status=status, version=version)
+                       seq, epoch, body, flags=flags, status=status, version=version, nonce=bytes(range(12)) if resp else None)
+    if not resp:                   # the body in clear, as nanobpf-ctrl-key decrypt writes it
+        frame = ctrlkey.decrypt_frame(frame, ctrlkey.default())
     if length is not None:         # a header that lies about its body
         frame = frame[:14 + 12] + struct.pack(">H", length) + frame[14 + 14:]
     frame = frame.ljust(pad_to, b"\0")
@@ -214,21 +219,24 @@ def cases():
         out.append(control(f"{name}-response-{STATUS[st]}", t, seq, err, flags=RESPONSE, status=st, epoch=0x5EED0000 + i))
     # a replayed answer, and a request padded to the Ethernet minimum (padding is not body)
     out.append(control("replay", MSG["KEY_ADD"], 7, MESSAGES["KEY_ADD"][1], flags=RESPONSE | REPLAY))
-    padded = control("padded", MSG["TABLE_DEL"], 8, MESSAGES["TABLE_DEL"][0], pad_to=60)
-    padded.fields["nanobpf.padding"] = [bytes(60 - 14 - 16 - 8)]
+    padded = control("padded", MSG["TABLE_DEL"], 8, MESSAGES["TABLE_DEL"][0], pad_to=80)
+    padded.fields["nanobpf.padding"] = [bytes(80 - 14 - 16 - 12 - 8 - 16)]
     out.append(padded)
     # malformed and out-of-range control frames
     hdr = ctrl.build(ctrl.BROADCAST, ctrl.HOST_MAC, MSG["KEY_ADD"], 9)
     out.append(Case("truncated-header", hdr[:14 + 5], "KEY_ADD request malformed: 5 of 16 header bytes",
-                    {"nanobpf.version": [1], "nanobpf.type": [MSG["KEY_ADD"]], "nanobpf.flags": [0], "nanobpf.status": [0]},
+                    {"nanobpf.version": [D.VERSION], "nanobpf.type": [MSG["KEY_ADD"]], "nanobpf.flags": [0], "nanobpf.status": [0]},
                     set(), {"nanobpf.malformed"}, ["5 bytes after the EtherType: ctrl_hdr needs 16"],
                     absent=["nanobpf.seq", "nanobpf.length"]))
     # no payload at all: the dissector cannot claim 0 bytes, so Wireshark writes the columns itself
     out.append(Case("empty", hdr[:14], None, {}, set(), {"nanobpf.malformed"}, protocol=None, absent=["nanobpf.version"]))
     c = control("length-beyond-frame", MSG["HELLO"], 10, [("struct", "hello_req", dict(ver_min=1, ver_max=1))],
                 length=40, info="HELLO request seq=10 (malformed)", experts={"nanobpf.malformed"})
-    c.messages = ["length 40: only 4 bytes follow the header"]
+    c.messages = ["length 40: only 4 bytes follow the nonce and leave the tag"]
     out.append(c)
+    out.append(Case("no-nonce-and-tag", hdr[:14 + 16 + 10], "KEY_ADD request seq=9 (malformed)",
+                    {"nanobpf.seq": [9]}, set(), {"nanobpf.malformed"},
+                    ["26 bytes after the EtherType: header, nonce and tag need 44"], absent=["nanobpf.nonce", "nanobpf.tag"]))
     c = control("short-body", MSG["KEY_DEL"], 11, [("part", "x", bytes(10))], info="KEY_DEL request seq=11 (malformed)",
                 experts={"nanobpf.malformed"})
     c.messages, c.structs = ["KEY_DEL request body: 10 bytes, key_del needs 24"], {"key_del"}
@@ -354,7 +362,7 @@ def test_names_are_shown(run, tmp_path):
     """Enum fields show the names of ctrl.toml: every message type, status, counter and PISA table."""
     frames = [c.frame for c in CASES if "-response-" in c.id or c.id.startswith("TABLE_")]
     pcap.write_pcap(tmp_path / "names.pcap", frames)
-    text = run(tmp_path / "names.pcap", "-V")
+    text = run(tmp_path / "names.pcap", *CLEAR, "-V")
     for v, n in NAME.items():
         assert f"type: {n} (0x{v:02x})" in text
     for v, n in STATUS.items():
@@ -378,6 +386,34 @@ def test_every_name_of_ctrl_toml_is_in_the_dissector(lua):
     for s in defs["struct"]:
         for f in s["fields"]:
             assert f'name = "{f["name"]}", kind = ' in text
+
+
+def test_encrypted_requests_show_no_body(run, tmp_path):
+    """On the wire a request's body is encrypted: without the preference the dissector shows the bytes,
+    the nonce and the tag, and decodes no struct of them; the response, in clear, it decodes."""
+    body = D.pack("key_msg", cid_len=8, dir=abi.NANOBPF_QUIC_DIR_SEAL, cid=CID8, keys=KEYS[0])
+    req = ctrl.build(ctrl.BROADCAST, ctrl.HOST_MAC, MSG["KEY_ADD"], 77, 0x5EED0001, body)
+    f = ctrl.parse(req)
+    resp = ctrl.build(ctrl.HOST_MAC, ctrl.DEVICE_MAC, MSG["KEY_ADD"], 77, 0x5EED0001, D.pack("key_resp", slot=5),
+                      flags=RESPONSE, nonce=f.nonce)
+    pcap.write_pcap(tmp_path / "wire.pcap", [req, resp])
+    (rf, _, rinfo), (sf, _, sinfo) = decode(run, tmp_path / "wire.pcap", clear=False)
+    at = 14 + D.CTRL_HDR_SIZE
+    assert rinfo == "KEY_ADD request seq=77 [encrypted]" and sinfo == "KEY_ADD response OK seq=77"
+    assert [shown(v, b"") for v in rf["nanobpf.nonce"]] == [f.nonce] == [shown(v, b"") for v in sf["nanobpf.nonce"]]
+    assert [shown(v, b"") for v in rf["nanobpf.encrypted"]] == [req[at + 12:at + 12 + len(body)]] != [body]
+    assert [shown(v, b"") for v in rf["nanobpf.tag"]] == [req[-16:]] and [shown(v, b"") for v in sf["nanobpf.tag"]] == [resp[-16:]]
+    assert not any(k.startswith("nanobpf.key_msg") for k in rf) and "nanobpf.key_resp.slot" in sf
+    assert not {k for k in rf if k in PROBLEMS}
+    # decrypted by the tool, the request decodes; one under another key stays as it was, and is named
+    other = ctrl.build(ctrl.BROADCAST, ctrl.HOST_MAC, MSG["KEY_ADD"], 78, 0x5EED0001, body,
+                       key=ctrlkey.DeviceKey(bytes(16)))
+    pcap.write_pcap(tmp_path / "wire.pcap", [req, resp, other])
+    p = subprocess.run([command("nanobpf-ctrl-key"), "decrypt", str(tmp_path / "wire.pcap"), str(tmp_path / "clear.pcap")],
+                       capture_output=True, text=True)
+    assert p.returncode == 0 and "1 control request(s) decrypted" in p.stderr and "(frames 3)" in p.stderr, p.stderr
+    (rf, _, rinfo), _, _ = decode(run, tmp_path / "clear.pcap")
+    assert rinfo == "KEY_ADD request seq=77" and [shown(v, b"") for v in rf["nanobpf.key_msg.cid"]] == [CID8.ljust(20, b"\0")]
 
 
 # ---------------------------------------------------------------- generator refusals
@@ -454,7 +490,11 @@ def test_a_session_with_the_device_model(run, tmp_path):
         dev.stop()
         link.close()
     pcap.write_pcap(tmp_path / "session.pcap", rec.frames)
-    out = decode(run, tmp_path / "session.pcap")
+    # as a user reads a capture: nanobpf-ctrl-key decrypt, then the dissector with request bodies in clear
+    p = subprocess.run([command("nanobpf-ctrl-key"), "decrypt", str(tmp_path / "session.pcap"),
+                        str(tmp_path / "clear.pcap")], capture_output=True, text=True)
+    assert p.returncode == 0 and "did not verify" not in p.stderr, p.stderr
+    out = decode(run, tmp_path / "clear.pcap")
     assert len(out) == len(rec.frames) > 20
     seen = set()
     for frame, (fields, protocol, info) in zip(rec.frames, out):

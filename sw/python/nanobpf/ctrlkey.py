@@ -20,6 +20,7 @@ another file for every tool.
 """
 import argparse
 import os
+import struct
 import sys
 from pathlib import Path
 
@@ -139,6 +140,58 @@ def new(path):
     return p
 
 
+def decrypt_frame(frame, key):
+    """A control request with its body decrypted in place (for the Wireshark dissector's "request bodies
+    in clear"), or None when the frame is no request whose tag verifies under key. 802.1Q/802.1ad tags
+    before the EtherType are kept."""
+    off = _ethertype_at(frame)
+    hdr_at = off + 2
+    if len(frame) < hdr_at + D.CTRL_HDR_SIZE + NONCE_LEN + TAG_LEN or struct.unpack_from(">H", frame, off)[0] != D.ETHERTYPE:
+        return None
+    hdr = frame[hdr_at:hdr_at + D.CTRL_HDR_SIZE]
+    h = D.unpack("ctrl_hdr", hdr)
+    body_at = hdr_at + D.CTRL_HDR_SIZE + NONCE_LEN
+    if h["flags"] & D.NANOBPF_CTRL_F_RESPONSE or len(frame) < body_at + h["length"] + TAG_LEN:
+        return None
+    try:
+        body = key.open(hdr, frame[body_at - NONCE_LEN:body_at], frame[body_at:body_at + h["length"]],
+                        frame[body_at + h["length"]:body_at + h["length"] + TAG_LEN])
+    except AuthError:
+        return None
+    return frame[:body_at] + body + frame[body_at + h["length"]:]
+
+
+def decrypt_pcap(src, dst, key):
+    """Write src's frames to dst with every authentic control request's body decrypted; the numbers of
+    (requests decrypted, control requests left as they were because their tag did not verify)."""
+    from nanobpf import pcap
+    out, done, left = [], 0, []
+    records = pcap.read_pcap(src)
+    for i, (_, frame) in enumerate(records):
+        d = decrypt_frame(frame, key)
+        if d is not None:
+            done += 1
+        elif ctrl_request(frame):
+            left.append(i + 1)
+        out.append(d if d is not None else frame)
+    pcap.write_pcap(dst, out, [t for t, _ in records])
+    return done, left
+
+
+def _ethertype_at(frame):
+    """Offset of the EtherType behind any 802.1Q/802.1ad tags."""
+    off = 12
+    while len(frame) >= off + 2 and struct.unpack_from(">H", frame, off)[0] in (0x8100, 0x88A8):
+        off += 4
+    return off
+
+
+def ctrl_request(frame):
+    off = _ethertype_at(frame)
+    return (len(frame) >= off + 2 + D.CTRL_HDR_SIZE and struct.unpack_from(">H", frame, off)[0] == D.ETHERTYPE
+            and not frame[off + 4] & D.NANOBPF_CTRL_F_RESPONSE)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="nanobpf-ctrl-key", description=(
         "Make and inspect the control channel's device key (docs/control.md \"The device key\"). "
@@ -152,6 +205,11 @@ def main(argv=None):
     b = sub.add_parser("bin", help="write the key's 16 bytes to OUT (the firmware build links them in)")
     b.add_argument("file")
     b.add_argument("out")
+    d = sub.add_parser("decrypt", help="copy a pcap with its control requests' bodies decrypted, for Wireshark's "
+                       "NanoBPF dissector with its preference \"Request bodies in clear\" (nanobpf.decrypted)")
+    d.add_argument("pcap_in")
+    d.add_argument("pcap_out")
+    d.add_argument("--key", metavar="FILE", help="the device key (default: as FILE above)")
     a = ap.parse_args(argv)
     try:
         if a.cmd == "new":
@@ -175,6 +233,13 @@ def main(argv=None):
             with os.fdopen(fd, "wb") as f:
                 f.write(k.key)
             tmp.replace(out)
+        elif a.cmd == "decrypt":
+            done, left = decrypt_pcap(a.pcap_in, a.pcap_out, load(a.key))
+            print(f"nanobpf-ctrl-key: {done} control request(s) decrypted into {a.pcap_out}", file=sys.stderr)
+            if left:
+                print(f"nanobpf-ctrl-key: {len(left)} control request(s) did not verify under this key and stay "
+                      f"encrypted (frames {', '.join(map(str, left[:20]))}{' ...' if len(left) > 20 else ''}): "
+                      "the dissector would decode their bytes as if in clear", file=sys.stderr)
     except (KeyFileError, ValueError, OSError) as e:
         print(f"nanobpf-ctrl-key: {e}", file=sys.stderr)
         return 2

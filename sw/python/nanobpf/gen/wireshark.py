@@ -8,10 +8,10 @@ from nanobpf.gen.ctrl import BANNER, is_array
 # Names the dissector's fixed part relies on; the generator refuses definitions without them.
 LUA_NEEDS = {"struct": {"ctrl_hdr": ("version", "type", "flags", "status", "seq", "length"),
                         "shim": ("flags", "cid_len")},
-             "const": {"limit": ("MAX_BODY", "MAX_ERRMSG", "MAX_CID"), "msg": (), "status": ("OK",),
+             "const": {"limit": ("MAX_BODY", "MAX_ERRMSG", "MAX_CID", "NONCE_LEN", "TAG_LEN"), "msg": (), "status": ("OK",),
                        "flag": ("RESPONSE",), "shim_flag": ("ENCRYPT",)}}
 # Field abbreviations the fixed part registers itself (generated ones must not collide with them).
-LUA_FIXED = ("nanobpf.body", "nanobpf.errmsg", "nanobpf.padding", "nanobpf.malformed", "nanobpf.invalid",
+LUA_FIXED = ("nanobpf.body", "nanobpf.nonce", "nanobpf.tag", "nanobpf.encrypted", "nanobpf.errmsg", "nanobpf.padding", "nanobpf.malformed", "nanobpf.invalid",
              "nanobpf.error", "nanobpf_shim.ethertype", "nanobpf_shim.dcid", "nanobpf_shim.malformed")
 
 
@@ -132,6 +132,11 @@ LUA_RUNTIME = r'''
 -- ---------------------------------------------------------------- the dissector (nanobpf-genctrl)
 local ctrl_proto = Proto("nanobpf", "NanoBPF control protocol")
 local shim_proto = Proto("nanobpf_shim", "NanoBPF data-frame shim")
+-- A request's body is encrypted under the device key (docs/control.md "The device key"): shown as bytes,
+-- unless the capture is one `nanobpf-ctrl-key decrypt` wrote (its request bodies in clear). Tags are
+-- not checked here: the dissector has no key.
+ctrl_proto.prefs.decrypted = Pref.bool("Request bodies in clear", false,
+  "the capture's control requests were decrypted by nanobpf-ctrl-key decrypt: decode their bodies")
 
 local NAMES, CONST = {}, {}
 for group, values in pairs(GROUPS) do
@@ -216,6 +221,12 @@ for _, p in ipairs(PARTS) do
   ctrl_fields[#ctrl_fields + 1] = PF["part." .. p.name]
 end
 PF.body = ProtoField.bytes("nanobpf.body", "body", base.NONE, "message body (ctrl_hdr.length bytes)")
+PF.nonce = ProtoField.bytes("nanobpf.nonce", "nonce", base.NONE,
+  "the request's nonce (a response repeats its request's)")
+PF.tag = ProtoField.bytes("nanobpf.tag", "tag", base.NONE,
+  "request: AES-128-GCM tag under K_req; response: AES-CMAC under K_resp (not checked here)")
+PF.encrypted = ProtoField.bytes("nanobpf.encrypted", "encrypted body", base.NONE,
+  "a request's body, encrypted under the device key")
 PF.errmsg = ProtoField.string("nanobpf.errmsg", "error text", base.UNICODE, "the device's UTF-8 error text")
 PF.padding = ProtoField.bytes("nanobpf.padding", "padding", base.NONE,
   "bytes after the body (the Ethernet minimum frame): ignored")
@@ -223,7 +234,7 @@ PF.shim_ethertype = ProtoField.uint16("nanobpf_shim.ethertype", "inner EtherType
   "the frame's own EtherType, after the shim")
 PF.dcid = ProtoField.bytes("nanobpf_shim.dcid", "dcid", base.NONE,
   "destination CID the device seals with: cid_len bytes after the inner QUIC short header's first byte")
-for _, f in ipairs({ PF.body, PF.errmsg, PF.padding }) do ctrl_fields[#ctrl_fields + 1] = f end
+for _, f in ipairs({ PF.body, PF.nonce, PF.tag, PF.encrypted, PF.errmsg, PF.padding }) do ctrl_fields[#ctrl_fields + 1] = f end
 for _, f in ipairs({ PF.shim_ethertype, PF.dcid }) do shim_fields[#shim_fields + 1] = f end
 
 local EX = {
@@ -383,16 +394,29 @@ function ctrl_proto.dissector(tvb, pinfo, tree)
   if not resp and h.status ~= 0 then
     t:add_proto_expert_info(EX.invalid, string.format("request with status %d (requests carry 0)", h.status))
   end
-  local blen, avail, bad = h.length, n - H.size, false
+  -- the nonce after the header, the tag after the body
+  local NONCE, TAG = LIMIT.NONCE_LEN, LIMIT.TAG_LEN
+  local boff = H.size + NONCE
+  if n < boff + TAG then
+    t:add_proto_expert_info(EX.malformed, string.format("%d bytes after the EtherType: header, nonce and tag need %d",
+      n, boff + TAG))
+    pinfo.cols.info = table.concat(info, " ") .. " (malformed)"
+    if n > H.size then t:add(PF.body, tvb(H.size)) end
+    return n
+  end
+  t:add(PF.nonce, tvb(H.size, NONCE))
+  local blen, avail, bad = h.length, n - boff - TAG, false
   if blen > LIMIT.MAX_BODY then
     t:add_proto_expert_info(EX.malformed, string.format("length %d: above MAX_BODY %d", blen, LIMIT.MAX_BODY))
     bad = true
   end
   if blen > avail then
-    t:add_proto_expert_info(EX.malformed, string.format("length %d: only %d bytes follow the header", blen, avail))
+    t:add_proto_expert_info(EX.malformed, string.format("length %d: only %d bytes follow the nonce and leave the tag",
+      blen, avail))
     blen, bad = avail, true
   end
-  t:set_len(H.size + blen)
+  t:set_len(boff + blen + TAG)
+  local clear = resp or ctrl_proto.prefs.decrypted
   local spec                              -- nil: an unknown type's body stays bytes
   if resp and h.status ~= ST_OK then
     spec = STATUS_BODY[h.status] or TEXT  -- whatever the type (BAD_TYPE answers unknown ones)
@@ -400,19 +424,25 @@ function ctrl_proto.dissector(tvb, pinfo, tree)
   elseif NAMES.msg[h.type] ~= nil then
     spec = (resp and RESPONSE or REQUEST)[h.type] or {}
   end
-  local btree = blen > 0 and t:add(PF.body, tvb(H.size, blen)) or t
   local text
-  if spec then
-    local body_bad
-    text, body_bad = dissect_body(tvb, H.size, blen, spec, btree, tname .. " " .. dir .. " body")
-    bad = bad or body_bad
+  if not clear then
+    if blen > 0 then t:add(PF.encrypted, tvb(boff, blen)) end
+    if blen > 0 then info[#info + 1] = "[encrypted]" end
+  else
+    local btree = blen > 0 and t:add(PF.body, tvb(boff, blen)) or t
+    if spec then
+      local body_bad
+      text, body_bad = dissect_body(tvb, boff, blen, spec, btree, tname .. " " .. dir .. " body")
+      bad = bad or body_bad
+    end
   end
+  t:add(PF.tag, tvb(boff + blen, TAG))
   local s = table.concat(info, " ")
   if bad then s = s .. " (malformed)" end
   if text then s = s .. ': "' .. text .. '"' end
   pinfo.cols.info = s
   -- Wireshark 4.0's Lua cannot shorten the tvb for Ethernet to show its padding: show it here
-  if n > H.size + blen then t:add(PF.padding, tvb(H.size + blen)) end
+  if n > boff + blen + TAG then t:add(PF.padding, tvb(boff + blen + TAG)) end
   return n
 end
 
