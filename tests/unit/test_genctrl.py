@@ -72,7 +72,9 @@ def test_pack_unpack_round_trip_and_refusals():
 
 @pytest.mark.parametrize("patch, message", [
     (("ethertype = 0x88B5", 'ethertype = "x"'), "ethertype missing or not int"),
-    (("version = 1                 #", "version = 300                 #"), "min_version <= version"),
+    (("version = 2                 #", "version = 300                 #"), "min_version <= version"),
+    (('auth_req_label = "NanoBPF ctrl req"', 'auth_req_label = "NanoBPF ctrl"'), "auth_req_label: 16 printable ASCII"),
+    (('auth_resp_label = "NanoBPF ctrl rsp"', 'auth_resp_label = "NanoBPF ctrl req"'), "must differ"),
     (('name = "STALE_SEQ", value = 14', 'name = "STALE_SEQ", value = 13'), "value 13 used twice"),
     (('name = "IFNAME"\ntype = "string"\nlen = 16', 'name = "IFNAME"\ntype = "string"'), "string needs len"),
     (('type = "u8[NANOBPF_CTRL_KEYS_SIZE]"', 'type = "u9[80]"'), "unknown type 'u9[80]'"),

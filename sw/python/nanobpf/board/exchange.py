@@ -9,8 +9,10 @@ nanobpf.ctrl.VlanPort, since this machine's kernel has no 802.1Q module). Then:
 
 1. a control session on the host VLAN (nanobpf.ctrl.Client: HELLO, then the QUIC workload's keys with
    KEY_ADD and its settings with MAP_UPDATE and TABLE_SET, as a host installs them);
-2. frames that must be dropped and counted: a control frame on the network VLAN (ctrl_foreign), an
-   untagged frame and one on another VLAN (no_lport);
+2. frames that must be dropped and counted: on the host VLAN a control request under another key and an
+   authentic one altered (ctrl_auth_fail, no answer) and an authentic one replayed (STALE_SEQ, not
+   applied again: ctrl_stale); on the network VLAN an authentic and a forged one (ctrl_foreign); untagged
+   a data frame and an authentic control frame, and a frame on another VLAN (no_lport);
 3. the QUIC workload (nanobpf.quic.workload: connections with CIDs of 0 to 20 bytes, IPv4 and IPv6),
    its plaintext with the ENCRYPT shim from the host VLAN and its protected packets from the network
    VLAN;
@@ -178,6 +180,37 @@ def _collect(port, want, timeout):
     return got
 
 
+class _Recording:
+    """A port that keeps the frames sent through it (what a capture on the host's link would hold)."""
+
+    def __init__(self, port):
+        self.port, self.sent = port, []
+
+    def send(self, frame):
+        self.sent.append(bytes(frame))
+        self.port.send(frame)
+
+    def recv(self, timeout=None):
+        return self.port.recv(timeout)
+
+
+def _answer_to(port, frame, timeout):
+    """The authentic response to the request `frame` (same seq, type and nonce), or None."""
+    req = ctrl.parse(frame)
+    end = time.monotonic() + timeout
+    while (left := end - time.monotonic()) > 0:
+        raw = port.recv(left)
+        if raw is None:
+            return None
+        try:
+            f = ctrl.parse(raw)
+        except ValueError:
+            continue
+        if f is not None and f.nonce == req.nonce and (f.hdr["seq"], f.hdr["type"]) == (req.hdr["seq"], req.hdr["type"]):
+            return f
+    return None
+
+
 def exchange(sim: BoardSim, connections=6, packets=4, timeout=600.0) -> Report:
     """Steps 1-4 of the module's description on a started BoardSim; the report of what matched."""
     import nanobpf_ctrl_defs as D
@@ -189,7 +222,8 @@ def exchange(sim: BoardSim, connections=6, packets=4, timeout=600.0) -> Report:
     ports = [sim.port(v) for v in (sim.host_vid, sim.host_vid, sim.net_vid, sim.net_vid, None)]
     host_ctrl, host_data, net_data, net_raw, bare = ports
     try:
-        client = ctrl.Client(host_ctrl, **retry)
+        recorded = _Recording(host_ctrl)
+        client = ctrl.Client(recorded, **retry)
         t0 = time.monotonic()
         client.hello()
         r.check(True, f"HELLO on the host VLAN {sim.host_vid}: epoch {client.epoch} ({time.monotonic() - t0:.1f} s)")
@@ -199,9 +233,23 @@ def exchange(sim: BoardSim, connections=6, packets=4, timeout=600.0) -> Report:
         keys = sum(1 for name, _, _ in w.boot if name == abi.KEYTABLE_MAP_NAME)
         r.check(True, f"{len(w.boot)} settings installed over the control channel, {keys} of them KEY_ADD "
                       f"({time.monotonic() - t0:.1f} s)")
-        # what must be dropped and counted: control on the network's VLAN, untagged, another VLAN
+        # what must be dropped and counted: on the host VLAN forged, altered and replayed control frames
+        from nanobpf import ctrlkey
+        first_add = next(f for f in recorded.sent if ctrl.parse(f).hdr["type"] == D.NANOBPF_CTRL_MSG_KEY_ADD)
+        forged = ctrl.build(ctrl.BROADCAST, ctrl.HOST_MAC, D.NANOBPF_CTRL_MSG_KEY_FLUSH, client.seq + 10, client.epoch,
+                            key=ctrlkey.DeviceKey(os.urandom(16)))
+        altered = first_add[:-20] + bytes([first_add[-20] ^ 0x80]) + first_add[-19:]    # a byte of the keys
+        for f in (forged, altered, first_add):
+            host_ctrl.send(f)
+        replayed = _answer_to(host_ctrl, first_add, 120.0)     # the device answers in order: the two above got none
+        r.check(replayed is not None and replayed.hdr["status"] == D.NANOBPF_CTRL_ST_STALE_SEQ,
+                f"host VLAN: a control request under another key and an altered one got no answer, the first KEY_ADD "
+                f"replayed got {D.STATUS_NAMES.get(replayed.hdr['status']) if replayed else 'no answer'}")
+        # on the network's VLAN (authentic or not), untagged, on another VLAN
         hello = ctrl.build(ctrl.BROADCAST, ctrl.HOST_MAC, D.NANOBPF_CTRL_MSG_HELLO, 1, 0, b"")
         net_raw.send(hello)
+        net_raw.send(forged)
+        bare.send(hello)
         stray = udp_frame(b"stray" * 12, "192.0.2.9", "192.0.2.1", 443, 9)
         bare.send(stray)
         bare.send(stray[:12] + b"\x81\x00" + (4000 if sim.net_vid != 4000 and sim.host_vid != 4000 else 4001).to_bytes(2, "big")
@@ -230,8 +278,11 @@ def exchange(sim: BoardSim, connections=6, packets=4, timeout=600.0) -> Report:
                                    f"{sum(a == b for a, b in zip(got_host, want_host))} equal to the reference protection's, in order")
     r.check(got_net == ref_net and got_host == ref_host, "the device model sent the same frames on both links")
     s = r.stats
-    r.check(s.get("ctrl_foreign") == 1, f"the control frame on the network VLAN was dropped: ctrl_foreign {s.get('ctrl_foreign')}")
-    r.check(s.get("no_lport") == 2, f"the untagged frame and the other VLAN's were dropped: no_lport {s.get('no_lport')}")
+    r.check(s.get("ctrl_auth_fail") == 2 and s.get("ctrl_stale") == 1 and s.get("keys") == keys,
+            f"host VLAN: the forged and the altered control frames dropped (ctrl_auth_fail {s.get('ctrl_auth_fail')}), "
+            f"the replay refused (ctrl_stale {s.get('ctrl_stale')}), keys {s.get('keys')} of {keys}")
+    r.check(s.get("ctrl_foreign") == 2, f"the control frames on the network VLAN were dropped: ctrl_foreign {s.get('ctrl_foreign')}")
+    r.check(s.get("no_lport") == 3, f"the untagged frames and the other VLAN's were dropped: no_lport {s.get('no_lport')}")
     r.check(s.get("encrypt_req") == len(w.host) and s.get("net_tx") == len(w.host) and s.get("decrypted") == len(w.net),
             f"STATS: encrypt_req {s.get('encrypt_req')}, net_tx {s.get('net_tx')}, decrypted {s.get('decrypted')}, "
             f"host_tx {s.get('host_tx')}, xdp_drop {s.get('xdp_drop')}, keys {s.get('keys')}")
