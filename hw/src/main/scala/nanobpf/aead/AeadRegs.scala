@@ -30,18 +30,24 @@ class AeadRegs(p: AeadParams) extends Module with RegSlave {
   import SocMap.{AeadAddr, AeadComp, AeadCounter, AeadCtl, HpMask}
 
   val off = offset(SocMap.Aead)
-  val rdata = WireDefault(0.U(64.W))
-  val err = WireDefault(true.B)
   val wr = fire && isWrite
   val rd = fire && !isWrite
   val whole = io.bus.req.bits.addr(2, 0) === 0.U && (isWrite === false.B || wstrb.andR)
-  def ro(at: Int, v: UInt): Unit = when(off === at.U) { rdata := v; err := isWrite }
+  // The read data and the error of an access, one term per register. The offsets are distinct, so the
+  // terms are ORed in a balanced tree: `when` blocks in series would build a priority chain of one
+  // multiplexer per register, which set the core clock's deepest path (docs/board.md, "Timing").
+  private val reads = collection.mutable.ArrayBuffer[(Bool, UInt)]()
+  private val errs = collection.mutable.ArrayBuffer[(Bool, Bool)]()
+  def reg(at: Int, v: UInt, e: Bool): Unit = { val hit = off === at.U; reads += ((hit, v)); errs += ((hit, e)) }
+  def noData(at: Int, e: Bool): Unit = errs += ((off === at.U, e))
+  def ro(at: Int, v: UInt): Unit = reg(at, v, isWrite)
 
   ro(Params, put(ParamsRoundsPerCycle, p.roundsPerCycle.U) | put(ParamsGhashBits, p.ghashBits.U) |
     put(ParamsCores, p.cores.U) | put(ParamsPerCore, p.perCore.U) | put(ParamsKeySlots, p.keySlots.U) |
     put(ParamsMaxData, p.maxData.U))
   val clear = WireDefault(false.B)
-  when(off === CounterClear.U) { err := !isWrite; clear := wr && wdata(0) }
+  noData(CounterClear, !isWrite)
+  when(off === CounterClear.U) { clear := wr && wdata(0) }
   val counters = RegInit(VecInit(Seq.fill(nCounters)(0.U(64.W))))
   for (i <- 0 until nCounters) {
     ro(Counter + CounterStride * i, counters(i))
@@ -71,14 +77,15 @@ class AeadRegs(p: AeadParams) extends Module with RegSlave {
     val addrAt = (CoreAddr + CoreAddrStride * c).U
     val pnAt = (CorePn + CorePnStride * c).U
     val compAt = (CoreComp + CoreCompStride * c).U
-    val outAt = (CoreOutstanding + CoreOutstandingStride * c).U
     if (c < p.cores) {
-      when(off === ctlAt) { rdata := ctl(c); err := false.B; when(wr) { ctl(c) := merge(ctl(c)) } }
-      when(off === addrAt) { rdata := addr(c); err := false.B; when(wr) { addr(c) := merge(addr(c)) } }
+      reg(CoreCtl + CoreCtlStride * c, ctl(c), false.B)
+      when(off === ctlAt && wr) { ctl(c) := merge(ctl(c)) }
+      reg(CoreAddr + CoreAddrStride * c, addr(c), false.B)
+      when(off === addrAt && wr) { addr(c) := merge(addr(c)) }
       ro(CoreOutstanding + CoreOutstandingStride * c, outstanding(c))
       val full = outstanding(c) === p.perCore.U
       val submit = wr && off === pnAt && whole
-      when(off === pnAt) { err := !isWrite || !whole || full }
+      noData(CorePn + CorePnStride * c, !isWrite || !whole || full)
       val q = fifo.io.enq.bits
       when(submit && !full) {
         fifo.io.enq.valid := true.B
@@ -96,35 +103,37 @@ class AeadRegs(p: AeadParams) extends Module with RegSlave {
       val pop = rd && off === compAt && whole
       cq.deq.ready := pop
       val b = cq.deq.bits
-      when(off === compAt) {
-        err := isWrite || !whole
-        rdata := Mux(cq.deq.valid, put(AeadComp.Valid, 1.U) | put(AeadComp.Id, b.id) | put(AeadComp.Status, b.status) |
-          put(AeadComp.Cycles, b.cycles), 0.U)
-      }
+      reg(CoreComp + CoreCompStride * c, Mux(cq.deq.valid, put(AeadComp.Valid, 1.U) | put(AeadComp.Id, b.id) |
+        put(AeadComp.Status, b.status) | put(AeadComp.Cycles, b.cycles), 0.U), isWrite || !whole)
       outstanding(c) := outstanding(c) + (submit && !full).asUInt - cq.deq.fire.asUInt
       // the header-protection masker: the sample in two words, the slot asks
       for (w <- 0 until 2) {
-        val at = (CoreHpSample0 + (CoreHpSample1 - CoreHpSample0) * w + CoreHpSample0Stride * c).U
-        when(off === at) { err := !isWrite || !whole; when(wr && whole) { hpSample(c)(w) := wdata } }
+        val at = CoreHpSample0 + (CoreHpSample1 - CoreHpSample0) * w + CoreHpSample0Stride * c
+        noData(at, !isWrite || !whole)
+        when(off === at.U && wr && whole) { hpSample(c)(w) := wdata }
       }
+      val inRange = wdata(31, 0) < p.keySlots.U // a 32-bit write: the upper half of wdata is not the register's
+      noData(CoreHpSlot + CoreHpSlotStride * c, !isWrite || !inRange)
       when(off === (CoreHpSlot + CoreHpSlotStride * c).U) {
-        val inRange = wdata(31, 0) < p.keySlots.U // a 32-bit write: the upper half of wdata is not the register's
-        err := !isWrite || !inRange
         io.hpReq(c).valid := wr && inRange
         when(wr) { hpRefused(c) := !inRange }
       }
       ro(CoreHpMask + CoreHpMaskStride * c, Mux(hpRefused(c), put(HpMask.Valid, 1.U) | put(HpMask.Refused, 1.U),
         put(HpMask.Valid, io.hpResult(c).valid) | put(HpMask.Mask, io.hpResult(c).bits)))
     } else { // beyond this build: reads 0, writes ignored
-      when(off === ctlAt || off === addrAt || off === outAt) { err := false.B }
-      when(off === (CoreHpSample0 + CoreHpSample0Stride * c).U || off === (CoreHpSample1 + CoreHpSample1Stride * c).U ||
-        off === (CoreHpSlot + CoreHpSlotStride * c).U) { err := !isWrite }
-      when(off === (CoreHpMask + CoreHpMaskStride * c).U) { err := isWrite }
-      when(off === pnAt) { err := !isWrite }
-      when(off === compAt) { err := isWrite }
+      for (at <- Seq(CoreCtl + CoreCtlStride * c, CoreAddr + CoreAddrStride * c, CoreOutstanding + CoreOutstandingStride * c))
+        noData(at, false.B)
+      for (at <- Seq(CoreHpSample0 + CoreHpSample0Stride * c, CoreHpSample1 + CoreHpSample1Stride * c, CoreHpSlot + CoreHpSlotStride * c))
+        noData(at, !isWrite)
+      noData(CoreHpMask + CoreHpMaskStride * c, isWrite)
+      noData(CorePn + CorePnStride * c, !isWrite)
+      noData(CoreComp + CoreCompStride * c, isWrite)
     }
   }
   assert(!fifo.io.enq.valid || fifo.io.enq.ready, "AEAD request FIFO overflow")
+  val rdata = VecInit(reads.toSeq.map { case (hit, v) => Mux(hit, v, 0.U(64.W)) }).reduceTree(_ | _)
+  val known = VecInit(errs.toSeq.map(_._1)).asUInt.orR // an offset no register has: an error
+  val err = !known || VecInit(errs.toSeq.map { case (hit, e) => hit && e }).asUInt.orR
   respond(rdata, err)
   val events = Wire(Vec(nCounters, UInt(16.W)))
   events := io.count
