@@ -18,6 +18,9 @@ PY := $(VENV)/bin/python
 # The nanobpf-* commands (sw/python/pyproject.toml [project.scripts]), installed by make setup.
 BIN := $(VENV)/bin
 GEN := $(BUILD)/generated
+# The control channel's device key file, linked into every DPU image (docs/control.md "The device key"):
+# CTRL_KEY=FILE, else $NANOBPF_CTRL_KEY, else build/keys/ctrl.key (made with a fresh random key when missing).
+CTRL_KEY ?= $(or $(NANOBPF_CTRL_KEY),$(BUILD)/keys/ctrl.key)
 
 # The boards' facts (boards/*/board.toml) and the defaults, as make variables: BOARDS, BOARD_DEFAULT,
 # SOC_DEFAULT_CORES and BOARDFACT_<board>_<TABLE>_<KEY> (`nanobpf-board --make`; paths relative to
@@ -74,7 +77,7 @@ defs: $(DEFS_STAMP) ## regenerate every view of hw/defs/*.toml (commit docs/memo
 firmware: $(DEFS_STAMP) | $(APT_STAMP) $(VENV_STAMP) ## build the boot ROM and firmware programs into build/firmware
 	@$(MAKE) -s -C firmware/ebpf O=$(EBPF) GEN=$(GEN) host
 	@$(MAKE) -s -C sw/tools EBPF=$(EBPF) GEN=$(GEN) $(EBPF)/host/nanobpf-run
-	@$(MAKE) -s -C firmware O=$(FW) GEN=$(GEN) BIN=$(BIN) NANOBPF_RUN=$(EBPF)/host/nanobpf-run
+	@$(MAKE) -s -C firmware O=$(FW) GEN=$(GEN) BIN=$(BIN) NANOBPF_RUN=$(EBPF)/host/nanobpf-run CTRL_KEY=$(abspath $(CTRL_KEY))
 
 # ---------------------------------------------------------------- eBPF runtime on the host
 EBPF := $(BUILD)/ebpf
@@ -328,7 +331,7 @@ clean: ## remove build outputs (keeps the venv and tools)
 
 help: ## list targets
 	@grep -hE '^[a-z-]+( [a-z-]+)*:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | awk -F'\t' '{printf "  make %-20s %s\n", $$1, $$2}'
-	@echo "  variables: CORES=$(CORES) FIRMWARE=$(FIRMWARE) MAX_CYCLES=$(MAX_CYCLES) BLOCK= WAVE= BOARD=$(BOARD) BOARD_CORES=$(BOARD_CORES)"
+	@echo "  variables: CORES=$(CORES) FIRMWARE=$(FIRMWARE) MAX_CYCLES=$(MAX_CYCLES) BLOCK= WAVE= BOARD=$(BOARD) BOARD_CORES=$(BOARD_CORES) CTRL_KEY=$(CTRL_KEY)"
 
 FORCE:
 .PHONY: FORCE setup defs firmware ebpf-tools fuzz driver host-tools wireshark test-driver hw hw-blocks sim run demo test test-prereqs test-block bench bench-pisa bench-dispatch bench-ctrl synth-estimate synth-estimate-board litedram board-boot-sim board-hw board-sim-model board-sim board-check board-facts bitstream flash clean help

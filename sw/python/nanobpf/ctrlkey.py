@@ -202,7 +202,8 @@ def main(argv=None):
     n.add_argument("--force", action="store_true", help="replace an existing key (devices built with it stop answering)")
     i = sub.add_parser("id", help="print the key's id (as the device's boot line shows it), never the key")
     i.add_argument("file", nargs="?")
-    b = sub.add_parser("bin", help="write the key's 16 bytes to OUT (the firmware build links them in)")
+    b = sub.add_parser("bin", help="write the key's 16 bytes to OUT (the firmware build links them in); "
+                       "an OUT with the same bytes is left untouched")
     b.add_argument("file")
     b.add_argument("out")
     d = sub.add_parser("decrypt", help="copy a pcap with its control requests' bodies decrypted, for Wireshark's "
@@ -227,6 +228,8 @@ def main(argv=None):
         elif a.cmd == "bin":
             k = load(a.file)
             out = Path(a.out)
+            if out.exists() and out.read_bytes() == k.key:
+                return 0        # unchanged: left as it is, so what is built from it is not rebuilt
             out.parent.mkdir(parents=True, exist_ok=True)
             tmp = out.with_suffix(".tmp")
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
