@@ -30,6 +30,27 @@ static inline uint64_t ebpf_hp_mask_soft(const uint8_t hp[EBPF_AEAD_KEY_LEN], co
  * tags (docs/control.md "The device key"). */
 void ebpf_aes128_cmac(const uint8_t key[EBPF_AEAD_KEY_LEN], const uint8_t *msg, size_t len, uint8_t tag[16]);
 
+/* Keys prepared once for many messages (the control channel's two keys): the AES key schedule, GCM's
+ * hash-key table, CMAC's subkeys; then each message costs only its blocks. */
+struct ebpf_aes128 {
+    uint32_t rk[44]; /* round keys, big-endian words */
+};
+struct ebpf_gcm_key {
+    struct ebpf_aes128 aes;
+    uint64_t mh[16], ml[16]; /* n * H for the 4-bit values n (GHASH, Shoup's method) */
+};
+struct ebpf_cmac_key {
+    struct ebpf_aes128 aes;
+    uint8_t k1[16], k2[16]; /* the subkeys */
+};
+void ebpf_gcm_key_init(struct ebpf_gcm_key *k, const uint8_t key[EBPF_AEAD_KEY_LEN]);
+/* ebpf_aead_open with a prepared key. */
+int ebpf_aead_open_key(const struct ebpf_gcm_key *k, const uint8_t nonce[EBPF_AEAD_NONCE_LEN], const uint8_t *aad,
+                       size_t aad_len, uint8_t *text, size_t len, const uint8_t tag[EBPF_AEAD_TAG_LEN]);
+void ebpf_cmac_key_init(struct ebpf_cmac_key *k, const uint8_t key[EBPF_AEAD_KEY_LEN]);
+/* ebpf_aes128_cmac with a prepared key. */
+void ebpf_cmac(const struct ebpf_cmac_key *k, const uint8_t *msg, size_t len, uint8_t tag[16]);
+
 /* AES-128-GCM encryption: text (len bytes) is encrypted in place, the tag over aad (aad_len bytes,
  * may be 0) and the ciphertext is written to tag. aad, text and tag must not overlap. */
 void ebpf_aead_seal(const uint8_t key[EBPF_AEAD_KEY_LEN], const uint8_t nonce[EBPF_AEAD_NONCE_LEN],

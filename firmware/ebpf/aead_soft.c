@@ -34,9 +34,7 @@ static void store_be64(uint8_t *p, uint64_t v) {
 }
 
 /* ---- AES-128 ---- */
-struct aes128 {
-    uint32_t rk[44]; /* round keys, big-endian words */
-};
+#define aes128 ebpf_aes128 /* aead.h: round keys, big-endian words */
 
 static uint32_t sub_word(uint32_t w) {
     return (uint32_t)aes_sbox[w >> 24] << 24 | (uint32_t)aes_sbox[(w >> 16) & 0xff] << 16 |
@@ -88,32 +86,38 @@ void ebpf_aes128_encrypt_block(const uint8_t key[16], const uint8_t in[16], uint
 /* ---- GCM (SP 800-38D) ---- */
 /* Field elements of GF(2^128) as two big-endian halves: bit 0 of byte 0 (the MSB of hi) is the
  * coefficient of x^0, so multiplying by x is a right shift. */
-struct gcm {
-    struct aes128 aes;
-    uint64_t mh[16], ml[16]; /* n * H for the 4-bit values n, the MSB of n being x^0 */
-    uint64_t xh, xl;         /* GHASH accumulator */
-    uint8_t j0[16];          /* nonce || 0^31 || 1 */
-};
-
-static void gcm_init(struct gcm *g, const uint8_t key[16], const uint8_t nonce[12]) {
+/* The key's part (struct ebpf_gcm_key, aead.h): the AES schedule and mh/ml, n * H for the 4-bit
+ * values n, the MSB of n being x^0. */
+void ebpf_gcm_key_init(struct ebpf_gcm_key *k, const uint8_t key[16]) {
     static const uint8_t zero[16];
     uint8_t h[16];
-    aes128_expand(&g->aes, key);
-    aes128_encrypt(&g->aes, zero, h);
+    aes128_expand(&k->aes, key);
+    aes128_encrypt(&k->aes, zero, h);
     uint64_t vh = load_be64(h), vl = load_be64(h + 8);
-    g->mh[0] = g->ml[0] = 0;
-    g->mh[8] = vh, g->ml[8] = vl;
+    k->mh[0] = k->ml[0] = 0;
+    k->mh[8] = vh, k->ml[8] = vl;
     for (int i = 4; i > 0; i >>= 1) { /* H * x, H * x^2, H * x^3 */
         uint64_t reduce = (vl & 1) ? UINT64_C(0xe1) << 56 : 0;
         vl = vh << 63 | vl >> 1;
         vh = (vh >> 1) ^ reduce;
-        g->mh[i] = vh, g->ml[i] = vl;
+        k->mh[i] = vh, k->ml[i] = vl;
     }
     for (int i = 2; i <= 8; i <<= 1) /* the rest by linearity */
         for (int j = 1; j < i; j++) {
-            g->mh[i + j] = g->mh[i] ^ g->mh[j];
-            g->ml[i + j] = g->ml[i] ^ g->ml[j];
+            k->mh[i + j] = k->mh[i] ^ k->mh[j];
+            k->ml[i + j] = k->ml[i] ^ k->ml[j];
         }
+}
+
+/* One message's state. */
+struct gcm {
+    const struct ebpf_gcm_key *k;
+    uint64_t xh, xl; /* GHASH accumulator */
+    uint8_t j0[16];  /* nonce || 0^31 || 1 */
+};
+
+static void gcm_start(struct gcm *g, const struct ebpf_gcm_key *k, const uint8_t nonce[12]) {
+    g->k = k;
     g->xh = g->xl = 0;
     for (int i = 0; i < 12; i++) g->j0[i] = nonce[i];
     store_be32(g->j0 + 12, 1);
@@ -128,8 +132,8 @@ static void ghash_mul(struct gcm *g) {
             uint64_t rem = zl & 0xf, n = x & 0xf;
             zl = zh << 60 | zl >> 4; /* Z * x^4, the 4 bits shifted out reduced */
             zh = (zh >> 4) ^ (ghash_last4[rem] << 48);
-            zh ^= g->mh[n];
-            zl ^= g->ml[n];
+            zh ^= g->k->mh[n];
+            zl ^= g->k->ml[n];
         }
     }
     g->xh = zh, g->xl = zl;
@@ -157,7 +161,7 @@ static void gcm_crypt(struct gcm *g, uint8_t *text, size_t len, int seal) {
     for (size_t o = 0; o < len; o += 16) {
         size_t m = len - o < 16 ? len - o : 16;
         store_be32(ctr + 12, ++n); /* inc32: the first counter block is J0 + 1 */
-        aes128_encrypt(&g->aes, ctr, ks);
+        aes128_encrypt(&g->k->aes, ctr, ks);
         if (!seal) ghash_block(g, text + o, m);
         for (size_t i = 0; i < m; i++) text[o + i] ^= ks[i];
         if (seal) ghash_block(g, text + o, m);
@@ -170,15 +174,17 @@ static void gcm_tag(struct gcm *g, size_t aad_len, size_t len, uint8_t tag[16]) 
     g->xh ^= (uint64_t)aad_len * 8;
     g->xl ^= (uint64_t)len * 8;
     ghash_mul(g);
-    aes128_encrypt(&g->aes, g->j0, ek);
+    aes128_encrypt(&g->k->aes, g->j0, ek);
     store_be64(tag, g->xh ^ load_be64(ek));
     store_be64(tag + 8, g->xl ^ load_be64(ek + 8));
 }
 
 void ebpf_aead_seal(const uint8_t key[16], const uint8_t nonce[12], const uint8_t *aad, size_t aad_len, uint8_t *text,
                     size_t len, uint8_t tag[16]) {
+    struct ebpf_gcm_key k;
     struct gcm g;
-    gcm_init(&g, key, nonce);
+    ebpf_gcm_key_init(&k, key);
+    gcm_start(&g, &k, nonce);
     ghash_bytes(&g, aad, aad_len);
     gcm_crypt(&g, text, len, 1);
     gcm_tag(&g, aad_len, len, tag);
@@ -186,9 +192,16 @@ void ebpf_aead_seal(const uint8_t key[16], const uint8_t nonce[12], const uint8_
 
 int ebpf_aead_open(const uint8_t key[16], const uint8_t nonce[12], const uint8_t *aad, size_t aad_len, uint8_t *text,
                    size_t len, const uint8_t tag[16]) {
+    struct ebpf_gcm_key k;
+    ebpf_gcm_key_init(&k, key);
+    return ebpf_aead_open_key(&k, nonce, aad, aad_len, text, len, tag);
+}
+
+int ebpf_aead_open_key(const struct ebpf_gcm_key *k, const uint8_t nonce[12], const uint8_t *aad, size_t aad_len,
+                       uint8_t *text, size_t len, const uint8_t tag[16]) {
     struct gcm g;
     uint8_t want[16], diff = 0;
-    gcm_init(&g, key, nonce);
+    gcm_start(&g, k, nonce);
     ghash_bytes(&g, aad, aad_len);
     gcm_crypt(&g, text, len, 0);
     gcm_tag(&g, aad_len, len, want);
@@ -204,22 +217,34 @@ static void cmac_double(uint8_t b[16]) {
     b[15] = (uint8_t)(b[15] << 1) ^ (carry ? 0x87 : 0);
 }
 
-void ebpf_aes128_cmac(const uint8_t key[16], const uint8_t *msg, size_t len, uint8_t tag[16]) {
-    struct aes128 a;
-    uint8_t k[16] = {0}, x[16] = {0};
-    aes128_expand(&a, key);
-    aes128_encrypt(&a, k, k);
-    cmac_double(k); /* K1 */
+void ebpf_cmac_key_init(struct ebpf_cmac_key *k, const uint8_t key[16]) {
+    for (int i = 0; i < 16; i++) k->k1[i] = 0;
+    aes128_expand(&k->aes, key);
+    aes128_encrypt(&k->aes, k->k1, k->k1);
+    cmac_double(k->k1); /* K1 */
+    for (int i = 0; i < 16; i++) k->k2[i] = k->k1[i];
+    cmac_double(k->k2); /* K2 */
+}
+
+void ebpf_cmac(const struct ebpf_cmac_key *k, const uint8_t *msg, size_t len, uint8_t tag[16]) {
+    uint8_t x[16] = {0};
     size_t before = len ? (len - 1) / 16 : 0, rest = len - 16 * before; /* the last block has rest bytes, 0..16 */
     for (size_t b = 0; b < before; b++) {
         for (int i = 0; i < 16; i++) x[i] ^= msg[16 * b + i];
-        aes128_encrypt(&a, x, x);
+        aes128_encrypt(&k->aes, x, x);
     }
+    const uint8_t *sub = k->k1;
     if (rest < 16) { /* an incomplete (or empty) last block: padded with 10*, K2 */
-        cmac_double(k);
+        sub = k->k2;
         x[rest] ^= 0x80;
     }
     for (size_t i = 0; i < rest; i++) x[i] ^= msg[16 * before + i];
-    for (int i = 0; i < 16; i++) x[i] ^= k[i];
-    aes128_encrypt(&a, x, tag);
+    for (int i = 0; i < 16; i++) x[i] ^= sub[i];
+    aes128_encrypt(&k->aes, x, tag);
+}
+
+void ebpf_aes128_cmac(const uint8_t key[16], const uint8_t *msg, size_t len, uint8_t tag[16]) {
+    struct ebpf_cmac_key k;
+    ebpf_cmac_key_init(&k, key);
+    ebpf_cmac(&k, msg, len, tag);
 }

@@ -11,6 +11,7 @@ import subprocess
 import pytest
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.cmac import CMAC
 
 from nanobpf import BUILD
 
@@ -30,6 +31,12 @@ GCM_SPEC = [
     ("feffe9928665731c6d6a8f9467308308", "cafebabefacedbaddecaf888", "feedfacedeadbeeffeedfacedeadbeefabaddad2",
      P3[:120], C3[:120], "5bc94fbc3221a5db94fae95ae7121a47"),
 ]
+# RFC 4493 section 4: AES-CMAC with the key 2b7e1516..., messages of 0, 16, 40 and 64 bytes
+CMAC_KEY = "2b7e151628aed2a6abf7158809cf4f3c"
+CMAC_MSG = ("6bc1bee22e409f96e93d7e117393172aae2d8a571e03ac9c9eb76fac45af8e51"
+            "30c81c46a35ce411e5fbc1191a0a52eff69f2445df4f9b17ad2b417be66c3710")
+RFC4493 = [("", "bb1d6929e95937287fa37d129b756746"), (CMAC_MSG[:32], "070a16b46b4d4144f79bdd9dd04a287c"),
+           (CMAC_MSG[:80], "dfa66747de9ae63030ca32611497c827"), (CMAC_MSG, "51f0bebf7e3b9d92fc49741779363cfe")]
 FIPS197_C1 = ("000102030405060708090a0b0c0d0e0f", "00112233445566778899aabbccddeeff", "69c4e0d86a7b0430d8cdb78070b4c55a")
 
 
@@ -120,3 +127,41 @@ def test_random_against_cryptography(drv):
     got = drv.run(lines)
     for k, (g, w) in enumerate(zip(got, want)):
         assert g == w, f"line {k}: {lines[k][:120]}"
+
+
+def cmac(key, msg):
+    c = CMAC(algorithms.AES(key))
+    c.update(msg)
+    return c.finalize()
+
+
+def test_cmac_rfc4493_and_random(drv):
+    """AES-CMAC (the control channel's response tags), by key bytes and with a prepared key: RFC 4493's
+    examples, then random keys and lengths around the block boundaries against `cryptography`."""
+    for msg, tag in RFC4493:
+        assert cmac(bytes.fromhex(CMAC_KEY), bytes.fromhex(msg)).hex() == tag     # the transcription
+    lines = [f"{c} {CMAC_KEY} {msg or '-'}" for msg, _ in RFC4493 for c in ("cmac", "cmack")]
+    want = [tag for _, tag in RFC4493 for _ in range(2)]
+    rng = random.Random(4493)
+    for n in [1, 15, 16, 17, 31, 32, 33, 44, 100, 1400, 1444] + [rng.randrange(0, 600) for _ in range(20)]:
+        key, msg = rng.randbytes(16), rng.randbytes(n)
+        lines += [f"cmac {h(key)} {h(msg)}", f"cmack {h(key)} {h(msg)}"]
+        want += [cmac(key, msg).hex()] * 2
+    assert drv.run(lines) == want
+
+
+def test_prepared_key_open_agrees(drv):
+    """ebpf_aead_open_key (the control channel's request check) opens what `cryptography` seals and
+    refuses one changed bit, as ebpf_aead_open does."""
+    rng = random.Random(38)
+    lines, want = [], []
+    for key, iv, aad, pt in random_cases(rng, 30):
+        sealed = AESGCM(key).encrypt(iv, pt, aad)
+        ct, tag = sealed[:-16], sealed[-16:]
+        lines.append(f"openk {h(key)} {h(iv)} {h(aad)} {h(ct)} {tag.hex()}")
+        want.append(f"ok {h(pt)}")
+        bad = bytearray(tag)
+        bad[rng.randrange(16)] ^= 1 << rng.randrange(8)
+        lines.append(f"openk {h(key)} {h(iv)} {h(aad)} {h(ct)} {bytes(bad).hex()}")
+        want.append(f"fail {h(pt)}")
+    assert drv.run(lines) == want

@@ -4,6 +4,9 @@
  *   block KEY IN                      -> OUT
  *   seal KEY NONCE AAD PLAINTEXT      -> CIPHERTEXT TAG
  *   open KEY NONCE AAD CIPHERTEXT TAG -> ok PLAINTEXT | fail PLAINTEXT (unauthenticated)
+ *   openk ...                         -> as open, with a prepared key (ebpf_gcm_key_init, ebpf_aead_open_key)
+ *   cmac KEY MESSAGE                  -> TAG (ebpf_aes128_cmac)
+ *   cmack KEY MESSAGE                 -> TAG (ebpf_cmac_key_init, ebpf_cmac)
  *   anything else                     -> error MESSAGE
  * Built for the host and for RV64 Linux user mode (firmware/ebpf/Makefile). */
 #include <stdio.h>
@@ -63,10 +66,28 @@ int main(void) {
             putchar(' ');
             put_hex(tag, 16);
             putchar('\n');
-        } else if (!strcmp(cmd, "open") && n == 6 && len[0] == 16 && len[1] == 12 && len[4] == 16) {
-            int rc = ebpf_aead_open(arg[0], arg[1], arg[2], (size_t)len[2], arg[3], (size_t)len[3], arg[4]);
+        } else if ((!strcmp(cmd, "open") || !strcmp(cmd, "openk")) && n == 6 && len[0] == 16 && len[1] == 12 && len[4] == 16) {
+            int rc;
+            if (!strcmp(cmd, "openk")) {
+                static struct ebpf_gcm_key k;
+                ebpf_gcm_key_init(&k, arg[0]);
+                rc = ebpf_aead_open_key(&k, arg[1], arg[2], (size_t)len[2], arg[3], (size_t)len[3], arg[4]);
+            } else {
+                rc = ebpf_aead_open(arg[0], arg[1], arg[2], (size_t)len[2], arg[3], (size_t)len[3], arg[4]);
+            }
             printf("%s ", rc ? "fail" : "ok");
             put_hex(arg[3], (size_t)len[3]);
+            putchar('\n');
+        } else if ((!strcmp(cmd, "cmac") || !strcmp(cmd, "cmack")) && n == 3 && len[0] == 16) {
+            uint8_t tag[16];
+            if (!strcmp(cmd, "cmack")) {
+                static struct ebpf_cmac_key k;
+                ebpf_cmac_key_init(&k, arg[0]);
+                ebpf_cmac(&k, arg[1], (size_t)len[1], tag);
+            } else {
+                ebpf_aes128_cmac(arg[0], arg[1], (size_t)len[1], tag);
+            }
+            put_hex(tag, 16);
             putchar('\n');
         } else {
             printf("error unknown command or argument sizes\n");
