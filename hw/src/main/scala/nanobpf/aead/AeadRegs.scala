@@ -33,13 +33,9 @@ class AeadRegs(p: AeadParams) extends Module with RegSlave {
   val wr = fire && isWrite
   val rd = fire && !isWrite
   val whole = io.bus.req.bits.addr(2, 0) === 0.U && (isWrite === false.B || wstrb.andR)
-  // The read data and the error of an access, one term per register. The offsets are distinct, so the
-  // terms are ORed in a balanced tree: `when` blocks in series would build a priority chain of one
-  // multiplexer per register, which set the core clock's deepest path (docs/board.md, "Timing").
-  private val reads = collection.mutable.ArrayBuffer[(Bool, UInt)]()
-  private val errs = collection.mutable.ArrayBuffer[(Bool, Bool)]()
-  def reg(at: Int, v: UInt, e: Bool): Unit = { val hit = off === at.U; reads += ((hit, v)); errs += ((hit, e)) }
-  def noData(at: Int, e: Bool): Unit = errs += ((off === at.U, e))
+  decodeAt(off) // the read data and error: one term per register (RegSlave.term)
+  def reg(at: Int, v: UInt, e: Bool): Unit = reg(at.U, v, e)
+  def noData(at: Int, e: Bool): Unit = noData(at.U, e)
   def ro(at: Int, v: UInt): Unit = reg(at, v, isWrite)
 
   ro(Params, put(ParamsRoundsPerCycle, p.roundsPerCycle.U) | put(ParamsGhashBits, p.ghashBits.U) |
@@ -131,10 +127,7 @@ class AeadRegs(p: AeadParams) extends Module with RegSlave {
     }
   }
   assert(!fifo.io.enq.valid || fifo.io.enq.ready, "AEAD request FIFO overflow")
-  val rdata = VecInit(reads.toSeq.map { case (hit, v) => Mux(hit, v, 0.U(64.W)) }).reduceTree(_ | _)
-  val known = VecInit(errs.toSeq.map(_._1)).asUInt.orR // an offset no register has: an error
-  val err = !known || VecInit(errs.toSeq.map { case (hit, e) => hit && e }).asUInt.orR
-  respond(rdata, err)
+  respondTerms()
   val events = Wire(Vec(nCounters, UInt(16.W)))
   events := io.count
   events(AeadCounter.Requests) := submitted.asUInt

@@ -42,16 +42,15 @@ class PktRegs(p: PktParams) extends Module with RegSlave {
   val perCore = RegInit(VecInit(Seq.fill(p.queues)(0.U(64.W))))
 
   val off = offset(SocMap.Pkt)
-  val rdata = WireDefault(0.U(64.W))
-  val err = WireDefault(true.B)
+  decodeAt(off) // the read data and error: one term per register (RegSlave.term)
   val wr = fire && isWrite
   val rd = fire && !isWrite
   /** Popping and pushing take whole 64-bit words: a narrower access is refused and changes nothing. */
   val aligned = io.bus.req.bits.addr(2, 0) === 0.U
-  def ro(at: Int, v: UInt): Unit = when(off === at.U) { rdata := v; err := isWrite }
-  def rw(at: Int, r: UInt): Unit = when(off === at.U) {
-    rdata := r; err := false.B
-    when(wr) { r := merge(r.pad(64))(r.getWidth - 1, 0) }
+  def ro(at: Int, v: UInt): Unit = reg(at.U, v, isWrite)
+  def rw(at: Int, r: UInt): Unit = {
+    reg(at.U, r, false.B)
+    when(off === at.U && wr) { r := merge(r.pad(64))(r.getWidth - 1, 0) }
   }
   ro(Params, (put(ParamsQueues, p.queues.U) | put(ParamsQueueDepth, p.queueDepth.U) | put(ParamsSlots, p.slots.U) |
     put(ParamsSlotBytes, p.slotBytes.U) | put(ParamsHeadroom, p.headroom.U)))
@@ -60,7 +59,8 @@ class PktRegs(p: PktParams) extends Module with RegSlave {
   rw(OrderConn, orderConn)
   ro(FreeSlots, io.freeSlots)
   val clear = WireDefault(false.B)
-  when(off === CounterClear.U) { err := !isWrite; clear := wr && wdata(0) }
+  noData(CounterClear.U, !isWrite)
+  when(off === CounterClear.U) { clear := wr && wdata(0) }
 
   for (i <- 0 until CoreDescCount) {
     val descAt = (CoreDesc + CoreDescStride * i).U
@@ -69,16 +69,16 @@ class PktRegs(p: PktParams) extends Module with RegSlave {
     val dispAt = (CoreDispatched + CoreDispatchedStride * i).U
     if (i < p.queues) {
       io.cores(i).ready := rd && off === descAt && aligned
-      when(off === descAt) { rdata := Mux(io.cores(i).valid, io.cores(i).bits, 0.U); err := isWrite || !aligned }
+      reg(descAt, Mux(io.cores(i).valid, io.cores(i).bits, 0.U), isWrite || !aligned)
       io.comp(i).valid := wr && off === compAt && wstrb.andR
       io.comp(i).bits := wdata
-      when(off === compAt) { err := !isWrite || !wstrb.andR || !io.comp(i).ready }
+      noData(compAt, !isWrite || !wstrb.andR || !io.comp(i).ready)
       ro((CoreOutstanding + CoreOutstandingStride * i), io.outstanding(i))
       ro((CoreDispatched + CoreDispatchedStride * i), perCore(i))
       perCore(i) := Mux(clear, 0.U, perCore(i) + (io.dispatched.valid && io.dispatched.bits === i.U).asUInt)
     } else { // beyond this build: reads 0, writes ignored
-      when(off === descAt || off === outAt || off === dispAt) { err := isWrite }
-      when(off === compAt) { err := !isWrite }
+      Seq(descAt, outAt, dispAt).foreach(at => noData(at, isWrite))
+      noData(compAt, !isWrite)
     }
   }
   // slot_meta[i]: the offset picks the slot, so one read port serves every entry; entries past this
@@ -86,14 +86,13 @@ class PktRegs(p: PktParams) extends Module with RegSlave {
   require(p.slots <= SlotMetaCount, "slot_meta has an entry for every packet memory slot")
   val metaIdx = (off - SlotMeta.U) >> 3
   io.metaSlot := metaIdx(p.slotBits - 1, 0)
-  when(off >= SlotMeta.U && off < (SlotMeta + SlotMetaStride * SlotMetaCount).U && off(2, 0) === 0.U) {
-    rdata := Mux(metaIdx < p.slots.U, io.meta.pad(64), 0.U); err := isWrite
-  }
+  term(off >= SlotMeta.U && off < (SlotMeta + SlotMetaStride * SlotMetaCount).U && off(2, 0) === 0.U,
+    Mux(metaIdx < p.slots.U, io.meta.pad(64), 0.U), isWrite)
   for (i <- 0 until nCounters) {
     ro(Counter + CounterStride * i, counters(i))
     counters(i) := Mux(clear, 0.U, counters(i) + io.count(i).asUInt)
   }
-  respond(rdata, err)
+  respondTerms()
 
   io.sched.policy := Layout.get(sched, SchedPolicy)
   io.sched.bound := Layout.get(sched, SchedBound)
