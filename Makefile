@@ -331,7 +331,7 @@ clean: ## remove build outputs (keeps the venv and tools)
 
 help: ## list targets
 	@grep -hE '^[a-z-]+( [a-z-]+)*:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | awk -F'\t' '{printf "  make %-20s %s\n", $$1, $$2}'
-	@echo "  variables: CORES=$(CORES) FIRMWARE=$(FIRMWARE) MAX_CYCLES=$(MAX_CYCLES) BLOCK= WAVE= BOARD=$(BOARD) BOARD_CORES=$(BOARD_CORES) CTRL_KEY=$(CTRL_KEY)"
+	@echo "  variables: CORES=$(CORES) FIRMWARE=$(FIRMWARE) MAX_CYCLES=$(MAX_CYCLES) BLOCK= WAVE= CTRL_KEY=$(CTRL_KEY) BOARD=$(BOARD) BOARD_CORES=$(BOARD_CORES)"
 
 FORCE:
 .PHONY: FORCE setup defs firmware ebpf-tools fuzz driver host-tools wireshark test-driver hw hw-blocks sim run demo test test-prereqs test-block bench bench-pisa bench-dispatch bench-ctrl synth-estimate synth-estimate-board litedram board-boot-sim board-hw board-sim-model board-sim board-check board-facts bitstream flash clean help
