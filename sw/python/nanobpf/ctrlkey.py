@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.cmac import CMAC
 
 import nanobpf_ctrl_defs as D
-from nanobpf import BUILD
+from nanobpf import BUILD, pcap
 
 KEY_LEN, NONCE_LEN, TAG_LEN = D.NANOBPF_CTRL_KEY_LEN, D.NANOBPF_CTRL_NONCE_LEN, D.NANOBPF_CTRL_TAG_LEN
 ENV = "NANOBPF_CTRL_KEY"
@@ -164,7 +164,6 @@ def decrypt_frame(frame, key):
 def decrypt_pcap(src, dst, key):
     """Write src's frames to dst with every authentic control request's body decrypted; the numbers of
     (requests decrypted, control requests left as they were because their tag did not verify)."""
-    from nanobpf import pcap
     out, done, left = [], 0, []
     records = pcap.read_pcap(src)
     for i, (_, frame) in enumerate(records):
@@ -181,7 +180,7 @@ def decrypt_pcap(src, dst, key):
 def _ethertype_at(frame):
     """Offset of the EtherType behind any 802.1Q/802.1ad tags."""
     off = 12
-    while len(frame) >= off + 2 and struct.unpack_from(">H", frame, off)[0] in (0x8100, 0x88A8):
+    while len(frame) >= off + 2 and struct.unpack_from(">H", frame, off)[0] in (pcap.ETH_VLAN, pcap.ETH_QINQ):
         off += 4
     return off
 
