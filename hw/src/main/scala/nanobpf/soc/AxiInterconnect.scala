@@ -8,15 +8,21 @@ import nanobpf.common._
   *
   * A round-robin arbiter picks one manager's AW or AR, then the transaction runs to its response
   * before the next one starts. Each burst beat becomes one [[BusReq]] to the slave whose region holds
-  * the beat's address. Timing with one-cycle slaves and a manager that takes R and B at once: a
-  * single-beat read or write holds the bus 2 cycles (its first request goes to the slave in the cycle
-  * the AR, or the AW with its W beat, is accepted; the slave's answer is passed on as R or B in the
-  * cycle it comes), each further beat 2; and the next transaction is accepted, its first request
-  * sent, in the cycle a write's B is taken, so back to back a single-beat write holds the bus 1 cycle
-  * (every core's write-through stores cross this bus; `nanobpf-sim --bus-stats` measures it). A
-  * slave may thus see a request in the cycle it answers the previous one (every slave here takes it,
-  * or holds `ready` low). The managers' BREADY must not depend combinationally on their AWREADY,
-  * WREADY or ARREADY (CVA6's is its B FIFO's full flag).
+  * the beat's address.
+  *
+  * Every request to a slave comes from this block's registers: the accepted AW or AR (and the W beat
+  * offered with an AW) is taken into registers, and its first request goes out the next cycle. No path
+  * runs from a manager's signals through the arbiter into a slave in one cycle: that path (a core's
+  * store, its core-local port, the arbiter's choice and the address decode, then the slave's own
+  * logic) was the core clock's deepest in the board's synthesis (docs/board.md, "Timing"). Timing with
+  * one-cycle slaves and a manager that takes R and B at once: a single-beat read holds the bus 3
+  * cycles (accepted; its request to the slave; the slave's answer passed on as R in the cycle it
+  * comes), each further beat 2; a write beat 2 after it is taken (its request; the answer, with B for
+  * the last beat); and the next transaction is accepted in the cycle a write's B is taken, so back to
+  * back a single-beat write holds the bus 2 cycles (every core's write-through stores outside its
+  * core-local RAM cross this bus; `nanobpf-sim --bus-stats` measures it). A slave may see a request
+  * in the cycle after it answers the previous one, never in the same. The managers' BREADY must not
+  * depend combinationally on their AWREADY, WREADY or ARREADY (CVA6's is its B FIFO's full flag).
   *
   * Because transactions never overlap, atomics are simple and exact:
   *  - AXI5 atomics (AWATOP, what CVA6 emits for RISC-V AMOs): AtomicStore, AtomicLoad and AtomicSwap
@@ -40,7 +46,7 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
   })
 
   object S extends ChiselEnum {
-    val idle, wData, wResp, bResp, rReq, rResp, rBeat, aData, aDrain, aErr, aRead, aReadResp, aWrite, aWriteResp,
+    val idle, wData, wReq, wResp, bResp, rReq, rResp, rBeat, aData, aDrain, aErr, aRead, aReadResp, aWrite, aWriteResp,
       aResp =
       Value
   }
@@ -66,17 +72,16 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
 
   val reservation = RegInit(VecInit(Seq.fill(nMasters)(0.U.asTypeOf(Valid(UInt((axi.addrBits - 3).W))))))
 
-  // --- address decode of the request this cycle: while accepting, of the picked manager's AW (else
-  // AR), whose first request may go out in the cycle it is accepted
   /** A new transaction may be accepted this cycle: idle, or the current write's B is taken now. */
   val acc = WireDefault(false.B)
-  val curAddr = Wire(UInt(axi.addrBits.W))
   /** Whether `a` lies in region `r`: for a naturally aligned power-of-two region (all of soc.toml's) one
     * compare of the bits above its size, cheaper than two magnitude compares. */
   def inRegion(a: UInt, r: SocMap.Region): Bool =
     if (isPow2(r.size) && r.base % r.size == 0) a(axi.addrBits - 1, log2Ceil(r.size)) === (r.base >> log2Ceil(r.size)).U
     else a >= r.base.U && a < (r.base + r.size).U
-  val hits = VecInit(regions.map(inRegion(curAddr, _)))
+  // --- address decode of the beat in hand: always of the registered address, so that a slave's
+  // request never depends on a manager's signals in the same cycle
+  val hits = VecInit(regions.map(inRegion(addr, _)))
   val mapped = hits.asUInt.orR
   val sel = OHToUInt(hits)
 
@@ -116,21 +121,19 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
   val w = fronted(_.w)
   val bReady = at(io.masters.map(_.b.ready), mIdx)
   val rReady = at(io.masters.map(_.r.ready), mIdx)
-  curAddr := Mux(acc, Mux(aw.valid, aw.bits.addr, ar.bits.addr), addr)
 
   val reqValid, reqWrite = WireDefault(false.B)
-  val reqWdata = WireDefault(w.bits.data)
-  val reqWstrb = WireDefault(w.bits.strb)
+  val reqWdata = WireDefault(wdata)
   for ((port, i) <- io.slaves.zipWithIndex) {
     port.req.valid := reqValid && sel === i.U
-    port.req.bits.addr := curAddr(31, 0)
+    port.req.bits.addr := addr(31, 0)
     port.req.bits.write := reqWrite
     port.req.bits.wdata := reqWdata
-    port.req.bits.wstrb := reqWstrb
+    port.req.bits.wstrb := wstrb
   }
   val reqReady = VecInit(io.slaves.map(_.req.ready))(sel)
   val reqFire = reqValid && reqReady
-  /** The slave of the request in flight: its answer may come in the cycle the next request goes out. */
+  /** The slave of the request in flight. */
   val outSel = RegInit(0.U(log2Ceil(regions.size max 2).W))
   when(reqFire) { outSel := sel }
   val slaveResp = at(io.slaves.map(_.resp), outSel)
@@ -146,19 +149,21 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
   def clearReservations(a: UInt): Unit =
     for (r <- reservation) when(r.bits === granule(a)) { r.valid := false.B }
   val nextAddr = Axi4.nextAddr(addr, size, len, burst)
+  /** Take the front manager's W beat (its `ready` is set by the caller). */
+  def takeW(): Unit = { wdata := w.bits.data; wstrb := w.bits.strb; wLast := w.bits.last }
 
   // --- what the bus does this cycle, when built withActivity (the simulation's SoC): a cycle that
   // ends one transaction (a write's B) and starts the next counts for the one it starts, whose
-  // manager, slave, direction, address and ID it names (curAddr is the new request's then)
+  // manager, slave, direction, address and ID it names (those of the picked manager's AW, else AR)
   for (a <- io.activity) {
     val starting = acc && wants.asUInt.orR
     val idle = state === S.idle
-    val addrHits = VecInit(regions.map(inRegion(addr, _)))
+    val newHits = VecInit(regions.map(inRegion(Mux(aw.valid, aw.bits.addr, ar.bits.addr), _)))
     a.busy := !idle || starting
     a.start := starting
     val fresh = idle || starting
     a.master := Mux(fresh, pick, mIdx)
-    a.slave := Mux(fresh, Mux(mapped, sel, regions.size.U), Mux(addrHits.asUInt.orR, OHToUInt(addrHits), regions.size.U))
+    a.slave := Mux(fresh, Mux(newHits.asUInt.orR, OHToUInt(newHits), regions.size.U), Mux(mapped, sel, regions.size.U))
     a.write := Mux(fresh, aw.valid, isWrite)
     a.addr := Mux(aw.valid, aw.bits.addr, ar.bits.addr)(31, 0)
     a.id0 := Mux(aw.valid, aw.bits.id, ar.bits.id)(0)
@@ -175,24 +180,19 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
 
   switch(state) {
     is(S.idle) { acc := true.B }
-    // ---- plain and exclusive writes: one slave request per W beat
+    // ---- plain and exclusive writes: each W beat taken into registers, then its slave request
     is(S.wData) {
-      val skip = !mapped || (lock && !exclOk) // unmapped, or a failed exclusive: drop the beat
-      when(skip) {
-        wReady := true.B
-        when(w.valid) {
-          when(!mapped) { fail(Axi4.DECERR) }
-          when(w.bits.last) { state := S.bResp }.otherwise { addr := nextAddr }
-        }
+      wReady := true.B
+      when(w.valid) { takeW(); state := S.wReq }
+    }
+    is(S.wReq) {
+      when(!mapped || (lock && !exclOk)) { // unmapped, or a failed exclusive: drop the beat
+        when(!mapped) { fail(Axi4.DECERR) }
+        when(wLast) { state := S.bResp }.otherwise { addr := nextAddr; state := S.wData }
       }.otherwise {
-        reqValid := w.valid
+        reqValid := true.B
         reqWrite := true.B
-        wReady := reqReady
-        when(reqFire) {
-          clearReservations(addr)
-          wLast := w.bits.last
-          state := S.wResp
-        }
+        when(reqFire) { clearReservations(addr); state := S.wResp }
       }
     }
     is(S.wResp) {
@@ -238,7 +238,7 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
     is(S.aData) {
       wReady := true.B
       when(w.valid) {
-        wdata := w.bits.data; wstrb := w.bits.strb
+        takeW()
         val supported = len === 0.U && (size === 2.U || size === 3.U) && mapped &&
           (atop(5, 4) =/= 3.U || atop(3, 0) === 0.U) // AtomicCompare is not supported
         when(!supported) {
@@ -272,7 +272,6 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
       reqValid := true.B
       reqWrite := true.B
       reqWdata := AtomicAlu(atop, size, addr(2), rdata, wdata)
-      reqWstrb := wstrb
       when(reqFire) { clearReservations(addr); state := S.aWriteResp }
     }
     is(S.aWriteResp) {
@@ -292,7 +291,8 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
     }
   }
   // --- a new transaction: accepted when the bus is idle or in the cycle the last write's B is taken
-  // (after the switch: it overrides the state the finished transaction left)
+  // (after the switch: it overrides the state the finished transaction left); its first request goes
+  // out the next cycle, from the registers written here
   when(acc && wants.asUInt.orR) {
     mIdx := pick; last := pick; beat := 0.U; resp := Axi4.OKAY
     isWrite := aw.valid
@@ -303,26 +303,16 @@ class AxiInterconnect(nMasters: Int, regions: Seq[SocMap.Region], axi: Axi4Param
       val held = at(reservation.map(r => r.valid && r.bits === granule(aw.bits.addr)), pick)
       exclOk := held
       state := Mux(aw.bits.atop =/= 0.U, S.aData, S.wData)
-      when(aw.bits.atop === 0.U && w.valid && mapped && !(aw.bits.lock && !held)) {
-        // the first W beat (CVA6 sends it with its AW) goes to the slave now, as in wData
-        reqValid := true.B
-        reqWrite := true.B
-        wReady := reqReady
-        when(reqFire) {
-          clearReservations(aw.bits.addr)
-          wLast := w.bits.last
-          state := S.wResp
-        }
+      when(aw.bits.atop === 0.U && w.valid) { // the first W beat (CVA6 sends it with its AW), as in wData
+        wReady := true.B
+        takeW()
+        state := S.wReq
       }
     }.otherwise {
       arReady := true.B
       id := ar.bits.id; addr := ar.bits.addr; len := ar.bits.len; size := ar.bits.size
       burst := ar.bits.burst; lock := ar.bits.lock; atop := 0.U
       state := S.rReq
-      when(mapped) { // the first beat's request goes out now, as in rReq
-        reqValid := true.B
-        when(reqFire) { state := S.rResp }
-      }
     }
     for ((r, i) <- reservation.zipWithIndex) when(pick === i.U) {
       when(aw.valid && aw.bits.lock) { r.valid := false.B } // an exclusive write consumes it
