@@ -10,8 +10,16 @@ import chisel3.util._
   * wait); without it `in` is always ready and a frame that does not fit is dropped (`Overflow`, receive
   * side, the wire cannot wait). Frames with more than `maxBytes` bytes are dropped (`Oversize`), as are
   * frames whose beats have gaps in `keep` or an empty last beat when `checkKeep` (`Phy`, reported as
-  * malformed). `dropped` pulses with the reason, `accepted` with the byte count of each good frame.
+  * malformed). `dropped` pulses with the reason, `accepted` with the byte count of each good frame
+  * (both registered: the cycle after the frame's last beat was taken in).
   * Output: one beat per cycle (block RAM with a three-entry prefetch queue).
+  *
+  * Each input beat first goes into a one-entry pipe register with its facts (byte count, keep shape)
+  * already worked out, and the frame bookkeeping starts from that register: without it, `clk_net`'s
+  * deepest path ran from the producer's output multiplexers (the clock-crossing FIFO's read side)
+  * through the popcount, the byte sum, the verdict and the write pointer in one 8 ns cycle
+  * (docs/board.md, timing). Costs a cycle of latency per frame, no throughput: the register passes a
+  * beat per cycle, and on the receive side (no backpressure) it is always ready.
   */
 class FrameFifo(p: MacParams, maxBytes: Int, backpressure: Boolean, checkKeep: Boolean) extends Module {
   val io = IO(new Bundle {
@@ -31,19 +39,41 @@ class FrameFifo(p: MacParams, maxBytes: Int, backpressure: Boolean, checkKeep: B
   val err = RegInit(FrameErr.None.U(FrameErr.width.W)) // first problem seen in this frame
 
   val full = wp === (rp ^ (1 << aw).U)
-  io.in.ready := (if (backpressure) !full else true.B)
 
-  io.accepted.valid := false.B
-  io.accepted.bits := 0.U
-  io.dropped.valid := false.B
-  io.dropped.bits := 0.U
-
-  when(io.in.fire) {
+  class InBeat extends Bundle {
+    val word = new RxWord(n)
+    val cnt = UInt(log2Ceil(n + 1).W) // bytes in the beat
+    val malformed = Bool() // keep has gaps, or an empty last beat (checkKeep)
+  }
+  val stage = Module(new Queue(new InBeat, 1, pipe = true))
+  stage.io.enq.valid := io.in.valid
+  stage.io.enq.bits.word := io.in.bits
+  locally {
     val b = io.in.bits.beat
-    val cnt = PopCount(b.keep)
     val contiguous = (b.keep & (b.keep + 1.U)) === 0.U
-    val malformed = (if (checkKeep) (!b.last && !b.keep.andR) || (b.last && (!contiguous || b.keep === 0.U)) else false.B)
-    val newBytes = bytes + cnt // bytes saturates at maxBytes + 1: no overflow
+    stage.io.enq.bits.cnt := PopCount(b.keep)
+    stage.io.enq.bits.malformed :=
+      (if (checkKeep) (!b.last && !b.keep.andR) || (b.last && (!contiguous || b.keep === 0.U)) else false.B)
+  }
+  io.in.ready := stage.io.enq.ready
+  val in = stage.io.deq
+  in.ready := (if (backpressure) !full else true.B)
+
+  // the verdicts leave from registers (a cycle after the last beat): the counters that add them up
+  // then start from flip-flops too
+  val accepted = Wire(Valid(UInt(16.W)))
+  val dropped = Wire(Valid(UInt(FrameErr.width.W)))
+  accepted.valid := false.B
+  accepted.bits := 0.U
+  dropped.valid := false.B
+  dropped.bits := 0.U
+  io.accepted := RegNext(accepted, 0.U.asTypeOf(accepted))
+  io.dropped := RegNext(dropped, 0.U.asTypeOf(dropped))
+
+  when(in.fire) {
+    val b = in.bits.word.beat
+    val malformed = in.bits.malformed
+    val newBytes = bytes + in.bits.cnt // bytes saturates at maxBytes + 1: no overflow
     val tooLong = newBytes > maxBytes.U
     val thisErr = MuxCase(err, Seq(
       (err =/= FrameErr.None.U) -> err,
@@ -56,17 +86,17 @@ class FrameFifo(p: MacParams, maxBytes: Int, backpressure: Boolean, checkKeep: B
     }
     when(b.last) {
       // the input's own verdict (MacRx) comes first, in eth_counter's order
-      val verdict = Mux(io.in.bits.err =/= FrameErr.None.U, io.in.bits.err, thisErr)
+      val verdict = Mux(in.bits.word.err =/= FrameErr.None.U, in.bits.word.err, thisErr)
       when(verdict === FrameErr.None.U && (newBytes =/= 0.U)) {
         val end = wp + write.asUInt
         wp := end
         cp := end
-        io.accepted.valid := true.B
-        io.accepted.bits := newBytes
+        accepted.valid := true.B
+        accepted.bits := newBytes
       }.otherwise {
         wp := cp
-        io.dropped.valid := true.B
-        io.dropped.bits := Mux(verdict === FrameErr.None.U, FrameErr.Phy.U, verdict) // an empty frame
+        dropped.valid := true.B
+        dropped.bits := Mux(verdict === FrameErr.None.U, FrameErr.Phy.U, verdict) // an empty frame
       }
       bytes := 0.U
       err := FrameErr.None.U
