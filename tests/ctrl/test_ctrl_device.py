@@ -7,6 +7,7 @@ event maps drained with EVENTS.
 The model-only tests (which look inside the model) are in test_ctrl_protocol.py.
 Needs `make sim firmware ebpf-tools` (RTL: root for the TAP devices)."""
 import struct
+import time
 
 import pytest
 
@@ -174,7 +175,11 @@ def test_forged_altered_and_replayed_requests_are_dropped_and_counted(dev):
     r.port.send(good.ljust(60, b"\0"))
     dev.net.send(good)                                                 # on the network's port: never obeyed
     assert status(r.answer()) == "stale_seq"
-    s = r.stats()
+    # nothing orders the two ports against each other (the model polls both, the device has a pipeline
+    # per port): the network's copy may be handled after the host's next request, so wait for its count
+    deadline = time.monotonic() + 10 * dev.answer_s
+    while (s := r.stats())["ctrl_foreign"] == before["ctrl_foreign"] and time.monotonic() < deadline:
+        time.sleep(dev.answer_s / 10)
     assert s["ctrl_foreign"] - before["ctrl_foreign"] == 1 and s["keys"] == 0
     f = r.ask(M.NANOBPF_CTRL_MSG_RESET)
     assert status(f) == "ok"
