@@ -260,9 +260,32 @@ def markdown(defs):
     return "\n".join(out)
 
 
+def rust_module(defs):
+    """The ABI's constants and struct layouts for Rust (sw/quic-offload includes it as `defs::ebpf`):
+    every constant under its C name, each struct's size and field offsets (little-endian, as the
+    device's memory)."""
+    out = [f"// {BANNER}", "// Constants under their C names (nanobpf_ebpf_defs.h).", ""]
+    for g in defs["consts"]:
+        out.append(f"// {g['desc']}")
+        for v in g["values"]:
+            out.append(f"pub const {g['prefix'] + v['name']}: u64 = {v['value']:#x};")
+        out.append("")
+    out.append(f'pub const NANOBPF_KEYTABLE_MAP_NAME: &str = "{defs["keytable"]["map_name"]}";')
+    out.append(f'pub const NANOBPF_KEYTABLE_PN_MAP_NAME: &str = "{defs["keytable"]["pn_map_name"]}";')
+    out.append("")
+    for s in defs["structs"]:
+        out.append(f"// struct nanobpf_{s['name']}: {s['desc']}")
+        out.append(f"pub const NANOBPF_{s['name'].upper()}_SIZE: usize = {s['size']};")
+        for fld in s["fields"]:
+            out.append(f"pub const NANOBPF_{s['name'].upper()}_{fld['name'].upper()}_OFF: usize = {fld['offset']};")
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
 VIEWS = [
     View("c", "write the C header", c_header, lambda d: d / "include/nanobpf_ebpf_defs.h"),
     View("python", "write the Python module", python_module, lambda d: d / "python/nanobpf_ebpf_defs.py"),
+    View("rust", "write the Rust module (sw/quic-offload's defs::ebpf)", rust_module, lambda d: d / "rust/nanobpf_ebpf_defs.rs"),
     View("md", "write the Markdown ABI document", markdown, lambda d: ROOT / "docs/ebpf-abi.md"),
     View("scala", "write the Scala object nanobpf.common.EbpfAbi (mill does this)", scala_object),
 ]

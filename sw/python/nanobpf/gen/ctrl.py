@@ -405,6 +405,45 @@ def markdown(defs):
     return "\n".join(out) + "\n"
 
 
+# ---------------------------------------------------------------- Rust
+
+def rust_module(defs):
+    """The protocol's constants and wire-struct layouts for Rust (sw/quic-offload includes it as
+    `defs::ctrl`): every constant under its C name, each struct's size and field offsets."""
+    p = defs["protocol"]
+    out = [f"// {BANNER}", "// Constants under their C names (nanobpf_ctrl.h); wire structs are big-endian.", "",
+           f"pub const NANOBPF_CTRL_ETHERTYPE: u16 = 0x{p['ethertype']:04X};",
+           f"pub const NANOBPF_SHIM_ETHERTYPE: u16 = 0x{p['shim_ethertype']:04X};",
+           f"pub const NANOBPF_CTRL_VERSION: u16 = {p['version']};",
+           f"pub const NANOBPF_CTRL_MIN_VERSION: u16 = {p['min_version']};",
+           f'pub const NANOBPF_GENL_NAME: &str = "{p["genl_family"]}";',
+           f"pub const NANOBPF_GENL_VERSION: u8 = {p['genl_version']};",
+           f"pub const NANOBPF_DECRYPT_MARK: u32 = 0x{p['decrypt_mark']:08X};",
+           f"pub const NANOBPF_ENCRYPT_MARK: u32 = 0x{p['encrypt_mark']:08X};",
+           f"pub const NANOBPF_CTRL_DEVICE_MAC: [u8; 6] = [{', '.join(f'0x{b:02x}' for b in mac_bytes(p['device_mac']))}];",
+           f'pub const NANOBPF_CTRL_AUTH_REQ_LABEL: &[u8; 16] = b"{p["auth_req_label"]}";',
+           f'pub const NANOBPF_CTRL_AUTH_RESP_LABEL: &[u8; 16] = b"{p["auth_resp_label"]}";', ""]
+    for g in defs["const"]:
+        out.append(f"// {g['desc']}")
+        for v in g["values"]:
+            out.append(f"pub const {g['prefix'] + v['name']}: u32 = {v['value']:#x};")
+        if g.get("distinct", True):
+            out.append(f"pub const NANOBPF_{g['group'].upper()}_COUNT: u32 = {max(v['value'] for v in g['values']) + 1};")
+            pairs = ", ".join(f'({v["value"]:#x}, "{v["name"].lower()}")' for v in g["values"])
+            out.append(f"pub const NANOBPF_{g['group'].upper()}_NAMES: &[(u32, &str)] = &[{pairs}];")
+        out.append("")
+    for s in defs["structs"]:
+        out.append(f"// struct nanobpf_{s['name']}: {s['desc']}")
+        out.append(f"pub const NANOBPF_{s['name'].upper()}_SIZE: usize = {s['size']};")
+        off = 0
+        for f in s["fields"]:
+            out.append(f"pub const NANOBPF_{s['name'].upper()}_{f['name'].upper()}_OFF: usize = {off};")
+            off += SCALARS.get(f["base"], (0, 0, 1))[2] * f["count"]
+        assert off == s["size"], s["name"]
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
 def lua_dissector(defs):
     """The Wireshark view (nanobpf.gen.wireshark, which builds on this module: imported when used)."""
     from nanobpf.gen import wireshark
@@ -414,6 +453,7 @@ def lua_dissector(defs):
 VIEWS = [
     View("c", "write the C header", c_header, lambda d: d / "include/nanobpf_ctrl.h"),
     View("python", "write the Python module", python_module, lambda d: d / "python/nanobpf_ctrl_defs.py"),
+    View("rust", "write the Rust module (sw/quic-offload's defs::ctrl)", rust_module, lambda d: d / "rust/nanobpf_ctrl.rs"),
     View("lua", "write the Wireshark dissector (Lua)", lua_dissector, lambda d: d / "wireshark/nanobpf.lua"),
     View("md", "write the Markdown reference", markdown, lambda d: DOC),
     View("scala", "write the Scala object CtrlDefs (the hardware's constants)", scala_object),
