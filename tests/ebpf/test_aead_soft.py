@@ -1,6 +1,8 @@
 """The crypto backend of the QUIC protection helpers (firmware/ebpf/aead.h, software implementation
 aead_soft.c) through its test driver (tests/ebpf/runtime/aead_test.c), built for the host and for RV64
-Linux user mode (run by qemu-riscv64, the same C the device compiles): the AES-128 test vector of
+Linux user mode (run by qemu-riscv64, the same C the device compiles), and the host-fast build whose
+AES-128 and AES-128-GCM come from libcrypto (aead_openssl.c, the device model's native data path): the
+AES-128 test vector of
 FIPS 197, the AES-128 / 96-bit IV cases of the GCM specification (McGrew and Viega, "The Galois/Counter
 Mode of Operation", test cases 1-4, which NIST's SP 800-38D validation also uses), and random cases
 against the Python `cryptography` library, forged tags included. Needs `make ebpf-tools`."""
@@ -16,6 +18,7 @@ from cryptography.hazmat.primitives.cmac import CMAC
 from nanobpf import BUILD
 
 DRIVERS = {"host": [str(BUILD / "ebpf/host/aead-test")],
+           "host-fast": [str(BUILD / "ebpf/host-fast/aead-test")],
            "rv64": ["qemu-riscv64", str(BUILD / "ebpf/rv64/aead-test")]}
 
 # (key, iv, aad, plaintext, ciphertext, tag) of the GCM specification's test cases 1-4 (AES-128, 96-bit IV)
