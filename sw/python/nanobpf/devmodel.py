@@ -47,12 +47,22 @@ Event maps (RINGBUF, PERF_EVENT_ARRAY): EVENTS drains the attached program's map
 
 Fault injection (set_faults) applies to control frames in both directions, from a seeded RNG.
 
+fast=True (nanobpf-devmodel --fast): while a program is attached, the data frames are the runtime
+process's (nanobpf-run --serve, sw/tools/src/model_serve.c, with libcrypto's AES): it reads the ports,
+runs the program and forwards the frames in C by the rules of _from_host, _from_net, _run_prog and _out
+below, and sends the host's control frames up a socket to this model, reading the ports again only once
+the model has handled one ("resume"). The control plane stays here, unchanged; the native path's
+counters are added to stats() and carried over program swaps. Only without PISA, on ports that are file
+descriptors (TapPort, PacketPort, MemoryLink ends; not VlanPort) and without --jit; otherwise, and with
+no program attached, the frames take the Python path below.
+
     python -m nanobpf.devmodel --host-tap nbh0 --net-tap nbn0     # or nanobpf-devmodel
 """
 import argparse
 import os
 import random
 import select
+import socket
 import struct
 import sys
 import tempfile
@@ -74,6 +84,7 @@ __all__ = ["DeviceModel", "HOST_PORT", "NET_PORT", "main"]
 
 HOST_PORT, NET_PORT = abi.NANOBPF_IFINDEX_HOST, abi.NANOBPF_IFINDEX_NET  # hw/defs/ebpf.toml ifindex
 KEYTABLE = abi.KEYTABLE_MAP_NAME
+QUIC_STATS = "quic_stats"      # the QUIC programs' per-CPU frame counters (sw/ebpf/quic)
 PN_MAP = abi.KEYTABLE_PN_MAP_NAME
 TABLES = {D.NANOBPF_CTRL_TABLE_PORT: "port_entry", D.NANOBPF_CTRL_TABLE_PROFILE: "profile_entry",
           D.NANOBPF_CTRL_TABLE_LPORT_CFG: "lport_cfg"}
@@ -135,7 +146,7 @@ class DeviceModel:
     """The device on two ports. Drive it with start()/stop() (a thread) or poll() (tests)."""
 
     def __init__(self, host, net=None, key_slots=abi.NANOBPF_KEYTABLE_ENTRIES, cores=4, seed=None, mac=ctrl.DEVICE_MAC, jit=False, log=None,
-                 pisa=False, key=None):
+                 pisa=False, key=None, fast=False):
         self.host, self.net = host, net
         self.key = key or ctrlkey.default()     # the device key its image carries (ctrlkey.DeviceKey)
         self.use_pisa = pisa
@@ -147,6 +158,12 @@ class DeviceModel:
         self._thread, self._stop = None, threading.Event()
         self._tmp = tempfile.TemporaryDirectory(prefix="nanobpf-devmodel-")
         self.resets = 0
+        # fast: the native data path while a program is attached (None: the Python path; fast_why says why)
+        self.fast_why = _fast_refused(host, net, pisa, jit) if fast else "not asked for"
+        self.fast = fast and not self.fast_why
+        self._up = self._up_child = None
+        if self.fast:   # host control frames come up this socket from the runtime process
+            self._up, self._up_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._power_on()
 
     # ------------------------------------------------------------ state
@@ -202,6 +219,8 @@ class DeviceModel:
     def stats(self):
         with self.lock:
             c = Counter(self.counters)
+            if (x := self._native()):
+                self._add_native(c, x)
             c["keys"], c["resets"], c["epoch"] = len(self._keys), self.resets, self.epoch
             c["cid_full"] = self._cid_pisa.reg_read("counter", pisa_model.COUNTER["cid_full"])
             return {name: c[name] for name in D.STAT_NAMES.values()}
@@ -232,6 +251,10 @@ class DeviceModel:
             if self._prog:
                 self._prog[0].close()
                 self._prog = None
+        for s in (self._up, self._up_child):
+            if s is not None:
+                s.close()
+        self._up = self._up_child = None
         self._tmp.cleanup()
 
     def __enter__(self):
@@ -245,7 +268,17 @@ class DeviceModel:
             self.poll(0.05)
 
     def poll(self, timeout=0.0):
-        """Handle the frames waiting on the ports (waiting up to timeout for the first)."""
+        """Handle the frames waiting on the ports (waiting up to timeout for the first); with the native
+        data path, the frames it sent up."""
+        if self._native():
+            r, _, _ = select.select([self._up], [], [], timeout)
+            if r:
+                data = self._up.recv(65536 + 1)
+                with self.lock:
+                    if data:
+                        (self._from_host if data[0] == HOST_PORT else self._from_net)(data[1:])
+                    self._resume()
+            return
         ports = [p for p in (self.host, self.net) if p is not None]
         r, _, _ = select.select(ports, [], [], timeout)
         for p in r:
@@ -257,6 +290,31 @@ class DeviceModel:
                     self._from_host(frame)
                 else:
                     self._from_net(frame)
+                self._resume()      # a program just attached takes the ports over
+
+    # ------------------------------------------------------------ the native data path (fast=True)
+    def _native(self):
+        """The attached program's runtime when it is the data path (fast), else None."""
+        return self._prog[0] if self.fast and self._prog else None
+
+    def _resume(self):
+        if (x := self._native()):
+            x.resume()
+
+    def _serve(self):
+        """DeviceXdp's serve argument: the ports' descriptors, the up socket, the egress's longest frame."""
+        if not self.fast:
+            return None
+        return (self.host.fileno(), self.net.fileno() if self.net is not None else -1, self._up_child.fileno(),
+                pisa_model.Pisa().max_frame, QUIC_STATS)
+
+    @staticmethod
+    def _add_native(counters, x):
+        """Add the native path's counts (by device counter id) to counters."""
+        by_id, egress_drop = x.native_counters()
+        for i, v in by_id.items():
+            counters[D.STAT_NAMES[i]] += v
+        counters["egress_drop"] += egress_drop
 
     def _send(self, port, frame):
         if port is not None:
@@ -604,6 +662,8 @@ class DeviceModel:
         pinned maps go with it unless the next program shares them (_share_pinned)."""
         if self._pn_map():
             self._pn = self._pn_entries()
+        if (x := self._native()):
+            self._add_native(self.counters, x)   # the device's counters outlive the program
         self._prog[0].close()
         self._prog = None
         self._pinned = {}
@@ -751,7 +811,7 @@ class DeviceModel:
         path.write_bytes(image)
         xdp = None
         try:                                    # a refused program leaves the attached one in place
-            xdp = DeviceXdp(path, jit=self.jit)
+            xdp = DeviceXdp(path, jit=self.jit, serve=self._serve())   # fast: waits for _resume
             insns, maps = xdp.info()
         except DeviceError as e:
             if xdp is not None:
@@ -908,6 +968,21 @@ class DeviceModel:
     }
 
 
+def _fast_refused(host, net, pisa, jit):
+    """Why the native data path cannot serve these ports ("" when it can)."""
+    if pisa:
+        return "PISA's model is Python"
+    if jit:
+        return "the native data path runs the interpreter"
+    for p in (host, net):
+        if p is not None and (isinstance(p, ctrl.VlanPort) or not isinstance(p, (ctrl.TapPort, ctrl.PacketPort, ctrl._DgramEnd))):
+            return f"port {p.name} is not a plain file-descriptor port (TapPort, PacketPort, MemoryLink)"
+    from .ebpf.device import RUN_FAST
+    if not RUN_FAST.exists():
+        return f"{RUN_FAST} is not built (make ebpf-tools)"
+    return ""
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="nanobpf-devmodel", description="Run the NanoBPF reference device model on "
                                  "network interfaces until interrupted (docs/control.md). Needs root.")
@@ -930,6 +1005,9 @@ def main(argv=None):
     ap.add_argument("--dup", type=float, default=0.0, help="control frame duplication probability")
     ap.add_argument("--reorder", type=float, default=0.0, help="control frame reordering probability")
     ap.add_argument("--jit", action="store_true", help="run programs as RV64 JIT code under qemu-riscv64")
+    ap.add_argument("--fast", action="store_true", help="the native data path while a program is attached: frames "
+                    "handled in C by the runtime process with libcrypto's AES (nanobpf-run --serve; the control plane "
+                    "stays in Python; not with --one-arm or --jit; docs/control.md)")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every applied request")
     a = ap.parse_args(argv)
     for name in ("loss", "dup", "reorder"):
@@ -961,10 +1039,12 @@ def main(argv=None):
         print(f"nanobpf-devmodel: {e}", file=sys.stderr)
         return 1
     log = (lambda m: print(f"[devmodel] {m}", flush=True)) if a.verbose else None
-    dev = DeviceModel(hp, np_, key_slots=a.key_slots, seed=a.seed, jit=a.jit, log=log, key=key)
+    dev = DeviceModel(hp, np_, key_slots=a.key_slots, seed=a.seed, jit=a.jit, log=log, key=key, fast=a.fast)
     dev.set_faults(a.loss, a.dup, a.reorder)
+    if a.fast and not dev.fast:
+        print(f"[devmodel] --fast: the Python data path ({dev.fast_why})", file=sys.stderr, flush=True)
     print(f"[devmodel] host port {hp.name}, network port {np_.name if np_ else 'none'}, epoch {dev.epoch:#010x}, "
-          f"device key id {key.id()}; "
+          f"device key id {key.id()}, {'native' if dev.fast else 'Python'} data path; "
           "Ctrl-C stops", flush=True)
     dev.start()
     try:

@@ -7,7 +7,8 @@
  * qemu-riscv64. --image runs a device image (nanobpf-load output) as an XDP program: verified,
  * resolved, then run with the memory as the packet. --image with --batch keeps the program loaded and
  * runs a script of map updates, lookups, packets and event drains (one result line per command): the
- * device runtime as a test oracle for whole packet flows. */
+ * device runtime as a test oracle for whole packet flows. --serve (host builds) adds the device model's
+ * native data path to --batch: the frames of two ports through the program in C (model_serve.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,9 @@
 #include <unistd.h>
 #endif
 #include "ebpf.h"
+#ifndef __riscv
+#include "model_serve.h"
+#endif
 
 static const char usage[] =
     "usage: nanobpf-run [options] [MEMORY-HEX]\n"
@@ -58,6 +62,15 @@ static const char usage[] =
     "                    (PARSE: what PISA parsed, the context fields past xdp_md, as\n"
     "                     L3_OFF,L4_OFF,QUIC_OFF,PN_OFF,CID_LEN,CONN; without it all 0)\n"
     "                    (MAP by name; the frame gets --headroom bytes before it and 256 after)\n"
+    "  --serve H,N,UP    with --batch -: also be the device model's data path (nanobpf.devmodel fast=True,\n"
+    "                    docs/control.md): frames read from file descriptor H (host port) and N (network\n"
+    "                    port; -1: none) run the program and leave as DeviceModel forwards them without\n"
+    "                    PISA; host control frames go to the SOCK_SEQPACKET socket UP as [ifindex][frame],\n"
+    "                    the ports then wait for 'resume'. Starts waiting. Two more commands:\n"
+    "                      resume                -> ok   (read the ports)\n"
+    "                      counters              -> counters V0 .. V26 EGRESS_DROP (by device counter id)\n"
+    "  --max-frame N     with --serve: the egress's longest frame (PISA params.max_frame; default 1522)\n"
+    "  --stats-map NAME  with --serve: the program's per-CPU counters (default quic_stats)\n"
     "  --dump-jit FILE   write the JIT's RV64 code to FILE (raw bytes; objdump -b binary -m riscv:rv64 -D)\n"
     "  --stats           print the JIT's RV64 instructions per eBPF instruction class and the map\n"
     "                    lookups it compiles inline and the accesses it tests for alignment,\n"
@@ -146,6 +159,8 @@ static void print_hex(const uint8_t *b, size_t n) {
     static const char digits[] = "0123456789abcdef";
     for (size_t i = 0; i < n; i++) putchar(digits[b[i] >> 4]), putchar(digits[b[i] & 15]);
 }
+
+static int serving; /* --serve: the model_serve commands too */
 
 /* One --batch command (line, NUL-terminated, modified); prints its result line. */
 static void batch_command(struct ebpf_prog *prog, char *line, int jit, long headroom) {
@@ -316,8 +331,12 @@ static void batch_command(struct ebpf_prog *prog, char *line, int jit, long head
             }
             free(buf);
         }
+#ifndef __riscv
+    } else if (serving && model_serve_command(argc, argv)) {
+#endif
     } else {
-        printf("error unknown command '%s' (info, update, lookup, delete, next, slot, events, run)\n", argv[0]);
+        printf("error unknown command '%s' (info, update, lookup, delete, next, slot, events, run%s)\n", argv[0],
+               serving ? ", resume, counters" : "");
     }
     free(key);
     free(val);
@@ -358,6 +377,11 @@ static int run_batch(struct ebpf_prog *prog, const char *path, int jit, long hea
 }
 
 #ifndef __riscv
+/* --serve: the batch commands of model_serve's loop */
+static struct ebpf_prog *serve_prog;
+static long serve_headroom;
+static void serve_command(char *line) { batch_command(serve_prog, line, 0, serve_headroom); }
+
 /* --jit on a non-RISC-V host: run the RV64 build of this tool under qemu-riscv64, same arguments. */
 static int exec_rv64(char **argv) {
     char self[PATH_MAX], path[PATH_MAX + 32];
@@ -391,7 +415,8 @@ int main(int argc, char **argv) {
     long headroom = 256;
     unsigned flags = 0;
     const char *program = NULL, *image = NULL, *memhex = NULL, *dump = NULL, *batch = NULL;
-    const char *write_record = NULL, *record = NULL;
+    const char *write_record = NULL, *record = NULL, *serve = NULL, *stats_map = "quic_stats";
+    unsigned long max_frame = 1522;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -416,6 +441,16 @@ int main(int argc, char **argv) {
         }
         else if (!strcmp(a, "--image") && i + 1 < argc) image = argv[++i];
         else if (!strcmp(a, "--batch") && i + 1 < argc) batch = argv[++i];
+        else if (!strcmp(a, "--serve") && i + 1 < argc) serve = argv[++i];
+        else if (!strcmp(a, "--stats-map") && i + 1 < argc) stats_map = argv[++i];
+        else if (!strcmp(a, "--max-frame") && i + 1 < argc) {
+            char *endp;
+            max_frame = strtoul(argv[++i], &endp, 0);
+            if (*endp || !max_frame || max_frame > 65535) {
+                fprintf(stderr, "nanobpf-run: --max-frame takes 1..65535\n");
+                return 2;
+            }
+        }
         else if (!strcmp(a, "--write-record") && i + 1 < argc) write_record = argv[++i];
         else if (!strcmp(a, "--record") && i + 1 < argc) record = argv[++i];
         else if (!strcmp(a, "--dump-jit") && i + 1 < argc) dump = argv[++i], jit = 1;
@@ -437,7 +472,27 @@ int main(int argc, char **argv) {
         return 2;
     }
 #ifndef __riscv
+    struct model_serve_cfg serve_cfg = {.net_fd = -1};
+    if (serve) {
+        char *e1, *e2, *e3;
+        serve_cfg.host_fd = (int)strtol(serve, &e1, 10);
+        serve_cfg.net_fd = *e1 == ',' ? (int)strtol(e1 + 1, &e2, 10) : -2;
+        serve_cfg.up_fd = serve_cfg.net_fd != -2 && *e2 == ',' ? (int)strtol(e2 + 1, &e3, 10) : -2;
+        if (serve_cfg.up_fd < 0 || *e3 || serve_cfg.host_fd < 0 || serve_cfg.net_fd < -1 || !batch ||
+            strcmp(batch, "-") || jit) {
+            fprintf(stderr, "nanobpf-run: --serve takes HOST-FD,NET-FD,UP-FD (NET-FD -1: none) and goes with "
+                            "--batch - (interpreter only)\n");
+            return 2;
+        }
+        serve_cfg.max_frame = (unsigned)max_frame, serve_cfg.headroom = headroom, serve_cfg.stats_map = stats_map;
+    }
     if (jit) return exec_rv64(argv);
+#else
+    (void)stats_map, (void)max_frame;
+    if (serve) {
+        fprintf(stderr, "nanobpf-run: --serve is in the host builds only\n");
+        return 2;
+    }
 #endif
     struct ebpf_error err = {-1, ""};
     struct ebpf_prog prog;
@@ -542,6 +597,12 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (jit && ebpf_jit_compile(&prog, flags, &err)) return die(1, "jit", &err);
+#ifndef __riscv
+    if (serve) {
+        serving = 1, serve_prog = &prog, serve_headroom = headroom;
+        return model_serve(&prog, &serve_cfg, serve_command);
+    }
+#endif
     if (batch) return run_batch(&prog, batch, jit, headroom);
     if (dump) {
         FILE *f = fopen(dump, "wb");

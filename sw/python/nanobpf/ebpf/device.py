@@ -27,6 +27,9 @@ from .loader import load
 
 RUN = BUILD / "ebpf/host/nanobpf-run"
 RUN_RV64 = BUILD / "ebpf/rv64/nanobpf-run"
+# the host runtime with libcrypto's AES-128(-GCM) (firmware/ebpf/aead_openssl.c): the device model's
+# native data path (nanobpf-run --serve, nanobpf.devmodel fast=True)
+RUN_FAST = BUILD / "ebpf/host-fast/nanobpf-run"
 
 __all__ = ["DeviceError", "DeviceXdp", "available"]
 
@@ -59,10 +62,15 @@ def available(jit=False):
 class DeviceXdp:
     """One XDP program in the device runtime (interpreter, or the JIT's RV64 code under qemu-riscv64)."""
 
-    def __init__(self, path, program=None, jit=False, headroom=256, section=None, map_sizes=None):
+    def __init__(self, path, program=None, jit=False, headroom=256, section=None, map_sizes=None, serve=None):
+        """serve: (host fd, network fd or -1, up fd, max_frame, stats map) makes the runtime the device
+        model's native data path too (nanobpf-run --serve with RUN_FAST; nanobpf.devmodel fast=True)."""
         ok, why = available(jit)
         if not ok:
             raise DeviceError(why)
+        if serve is not None and (jit or not RUN_FAST.exists()):
+            raise DeviceError("the native data path needs the interpreter and " +
+                              (f"{RUN_FAST} (make ebpf-tools)" if not RUN_FAST.exists() else "no --jit"))
         self.path, self.jit = Path(path), jit
         self._tmp = None
         if self.path.suffix == ".o":
@@ -77,11 +85,16 @@ class DeviceXdp:
         self.program = image.name
         self.programs = list(image.programs or [image.name])
         self._maps = {m.name: MapInfo(m.name, m.type, m.key_size, m.value_size, m.max_entries) for m in image.maps}
-        args = [str(RUN), "--image", str(img_path), "--batch", "-", "--headroom", str(headroom)]
+        args = [str(RUN_FAST if serve else RUN), "--image", str(img_path), "--batch", "-", "--headroom", str(headroom)]
         if jit:
             args.insert(1, "--jit")
+        fds = ()
+        if serve is not None:
+            host_fd, net_fd, up_fd, max_frame, stats_map = serve
+            fds = tuple(fd for fd in (host_fd, net_fd, up_fd) if fd >= 0)
+            args += ["--serve", f"{host_fd},{net_fd},{up_fd}", "--max-frame", str(max_frame), "--stats-map", stats_map]
         self._proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True, bufsize=1)
+                                      text=True, bufsize=1, pass_fds=fds)
         self.redirect_ifindex = 0
 
     def prog_value(self, name):
@@ -127,6 +140,15 @@ class DeviceXdp:
         if reply.startswith("error "):
             raise DeviceError(f"{self.path}: {reply[6:]}")
         return reply
+
+    def resume(self):
+        """--serve: read the ports again (after a frame went up to the model, or a handover)."""
+        self._command("resume")
+
+    def native_counters(self):
+        """--serve: the native data path's counts as {device counter id: value}, and its egress drops."""
+        values = [int(v) for v in self._command("counters").split()[1:]]
+        return dict(enumerate(values[:-1])), values[-1]
 
     def info(self):
         """(instructions, maps) of the program; raises DeviceError if the runtime refused it (verifier)."""
