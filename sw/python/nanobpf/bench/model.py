@@ -3,8 +3,8 @@ Python data path and by its native one (fast=True: nanobpf-run --serve with libc
 device's QUIC program (xdp_quic_hw) attached and its keys installed through the control protocol.
 
 The model runs in a process of its own (its data path on one core: the Python model's thread, or the
-native runtime process) on two socketpair links (MemoryLink) or, with --tap, two TAP devices; this
-process pushes frames into one port as fast as the model takes them (a blocking send: nothing is lost
+native runtime process) on two socketpair links (MemoryLink: a blocking send, so the driver
+cannot outrun the model and lose frames, as it would into a TAP's queue); this process pushes frames into one port as fast as the model takes them (a blocking send: nothing is lost
 before the model) and counts what comes out of the other: sealed (no shim, a protected short header
 that opens with the keys) or opened (the DECRYPTED shim, the plaintext back). The figures are frames
 out per second from the first frame in to the last frame out. Every run checks that the counts add up
@@ -48,11 +48,10 @@ def _short(dcid, pn, size):
     return head + bytes((pn + i) & 0xFF for i in range(size - len(head) - 16))
 
 
-def _serve(host_end, net_end, fast, tap, ready, stop):
+def _serve(host_end, net_end, fast, ready, stop):
     """The model's process: the device on the two ports until stop is set."""
     from nanobpf.devmodel import DeviceModel
-    hp, np_ = (ctrl.TapPort(tap[0]), ctrl.TapPort(tap[1])) if tap else (host_end, net_end)
-    dev = DeviceModel(hp, np_, seed=1, fast=fast)
+    dev = DeviceModel(host_end, net_end, seed=1, fast=fast)
     if fast and not dev.fast:
         print(f"nanobpf-bench-model: no native data path: {dev.fast_why}", file=sys.stderr)
         ready.set()
@@ -63,34 +62,18 @@ def _serve(host_end, net_end, fast, tap, ready, stop):
     dev.stop()
 
 
-class _Ports:
-    """This process's ends of the model's two ports."""
-
-    def __init__(self, tap):
-        self.tap = tap
-        if tap:
-            self.host, self.net = ctrl.PacketPort(tap[0]), ctrl.PacketPort(tap[1])
-            self.model = (None, None)
-        else:
-            self.hl, self.nl = ctrl.MemoryLink(), ctrl.MemoryLink()
-            self.host, self.net = self.hl.a, self.nl.a
-            self.model = (self.hl.b, self.nl.b)
-
-
-def run(fast, frames, size, tap=None):
+def run(fast, frames, size):
     """One model: (sealed/s, opened/s, stats) for `frames` frames each way."""
-    ports = _Ports(tap)
+    hl, nl = ctrl.MemoryLink(), ctrl.MemoryLink()
     mp = multiprocessing.get_context("fork")
     ready, stop = mp.Event(), mp.Event()
-    proc = mp.Process(target=_serve, args=(*ports.model, fast, tap, ready, stop), daemon=True)
+    proc = mp.Process(target=_serve, args=(hl.b, nl.b, fast, ready, stop), daemon=True)
     proc.start()
     ready.wait(30)
-    if tap:
-        time.sleep(0.2)     # the TAPs up before the packet sockets send
     try:
         if not proc.is_alive():
             raise RuntimeError("the model did not start")
-        host = ctrl.Client(ports.host, retry_ms=200, retry_max_ms=2000)
+        host = ctrl.Client(hl.a, retry_ms=200, retry_max_ms=2000)
         host.prog_load(IMAGE.read_bytes(), "xdp_quic_hw")
         host.map_update("quic_config", bytes(4), struct.pack(abi.STRUCTS["quic_config"].fmt, abi.NANOBPF_IFINDEX_HOST,
                                                              abi.NANOBPF_IFINDEX_NET, 0, 0))
@@ -103,14 +86,16 @@ def run(fast, frames, size, tap=None):
         # to open: protected packets from the network (10.0.0.1:50000 -> 10.0.0.2:443)
         open_in = [udp_frame(protect(_short(CID, pn, size), K_OPEN, short_cid_len=len(CID)), "10.0.0.1", "10.0.0.2",
                              50000, 443) for pn in range(1, frames + 1)]
-        sealed = _push(ports.host, ports.net, seal_in)
-        opened = _push(ports.net, ports.host, open_in)
+        sealed = _push(hl.a, nl.a, seal_in)
+        opened = _push(nl.a, hl.a, open_in)
         _check_sealed(seal_in[-1], sealed[2])
         _check_opened(open_in[-1], opened[2])
         s = host.stats()
     finally:
         stop.set()
         proc.join(30)
+        hl.close()
+        nl.close()
     drops = sum(s[k] for k in ("xdp_drop", "encrypt_no_prog", "encrypt_unsealed", "bad_shim", "shim_to_net"))
     if s["host_rx"] + s["net_rx"] != s["host_tx"] + s["net_tx"] + drops:
         raise RuntimeError(f"the counts do not add up: in {s['host_rx']} + {s['net_rx']}, out {s['host_tx']} + "
@@ -162,8 +147,6 @@ def main(argv=None):
                     "(default 2000; 0: skip it)")
     ap.add_argument("--size", type=int, default=1200, help="bytes of each protected QUIC packet (UDP payload; "
                     "default 1200)")
-    ap.add_argument("--tap", nargs=2, metavar=("HOST", "NET"), help="two TAP devices the model creates (root) "
-                    "instead of socketpairs")
     a = ap.parse_args(argv)
     if not 64 <= a.size <= 1400:
         ap.error("--size: 64..1400")
@@ -172,12 +155,12 @@ def main(argv=None):
         return 2
     frame = len(udp_frame(bytes(a.size), "10.0.0.1", "10.0.0.2", 1, 2))
     print(f"QUIC 1-RTT packets of {a.size} bytes ({frame}-byte frames), xdp_quic_hw, "
-          f"{'TAPs ' + ' '.join(a.tap) if a.tap else 'socketpair ports'}")
+          "socketpair ports")
     print(f"{'data path':<10} {'frames':>7} {'sealed/s':>10} {'opened/s':>10}")
     rows = [("native", True, a.frames)] + ([("Python", False, a.python_frames)] if a.python_frames else [])
     for name, fast, n in rows:
         try:
-            sealed, opened, _ = run(fast, n, a.size, a.tap)
+            sealed, opened, _ = run(fast, n, a.size)
         except RuntimeError as e:
             print(f"nanobpf-bench-model: {name}: {e}", file=sys.stderr)
             return 1
