@@ -432,10 +432,10 @@ class DeviceModel:
     @staticmethod
     def _quic_stat(xdp, index):
         """quic_stats[index] of the program (None without such a map)."""
-        if "quic_stats" not in xdp.map_names() or xdp.map_info("quic_stats").value_size < 8:
+        if QUIC_STATS not in xdp.map_names() or xdp.map_info(QUIC_STATS).value_size < 8:
             return None
         try:
-            v = xdp.map_lookup_percpu("quic_stats", struct.pack("<I", index))
+            v = xdp.map_lookup_percpu(QUIC_STATS, struct.pack("<I", index))
         except (KeyError, TypeError, DeviceError):
             return None
         return sum(int.from_bytes(x[:8], "little") for x in v) if v else 0
