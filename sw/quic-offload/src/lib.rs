@@ -3,3 +3,7 @@
 
 pub mod defs;
 pub mod device;
+pub mod ctrlproto;
+pub mod ctrlproto_client;
+pub mod ctrlproto_link;
+pub mod packet;
