@@ -97,8 +97,8 @@ def veth():
 class Driver:
     """examples/packet_driver.rs: one command, one answer line."""
 
-    def __init__(self, path, ifname, key_file, bind):
-        self.p = subprocess.Popen([str(path), ifname, str(key_file), bind, "50"], stdin=subprocess.PIPE,
+    def __init__(self, path, ifname, key_file, bind, retry_ms=50):
+        self.p = subprocess.Popen([str(path), ifname, str(key_file), bind, str(retry_ms)], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.first = self._line(10)
 
@@ -251,6 +251,32 @@ def test_packet_device_against_the_model(veth, driver_bin, tmp_path):
         assert s["decrypted"] == 1 and s["encrypt_req"] == 4
     finally:
         drv.close()
+        model.stop()
+        host_port.close()
+        netlink.close()
+
+
+def test_another_key_times_out_naming_the_key(veth, driver_bin, tmp_path):
+    """A device built with another key drops every request unanswered: open fails with a timeout that
+    says to check the key, and the device counted each transmission as failing authentication. A key
+    file that is not a key is refused before anything is sent."""
+    dev_if, host_if = veth
+    netlink = ctrl.MemoryLink()
+    host_port = ctrl.PacketPort(dev_if)
+    model = DeviceModel(host_port, netlink.b, seed=46, key=ctrlkey.DeviceKey(os.urandom(16))).start()
+    try:
+        wrong = tmp_path / "wrong.key"
+        wrong.write_text(os.urandom(16).hex())
+        drv = Driver(driver_bin, host_if, wrong, "127.0.0.1:0", retry_ms=5)
+        assert drv.first.startswith("err no answer from the device: HELLO") and "check the device key" in drv.first, drv.first
+        assert drv.p.wait(5) == 1
+        assert model.stats()["ctrl_auth_fail"] == 1 + D.NANOBPF_CTRL_RETRIES
+        bad = tmp_path / "bad.key"
+        bad.write_text("# too short\n0011223344\n")
+        drv = Driver(driver_bin, host_if, bad, "127.0.0.1:0", retry_ms=5)
+        assert drv.first == f"err device key {bad}: 5 bytes, a device key is 16 (32 hex digits)", drv.first
+        assert model.stats()["ctrl_auth_fail"] == 1 + D.NANOBPF_CTRL_RETRIES
+    finally:
         model.stop()
         host_port.close()
         netlink.close()
