@@ -213,7 +213,9 @@ impl PacketDevice {
     }
 
     /// After a control operation: the maps written again if it replayed the session. The
-    /// operation's own error comes first.
+    /// operation's own error comes first; when the operation succeeded (it is in the host table) but
+    /// the maps could not be written, that error is returned, since the device would not treat our
+    /// port as QUIC, and the next operation tries the maps again.
     fn after<R>(&mut self, r: Result<R, DeviceError>) -> Result<R, DeviceError> {
         let again = if self.prepared && self.client.resyncs() != self.configured_at { self.configure() } else { Ok(()) };
         let out = r?;
