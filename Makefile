@@ -147,7 +147,7 @@ QUINN := $(BUILD)/rust/$(RUST_TARGET)/release/nanobpf-quinn
 quinn: $(DEFS_STAMP) host-tools ## build nanobpf-quinn (quinn + rustls on the DPU offload: nanobpf.ko or the user-space path) into build/rust
 	@command -v cargo >/dev/null || { echo "quinn: cargo is missing (Rust 1.74 or newer: https://rustup.rs, or your distribution's rustup)"; exit 1; }
 	@cd sw/quic-offload && NANOBPF_GEN=$(GEN) NANOBPF_HOST=$(HOSTBIN) CARGO_TARGET_DIR=$(BUILD)/rust \
-	  RUSTFLAGS="-C target-feature=+crt-static" cargo build -q --release --locked --target $(RUST_TARGET)
+	  RUSTFLAGS="-C target-feature=+crt-static" cargo build -q --release --locked --target $(RUST_TARGET) --bins --examples
 WIRESHARK_PLUGINS ?= $(HOME)/.local/lib/wireshark/plugins
 wireshark: $(DEFS_STAMP) ## install the Wireshark dissector of the control protocol and the data shim (generated from hw/defs/ctrl.toml) into ~/.local/lib/wireshark/plugins (WIRESHARK_PLUGINS=dir)
 	@install -D -m 644 $(GEN)/wireshark/nanobpf.lua $(WIRESHARK_PLUGINS)/nanobpf.lua
