@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import hashlib
 import json
-import random
 import signal
 import ssl
 import sys
@@ -33,7 +32,10 @@ from aioquic.tls import CipherSuite
 PORTS = {"quic-offload": 4433, "quic": 4434, "tls": 5443, "tcp": 5080}
 PROTOS = tuple(PORTS)
 ALPN = "nanobpf-xfer"
-BLOCK = random.Random(20261127).randbytes(65536)
+PATTERN_LABEL = b"nanobpf-xfer pattern"
+# The payload pattern: SHA-256 in counter mode over a fixed label, 65,536 bytes, so that other stacks
+# compute the same bytes (sw/quic-offload, nanobpf-quinn: src/transfer.rs, tests/pattern.rs)
+BLOCK = b"".join(hashlib.sha256(PATTERN_LABEL + i.to_bytes(4, "big")).digest() for i in range(65536 // 32))
 MAX_SIZE = 1 << 34
 
 
