@@ -68,6 +68,8 @@ impl Default for Options {
 
 struct Conn {
     conn: quinn_proto::Connection,
+    /// The key wrappers' state (with or without a device: it also counts what quinn did).
+    st: Option<offload::State>,
     off: Option<OffloadConn>,
     counters: Counters,
     sent_since_update: u64,
@@ -146,6 +148,8 @@ impl Endpoint {
         let cid_len = opts.cid_len;
         let mut ecfg = EndpointConfig::default();
         ecfg.cid_generator(move || Box::new(RandomConnectionIdGenerator::new(cid_len)));
+        // No fixed-bit greasing towards us: the device opens only packets with the bit set.
+        ecfg.grease_quic_bit(false);
         let scfg = match server {
             Some(s) => {
                 let crypto = offload::ServerConfig::new(s, hub.clone(), opts.keylog.clone(), cid_len)?;
@@ -185,11 +189,11 @@ impl Endpoint {
 
     fn add_conn(&mut self, ch: ConnectionHandle, conn: quinn_proto::Connection, peer: SocketAddr) {
         let st = self.hub.take();
-        let off = match (&self.ctl, st) {
-            (Some(_), Some(st)) => Some(OffloadConn::new(st, peer, self.local_port)),
+        let off = match (&self.ctl, &st) {
+            (Some(_), Some(st)) => Some(OffloadConn::new(st.clone(), peer, self.local_port)),
             _ => None,
         };
-        self.conns.insert(ch, Conn { conn, off, counters: Counters::default(), sent_since_update: 0, cpu0: cpu_seconds(), t0: Instant::now() });
+        self.conns.insert(ch, Conn { conn, st, off, counters: Counters::default(), sent_since_update: 0, cpu0: cpu_seconds(), t0: Instant::now() });
     }
 
     /// The device's counters (None without a device, or when it does not answer).
@@ -363,12 +367,14 @@ impl Endpoint {
                 o.remove(ctl.as_mut(), &mut c.counters);
             }
             let offloaded = c.off.as_ref().is_some_and(|o| o.offloaded);
-            if let Some(o) = &c.off {
-                let k = lock(&o.st).c;
+            if let Some(st) = &c.st {
+                let (k, gen) = { let s = lock(st); (s.c, s.gen) };
+                c.counters.add("key_generation", gen);
                 for (n, v) in [("rx_device", k.rx_device), ("rx_software", k.rx_software),
                                ("rx_software_active", k.rx_software_active), ("rx_phase_mismatch", k.rx_phase_mismatch),
                                ("tx_1rtt_clear", k.tx_1rtt_clear), ("tx_1rtt_software", k.tx_1rtt_software),
-                               ("tx_1rtt_software_active", k.tx_1rtt_software_active)] {
+                               ("tx_1rtt_software_active", k.tx_1rtt_software_active),
+                               ("quinn_updates_local", k.quinn_updates_local), ("quinn_updates_peer", k.quinn_updates_peer)] {
                     c.counters.add(n, v);
                 }
             }

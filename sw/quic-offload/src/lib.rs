@@ -15,5 +15,6 @@ pub mod keys;
 pub mod offload;
 pub mod packet;
 pub mod plain;
+pub mod split;
 pub mod tls;
 pub mod transfer;

@@ -86,6 +86,9 @@ pub struct Counts {
     /// 1-RTT packets quinn protected itself while the offload was active (coalesced behind a long
     /// header, or of a generation the device does not hold).
     pub tx_1rtt_software_active: u64,
+    /// Key updates quinn made, started by this side or by the peer (with or without a device).
+    pub quinn_updates_local: u64,
+    pub quinn_updates_peer: u64,
 }
 
 pub type State = Arc<Mutex<Shared>>;
@@ -138,6 +141,10 @@ impl PacketKey for OffPacketKey {
                         // (the device appends the tag; the event loop cuts these 16 bytes off).
                         let n = buf.len();
                         buf[n - TAG_LEN..].fill(0);
+                        // quinn greases the fixed bit (RFC 9287) when the peer allows it; the device
+                        // seals only packets with the bit set (it drops NO_FIXED_BIT), and setting it
+                        // is always allowed. The header is in clear, the device authenticates it as is.
+                        buf[0] |= 0x40;
                         s.clear.push((n, buf[..CLEAR_PREFIX.min(n)].to_vec()));
                         s.skip_header = true;
                         s.c.tx_1rtt_clear += 1;
@@ -309,6 +316,7 @@ impl crypto::Session for OffSession {
                 s.gen = s.next_calls - 1;
                 let remote = s.in_receive;
                 s.updates.push(remote);
+                if remote { s.c.quinn_updates_peer += 1 } else { s.c.quinn_updates_local += 1 }
                 s.current_seen = false;
             }
             s.next_calls

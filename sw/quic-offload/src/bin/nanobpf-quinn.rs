@@ -126,17 +126,15 @@ fn open_device(a: &Args, bind: SocketAddr) -> Result<Device, String> {
     }
 }
 
-#[cfg(feature = "packet")]
+/// The user-space backend (src/packet.rs): control protocol and shim frames over AF_PACKET on the
+/// DPU link, in front of our UDP socket; one object for both halves.
 fn open_packet(ifname: &str, a: &Args, bind: SocketAddr) -> Result<Device, String> {
-    let dev = nanobpf_quinn::packet::PacketDevice::open(ifname, a.key_file.as_deref(), bind).map_err(|e| e.to_string())?;
-    let (ctl, dp) = dev.split();
+    let key = a.key_file.as_deref().ok_or("--offload packet:IF needs --key-file (the device key)")?;
+    let udp = std::net::UdpSocket::bind(bind).map_err(|e| format!("bind {bind}: {e}"))?;
+    let dev = nanobpf_quinn::packet::PacketDevice::open(ifname, key, udp, Default::default())
+        .map_err(|e| format!("the DPU behind {ifname}: {e}"))?;
+    let (ctl, dp) = nanobpf_quinn::split::split(dev);
     Ok((Box::new(dp), Some(Box::new(ctl))))
-}
-
-#[cfg(not(feature = "packet"))]
-fn open_packet(ifname: &str, _a: &Args, _bind: SocketAddr) -> Result<Device, String> {
-    Err(format!("--offload packet:{ifname}: this build has no user-space backend (src/packet.rs); \
-                 build with `--features packet` once it is there, or use --offload driver"))
 }
 
 fn keylog(a: &Args) -> Result<KeyLogFile, String> {
