@@ -79,7 +79,7 @@ impl DriverControl {
             // SAFETY: libnanobpf NUL-terminates errbuf.
             let msg = unsafe { CStr::from_ptr(err.as_ptr()) }.to_string_lossy().into_owned();
             return Err(DeviceError::Io(io::Error::new(io::Error::from_raw_os_error(-rc).kind(),
-                format!("nanobpf.ko: {msg} (is the module loaded and the device attached with nanobpfctl dev attach?)"))));
+                format!("nanobpf.ko: {msg} (the device is attached with `nanobpfctl dev attach IF key FILE`)"))));
         }
         Ok(DriverControl { h })
     }

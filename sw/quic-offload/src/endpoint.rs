@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,6 +24,22 @@ use crate::counters::Counters;
 use crate::device::{Control, Datapath};
 use crate::keys::TAG_LEN;
 use crate::offload::{self, lock, Hub, KeyLogFile};
+
+/// Set (from a signal handler) to end `Endpoint::run` at once; the entries are removed.
+pub static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+/// SIGINT and SIGTERM end the loop cleanly: every key this process installed leaves the device.
+pub fn stop_on_signals() {
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
+}
 
 /// What the application does with the connections (the transfer server and client).
 pub trait App {
@@ -90,6 +107,13 @@ pub struct Endpoint {
     pub counters: Counters,
     rx: Vec<u8>,
     tx: Vec<u8>,
+}
+
+impl Drop for Endpoint {
+    /// No entry of this process stays on the device after it.
+    fn drop(&mut self) {
+        self.remove_all_entries();
+    }
 }
 
 /// CPU seconds (user + system) of this process.
@@ -220,6 +244,10 @@ impl Endpoint {
             }
             if app.finished() && self.conns.is_empty() {
                 return Ok(());
+            }
+            if STOP.load(Ordering::Relaxed) {
+                self.remove_all_entries();
+                return Err("interrupted".into());
             }
             let next = self.conns.values_mut().filter_map(|c| c.conn.poll_timeout()).min();
             let wait = next.map(|t| t.saturating_duration_since(Instant::now())).unwrap_or(Duration::from_millis(200));
@@ -387,6 +415,15 @@ impl Endpoint {
             self.counters.merge(&c.counters);
             self.counters.add("connections", 1);
             app.on_closed(ch, &report);
+        }
+    }
+
+    /// Remove every entry of the connections still open (the loop ends early, or on an error).
+    pub fn remove_all_entries(&mut self) {
+        for c in self.conns.values_mut() {
+            if let (Some(o), Some(ctl)) = (c.off.as_mut(), self.ctl.as_mut()) {
+                o.remove(ctl.as_mut(), &mut c.counters);
+            }
         }
     }
 

@@ -210,7 +210,16 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let r = if a.cmd == "serve" { serve(&a).map(|_| true) } else { get(&a) };
+    nanobpf_quinn::endpoint::stop_on_signals();
+    let r = if a.cmd == "serve" {
+        // SIGINT/SIGTERM end a server normally (its keys removed), as transfer.py's does
+        match serve(&a) {
+            Err(e) if e == "interrupted" => Ok(true),
+            r => r.map(|_| true),
+        }
+    } else {
+        get(&a)
+    };
     match r {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
