@@ -26,6 +26,10 @@ pub struct Entry {
     pub keys: [u8; KEYS_SIZE],
     /// Largest packet number sealed or opened with this entry.
     pub pn: Option<u64>,
+    /// Open entries: the key phase bit of the current keys the last opened current-phase packet had,
+    /// and the smallest number opened in it (the device's `phase`/`phase_pn`): PREV keys open only
+    /// packets below it, or any before the first packet of a new current phase.
+    pub phase: Option<(u8, u64)>,
 }
 
 /// The device's state: key table and counters (sealed, opened, drop_<reason>, key_add, ...).
@@ -94,7 +98,7 @@ impl Control for FakeControl {
         if t.entries.contains_key(id) {
             return Err(DeviceError::Refused { status: Some(crate::defs::ctrl::NANOBPF_CTRL_ST_EXIST as u8), message: format!("{id:?} exists") });
         }
-        t.entries.insert(*id, Entry { keys: *keys, pn: None });
+        t.entries.insert(*id, Entry { keys: *keys, pn: None, phase: None });
         t.counters.add("key_add", 1);
         Ok(())
     }
@@ -256,7 +260,13 @@ impl Table {
         }
         let trunc = out[pn_off..pn_off + pn_len].iter().fold(0u64, |a, &b| a << 8 | b as u64);
         let pn = decode_pn(trunc, 8 * pn_len as u32, e.pn.map_or(0, |x| x + 1));
-        let Some(k) = slot(&e.keys, (out[0] >> 2) & 1) else { return self.drop("no_keys") };
+        let bit = (out[0] >> 2) & 1;
+        let (key_phase, flags, ..) = parse_value(&e.keys);
+        let prev_ok = e.phase.is_none_or(|(p, first)| p != key_phase || pn < first);
+        if bit != key_phase && flags == E::NANOBPF_QUIC_KEY_PREV as u8 && !prev_ok {
+            return self.drop("no_keys");
+        }
+        let Some(k) = slot(&e.keys, bit) else { return self.drop("no_keys") };
         let hdr = pn_off + pn_len;
         let (h, body) = out.split_at_mut(hdr);
         let plain_len = match aead_key(&k).open_in_place(nonce(&k.iv, pn), Aad::from(&*h), body) {
@@ -266,6 +276,12 @@ impl Table {
         out.truncate(hdr + plain_len);
         if let Some(e) = self.entries.get_mut(id) {
             e.pn = Some(e.pn.map_or(pn, |x| x.max(pn)));
+            if bit == key_phase {
+                e.phase = match e.phase {
+                    Some((p, first)) if p == key_phase => Some((p, first.min(pn))),
+                    _ => Some((key_phase, pn)),
+                };
+            }
         }
         self.counters.add("opened", 1);
         Some(out)
