@@ -396,7 +396,8 @@ impl Datapath for DriverUdp {
         unsafe {
             let mut c = libc::CMSG_FIRSTHDR(&msg);
             while !c.is_null() {
-                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == SO_RCVMARK {
+                // the kernel reports the receive mark as SO_MARK (net/socket.c, sock_recv_mark)
+                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SO_MARK {
                     mark = Some(std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<u32>()));
                 }
                 c = libc::CMSG_NXTHDR(&msg, c);

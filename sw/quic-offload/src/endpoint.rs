@@ -431,8 +431,15 @@ impl Endpoint {
         let Some(c) = self.conns.get_mut(&ch) else { return };
         loop {
             if self.opts.key_update_every > 0 && c.sent_since_update >= self.opts.key_update_every {
-                c.sent_since_update = 0;
-                c.conn.force_key_update(); // quinn ignores it while the last update is not done
+                // quinn ignores the request while the last update is not done (its previous keys are
+                // kept for 3 PTOs): the count restarts only once quinn moved to a new generation, so
+                // each side starts its updates however fast the transfer runs
+                let gen = |c: &Conn| c.st.as_ref().map(|st| lock(st).gen);
+                let before = gen(c);
+                c.conn.force_key_update();
+                if gen(c) != before {
+                    c.sent_since_update = 0;
+                }
                 if let (Some(o), Some(ctl)) = (c.off.as_mut(), self.ctl.as_mut()) {
                     o.sync(ctl.as_mut(), &mut c.counters);
                 }

@@ -37,7 +37,9 @@ options:
   --key-file FILE        the device key (packet backend; the driver has it from `dev attach`)
   --cid-len N            length of this endpoint's connection IDs, 0..20 (0: zero-length; default 8)
   --keylog FILE          append the TLS secrets (NSS key log format) to FILE
-  --key-update-every N   force a key update every N datagrams sent (0: quinn's own schedule only)
+  --key-update-every N   start a key update after N datagrams sent since the last one quinn made (asked
+                         again on each datagram while quinn still keeps the previous keys; 0: quinn's own
+                         schedule only)
   --max-conns N          serve: exit after N connections
   --window BYTES         get: the receive window (connection and stream)
 

@@ -1,0 +1,331 @@
+"""quinn on the DPU through nanobpf.ko in QEMU (docs/offload.md "quinn through the driver").
+
+The guest (Debian's kernel, busybox, nanobpf.ko: the rig of test_driver.py) runs `nanobpf-quinn serve
+--offload driver`: quinn + rustls whose 1-RTT keys go into the device's key table over the driver's
+generic-netlink family and whose packets leave with SO_MARK (sealed by the device) and arrive with
+SO_RCVMARK (opened by it). The device is the reference device model on the guest's TAP; its network
+port is a second TAP on this host, where `nanobpf-quinn get` is the client, a plain quinn without a
+DPU, writing the TLS key log. For each transfer:
+
+- the payload's SHA-256 checked by the client (and the bytes counted by the server);
+- every 1-RTT packet on the network side opened here, independently of the stack and the device, with
+  the client's key log (nanobpf.quic.protection, key generations followed across updates): every
+  packet the server sent is authentic, none of the transfer's plaintext appears on the wire, and the
+  check is shown to see plaintext where it is (the opened packets carry the pattern);
+- key updates both ways: each side started at least one (the first packet of a new generation came
+  from it), and both directions used at least three generations;
+- the offload did the work: the device model sealed and opened packets (its counters), the server
+  reports packets sealed and opened by the device and none unsealable, the driver counted marks.
+
+Transfers: IPv4 with 8-byte CIDs on both sides; IPv6 with a client using zero-length CIDs (the
+server's SEAL entry is named by the client's address) and a server using 20-byte CIDs, on a second
+server process (two processes share the device through the driver).
+"""
+import json
+import os
+import re
+import select
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from nanobpf import BUILD
+from nanobpf.ctrl import PacketPort, TapPort
+from nanobpf.devmodel import DeviceModel
+from nanobpf.pcap import parse_udp, write_pcap
+from nanobpf.quic import protection
+from nanobpf.quic.capture import self_signed
+from nanobpf.quic.keylog import parse_keylog
+from nanobpf.quic.keys import key_generations
+from nanobpf.quic.transfer import BLOCK
+
+import nanobpf_ebpf_defs as abi
+from test_driver import (CMDLOOP, CTL, DRIVER, GUEST_MODULES, INIT, KERNEL, KEY_FILE, QEMU, QUIC_HW_IMAGE, Guest,
+                         _cpio, _ip, _module_bytes, _module_order)
+
+QUINN = BUILD / "rust/x86_64-unknown-linux-gnu/release/nanobpf-quinn"
+SRV4, CLI4 = "10.79.0.1", "10.79.0.2"
+SRV6, CLI6 = "fd79::1", "fd79::2"
+PORT_A, PORT_B = 4435, 4437
+WINDOW = 16               # bytes of the payload pattern a plaintext search looks for
+
+pytestmark = pytest.mark.skipif(not QEMU or not KERNEL or not KERNEL.exists(),
+                                reason="needs qemu-system-x86_64 and the kernel image (see test_driver.py)")
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("certs")
+    self_signed(d, host=SRV4)
+    return d
+
+
+@pytest.fixture(scope="module")
+def quinn_initramfs(tmp_path_factory, certs):
+    for f, how in ((DRIVER, "make driver"), (CTL, "make host-tools"), (QUINN, "make quinn"),
+                   (QUIC_HW_IMAGE, "make firmware")):
+        if not f.exists():
+            pytest.fail(f"{f} is missing ({how})")
+    entries = [(p, 0o40755, b"", (0, 0)) for p in
+               ("bin", "dev", "proc", "sys", "tmp", "lib", "lib/modules", "etc", "certs")]
+    entries.append(("dev/console", 0o20600, b"", (5, 1)))
+    entries.append(("bin/busybox", 0o100755, Path("/bin/busybox").read_bytes(), (0, 0)))
+    entries.append(("bin/sh", 0o120777, b"busybox", (0, 0)))
+    names = []
+    for rel in _module_order(GUEST_MODULES):
+        name = re.sub(r"\.(xz|zst|gz)$", "", Path(rel).name)
+        entries.append((f"lib/modules/{name}", 0o100644, _module_bytes(rel), (0, 0)))
+        names.append(name)
+    entries.append(("modules.order", 0o100644, ("\n".join(names) + "\n").encode(), (0, 0)))
+    entries.append(("nanobpf.ko", 0o100644, DRIVER.read_bytes(), (0, 0)))
+    entries.append(("bin/nanobpfctl", 0o100755, CTL.read_bytes(), (0, 0)))
+    entries.append(("bin/nanobpf-quinn", 0o100755, QUINN.read_bytes(), (0, 0)))
+    entries.append(("xdp_quic_hw.nbpf", 0o100644, QUIC_HW_IMAGE.read_bytes(), (0, 0)))
+    for f in ("cert.pem", "key.pem"):
+        entries.append((f"certs/{f}", 0o100600, (certs / f).read_bytes(), (0, 0)))
+    from nanobpf import ctrlkey
+    entries.append((KEY_FILE[1:], 0o100600, f"{ctrlkey.default().key.hex()}\n".encode(), (0, 0)))
+    # IPv6 stays on here (test_driver.py turns it off to keep the model's port quiet): the IPv6 transfer
+    # needs it on the driver's netdev; the lower device keeps it off
+    init = INIT.replace("echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6\n", "")
+    entries.append(("init", 0o100755, init.encode(), (0, 0)))
+    entries.append(("cmdloop", 0o100644, CMDLOOP.encode(), (0, 0)))
+    path = tmp_path_factory.mktemp("quinn-initramfs") / "initramfs.cpio"
+    path.write_bytes(_cpio(entries))
+    return path
+
+
+class Sniffer(threading.Thread):
+    """Every frame on the network side's TAP, both ways, with its direction, until stopped."""
+
+    def __init__(self, ifname):
+        super().__init__(daemon=True)
+        self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
+        self.sock.bind((ifname, 0))
+        self.frames, self._done = [], threading.Event()
+
+    def _drain(self):
+        while True:
+            try:
+                frame, addr = self.sock.recvfrom(65600, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                return
+            self.frames.append((addr[2] == socket.PACKET_OUTGOING, frame))
+
+    def run(self):
+        while not self._done.is_set():
+            if select.select([self.sock], [], [], 0.05)[0]:
+                self._drain()
+
+    def stop(self):
+        self._done.set()
+        self.join()
+        self._drain()
+        self.sock.close()
+        return self.frames
+
+
+class QuinnRig:
+    """The guest's TAP with the reference device model on it; the model's network port a TAP of this
+    host with the client's addresses; the guest's driver attached, its netdev addressed."""
+
+    def __init__(self, workdir, initrd, fast=False):
+        tag = f"{os.getpid() % 10000}"
+        self.tap, self.nettap = f"nbqq{tag}", f"nbqn{tag}"
+        self.guest = self.dev = self.host_port = self.net_port = None
+        _ip("tuntap", "add", "dev", self.tap, "mode", "tap")
+        try:
+            Path(f"/proc/sys/net/ipv6/conf/{self.tap}/disable_ipv6").write_text("1")
+            _ip("link", "set", self.tap, "up")
+            self.guest = Guest(workdir, initrd, self.tap)
+            self.host_port = PacketPort(self.tap)
+            self.net_port = TapPort(self.nettap)
+            Path(f"/proc/sys/net/ipv6/conf/{self.nettap}/disable_ipv6").write_text("0")
+            _ip("addr", "add", f"{CLI4}/24", "dev", self.nettap)
+            _ip("-6", "addr", "add", f"{CLI6}/64", "dev", self.nettap, "nodad")
+            kw = dict(fast=True) if fast else {}
+            self.dev = DeviceModel(host=self.host_port, net=self.net_port, seed=45, **kw).start()
+            g = self.guest
+            g.run(f"nanobpfctl dev attach eth0 key {KEY_FILE}", timeout=60)
+            g.run("echo 0 > /proc/sys/net/ipv6/conf/nbpf0/accept_dad; echo 0 > /proc/sys/net/ipv6/conf/nbpf0/disable_ipv6; "
+                  "ip link set nbpf0 up; "
+                  f"ip addr add {SRV4}/24 dev nbpf0; ip -6 addr add {SRV6}/64 dev nbpf0")
+        except BaseException:
+            self.close()
+            raise
+
+    def serve(self, port, cid_len, key_update_every, log):
+        """A server process in the guest (background), up once its UDP port is bound."""
+        self.guest.run(f"nanobpf-quinn serve --listen [::]:{port} --cert-dir /certs --offload driver "
+                       f"--program /xdp_quic_hw.nbpf --key-file {KEY_FILE} --cid-len {cid_len} "
+                       f"--key-update-every {key_update_every} --max-conns 1 > {log} 2>&1 &")
+        end = time.monotonic() + 60
+        while f":{port} " not in self.guest.run("netstat -uln"):
+            if time.monotonic() > end:
+                raise AssertionError(f"the server on {port} did not come up:\n" + self.guest.run(f"cat {log}"))
+            time.sleep(0.5)
+
+    def close(self):
+        if self.guest:
+            self.guest.close()
+        if self.dev:
+            self.dev.stop()
+        for p in (self.host_port, self.net_port):
+            if p:
+                p.close()
+        subprocess.run(["ip", "link", "del", self.tap], capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def rig(quinn_initramfs, tmp_path_factory):
+    r = QuinnRig(tmp_path_factory.mktemp("quinn-guest"), quinn_initramfs)
+    yield r
+    r.close()
+
+
+# ---------------------------------------------------------------- the wire, opened independently
+def _packets(datagram, short_cid_len):
+    """(offset, is_long) of each QUIC packet of a datagram (a short header is the last)."""
+    off = 0
+    while off < len(datagram):
+        if datagram[off] & 0x80:
+            info = protection.header_info(datagram[off:], short_cid_len)
+            yield off, True
+            off += info.end
+        else:
+            yield off, False
+            return
+
+
+class Direction:
+    """The 1-RTT packets of one direction, opened with the key log's secret of that side."""
+
+    def __init__(self, secret, cid_len):
+        self.gens = key_generations(secret, 64)
+        self.cid_len, self.gen, self.largest = cid_len, 0, -1
+        self.opened, self.first_of_gen, self.plain = 0, {}, []
+
+    def open(self, packet, index):
+        for g in (self.gen, self.gen + 1, self.gen - 1):
+            if g < 0:
+                continue
+            try:
+                u = protection.unprotect(packet, self.gens[g], self.largest, self.cid_len)
+            except protection.TagMismatch:
+                continue
+            if u.key_phase != g % 2:
+                continue
+            self.largest = max(self.largest, u.pn)
+            self.gen = max(self.gen, g)
+            self.first_of_gen.setdefault(g, index)
+            self.opened += 1
+            self.plain.append(u.plain[u.header_len:])
+            return
+        raise AssertionError(f"frame {index}: a 1-RTT packet of {len(packet)} bytes opens with none of the key "
+                             f"generations {self.gen - 1}..{self.gen + 1} of the key log")
+
+
+def check_wire(frames, keylog, srv_ip, port, cli_cid_len, srv_cid_len):
+    """Open every 1-RTT packet between the client and the server on `port`; returns the two Directions."""
+    conns = parse_keylog(keylog)
+    assert len(conns) == 1, f"{len(conns)} connections in the key log"
+    secrets = next(iter(conns.values()))
+    down = Direction(secrets["SERVER_TRAFFIC_SECRET_0"], cli_cid_len)     # server -> client: the device sealed
+    up = Direction(secrets["CLIENT_TRAFFIC_SECRET_0"], srv_cid_len)
+    pattern = {BLOCK[i:i + WINDOW] for i in range(0, len(BLOCK) - WINDOW)}
+    leaked = 0
+    for index, (outgoing, frame) in enumerate(frames):
+        u = parse_udp(frame)
+        if u is None or port not in (u.sport, u.dport) or srv_ip not in (u.src, u.dst):
+            continue
+        from_server = u.sport == port
+        d = down if from_server else up
+        for off, long in _packets(u.payload, d.cid_len):
+            if not long:
+                d.open(u.payload[off:], index)
+        if from_server:
+            p = u.payload
+            leaked += any(p[i:i + WINDOW] in pattern for i in range(len(p) - WINDOW))
+    assert leaked == 0, f"{leaked} datagrams from the server carry the transfer's plaintext on the wire"
+    seen = sum(any(p[i:i + WINDOW] in pattern for i in range(0, len(p) - WINDOW)) for p in down.plain)
+    assert seen > 0, "no opened packet carries the pattern: the plaintext search would see nothing"
+    return down, up
+
+
+def _json_lines(text):
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            out.append(json.loads(line))
+    return out
+
+
+def quic_stat(dev, index):
+    """The QUIC program's quic_stats[index] in the model, summed over its CPUs."""
+    with dev.lock:
+        return DeviceModel._quic_stat(dev._prog[0], index) or 0 if dev._prog else 0
+
+
+@pytest.mark.parametrize("case", [
+    dict(name="ipv4-cid8", host=SRV4, port=PORT_A, srv_cid=8, cli_cid=8, size=2_000_000),
+    dict(name="ipv6-cid0-cid20", host=SRV6, port=PORT_B, srv_cid=20, cli_cid=0, size=2_000_000),
+], ids=lambda c: c["name"])
+def test_quinn_transfer_through_driver(rig, certs, case, tmp_path):
+    dev = rig.dev
+    before = dev.stats()
+    sealed0, opened0 = (quic_stat(dev, abi.NANOBPF_QUIC_STAT_SEALED), quic_stat(dev, abi.NANOBPF_QUIC_STAT_OPENED))
+    log = f"/tmp/srv-{case['port']}.log"
+    rig.serve(case["port"], case["srv_cid"], key_update_every=100, log=log)
+    keylog = tmp_path / "keylog.txt"
+    sniff = Sniffer(rig.nettap)
+    sniff.start()
+    try:
+        r = subprocess.run([str(QUINN), "get", "--host", case["host"], "--port", str(case["port"]),
+                            "--size", str(case["size"]), "--cert-dir", str(certs), "--cid-len",
+                            str(case["cli_cid"]), "--keylog", str(keylog), "--key-update-every", "37"],
+                           capture_output=True, text=True, timeout=600)
+    finally:
+        frames = sniff.stop()
+    srv_text = rig.guest.run(f"sleep 1; cat {log}")
+    # what the network side saw and the key log, kept for a look at a failure (tshark -o tls.keylog_file:...)
+    write_pcap(tmp_path / "net.pcap", [f for _, f in frames])
+    assert r.returncode == 0, f"client failed ({r.returncode}):\n{r.stdout}\n{r.stderr}\nserver:\n{srv_text}"
+    client = _json_lines(r.stdout)[-1]
+    assert client.get("ok") is True and client.get("bytes") == case["size"], client
+
+    # the server: offloaded, packets sealed and opened by the device, nothing unsealable
+    reports = [x for x in _json_lines(srv_text) if "bytes" in x]
+    assert reports, f"no report from the server:\n{srv_text}"
+    rep = reports[-1]
+    assert rep["bytes"] == case["size"] and rep.get("offloaded"), rep
+    off = rep["offload"]
+    assert off.get("tx_device", 0) > 0 and off.get("rx_device", 0) > 0, off
+    assert off.get("unsealable", 0) == 0, off
+
+    # the device model did the sealing and opening
+    after = dev.stats()
+    sealed = quic_stat(dev, abi.NANOBPF_QUIC_STAT_SEALED) - sealed0
+    opened = quic_stat(dev, abi.NANOBPF_QUIC_STAT_OPENED) - opened0
+    assert sealed >= off["tx_device"] * 0.9 and opened > 0, (sealed, opened, off)
+    assert after["decrypted"] - before["decrypted"] == opened
+
+    # the wire, opened independently with the key log
+    down, up = check_wire(frames, keylog.read_text(), case["host"], case["port"], case["cli_cid"], case["srv_cid"])
+    assert down.opened >= sealed, (down.opened, sealed)
+    gens = max(down.first_of_gen), max(up.first_of_gen)
+    assert min(gens) >= 2, f"key generations used: server {gens[0] + 1}, client {gens[1] + 1}; server {off}, client {client}"
+    # who started each update: the side whose packet of the new generation came first
+    started = {"server": 0, "client": 0}
+    for g in range(1, min(gens) + 1):
+        started["server" if down.first_of_gen[g] < up.first_of_gen[g] else "client"] += 1
+    assert started["server"] and started["client"], f"key updates started: {started}"
+    print(f"{case['name']}: {case['size']} B, {down.opened} packets from the server sealed by the device, "
+          f"{opened} opened for it, generations {gens}, updates started {started}, "
+          f"client {client.get('mbit_s')} Mbit/s")
+    rig.guest.assert_log_clean()
