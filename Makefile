@@ -145,7 +145,7 @@ host-tools: $(DEFS_STAMP) | $(APT_STAMP) ## build libnanobpf and nanobpfctl into
 RUST_TARGET := x86_64-unknown-linux-gnu
 QUINN := $(BUILD)/rust/$(RUST_TARGET)/release/nanobpf-quinn
 quinn: $(DEFS_STAMP) host-tools ## build nanobpf-quinn (quinn + rustls on the DPU offload: nanobpf.ko or the user-space path) into build/rust
-	@command -v cargo >/dev/null || { echo "quinn: cargo is missing (Rust 1.74 or newer: https://rustup.rs, or your distribution's rustup)"; exit 1; }
+	@command -v cargo >/dev/null || { echo "quinn: cargo is missing (Rust 1.85 or newer: rustup from https://rustup.rs)"; exit 1; }
 	@cd sw/quic-offload && NANOBPF_GEN=$(GEN) NANOBPF_HOST=$(HOSTBIN) CARGO_TARGET_DIR=$(BUILD)/rust \
 	  RUSTFLAGS="-C target-feature=+crt-static" cargo build -q --release --locked --target $(RUST_TARGET) --bins --examples
 WIRESHARK_PLUGINS ?= $(HOME)/.local/lib/wireshark/plugins
@@ -160,7 +160,7 @@ TEST_CORES := 1 4
 # The board is built with BOARD_CORES=2, not its default, on purpose: a smaller build (elaboration,
 # tests/board's Verilator lint and the board's simulation from its pins, sim/board, take less time and
 # memory) that still has a control core and a data core; tests/board reads build/hw/board-genesys2-2.
-test-prereqs: $(VENV_STAMP) firmware ebpf-tools hw-blocks driver host-tools
+test-prereqs: $(VENV_STAMP) firmware ebpf-tools hw-blocks driver host-tools quinn
 	@for n in $(TEST_CORES); do $(MAKE) -s sim CORES=$$n || exit 1; done
 	@$(MAKE) -s board-hw BOARD=genesys2 BOARD_CORES=2
 	@$(MAKE) -s litedram BOARD=genesys2
@@ -198,7 +198,7 @@ bench-dpu: $(VENV_STAMP) firmware ebpf-tools ## the DPU wire to wire in the cycl
 bench-ctrl: $(VENV_STAMP) firmware ebpf-tools ## the control plane on the RTL DPU's core 0: cycles per message, PROG_COMMIT split into CRC/load/verify (static passes, exploration)/JIT (QUIC=1 adds xdp_quic_hw: about 10 min more; needs root for the TAPs)
 	@$(MAKE) -s sim CORES=1
 	@$(BIN)/nanobpf-bench-ctrl --out $(BUILD)/bench $(if $(QUIC),--quic)
-bench-paper: $(VENV_STAMP) firmware ebpf-tools ## the paper's evaluation on the netns bench (root): aioquic with/without the DPU offload, TCP+TLS and TCP, 512 KB-10 MB through the device model; QUIC's share against iperf3 on 5 Mbit/s, 50 ms RTT; QUIC windows 13/30/60 KB; CPU per byte (RUNS=5: about 15 min; build/bench/paper)
+bench-paper: $(VENV_STAMP) firmware ebpf-tools quinn ## the paper's evaluation on the netns bench (root): aioquic and quinn with/without the DPU offload, TCP+TLS and TCP, 512 KB-10 MB through the device model (its native data path); QUIC's share against iperf3 on 5 Mbit/s, 50 ms RTT; QUIC windows 13/30/60 KB; CPU per byte (RUNS=5: about 15 min; build/bench/paper)
 	@$(BIN)/nanobpf-bench-paper --out $(BUILD)/bench/paper --runs $(or $(RUNS),5)
 bench-aead: $(VENV_STAMP) hw-blocks ## AEAD engine only: cycles per request/block, Gbit/s at 125 MHz, yosys area per build variant
 	@$(BIN)/nanobpf-bench-aead --out $(BUILD)/bench

@@ -1,5 +1,6 @@
 """The evaluation of the design this project follows, reproduced on the netns test bench
-(`make bench-paper`, docs/offload.md): aioquic with the DPU offload against aioquic alone and TCP.
+(`make bench-paper`, docs/offload.md): two QUIC stacks with the DPU offload against themselves alone
+and TCP: aioquic (Python) and quinn (Rust, `nanobpf-quinn`, whose AEAD is a real share of its cost).
 
 1. Transfer throughput through the DPU, no bottleneck: 512 KB, 1 MB, 5 MB and 10 MB; QUIC with the
    offload, QUIC without (the same DPU forwards it untouched), TCP+TLS 1.3 and plain TCP; and the
@@ -7,6 +8,13 @@
 2. Bandwidth share on a bottleneck (5 Mbit/s, 50 ms RTT, tbf + delay line) shared with a long-running
    iperf3 TCP flow: QUIC's share of the bytes delivered during its transfer, with and without offload.
 3. The same bottleneck with the QUIC receive window (max_data, max_stream_data) at 13, 30 and 60 KB.
+
+Each stack runs on a bench of its own (a device model each: one process owns a device's control
+session), the variants of a stack interleaved run by run. The DPU is the device model with its native
+data path (nanobpf-devmodel --fast, tens of thousands of frames/s: not the bottleneck); --slow-model
+takes the Python one. The server's CPU time per byte is its process's own (getrusage over the
+connection), so it does not depend on what else shares the machine's two cores with it (the client
+and the model); from it, the throughput one host core would sustain: 8 / (ns per byte) Gbit/s.
 
 Every configuration runs `runs` times; tables give medians and min..max, figures plot them
 (paper-*.png), results.json keeps every run. Needs root (namespaces), `make firmware` (the program).
@@ -23,16 +31,24 @@ import sys
 import time
 from pathlib import Path
 
+from .. import BUILD, ctrlkey
 from ..netbed import CLI_IP, SRV_IP, Bottleneck, Testbed
 from .transfer import PORTS
 
 PY = sys.executable
 SIZES = [512_000, 1_000_000, 5_000_000, 10_000_000]
-VARIANTS = ["quic-offload", "quic", "tls", "tcp"]
+QUINN = BUILD / "rust/x86_64-unknown-linux-gnu/release/nanobpf-quinn"     # make quinn
+PROGRAM = BUILD / "firmware/bpf/xdp_quic_hw.nbpf"                          # make firmware
+QUINN_PORTS = {"quinn-offload": 4435, "quinn": 4436}
+STACKS = {"aioquic": ["quic-offload", "quic", "tls", "tcp"], "quinn": ["quinn-offload", "quinn"]}
+VARIANTS = STACKS["aioquic"] + STACKS["quinn"]
+OFFLOAD_PAIRS = (("quic-offload", "quic"), ("quinn-offload", "quinn"))
+SHARE_VARIANTS = {"aioquic": ("quic-offload", "quic"), "quinn": ("quinn-offload", "quinn")}
 BUFFERS = [13_000, 30_000, 60_000]
 SHARE_SIZE = 2_000_000
 IPERF_PORT = 5201        # iperf3's default
-CLASSES = (f"quic=udp:{PORTS['quic-offload']},{PORTS['quic']}", f"iperf=tcp:{IPERF_PORT}",
+CLASSES = (f"quic=udp:{PORTS['quic-offload']},{PORTS['quic']},{QUINN_PORTS['quinn-offload']},{QUINN_PORTS['quinn']}",
+           f"iperf=tcp:{IPERF_PORT}",
            f"tcp=tcp:{PORTS['tls']},{PORTS['tcp']}")
 PAPER = {   # the figures the paper reports, for the comparison in the tables
     "gain": {512_000: 0.06, 10_000_000: 0.13},
@@ -64,6 +80,9 @@ class Server:
             time.sleep(0.5)
         raise RuntimeError("the transfer server did not come up")
 
+    def mark(self, variant):
+        return len(self.lines)
+
     def cpu_report(self, proto, after, timeout=30):
         """The server's CPU report of the next `proto` connection that ended after index `after`."""
         end = time.monotonic() + timeout
@@ -79,7 +98,71 @@ class Server:
         self.proc.wait(60)
 
 
+class QuinnServer:
+    """nanobpf-quinn servers in the server's namespace: one through the DPU (the user-space path on the
+    DPU link: the host kernel here cannot load nanobpf.ko), one without; the CPU report of each is its
+    own process's."""
+
+    def __init__(self, bed, cert_dir, cid_len=8):
+        for f, how in ((QUINN, "make quinn"), (PROGRAM, "make firmware")):
+            if not f.exists():
+                raise FileNotFoundError(f"{f} is missing ({how})")
+        self.procs, self.lines = {}, {}
+        import threading
+        for v, port in QUINN_PORTS.items():
+            off = ["--offload", f"packet:{bed.dpu_host_if}", "--program", str(PROGRAM), "--key-file",
+                   str(ctrlkey.key_path())] if v == "quinn-offload" else ["--offload", "none"]
+            self.procs[v] = bed.popen("srv", [str(QUINN), "serve", "--listen", f"[::]:{port}", "--cert-dir", str(cert_dir),
+                                             "--cid-len", str(cid_len)] + off, stdout=subprocess.PIPE, text=True)
+            self.lines[v] = []
+            threading.Thread(target=self._read, args=(v,), daemon=True).start()
+
+    def _read(self, v):
+        for x in self.procs[v].stdout:
+            if x.startswith("{"):
+                self.lines[v].append(json.loads(x))
+
+    def wait_ready(self, bed, timeout=60):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            for v, p in self.procs.items():
+                if p.poll() is not None:
+                    raise RuntimeError(f"the {v} server ended ({p.returncode})")
+            out = bed.run("srv", ["ss", "-Hnlu"], check=False).stdout
+            if all(f":{port} " in out for port in QUINN_PORTS.values()):
+                return
+            time.sleep(0.2)
+        raise RuntimeError("the quinn servers did not come up")
+
+    def mark(self, variant):
+        return len(self.lines[variant])
+
+    def cpu_report(self, proto, after, timeout=30):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            for x in self.lines[proto][after:]:
+                if "cpu_s" in x:
+                    return x
+            time.sleep(0.05)
+        return None
+
+    def stop(self):
+        for p in self.procs.values():
+            p.terminate()
+        for p in self.procs.values():
+            p.wait(60)
+
+
 def _get(bed, proto, size, cert_dir, buffer=None, timeout=900):
+    if proto in QUINN_PORTS:
+        argv = [str(QUINN), "get", "--host", SRV_IP, "--port", str(QUINN_PORTS[proto]), "--size", str(size),
+                "--cert-dir", str(cert_dir)] + (["--window", str(buffer)] if buffer else [])
+        r = bed.run("cli", argv, check=False, timeout=timeout)
+        try:
+            out = json.loads(r.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            return dict(proto=proto, ok=False, error=r.stderr[-500:])
+        return dict(out, proto=proto)
     argv = [PY, "-m", "nanobpf.quic.transfer", "get", "--proto", proto, "--host", SRV_IP, "--size", str(size),
             "--cert-dir", str(cert_dir)] + (["--buffer", str(buffer)] if buffer else [])
     r = bed.run("cli", argv, check=False, timeout=timeout)
@@ -93,31 +176,42 @@ def _progress(msg):
     print(f"[bench-paper] {msg}", flush=True)
 
 
-def throughput(work, runs, sizes, variants, cc="reno"):
-    """Experiment 1: [{variant, size, run, mbit_s, cpu_ns_per_byte}]."""
+def _server(stack, bed, work, cc):
+    srv = Server(bed, work, cc) if stack == "aioquic" else QuinnServer(bed, work)
+    srv.wait_ready(bed)
+    return srv
+
+
+def throughput(work, runs, sizes, variants, cc="reno", fast=True):
+    """Experiment 1: [{variant, size, run, mbit_s, cpu_ns_per_byte}], each stack on a bench of its own."""
     out = []
-    with Testbed(dpu="model", workdir=work / "bed1") as bed:
-        srv = Server(bed, work, cc)
-        srv.wait_ready(bed)
-        total, done = runs * len(sizes) * len(variants), 0
-        for run in range(runs):
-            for size in sizes:
-                for v in variants:      # interleaved, so slow drifts hit every variant alike
-                    mark = len(srv.lines)
-                    r = _get(bed, v, size, work)
-                    rep = srv.cpu_report(v, mark)
-                    done += 1
-                    if not r.get("ok"):
-                        _progress(f"{v} {size} run {run}: FAILED {r.get('error', r)}")
-                        continue
-                    row = dict(variant=v, size=size, run=run, seconds=r["seconds"],
-                               mbit_s=8 * size / r["seconds"] / 1e6,
-                               cpu_ns_per_byte=1e9 * rep["cpu_s"] / size if rep else None,
-                               offloaded=rep.get("offloaded") if rep else None)
-                    out.append(row)
-                    _progress(f"[{done}/{total}] {v:12s} {size:>9,d} B: {row['mbit_s']:6.1f} Mbit/s, "
-                              f"{row['cpu_ns_per_byte'] or 0:7.1f} ns/B")
-        srv.stop()
+    total, done = runs * len(sizes) * len(variants), 0
+    for stack, members in STACKS.items():
+        mine = [v for v in variants if v in members]
+        if not mine:
+            continue
+        with Testbed(dpu="model", workdir=work / f"bed1-{stack}", model_fast=fast) as bed:
+            srv = _server(stack, bed, work, cc)
+            for run in range(runs):
+                for size in sizes:
+                    for v in mine:      # interleaved, so slow drifts hit every variant alike
+                        mark = srv.mark(v)
+                        r = _get(bed, v, size, work)
+                        rep = srv.cpu_report(v, mark)
+                        done += 1
+                        if not r.get("ok"):
+                            _progress(f"{v} {size} run {run}: FAILED {r.get('error', r)}")
+                            continue
+                        row = dict(variant=v, size=size, run=run, seconds=r["seconds"],
+                                   mbit_s=8 * size / r["seconds"] / 1e6,
+                                   cpu_ns_per_byte=1e9 * rep["cpu_s"] / size if rep else None,
+                                   offloaded=rep.get("offloaded") if rep else None)
+                        if rep and isinstance(rep.get("offload"), dict):
+                            row["offload"] = rep["offload"]
+                        out.append(row)
+                        _progress(f"[{done}/{total}] {v:13s} {size:>9,d} B: {row['mbit_s']:6.1f} Mbit/s, "
+                                  f"{row['cpu_ns_per_byte'] or 0:7.1f} ns/B")
+            srv.stop()
     return out
 
 
@@ -128,34 +222,36 @@ def _iperf_start(bed):
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def share(work, runs, buffers, variants=("quic-offload", "quic"), size=SHARE_SIZE, rate=5.0, rtt=50.0, cc="reno"):
-    """Experiments 2 and 3: [{variant, buffer, run, share, mbit_s}] (buffer None: aioquic's default)."""
+def share(work, runs, buffers, stacks=("aioquic", "quinn"), size=SHARE_SIZE, rate=5.0, rtt=50.0, cc="reno", fast=True):
+    """Experiments 2 and 3: [{variant, buffer, run, share, mbit_s}] (buffer None: the stack's default)."""
     out = []
-    with Testbed(dpu="model", bottleneck=Bottleneck(rate_mbit=rate, rtt_ms=rtt, classes=CLASSES),
-                 workdir=work / "bed2") as bed:
-        srv = Server(bed, work, cc)
-        srv.wait_ready(bed)
-        iperf = _iperf_start(bed)
-        time.sleep(5)                    # the TCP flow at its steady state
-        total, done = runs * len(buffers) * len(variants), 0
-        for run in range(runs):
-            for buf in buffers:
-                for v in variants:
-                    c0 = bed.wire_counters() or {}
-                    r = _get(bed, v, size, work, buffer=buf)
-                    c1 = bed.wire_counters() or {}
-                    done += 1
-                    if not r.get("ok") or iperf.poll() is not None:
-                        _progress(f"{v} buffer {buf} run {run}: FAILED {r.get('error', r)}")
-                        continue
-                    q, t = (c1.get(k, 0) - c0.get(k, 0) for k in ("quic", "iperf"))
-                    row = dict(variant=v, buffer=buf, run=run, seconds=r["seconds"], mbit_s=8 * size / r["seconds"] / 1e6,
-                               share=q / (q + t) if q + t else None, iperf_mbit_s=8 * t / r["seconds"] / 1e6,
-                               drops=c1.get("dropped", 0) - c0.get("dropped", 0))
-                    out.append(row)
-                    _progress(f"[{done}/{total}] {v:12s} buffer {buf or 'default'}: share {row['share'] or 0:.2f}, "
-                              f"QUIC {row['mbit_s']:.2f} Mbit/s, TCP {row['iperf_mbit_s']:.2f} Mbit/s")
-        srv.stop()
+    total, done = runs * len(buffers) * 2 * len(stacks), 0
+    for stack in stacks:
+        variants = SHARE_VARIANTS[stack]
+        with Testbed(dpu="model", bottleneck=Bottleneck(rate_mbit=rate, rtt_ms=rtt, classes=CLASSES),
+                     workdir=work / f"bed2-{stack}", model_fast=fast) as bed:
+            srv = _server(stack, bed, work, cc)
+            iperf = _iperf_start(bed)
+            time.sleep(5)                    # the TCP flow at its steady state
+            for run in range(runs):
+                for buf in buffers:
+                    for v in variants:
+                        c0 = bed.wire_counters() or {}
+                        r = _get(bed, v, size, work, buffer=buf)
+                        c1 = bed.wire_counters() or {}
+                        done += 1
+                        if not r.get("ok") or iperf.poll() is not None:
+                            _progress(f"{v} buffer {buf} run {run}: FAILED {r.get('error', r)}")
+                            continue
+                        q, t = (c1.get(k, 0) - c0.get(k, 0) for k in ("quic", "iperf"))
+                        row = dict(variant=v, buffer=buf, run=run, seconds=r["seconds"], mbit_s=8 * size / r["seconds"] / 1e6,
+                                   share=q / (q + t) if q + t else None, iperf_mbit_s=8 * t / r["seconds"] / 1e6,
+                                   drops=c1.get("dropped", 0) - c0.get("dropped", 0))
+                        out.append(row)
+                        _progress(f"[{done}/{total}] {v:13s} buffer {buf or 'default'}: share {row['share'] or 0:.2f}, "
+                                  f"QUIC {row['mbit_s']:.2f} Mbit/s, TCP {row['iperf_mbit_s']:.2f} Mbit/s")
+            iperf.terminate()
+            srv.stop()
     return out
 
 
@@ -220,28 +316,39 @@ def report(res, out):
     lines = ["# Paper evaluation on the netns bench", "",
              f"Run {res['date']}, {res['runs']} runs per configuration, aioquic's congestion control "
              f"{res.get('cc', 'reno')}; median (min..max). "
-             "The DPU is the reference device model (nanobpf.devmodel running xdp_quic_hw in the device's "
-             "eBPF runtime); see docs/offload.md for the set-up and why the numbers differ from the paper's.", ""]
+             f"The DPU is the reference device model (nanobpf.devmodel running xdp_quic_hw in the device's "
+             f"eBPF runtime, {'its native data path' if res.get('fast_model', True) else 'its Python data path'}); "
+             "aioquic and quinn each on a bench of their own; see docs/offload.md for the set-up and why the "
+             "numbers differ from the paper's.", ""]
     t = res.get("throughput") or []
     if t:
-        lines += ["## 1. Throughput through the DPU (Mbit/s) and server CPU per byte (ns/B)", "",
-                  "| size | " + " | ".join(VARIANTS) + " | offload gain (median) | paper |",
-                  "|---|" + "---:|" * (len(VARIANTS) + 2)]
+        present = [v for v in VARIANTS if any(r["variant"] == v for r in t)]
+        pairs = [(a, b) for a, b in OFFLOAD_PAIRS if a in present and b in present]
+        lines += ["## 1. Throughput through the DPU (Mbit/s)", "",
+                  "| size | " + " | ".join(present) + " | " + " | ".join(f"{a} vs {b}" for a, b in pairs) + " | paper |",
+                  "|---|" + "---:|" * (len(present) + len(pairs) + 1)]
         for size in sorted({r["size"] for r in t}):
             cells, med = [], {}
-            for v in VARIANTS:
-                s = _stats([r["mbit_s"] for r in t if r["size"] == size and r["variant"] == v])
-                med[v] = s["median"] if s else None
-                cells.append(_fmt(s))
-            gain = (med["quic-offload"] / med["quic"] - 1) if med.get("quic") and med.get("quic-offload") else None
+            for v in present:
+                st = _stats([r["mbit_s"] for r in t if r["size"] == size and r["variant"] == v])
+                med[v] = st["median"] if st else None
+                cells.append(_fmt(st))
+            gains = [f"{med[a] / med[b] - 1:+.0%}" if med.get(a) and med.get(b) else "-" for a, b in pairs]
             paper = PAPER["gain"].get(size)
-            lines.append(f"| {size / 1e6:g} MB | " + " | ".join(cells) +
-                         f" | {'-' if gain is None else f'{gain:+.0%}'} | {'-' if paper is None else f'+{paper:.0%}'} |")
-        lines += ["", "| server CPU per byte | " + " | ".join(VARIANTS) + " |", "|---|" + "---:|" * len(VARIANTS)]
+            lines.append(f"| {size / 1e6:g} MB | " + " | ".join(cells + gains) +
+                         f" | {'-' if paper is None else f'+{paper:.0%}'} |")
+        lines += ["", "Server CPU time per byte over the whole connection (ns/B), and from it the throughput one "
+                  "host core would sustain (Mbit/s = 8000 / ns per byte, medians):", "",
+                  "| size | " + " | ".join(present) + " | " + " | ".join(f"{a} saves" for a, _ in pairs) + " |",
+                  "|---|" + "---:|" * (len(present) + len(pairs))]
         for size in sorted({r["size"] for r in t}):
-            cells = [_fmt(_stats([r["cpu_ns_per_byte"] for r in t if r["size"] == size and r["variant"] == v]))
-                     for v in VARIANTS]
-            lines.append(f"| {size / 1e6:g} MB | " + " | ".join(cells) + " |")
+            cells, med = [], {}
+            for v in present:
+                st = _stats([r["cpu_ns_per_byte"] for r in t if r["size"] == size and r["variant"] == v])
+                med[v] = st["median"] if st else None
+                cells.append(_fmt(st) + (f" = {8000 / st['median']:,.0f}" if st and st["median"] else ""))
+            saves = [f"{1 - med[a] / med[b]:+.0%}" if med.get(a) and med.get(b) else "-" for a, b in pairs]
+            lines.append(f"| {size / 1e6:g} MB | " + " | ".join(cells + saves) + " |")
         lines.append("")
     c = res.get("crypto")
     if c:
@@ -260,11 +367,11 @@ def report(res, out):
         lines += [title, "", "| QUIC window | variant | QUIC share | QUIC Mbit/s | TCP Mbit/s | bottleneck drops | paper |",
                   "|---|---|---:|---:|---:|---:|---:|"]
         for buf in sorted({r["buffer"] or 0 for r in rows}):
-            for v in ("quic-offload", "quic"):
+            for v in ("quic-offload", "quic", "quinn-offload", "quinn"):
                 sel = [r for r in rows if (r["buffer"] or 0) == buf and r["variant"] == v]
                 if not sel:
                     continue
-                paper = PAPER["share"].get(v) if key == "share" else None
+                paper = PAPER["share"].get(v.replace("quinn", "quic")) if key == "share" else None
                 lines.append(f"| {buf // 1000 if buf else 'default'}{' KB' if buf else ''} | {v} | "
                              f"{_fmt(_stats([r['share'] for r in sel]), '.2f')} | {_fmt(_stats([r['mbit_s'] for r in sel]), '.2f')} | "
                              f"{_fmt(_stats([r['iperf_mbit_s'] for r in sel]), '.2f')} | "
@@ -285,9 +392,10 @@ def _plots(res, out):
         for key, ylabel, name in (("mbit_s", "throughput (Mbit/s)", "paper-throughput.png"),
                                   ("cpu_ns_per_byte", "server CPU time per byte (ns)", "paper-cpu.png")):
             sizes = sorted({r["size"] for r in t})
-            fig, ax = plt.subplots(figsize=(8, 4.5))
-            w = 0.8 / len(VARIANTS)
-            for i, v in enumerate(VARIANTS):
+            present = [v for v in VARIANTS if any(r["variant"] == v for r in t)]
+            fig, ax = plt.subplots(figsize=(9, 4.5))
+            w = 0.8 / len(present)
+            for i, v in enumerate(present):
                 st = [_stats([r[key] for r in t if r["size"] == s and r["variant"] == v]) for s in sizes]
                 xs = [j + i * w for j in range(len(sizes))]
                 med = [s["median"] if s else 0 for s in st]
@@ -306,14 +414,16 @@ def _plots(res, out):
         if not rows:
             continue
         bufs = sorted({r["buffer"] or 0 for r in rows})
-        fig, ax = plt.subplots(figsize=(7, 4))
-        for i, v in enumerate(("quic-offload", "quic")):
+        fig, ax = plt.subplots(figsize=(8, 4))
+        present = [v for v in ("quic-offload", "quic", "quinn-offload", "quinn") if any(r["variant"] == v for r in rows)]
+        w = 0.8 / len(present)
+        for i, v in enumerate(present):
             st = [_stats([r["share"] for r in rows if (r["buffer"] or 0) == b and r["variant"] == v]) for b in bufs]
-            xs = [j + i * 0.4 for j in range(len(bufs))]
+            xs = [j + i * w for j in range(len(bufs))]
             med = [s["median"] if s else 0 for s in st]
             err = [[(s["median"] - s["lo"]) if s else 0 for s in st], [(s["hi"] - s["median"]) if s else 0 for s in st]]
-            ax.bar(xs, med, 0.4, yerr=err, capsize=3, label=v)
-        ax.set_xticks([j + 0.2 for j in range(len(bufs))], [f"{b // 1000} KB" if b else "default" for b in bufs])
+            ax.bar(xs, med, w, yerr=err, capsize=3, label=v)
+        ax.set_xticks([j + 0.4 - w / 2 for j in range(len(bufs))], [f"{b // 1000} KB" if b else "default" for b in bufs])
         ax.set_ylim(0, 1)
         ax.set_ylabel("share of delivered bytes")
         ax.set_title(title)
@@ -332,6 +442,10 @@ def main(argv=None):
                     "QUIC sender (default reno, aioquic's default; the iperf3 flow is Linux TCP's CUBIC)")
     ap.add_argument("--only", choices=["throughput", "share", "buffers"], action="append",
                     help="run only these experiments (repeatable)")
+    ap.add_argument("--stack", choices=list(STACKS), action="append",
+                    help="only this QUIC stack's variants (repeatable; default both: aioquic with TCP, quinn)")
+    ap.add_argument("--slow-model", action="store_true",
+                    help="the device model's Python data path instead of its native one (about 2,000 frames/s)")
     a = ap.parse_args(argv)
     if a.runs < 1:
         ap.error("--runs: at least 1")
@@ -343,18 +457,21 @@ def main(argv=None):
     only = set(a.only or ["throughput", "share", "buffers"])
     from .capture import self_signed
     self_signed(out)
-    res = dict(date=time.strftime("%Y-%m-%d %H:%M"), runs=runs, cc=a.cc)
+    stacks = a.stack or list(STACKS)
+    variants = [v for st in stacks for v in STACKS[st]]
+    fast = not a.slow_model
+    res = dict(date=time.strftime("%Y-%m-%d %H:%M"), runs=runs, cc=a.cc, fast_model=fast, stacks=stacks)
     t0 = time.monotonic()
     res["crypto"] = crypto_cost()
     if "throughput" in only:
-        _progress(f"experiment 1: {runs} x {len(sizes)} sizes x {len(VARIANTS)} variants through the DPU model")
-        res["throughput"] = throughput(out, runs, sizes, VARIANTS, a.cc)
+        _progress(f"experiment 1: {runs} x {len(sizes)} sizes x {len(variants)} variants through the DPU model")
+        res["throughput"] = throughput(out, runs, sizes, variants, a.cc, fast)
     if "share" in only:
-        _progress(f"experiment 2: {runs} x 2 variants against iperf3 on 5 Mbit/s, 50 ms RTT")
-        res["share"] = share(out, runs, [None], cc=a.cc)
+        _progress(f"experiment 2: {runs} x {2 * len(stacks)} variants against iperf3 on 5 Mbit/s, 50 ms RTT")
+        res["share"] = share(out, runs, [None], stacks, cc=a.cc, fast=fast)
     if "buffers" in only:
-        _progress(f"experiment 3: {runs} x {len(buffers)} windows x 2 variants")
-        res["buffers"] = share(out, runs, buffers, cc=a.cc)
+        _progress(f"experiment 3: {runs} x {len(buffers)} windows x {2 * len(stacks)} variants")
+        res["buffers"] = share(out, runs, buffers, stacks, cc=a.cc, fast=fast)
     res["seconds"] = round(time.monotonic() - t0, 1)
     (out / "results.json").write_text(json.dumps(res, indent=1) + "\n")
     print(report(res, out))
