@@ -20,6 +20,11 @@ DPU, writing the TLS key log. For each transfer:
 Transfers: IPv4 with 8-byte CIDs on both sides; IPv6 with a client using zero-length CIDs (the
 server's SEAL entry is named by the client's address) and a server using 20-byte CIDs, on a second
 server process (two processes share the device through the driver).
+
+In `make test-long` (marker long), one transfer through the Verilator DPU instead of the model
+(`nanobpf.rtldev`, one core: xdp_quic_hw loaded through the driver and verified on the simulated core
+0, sealing and opening on the AEAD engine), with the same checks but the model's counters: the
+device's own, read through the driver.
 """
 import json
 import os
@@ -44,8 +49,8 @@ from nanobpf.quic.keys import key_generations
 from nanobpf.quic.transfer import BLOCK
 
 import nanobpf_ebpf_defs as abi
-from test_driver import (CMDLOOP, CTL, DRIVER, GUEST_MODULES, INIT, KERNEL, KEY_FILE, QEMU, QUIC_HW_IMAGE, Guest,
-                         _cpio, _ip, _module_bytes, _module_order)
+from test_driver import (CMDLOOP, CTL, DRIVER, GUEST_MODULES, INIT, KERNEL, KEY_FILE, QEMU, QUIC_HW_IMAGE, RTL_RETRY,
+                         RTL_RETRY_QUIC, Guest, _cpio, _ip, _module_bytes, _module_order, set_retry)
 
 QUINN = BUILD / "rust/x86_64-unknown-linux-gnu/release/nanobpf-quinn"
 SRV4, CLI4 = "10.79.0.1", "10.79.0.2"
@@ -329,3 +334,91 @@ def test_quinn_transfer_through_driver(rig, certs, case, tmp_path):
           f"{opened} opened for it, generations {gens}, updates started {started}, "
           f"client {client.get('mbit_s')} Mbit/s")
     rig.guest.assert_log_clean()
+
+
+# ---------------------------------------------------------------- the Verilator DPU (make test-long)
+class RtlQuinnRig(QuinnRig):
+    """The guest's TAP relayed to the RTL DPU's host port (nanobpf.faults.Relay, no faults); the DPU's
+    network TAP addressed as the client. xdp_quic_hw loaded through the driver first (minutes of
+    verification on the simulated core 0); the server's prepare() then finds it attached."""
+
+    def __init__(self, workdir, initrd):
+        from nanobpf.faults import Relay
+        from nanobpf.rtldev import RtlDevice
+        self.tap = f"nbqr{os.getpid() % 10000}"
+        self.guest = self.dev = self.host_port = self.net_port = self.relay = self.rtl = None
+        try:
+            self.rtl = RtlDevice(cores=1).start()
+            self.rtl.net.close()           # the kernel's own interface from now on: the client's
+            self.rtl.net = None
+            self.nettap = self.rtl.net_if
+            _ip("addr", "add", f"{CLI4}/24", "dev", self.nettap)
+            _ip("tuntap", "add", "dev", self.tap, "mode", "tap")
+            Path(f"/proc/sys/net/ipv6/conf/{self.tap}/disable_ipv6").write_text("1")
+            _ip("link", "set", self.tap, "up")
+            self.guest = Guest(workdir, initrd, self.tap)
+            self.host_port = PacketPort(self.tap)
+            self.relay = Relay(self.host_port, self.rtl.host).start()
+            g = self.guest
+            g.run("echo 0 > /proc/sys/kernel/hung_task_timeout_secs")
+            set_retry(g, RTL_RETRY_QUIC)
+            g.run(f"nanobpfctl dev attach eth0 key {KEY_FILE}", timeout=600)
+            t = time.monotonic()
+            g.run("nanobpfctl prog load /xdp_quic_hw.nbpf", timeout=3600)
+            print(f"xdp_quic_hw verified and compiled on the simulated core 0 in {time.monotonic() - t:.0f} s")
+            set_retry(g, RTL_RETRY)
+            g.run(f"ip link set nbpf0 up; ip addr add {SRV4}/24 dev nbpf0")
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self):
+        if self.guest:
+            self.guest.close()
+        if self.relay:
+            self.relay.stop()
+        if self.host_port:
+            self.host_port.close()
+        subprocess.run(["ip", "link", "del", self.tap], capture_output=True)
+        if self.rtl:
+            self.rtl.stop()
+
+
+@pytest.mark.long
+def test_quinn_through_rtl_dpu(quinn_initramfs, certs, tmp_path):
+    rig = RtlQuinnRig(tmp_path / "guest", quinn_initramfs)
+    try:
+        log = "/tmp/srv-rtl.log"
+        rig.serve(PORT_A, 8, key_update_every=25, log=log)
+        keylog = tmp_path / "keylog.txt"
+        sniff = Sniffer(rig.nettap)
+        sniff.start()
+        size = 100_000
+        t0 = time.monotonic()
+        try:
+            r = subprocess.run([str(QUINN), "get", "--host", SRV4, "--port", str(PORT_A), "--size", str(size),
+                                "--cert-dir", str(certs), "--cid-len", "8", "--keylog", str(keylog),
+                                "--key-update-every", "12"], capture_output=True, text=True, timeout=1800)
+        finally:
+            frames = sniff.stop()
+        seconds = time.monotonic() - t0
+        write_pcap(tmp_path / "net.pcap", [f for _, f in frames])
+        srv_text = rig.guest.run(f"sleep 5; cat {log}")
+        assert r.returncode == 0, f"client failed ({r.returncode}):\n{r.stdout}\n{r.stderr}\nserver:\n{srv_text}"
+        client = _json_lines(r.stdout)[-1]
+        assert client.get("ok") is True and client.get("bytes") == size, client
+        reports = [x for x in _json_lines(srv_text) if "bytes" in x]
+        assert reports and reports[-1]["bytes"] == size and reports[-1].get("offloaded"), srv_text
+        off, dev = reports[-1]["offload"], reports[-1].get("device", {})
+        assert off.get("tx_device", 0) > 0 and off.get("rx_device", 0) > 0 and off.get("unsealable", 0) == 0, off
+        # the device's own counts (its STATS and quic_stats, read by the server through the driver)
+        assert dev.get("quic_sealed", 0) >= off["tx_device"] and dev.get("quic_opened", 0) >= off["rx_device"], dev
+        down, up = check_wire(frames, keylog.read_text(), SRV4, PORT_A, 8, 8)
+        assert down.opened >= off["tx_device"], (down.opened, off)
+        gens = max(down.first_of_gen), max(up.first_of_gen)
+        assert min(gens) >= 1, f"key generations used: server {gens[0] + 1}, client {gens[1] + 1}"
+        print(f"RTL DPU: {size} B in {seconds:.0f} s, {off['tx_device']} packets sealed and {off['rx_device']} opened "
+              f"by the device, {down.opened} opened here with the key log, generations {gens}")
+        rig.guest.assert_log_clean()
+    finally:
+        rig.close()

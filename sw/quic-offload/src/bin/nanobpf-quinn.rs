@@ -24,6 +24,9 @@ usage:
   nanobpf-quinn get --host HOST [--port PORT] --size N --cert-dir D [--cid-len N] [--keylog FILE]
                     [--key-update-every N] [--window BYTES] [--offload none|driver|packet:IFNAME]
                     [--program FILE] [--key-file FILE]
+  nanobpf-quinn crypto-cost [--packets N]
+                    what the offload takes off quinn: rustls's (ring's) 1-RTT seal and open with header
+                    protection of 1,207-byte packets, CPU ns per byte, measured here (JSON)
 
 options:
   --listen ADDR:PORT     where the server listens (default [::]:4435; [::] takes IPv4 too)
@@ -72,8 +75,18 @@ fn parse_args() -> Result<Args, String> {
         print!("{HELP}");
         std::process::exit(0);
     }
+    if cmd == "crypto-cost" {
+        let packets = match (it.next().as_deref(), it.next()) {
+            (None, _) => 200_000,
+            (Some("--packets"), Some(n)) => n.parse::<u64>().ok().filter(|&n| n > 0)
+                .ok_or_else(|| format!("--packets: a positive number, got {n:?}"))?,
+            (Some(o), _) => return Err(format!("crypto-cost: unknown option {o:?} (--help)")),
+        };
+        println!("{}", crypto_cost(packets));
+        std::process::exit(0);
+    }
     if cmd != "serve" && cmd != "get" {
-        return Err(format!("unknown command {cmd:?}: serve or get (--help)"));
+        return Err(format!("unknown command {cmd:?}: serve, get or crypto-cost (--help)"));
     }
     let mut a = Args {
         cmd, listen: "[::]:4435".parse().map_err(|e| format!("{e}"))?, host: None, port: 4435, size: None,
@@ -202,6 +215,49 @@ fn get(a: &Args) -> Result<bool, String> {
         eprintln!("nanobpf-quinn: the payload's SHA-256 does not match ({} of {size} bytes)", app.got);
     }
     Ok(ok)
+}
+
+/// rustls's 1-RTT packet protection as quinn uses it (the ring provider; AES-128-GCM and AES header
+/// protection), per byte of a packet, in this process: the CPU the offload takes off quinn when the
+/// device seals and opens instead. Initial keys stand in for 1-RTT ones (the same algorithms).
+fn crypto_cost(packets: u64) -> String {
+    use rustls::quic::Version;
+    use rustls::Side;
+    use std::hint::black_box;
+    use std::time::Instant;
+    let suite = rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256.tls13().expect("a TLS 1.3 suite");
+    let quic = suite.quic_suite().expect("its QUIC suite");
+    let cid = [0x4e, 0x42, 0, 0, 0, 0, 0, 1];
+    let (client, server) = (quic.keys(&cid, Side::Client, Version::V1), quic.keys(&cid, Side::Server, Version::V1));
+    let mut header = vec![0x41u8];
+    header.extend_from_slice(&cid);
+    header.extend_from_slice(&[0x00, 0x01]);                 // a 2-byte packet number
+    let payload_len = 1180usize;
+    let bytes = (header.len() + payload_len + 16) as f64;
+    let sample = 4 - 2;                                       // RFC 9001 5.4.2: pn offset + 4, in the payload
+    let mut buf = vec![0x5au8; payload_len];
+    let t0 = Instant::now();
+    for pn in 0..packets {
+        let tag = client.local.packet.encrypt_in_place(pn, &header, &mut buf).expect("seal");
+        let (mut first, mut pnb) = (header[0], [0u8, 1]);
+        client.local.header.encrypt_in_place(&buf[sample..sample + 16], &mut first, &mut pnb).expect("mask");
+        black_box((tag, first, pnb));
+    }
+    let seal = t0.elapsed().as_secs_f64() * 1e9 / (packets as f64 * bytes);
+    let mut sealed = vec![0x5au8; payload_len];
+    let tag = client.local.packet.encrypt_in_place(7, &header, &mut sealed).expect("seal");
+    sealed.extend_from_slice(tag.as_ref());
+    let mut work = sealed.clone();
+    let t0 = Instant::now();
+    for _ in 0..packets {
+        work.copy_from_slice(&sealed);
+        let (mut first, mut pnb) = (header[0], [0u8, 1]);
+        server.remote.header.decrypt_in_place(&work[sample..sample + 16], &mut first, &mut pnb).expect("unmask");
+        black_box(server.remote.packet.decrypt_in_place(7, &header, &mut work).expect("open").len());
+    }
+    let open = t0.elapsed().as_secs_f64() * 1e9 / (packets as f64 * bytes);
+    json_object(vec![("seal_ns_per_byte", format!("{seal:.3}")), ("open_ns_per_byte", format!("{open:.3}")),
+                     ("packet_bytes", format!("{}", bytes as u64)), ("packets", format!("{packets}"))])
 }
 
 fn main() -> ExitCode {
