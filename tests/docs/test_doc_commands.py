@@ -15,7 +15,7 @@ What is checked:
   board and a number; no `|` pipes a make command into a word that is not a program (write
   alternatives as separate commands);
 - `nanobpf-*`/`nanobpfctl*`: a console script of sw/python/pyproject.toml's [project.scripts] (the
-  Python tools), or one of BUILT_TOOLS (programs built from C/C++ by a Makefile), at a path where
+  Python tools), or one of BUILT_TOOLS (programs built from C/C++ or Rust by a Makefile), at a path where
   that Makefile puts it when the doc gives one;
 - every path in the command that starts with one of REPO_DIRS exists;
 - docs/build.md's table of tools lists every console script and built tool, and nothing else.
@@ -44,7 +44,7 @@ DOC_FILES = (["README.md"] + sorted(f"docs/{p.name}" for p in (ROOT / "docs").gl
 # Directories of the repository: a command's argument starting with one of them must exist.
 REPO_DIRS = ("sw/", "hw/", "firmware/", "sim/", "tests/", "boards/", "constraints/", "docs/")
 
-# Programs built from C/C++ sources, not Python console scripts: name -> (the Makefile that builds
+# Programs built from C/C++ or Rust sources, not Python console scripts: name -> (the Makefile that builds
 # it, the folders it is built into, as globs).
 BUILT_TOOLS = {
     "nanobpf-run": ("sw/tools/Makefile (make ebpf-tools, make firmware)", ["build/ebpf/host", "build/ebpf/rv64"]),
@@ -55,6 +55,7 @@ BUILT_TOOLS = {
     "nanobpf-sim": ("the top-level Makefile (make sim: Verilator, sim/verilator/main.cpp)", ["build/sim/soc-*"]),
     "nanobpf-board-sim": ("the top-level Makefile (make board-sim-model: Verilator, sim/verilator/board_main.cpp)",
                           ["build/sim/board-*"]),
+    "nanobpf-quinn": ("the top-level Makefile (make quinn: cargo, sw/quic-offload)", ["build/rust/*/release"]),
 }
 # Where a Python console script may be called from by path (the venv's bin).
 SCRIPT_DIRS = ["build/venv/bin"]
