@@ -345,17 +345,21 @@ def report(res, out):
                          f" | {'-' if paper is None else f'+{paper:.0%}'} |")
         lines += ["", "Server CPU time per byte over the whole connection (ns/B), and from it the throughput one "
                   "host core would sustain (Mbit/s = 8000 / ns per byte, medians):", "",
-                  "| size | " + " | ".join(present) + " | " + " | ".join(f"{a} saves" for a, _ in pairs) + " |",
-                  "|---|" + "---:|" * (len(present) + len(pairs))]
+                  "| size | " + " | ".join(present) + " | " + " | ".join(f"{a}: one-core gain" for a, _ in pairs) +
+                  " | paper |", "|---|" + "---:|" * (len(present) + len(pairs) + 1)]
         for size in sorted({r["size"] for r in t}):
             cells, med = [], {}
             for v in present:
                 st = _stats([r["cpu_ns_per_byte"] for r in t if r["size"] == size and r["variant"] == v])
                 med[v] = st["median"] if st else None
                 cells.append(_fmt(st) + (f" = {8000 / st['median']:,.0f}" if st and st["median"] else ""))
-            saves = [f"{1 - med[a] / med[b]:+.0%}" if med.get(a) and med.get(b) else "-" for a, b in pairs]
-            lines.append(f"| {size / 1e6:g} MB | " + " | ".join(cells + saves) + " |")
-        lines.append("")
+            # a CPU-bound server's throughput goes as 1 / (CPU per byte): the offload's gain there
+            gains = [f"{med[b] / med[a] - 1:+.0%}" if med.get(a) and med.get(b) else "-" for a, b in pairs]
+            paper = PAPER["gain"].get(size)
+            lines.append(f"| {size / 1e6:g} MB | " + " | ".join(cells + gains) + f" | {'-' if paper is None else f'+{paper:.0%}'} |")
+        lines += ["", "(The one-core gain is the offload's gain in the throughput a server bound by one core would "
+                  "reach: CPU per byte without it over CPU per byte with it, minus one; the paper's figures are "
+                  "its throughput gains.)", ""]
     c = res.get("crypto")
     if c:
         lines += ["## What the offload takes off the stacks (CPU per byte of a 1-RTT packet, measured in-process)", "",
