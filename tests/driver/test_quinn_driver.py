@@ -386,6 +386,7 @@ class RtlQuinnRig(QuinnRig):
 
 @pytest.mark.long
 def test_quinn_through_rtl_dpu(quinn_initramfs, certs, tmp_path):
+    (tmp_path / "guest").mkdir()
     rig = RtlQuinnRig(tmp_path / "guest", quinn_initramfs)
     try:
         log = "/tmp/srv-rtl.log"
