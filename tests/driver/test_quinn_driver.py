@@ -50,7 +50,7 @@ from nanobpf.quic.transfer import BLOCK
 
 import nanobpf_ebpf_defs as abi
 from test_driver import (CMDLOOP, CTL, DRIVER, GUEST_MODULES, INIT, KERNEL, KEY_FILE, QEMU, QUIC_HW_IMAGE, RTL_RETRY,
-                         RTL_RETRY_QUIC, Guest, _cpio, _ip, _module_bytes, _module_order, set_retry)
+                         Guest, RtlRig, _cpio, _ip, _module_bytes, _module_order, set_retry)
 
 QUINN = BUILD / "rust/x86_64-unknown-linux-gnu/release/nanobpf-quinn"
 SRV4, CLI4 = "10.79.0.1", "10.79.0.2"
@@ -135,11 +135,23 @@ class Sniffer(threading.Thread):
         return self.frames
 
 
+def serve(guest, port, cid_len, key_update_every, log):
+    """A server process in the guest (background), up once its UDP port is bound."""
+    guest.run(f"nanobpf-quinn serve --listen [::]:{port} --cert-dir /certs --offload driver "
+              f"--program /xdp_quic_hw.nbpf --key-file {KEY_FILE} --cid-len {cid_len} "
+              f"--key-update-every {key_update_every} --max-conns 1 > {log} 2>&1 &")
+    end = time.monotonic() + 60
+    while f":{port} " not in guest.run("netstat -uln"):
+        if time.monotonic() > end:
+            raise AssertionError(f"the server on {port} did not come up:\n" + guest.run(f"cat {log}"))
+        time.sleep(0.5)
+
+
 class QuinnRig:
     """The guest's TAP with the reference device model on it; the model's network port a TAP of this
     host with the client's addresses; the guest's driver attached, its netdev addressed."""
 
-    def __init__(self, workdir, initrd, fast=False):
+    def __init__(self, workdir, initrd):
         tag = f"{os.getpid() % 10000}"
         self.tap, self.nettap = f"nbqq{tag}", f"nbqn{tag}"
         self.guest = self.dev = self.host_port = self.net_port = None
@@ -153,8 +165,7 @@ class QuinnRig:
             Path(f"/proc/sys/net/ipv6/conf/{self.nettap}/disable_ipv6").write_text("0")
             _ip("addr", "add", f"{CLI4}/24", "dev", self.nettap)
             _ip("-6", "addr", "add", f"{CLI6}/64", "dev", self.nettap, "nodad")
-            kw = dict(fast=True) if fast else {}
-            self.dev = DeviceModel(host=self.host_port, net=self.net_port, seed=45, **kw).start()
+            self.dev = DeviceModel(host=self.host_port, net=self.net_port, seed=45).start()
             g = self.guest
             g.run(f"nanobpfctl dev attach eth0 key {KEY_FILE}", timeout=60)
             g.run("echo 0 > /proc/sys/net/ipv6/conf/nbpf0/accept_dad; echo 0 > /proc/sys/net/ipv6/conf/nbpf0/disable_ipv6; "
@@ -165,15 +176,7 @@ class QuinnRig:
             raise
 
     def serve(self, port, cid_len, key_update_every, log):
-        """A server process in the guest (background), up once its UDP port is bound."""
-        self.guest.run(f"nanobpf-quinn serve --listen [::]:{port} --cert-dir /certs --offload driver "
-                       f"--program /xdp_quic_hw.nbpf --key-file {KEY_FILE} --cid-len {cid_len} "
-                       f"--key-update-every {key_update_every} --max-conns 1 > {log} 2>&1 &")
-        end = time.monotonic() + 60
-        while f":{port} " not in self.guest.run("netstat -uln"):
-            if time.monotonic() > end:
-                raise AssertionError(f"the server on {port} did not come up:\n" + self.guest.run(f"cat {log}"))
-            time.sleep(0.5)
+        serve(self.guest, port, cid_len, key_update_every, log)
 
     def close(self):
         if self.guest:
@@ -337,31 +340,25 @@ def test_quinn_transfer_through_driver(rig, certs, case, tmp_path):
 
 
 # ---------------------------------------------------------------- the Verilator DPU (make test-long)
-class RtlQuinnRig(QuinnRig):
-    """The guest's TAP relayed to the RTL DPU's host port (nanobpf.faults.Relay, no faults); the DPU's
-    network TAP addressed as the client. xdp_quic_hw loaded through the driver first (minutes of
-    verification on the simulated core 0); the server's prepare() then finds it attached."""
+# xdp_quic_hw's load through the driver: verified on the simulated core 0, minutes of simulation (longer
+# when the machine is busy): the driver's retransmission stretched so that it waits, up to half an hour
+RTL_RETRY_LOAD = "retry_ms=20000 retry_max_ms=600000"
+
+
+class RtlQuinnRig(RtlRig):
+    """test_driver.py's RTL rig (the guest's TAP relayed to the RTL DPU's host port, one core), with the
+    DPU's network TAP as the client's interface, xdp_quic_hw loaded through the driver first; the
+    server's prepare() then finds it attached."""
 
     def __init__(self, workdir, initrd):
-        from nanobpf.faults import Relay
-        from nanobpf.rtldev import RtlDevice
-        self.tap = f"nbqr{os.getpid() % 10000}"
-        self.guest = self.dev = self.host_port = self.net_port = self.relay = self.rtl = None
+        super().__init__(workdir, initrd, seed=45)
         try:
-            self.rtl = RtlDevice(cores=1).start()
-            self.rtl.net.close()           # the kernel's own interface from now on: the client's
-            self.rtl.net = None
+            self.net.close()             # the kernel's own interface from now on: the client's
+            self.rtl.net = self.net = None
             self.nettap = self.rtl.net_if
             _ip("addr", "add", f"{CLI4}/24", "dev", self.nettap)
-            _ip("tuntap", "add", "dev", self.tap, "mode", "tap")
-            Path(f"/proc/sys/net/ipv6/conf/{self.tap}/disable_ipv6").write_text("1")
-            _ip("link", "set", self.tap, "up")
-            self.guest = Guest(workdir, initrd, self.tap)
-            self.host_port = PacketPort(self.tap)
-            self.relay = Relay(self.host_port, self.rtl.host).start()
             g = self.guest
-            g.run("echo 0 > /proc/sys/kernel/hung_task_timeout_secs")
-            set_retry(g, RTL_RETRY_QUIC)
+            set_retry(g, RTL_RETRY_LOAD)
             g.run(f"nanobpfctl dev attach eth0 key {KEY_FILE}", timeout=600)
             t = time.monotonic()
             g.run("nanobpfctl prog load /xdp_quic_hw.nbpf", timeout=3600)
@@ -372,16 +369,8 @@ class RtlQuinnRig(QuinnRig):
             self.close()
             raise
 
-    def close(self):
-        if self.guest:
-            self.guest.close()
-        if self.relay:
-            self.relay.stop()
-        if self.host_port:
-            self.host_port.close()
-        subprocess.run(["ip", "link", "del", self.tap], capture_output=True)
-        if self.rtl:
-            self.rtl.stop()
+    def serve(self, port, cid_len, key_update_every, log):
+        serve(self.guest, port, cid_len, key_update_every, log)
 
 
 @pytest.mark.long
