@@ -171,7 +171,7 @@ test: ## run the whole test suite (unit, cocotb blocks, firmware on the SoC, con
 	@echo "[test] pytest (parallel)"
 	@cd $(ROOT) && $(PY) -m pytest -n 2 -q --durations=40
 
-test-long: ## the tests too long for make test (marked `long`: make demo's QUIC run through the 4-core DPU, against the reference and the model; the driver's full QEMU tests against the RTL DPU; the block builds the SoC does not use: 128-bit PISA and packetizer, the r1g8 AEAD engine; the board's simulation with its 4 cores)
+test-long: ## the tests too long for make test (marked `long`: make demo's QUIC run through the 4-core DPU, against the reference and the model; the driver's full QEMU tests against the RTL DPU, quinn through the driver against the RTL DPU; the block builds the SoC does not use: 128-bit PISA and packetizer, the r1g8 AEAD engine; the board's simulation with its 4 cores)
 	@$(MAKE) -s test-prereqs
 	@cd $(ROOT) && $(PY) -m pytest -n 2 -q -m long
 
