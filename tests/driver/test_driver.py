@@ -190,6 +190,33 @@ done
 """
 
 
+def _key_text(key):
+    return f"# NanoBPF device key (test)\n{key.hex()}\n".encode()
+
+
+def guest_base(init):
+    """The initramfs entries every guest here has: directories, busybox, the kernel modules of
+    GUEST_MODULES in load order, nanobpf.ko, nanobpfctl, the model's device key as KEY_FILE, `init`
+    (the text given) and the command loop. Callers add their own files."""
+    entries = [(p, 0o40755, b"", (0, 0)) for p in
+               ("bin", "dev", "proc", "sys", "tmp", "lib", "lib/modules", "etc")]
+    entries.append(("dev/console", 0o20600, b"", (5, 1)))
+    entries.append(("bin/busybox", 0o100755, Path("/bin/busybox").read_bytes(), (0, 0)))
+    entries.append(("bin/sh", 0o120777, b"busybox", (0, 0)))
+    names = []
+    for rel in _module_order(GUEST_MODULES):
+        name = re.sub(r"\.(xz|zst|gz)$", "", Path(rel).name)
+        entries.append((f"lib/modules/{name}", 0o100644, _module_bytes(rel), (0, 0)))
+        names.append(name)
+    entries.append(("modules.order", 0o100644, ("\n".join(names) + "\n").encode(), (0, 0)))
+    entries.append(("nanobpf.ko", 0o100644, DRIVER.read_bytes(), (0, 0)))
+    entries.append(("bin/nanobpfctl", 0o100755, CTL.read_bytes(), (0, 0)))
+    entries.append((KEY_FILE[1:], 0o100600, _key_text(ctrlkey.default().key), (0, 0)))
+    entries.append(("init", 0o100755, init.encode(), (0, 0)))
+    entries.append(("cmdloop", 0o100644, CMDLOOP.encode(), (0, 0)))
+    return entries
+
+
 @pytest.fixture(scope="module")
 def initramfs(tmp_path_factory, quic_image, stand_in_image, events_image):
     for f, how in ((DRIVER, "make driver"), (CTL, "make host-tools")):
@@ -199,31 +226,14 @@ def initramfs(tmp_path_factory, quic_image, stand_in_image, events_image):
     nbtest = d / "nbtest"
     subprocess.run(["gcc", "-static", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{BUILD}/generated/include",
                     "-o", str(nbtest), str(ROOT / "tests/driver/guest/nbtest.c")], check=True)
-    order = _module_order(GUEST_MODULES)
-    entries = [(p, 0o40755, b"", (0, 0)) for p in
-               ("bin", "dev", "proc", "sys", "tmp", "lib", "lib/modules", "etc")]
-    entries.append(("dev/console", 0o20600, b"", (5, 1)))
-    entries.append(("bin/busybox", 0o100755, Path("/bin/busybox").read_bytes(), (0, 0)))
-    entries.append(("bin/sh", 0o120777, b"busybox", (0, 0)))
-    names = []
-    for rel in order:
-        name = re.sub(r"\.(xz|zst|gz)$", "", Path(rel).name)
-        entries.append((f"lib/modules/{name}", 0o100644, _module_bytes(rel), (0, 0)))
-        names.append(name)
-    entries.append(("modules.order", 0o100644, ("\n".join(names) + "\n").encode(), (0, 0)))
-    entries.append(("nanobpf.ko", 0o100644, DRIVER.read_bytes(), (0, 0)))
-    entries.append(("bin/nanobpfctl", 0o100755, CTL.read_bytes(), (0, 0)))
+    entries = guest_base(INIT)
     entries.append(("bin/nbtest", 0o100755, nbtest.read_bytes(), (0, 0)))
     entries.append(("xdp_quic.nbpf", 0o100644, quic_image.read_bytes(), (0, 0)))
     entries.append(("xdp_ctrl_test.nbpf", 0o100644, stand_in_image.read_bytes(), (0, 0)))
     entries.append(("xdp_events_test.nbpf", 0o100644, events_image.read_bytes(), (0, 0)))
     if QUIC_HW_IMAGE.exists():        # for the RTL DPU (its AEAD engine), built by make firmware
         entries.append(("xdp_quic_hw.nbpf", 0o100644, QUIC_HW_IMAGE.read_bytes(), (0, 0)))
-    key_text = lambda k: f"# NanoBPF device key (test)\n{k.hex()}\n".encode()
-    entries.append((KEY_FILE[1:], 0o100600, key_text(ctrlkey.default().key), (0, 0)))
-    entries.append((WRONG_KEY_FILE[1:], 0o100600, key_text(WRONG_KEY), (0, 0)))
-    entries.append(("init", 0o100755, INIT.encode(), (0, 0)))
-    entries.append(("cmdloop", 0o100644, CMDLOOP.encode(), (0, 0)))
+    entries.append((WRONG_KEY_FILE[1:], 0o100600, _key_text(WRONG_KEY), (0, 0)))
     path = d / "initramfs.cpio"
     path.write_bytes(_cpio(entries))
     return path

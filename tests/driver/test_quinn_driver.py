@@ -28,7 +28,6 @@ device's own, read through the driver.
 """
 import json
 import os
-import re
 import select
 import socket
 import subprocess
@@ -49,8 +48,8 @@ from nanobpf.quic.keys import key_generations
 from nanobpf.quic.transfer import BLOCK
 
 import nanobpf_ebpf_defs as abi
-from test_driver import (CMDLOOP, CTL, DRIVER, GUEST_MODULES, INIT, KERNEL, KEY_FILE, QEMU, QUIC_HW_IMAGE, RTL_RETRY,
-                         Guest, RtlRig, _cpio, _ip, _module_bytes, _module_order, set_retry)
+from test_driver import (CTL, DRIVER, INIT, KERNEL, KEY_FILE, QEMU, QUIC_HW_IMAGE, RTL_RETRY, Guest, RtlRig, _cpio,
+                         _ip, guest_base, set_retry)
 
 QUINN = BUILD / "rust/x86_64-unknown-linux-gnu/release/nanobpf-quinn"
 SRV4, CLI4 = "10.79.0.1", "10.79.0.2"
@@ -75,30 +74,14 @@ def quinn_initramfs(tmp_path_factory, certs):
                    (QUIC_HW_IMAGE, "make firmware")):
         if not f.exists():
             pytest.fail(f"{f} is missing ({how})")
-    entries = [(p, 0o40755, b"", (0, 0)) for p in
-               ("bin", "dev", "proc", "sys", "tmp", "lib", "lib/modules", "etc", "certs")]
-    entries.append(("dev/console", 0o20600, b"", (5, 1)))
-    entries.append(("bin/busybox", 0o100755, Path("/bin/busybox").read_bytes(), (0, 0)))
-    entries.append(("bin/sh", 0o120777, b"busybox", (0, 0)))
-    names = []
-    for rel in _module_order(GUEST_MODULES):
-        name = re.sub(r"\.(xz|zst|gz)$", "", Path(rel).name)
-        entries.append((f"lib/modules/{name}", 0o100644, _module_bytes(rel), (0, 0)))
-        names.append(name)
-    entries.append(("modules.order", 0o100644, ("\n".join(names) + "\n").encode(), (0, 0)))
-    entries.append(("nanobpf.ko", 0o100644, DRIVER.read_bytes(), (0, 0)))
-    entries.append(("bin/nanobpfctl", 0o100755, CTL.read_bytes(), (0, 0)))
+    # IPv6 stays on here (test_driver.py turns it off to keep the model's port quiet): the IPv6 transfer
+    # needs it on the driver's netdev; the lower device keeps it off
+    entries = guest_base(INIT.replace("echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6\n", ""))
+    entries.append(("certs", 0o40755, b"", (0, 0)))
     entries.append(("bin/nanobpf-quinn", 0o100755, QUINN.read_bytes(), (0, 0)))
     entries.append(("xdp_quic_hw.nbpf", 0o100644, QUIC_HW_IMAGE.read_bytes(), (0, 0)))
     for f in ("cert.pem", "key.pem"):
         entries.append((f"certs/{f}", 0o100600, (certs / f).read_bytes(), (0, 0)))
-    from nanobpf import ctrlkey
-    entries.append((KEY_FILE[1:], 0o100600, f"{ctrlkey.default().key.hex()}\n".encode(), (0, 0)))
-    # IPv6 stays on here (test_driver.py turns it off to keep the model's port quiet): the IPv6 transfer
-    # needs it on the driver's netdev; the lower device keeps it off
-    init = INIT.replace("echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6\n", "")
-    entries.append(("init", 0o100755, init.encode(), (0, 0)))
-    entries.append(("cmdloop", 0o100644, CMDLOOP.encode(), (0, 0)))
     path = tmp_path_factory.mktemp("quinn-initramfs") / "initramfs.cpio"
     path.write_bytes(_cpio(entries))
     return path
